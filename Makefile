@@ -1,0 +1,47 @@
+# Thin wrapper over CMake. `make demo` and `make test` install what is missing first.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+PREFIX ?= /usr/local
+
+.PHONY: all deps configure build demo run test test-sanitize bench install clean format
+
+all: build
+
+deps:
+	@./scripts/install-deps
+
+$(BUILD)/build.ninja:
+	@$(MAKE) --no-print-directory deps
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+configure: $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job end to end: start pschedd, add a model, plan it, run it, stop.
+demo: build
+	./scripts/demo.sh $(BUILD)
+
+# Run pschedd in the foreground on a private socket and state dir.
+run: build
+	./scripts/run-daemon.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+test-sanitize:
+	@$(MAKE) --no-print-directory BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DPSCHED_SANITIZE=ON" test
+
+bench: build
+	./scripts/bench.sh $(BUILD)
+
+install: build
+	./scripts/install.sh $(BUILD) $(PREFIX)
+
+format:
+	git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD)

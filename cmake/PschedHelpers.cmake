@@ -1,0 +1,17 @@
+# psched_test(NAME SOURCES... LIBS ...): a GoogleTest binary registered with CTest.
+# Unit tests sit beside the code they test (foo.cc, foo_test.cc).
+function(psched_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
+  include(GoogleTest)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+                       PROPERTIES LABELS "${T_LABELS}"
+                       ENVIRONMENT "PSCHED_SHARED_DIR=${PSCHED_SHARED_DIR}")
+endfunction()
+
+# The ../shared folder (models, reference outputs, paper tables) beside the checkout.
+if(NOT PSCHED_SHARED_DIR)
+  get_filename_component(PSCHED_SHARED_DIR "${CMAKE_SOURCE_DIR}/../shared" ABSOLUTE)
+endif()
+set(PSCHED_SHARED_DIR "${PSCHED_SHARED_DIR}" CACHE PATH "Folder with models/ and paper-tables/")
