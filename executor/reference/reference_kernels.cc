@@ -1,0 +1,644 @@
+#include "executor/reference/reference_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace psched::executor::reference {
+namespace {
+
+using model::Graph;
+using model::Op;
+using model::OpId;
+using model::OpKind;
+using model::Shape;
+
+std::string ShapeString(const Shape& s) { return absl::StrCat("[", s.h, "x", s.w, "x", s.c, "]"); }
+
+absl::Status OpError(const Graph& graph, OpId id, const std::string& what) {
+  const Op& op = graph.op(id);
+  return absl::InvalidArgumentError(absl::StrCat("op ", id, " '", op.name, "' (",
+                                                 std::string(model::OpKindName(op.kind)), "): ", what));
+}
+
+// Output extent of a sliding window along one axis (pads already include any ceil_mode
+// extension).
+int64_t WindowOutputSize(int64_t in, int32_t kernel, int32_t stride, int32_t dilation,
+                         int32_t pad_before, int32_t pad_after) {
+  const int64_t effective = static_cast<int64_t>(dilation) * (kernel - 1) + 1;
+  const int64_t span = in + pad_before + pad_after - effective;
+  return span < 0 ? 0 : span / stride + 1;
+}
+
+absl::Status ValidateWindow(const Graph& graph, OpId id, const model::Window2d& w,
+                            const Shape& in, const Shape& out) {
+  if (w.kernel_h < 1 || w.kernel_w < 1 || w.stride_h < 1 || w.stride_w < 1 ||
+      w.dilation_h < 1 || w.dilation_w < 1 || w.pad_top < 0 || w.pad_left < 0 ||
+      w.pad_bottom < 0 || w.pad_right < 0) {
+    return OpError(graph, id,
+                   absl::StrCat("bad window: kernel ", w.kernel_h, "x", w.kernel_w, " stride ",
+                                w.stride_h, "x", w.stride_w, " dilation ", w.dilation_h, "x",
+                                w.dilation_w, " pads ", w.pad_top, ",", w.pad_left, ",",
+                                w.pad_bottom, ",", w.pad_right,
+                                " (kernel/stride/dilation must be >= 1, pads >= 0)"));
+  }
+  const int64_t oh = WindowOutputSize(in.h, w.kernel_h, w.stride_h, w.dilation_h, w.pad_top,
+                                      w.pad_bottom);
+  const int64_t ow = WindowOutputSize(in.w, w.kernel_w, w.stride_w, w.dilation_w, w.pad_left,
+                                      w.pad_right);
+  if (oh != out.h || ow != out.w || oh < 1 || ow < 1) {
+    return OpError(graph, id,
+                   absl::StrCat("output ", ShapeString(out), " does not match input ",
+                                ShapeString(in), " under the window (expected ", oh, "x", ow,
+                                " pixels)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateConstant(const Graph& graph, OpId id, model::ConstantId cid,
+                              const char* role, const std::vector<int64_t>& expected_dims) {
+  if (cid < 0 || static_cast<size_t>(cid) >= graph.constants.size()) {
+    return OpError(graph, id, absl::StrCat(role, " constant id ", cid, " is out of range (",
+                                           graph.constants.size(), " constants)"));
+  }
+  const model::Constant& c = graph.constants[static_cast<size_t>(cid)];
+  if (c.dims != expected_dims) {
+    return OpError(graph, id, absl::StrCat(role, " '", c.name, "' has dims [",
+                                           absl::StrJoin(c.dims, ","), "], expected [",
+                                           absl::StrJoin(expected_dims, ","), "]"));
+  }
+  if (static_cast<int64_t>(c.data.size()) != c.Elements()) {
+    return OpError(graph, id,
+                   absl::StrCat(role, " '", c.name, "' holds ", c.data.size(), " values, expected ",
+                                c.Elements(), c.data.empty() ? " (graph has no weights)" : ""));
+  }
+  return absl::OkStatus();
+}
+
+// An operand of an element-wise binary op broadcasts along an axis when its extent is 1.
+bool Broadcasts(const Shape& operand, const Shape& out) {
+  return (operand.h == out.h || operand.h == 1) && (operand.w == out.w || operand.w == 1) &&
+         (operand.c == out.c || operand.c == 1);
+}
+
+template <typename T>
+const T* AttrsOf(const Op& op) {
+  return std::get_if<T>(&op.attrs);
+}
+
+// Whether op.attrs holds the alternative its kind reads, so later std::get calls cannot throw.
+bool HasExpectedAttrs(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kConv2d: return AttrsOf<model::ConvAttrs>(op) != nullptr;
+    case OpKind::kFullyConnected: return AttrsOf<model::FullyConnectedAttrs>(op) != nullptr;
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool: return AttrsOf<model::PoolAttrs>(op) != nullptr;
+    case OpKind::kPad: return AttrsOf<model::PadAttrs>(op) != nullptr;
+    case OpKind::kResize: return AttrsOf<model::ResizeAttrs>(op) != nullptr;
+    default: return true;
+  }
+}
+
+absl::Status ValidateShapes(const Graph& graph, OpId id) {
+  const Op& op = graph.op(id);
+  const Shape& out = graph.output_shape(id);
+  const std::vector<model::TensorId> acts = graph.ActivationInputs(id);
+  const Shape& in = graph.tensor(acts[0]).shape;
+  switch (op.kind) {
+    case OpKind::kConv2d: {
+      const auto& conv = *AttrsOf<model::ConvAttrs>(op);
+      if (conv.groups < 1 || in.c % conv.groups != 0 || out.c % conv.groups != 0) {
+        return OpError(graph, id, absl::StrCat("groups ", conv.groups, " must divide cin ", in.c,
+                                               " and cout ", out.c));
+      }
+      if (auto s = ValidateWindow(graph, id, conv.window, in, out); !s.ok()) return s;
+      if (auto s = ValidateConstant(graph, id, conv.filter, "filter",
+                                    {out.c, conv.window.kernel_h, conv.window.kernel_w,
+                                     in.c / conv.groups});
+          !s.ok()) {
+        return s;
+      }
+      if (conv.bias != model::kInvalidId) {
+        return ValidateConstant(graph, id, conv.bias, "bias", {out.c});
+      }
+      return absl::OkStatus();
+    }
+    case OpKind::kFullyConnected: {
+      const auto& fc = *AttrsOf<model::FullyConnectedAttrs>(op);
+      if (in.h != 1 || in.w != 1 || out.h != 1 || out.w != 1) {
+        return OpError(graph, id, absl::StrCat("input ", ShapeString(in), " and output ",
+                                               ShapeString(out),
+                                               " must be 1x1xK (a flatten precedes it)"));
+      }
+      if (auto s = ValidateConstant(graph, id, fc.weight, "weight", {out.c, in.c}); !s.ok()) {
+        return s;
+      }
+      if (fc.bias != model::kInvalidId) {
+        return ValidateConstant(graph, id, fc.bias, "bias", {out.c});
+      }
+      return absl::OkStatus();
+    }
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool: {
+      const auto& pool = *AttrsOf<model::PoolAttrs>(op);
+      if (in.c != out.c) {
+        return OpError(graph, id, absl::StrCat("channels change from ", in.c, " to ", out.c));
+      }
+      if (pool.declared_pad_bottom < 0 || pool.declared_pad_right < 0 ||
+          pool.declared_pad_bottom > pool.window.pad_bottom ||
+          pool.declared_pad_right > pool.window.pad_right) {
+        return OpError(graph, id,
+                       absl::StrCat("declared pads ", pool.declared_pad_bottom, ",",
+                                    pool.declared_pad_right, " exceed the effective pads ",
+                                    pool.window.pad_bottom, ",", pool.window.pad_right));
+      }
+      return ValidateWindow(graph, id, pool.window, in, out);
+    }
+    case OpKind::kGlobalAvgPool:
+      if (out != Shape{1, 1, in.c}) {
+        return OpError(graph, id, absl::StrCat("output ", ShapeString(out), " for input ",
+                                               ShapeString(in), ", expected [1x1x", in.c, "]"));
+      }
+      return absl::OkStatus();
+    case OpKind::kAdd:
+    case OpKind::kMul:
+    case OpKind::kSub: {
+      if (op.inputs.size() != 2) {
+        return OpError(graph, id, absl::StrCat("has ", op.inputs.size(), " inputs, expected 2"));
+      }
+      for (model::TensorId t : op.inputs) {
+        const model::Tensor& operand = graph.tensor(t);
+        if (!Broadcasts(operand.shape, out)) {
+          return OpError(graph, id, absl::StrCat("operand '", operand.name, "' ",
+                                                 ShapeString(operand.shape),
+                                                 " does not broadcast to ", ShapeString(out)));
+        }
+        if (operand.constant != model::kInvalidId) {
+          const model::ConstantId cid = operand.constant;
+          if (cid < 0 || static_cast<size_t>(cid) >= graph.constants.size()) {
+            return OpError(graph, id, absl::StrCat("operand '", operand.name, "' names constant ",
+                                                   cid, ", out of range"));
+          }
+          const model::Constant& c = graph.constants[static_cast<size_t>(cid)];
+          if (static_cast<int64_t>(c.data.size()) != operand.shape.Elements()) {
+            return OpError(graph, id,
+                           absl::StrCat("constant operand '", c.name, "' holds ", c.data.size(),
+                                        " values for shape ", ShapeString(operand.shape),
+                                        c.data.empty() ? " (graph has no weights)" : ""));
+          }
+        }
+      }
+      const Shape& a = graph.tensor(op.inputs[0]).shape;
+      const Shape& b = graph.tensor(op.inputs[1]).shape;
+      const Shape expected{std::max(a.h, b.h), std::max(a.w, b.w), std::max(a.c, b.c)};
+      if (expected != out) {
+        return OpError(graph, id, absl::StrCat("output ", ShapeString(out), " is not the broadcast ",
+                                               ShapeString(expected), " of its operands"));
+      }
+      return absl::OkStatus();
+    }
+    case OpKind::kConcat: {
+      if (acts.size() != op.inputs.size()) {
+        return OpError(graph, id, "constant inputs are not supported");
+      }
+      int64_t channels = 0;
+      for (model::TensorId t : acts) {
+        const Shape& s = graph.tensor(t).shape;
+        if (s.h != out.h || s.w != out.w) {
+          return OpError(graph, id, absl::StrCat("input ", ShapeString(s),
+                                                 " differs spatially from output ",
+                                                 ShapeString(out)));
+        }
+        channels += s.c;
+      }
+      if (channels != out.c) {
+        return OpError(graph, id, absl::StrCat("inputs have ", channels,
+                                               " channels in all, output has ", out.c));
+      }
+      return absl::OkStatus();
+    }
+    case OpKind::kPad: {
+      const auto& pad = *AttrsOf<model::PadAttrs>(op);
+      if (pad.top < 0 || pad.left < 0 || pad.bottom < 0 || pad.right < 0 ||
+          pad.channels_before < 0 || pad.channels_after < 0) {
+        return OpError(graph, id, "negative pads (cropping) are not supported");
+      }
+      const Shape expected{in.h + pad.top + pad.bottom, in.w + pad.left + pad.right,
+                           in.c + pad.channels_before + pad.channels_after};
+      if (expected != out) {
+        return OpError(graph, id, absl::StrCat("output ", ShapeString(out), ", expected ",
+                                               ShapeString(expected)));
+      }
+      return absl::OkStatus();
+    }
+    case OpKind::kResize:
+      if (in.c != out.c) {
+        return OpError(graph, id, absl::StrCat("channels change from ", in.c, " to ", out.c));
+      }
+      return absl::OkStatus();
+    case OpKind::kFlatten:
+      if (out != Shape{1, 1, in.Elements()}) {
+        return OpError(graph, id, absl::StrCat("output ", ShapeString(out), ", expected [1x1x",
+                                               in.Elements(), "]"));
+      }
+      return absl::OkStatus();
+    case OpKind::kActivation:
+    case OpKind::kSoftmax:
+      if (in != out) {
+        return OpError(graph, id, absl::StrCat("output ", ShapeString(out),
+                                               " differs from input ", ShapeString(in)));
+      }
+      return absl::OkStatus();
+  }
+  return OpError(graph, id, "unknown op kind");
+}
+
+void Conv2d(const Graph& graph, const Op& op, const Shape& in, const Shape& out, const float* x,
+            float* y) {
+  const auto& conv = std::get<model::ConvAttrs>(op.attrs);
+  const model::Window2d& w = conv.window;
+  const std::vector<float>& filter = graph.constants[static_cast<size_t>(conv.filter)].data;
+  const float* bias = conv.bias == model::kInvalidId
+                          ? nullptr
+                          : graph.constants[static_cast<size_t>(conv.bias)].data.data();
+  const int64_t cin_g = in.c / conv.groups;
+  const int64_t cout_g = out.c / conv.groups;
+  for (int64_t oh = 0; oh < out.h; ++oh) {
+    for (int64_t ow = 0; ow < out.w; ++ow) {
+      for (int64_t oc = 0; oc < out.c; ++oc) {
+        const int64_t group = oc / cout_g;
+        double acc = bias ? bias[oc] : 0.0;
+        for (int64_t kh = 0; kh < w.kernel_h; ++kh) {
+          const int64_t ih = oh * w.stride_h - w.pad_top + kh * w.dilation_h;
+          if (ih < 0 || ih >= in.h) continue;
+          for (int64_t kw = 0; kw < w.kernel_w; ++kw) {
+            const int64_t iw = ow * w.stride_w - w.pad_left + kw * w.dilation_w;
+            if (iw < 0 || iw >= in.w) continue;
+            const float* px = x + (ih * in.w + iw) * in.c + group * cin_g;
+            const float* pf = filter.data() + ((oc * w.kernel_h + kh) * w.kernel_w + kw) * cin_g;
+            for (int64_t ic = 0; ic < cin_g; ++ic) acc += double{px[ic]} * pf[ic];
+          }
+        }
+        y[(oh * out.w + ow) * out.c + oc] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+void FullyConnected(const Graph& graph, const Op& op, const Shape& in, const Shape& out,
+                    const float* x, float* y) {
+  const auto& fc = std::get<model::FullyConnectedAttrs>(op.attrs);
+  const std::vector<float>& weight = graph.constants[static_cast<size_t>(fc.weight)].data;
+  const float* bias = fc.bias == model::kInvalidId
+                          ? nullptr
+                          : graph.constants[static_cast<size_t>(fc.bias)].data.data();
+  for (int64_t o = 0; o < out.c; ++o) {
+    double acc = bias ? bias[o] : 0.0;
+    for (int64_t i = 0; i < in.c; ++i) acc += double{x[i]} * weight[o * in.c + i];
+    y[o] = static_cast<float>(acc);
+  }
+}
+
+// Number of window taps along one axis whose input index lies in [lo, hi).
+int64_t TapsWithin(int64_t start, int32_t kernel, int32_t dilation, int64_t lo, int64_t hi) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < kernel; ++k) {
+    const int64_t i = start + k * dilation;
+    if (i >= lo && i < hi) ++n;
+  }
+  return n;
+}
+
+void Pool(const Op& op, const Shape& in, const Shape& out, const float* x, float* y) {
+  const auto& pool = std::get<model::PoolAttrs>(op.attrs);
+  const model::Window2d& w = pool.window;
+  const bool is_max = op.kind == OpKind::kMaxPool;
+  for (int64_t oh = 0; oh < out.h; ++oh) {
+    const int64_t h0 = oh * w.stride_h - w.pad_top;
+    for (int64_t ow = 0; ow < out.w; ++ow) {
+      const int64_t w0 = ow * w.stride_w - w.pad_left;
+      for (int64_t c = 0; c < out.c; ++c) {
+        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+        for (int64_t kh = 0; kh < w.kernel_h; ++kh) {
+          const int64_t ih = h0 + kh * w.dilation_h;
+          if (ih < 0 || ih >= in.h) continue;
+          for (int64_t kw = 0; kw < w.kernel_w; ++kw) {
+            const int64_t iw = w0 + kw * w.dilation_w;
+            if (iw < 0 || iw >= in.w) continue;
+            const double v = x[(ih * in.w + iw) * in.c + c];
+            acc = is_max ? std::max(acc, v) : acc + v;
+          }
+        }
+        if (!is_max) {
+          // count_include_pad counts taps on declared padding, never the ceil_mode extension.
+          const int64_t count =
+              pool.count_include_pad
+                  ? TapsWithin(h0, w.kernel_h, w.dilation_h, -w.pad_top,
+                               in.h + pool.declared_pad_bottom) *
+                        TapsWithin(w0, w.kernel_w, w.dilation_w, -w.pad_left,
+                                   in.w + pool.declared_pad_right)
+                  : TapsWithin(h0, w.kernel_h, w.dilation_h, 0, in.h) *
+                        TapsWithin(w0, w.kernel_w, w.dilation_w, 0, in.w);
+          acc = count > 0 ? acc / static_cast<double>(count) : 0.0;
+        }
+        y[(oh * out.w + ow) * out.c + c] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+void GlobalAvgPool(const Shape& in, const float* x, float* y) {
+  const int64_t hw = in.h * in.w;
+  for (int64_t c = 0; c < in.c; ++c) {
+    double acc = 0.0;
+    for (int64_t p = 0; p < hw; ++p) acc += x[p * in.c + c];
+    y[c] = static_cast<float>(acc / static_cast<double>(hw));
+  }
+}
+
+float Index(const float* data, const Shape& s, int64_t h, int64_t w, int64_t c) {
+  return data[((s.h == 1 ? 0 : h) * s.w + (s.w == 1 ? 0 : w)) * s.c + (s.c == 1 ? 0 : c)];
+}
+
+void Binary(const Graph& graph, const Op& op, std::span<const float* const> acts,
+            const Shape& out, float* y) {
+  const float* operands[2];
+  Shape shapes[2];
+  size_t next_act = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    const model::Tensor& t = graph.tensor(op.inputs[i]);
+    shapes[i] = t.shape;
+    operands[i] = t.constant == model::kInvalidId
+                      ? acts[next_act++]
+                      : graph.constants[static_cast<size_t>(t.constant)].data.data();
+  }
+  for (int64_t h = 0; h < out.h; ++h) {
+    for (int64_t w = 0; w < out.w; ++w) {
+      for (int64_t c = 0; c < out.c; ++c) {
+        const float a = Index(operands[0], shapes[0], h, w, c);
+        const float b = Index(operands[1], shapes[1], h, w, c);
+        float r = 0.0f;
+        switch (op.kind) {
+          case OpKind::kAdd: r = a + b; break;
+          case OpKind::kMul: r = a * b; break;
+          default: r = a - b; break;
+        }
+        y[(h * out.w + w) * out.c + c] = r;
+      }
+    }
+  }
+}
+
+void Concat(const Graph& graph, const Op& op, std::span<const float* const> acts,
+            const Shape& out, float* y) {
+  int64_t offset = 0;
+  for (size_t i = 0; i < acts.size(); ++i) {
+    const Shape& s = graph.tensor(op.inputs[i]).shape;
+    for (int64_t p = 0; p < out.h * out.w; ++p) {
+      std::copy_n(acts[i] + p * s.c, s.c, y + p * out.c + offset);
+    }
+    offset += s.c;
+  }
+}
+
+void Pad(const Op& op, const Shape& in, const Shape& out, const float* x, float* y) {
+  const auto& pad = std::get<model::PadAttrs>(op.attrs);
+  std::fill_n(y, out.Elements(), pad.value);
+  for (int64_t h = 0; h < in.h; ++h) {
+    for (int64_t w = 0; w < in.w; ++w) {
+      std::copy_n(x + (h * in.w + w) * in.c, in.c,
+                  y + ((h + pad.top) * out.w + w + pad.left) * out.c + pad.channels_before);
+    }
+  }
+}
+
+// ONNX Resize: the input coordinate an output coordinate maps to.
+double SourceCoordinate(model::CoordinateTransform transform, int64_t x_out, double scale,
+                        int64_t in, int64_t out) {
+  const double x = static_cast<double>(x_out);
+  switch (transform) {
+    case model::CoordinateTransform::kHalfPixel: return (x + 0.5) / scale - 0.5;
+    case model::CoordinateTransform::kPytorchHalfPixel:
+      return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case model::CoordinateTransform::kAsymmetric: return x / scale;
+    case model::CoordinateTransform::kAlignCorners:
+      return out > 1 ? x * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+  }
+  return x / scale;
+}
+
+int64_t NearestIndex(model::NearestRounding rounding, double x, int64_t in) {
+  const double fl = std::floor(x);
+  const bool half = x - fl == 0.5;
+  double r = 0.0;
+  switch (rounding) {
+    case model::NearestRounding::kRoundPreferFloor: r = half ? fl : std::round(x); break;
+    case model::NearestRounding::kRoundPreferCeil: r = half ? fl + 1.0 : std::round(x); break;
+    case model::NearestRounding::kFloor: r = fl; break;
+    case model::NearestRounding::kCeil: r = std::ceil(x); break;
+  }
+  return std::clamp(static_cast<int64_t>(r), int64_t{0}, in - 1);
+}
+
+struct LinearTap {
+  int64_t i0 = 0, i1 = 0;
+  double frac = 0.0;  // weight of i1
+};
+
+LinearTap LinearIndex(double x, int64_t in) {
+  x = std::clamp(x, 0.0, static_cast<double>(in - 1));
+  LinearTap tap;
+  tap.i0 = static_cast<int64_t>(std::floor(x));
+  tap.i1 = std::min(tap.i0 + 1, in - 1);
+  tap.frac = x - static_cast<double>(tap.i0);
+  return tap;
+}
+
+void Resize(const Op& op, const Shape& in, const Shape& out, const float* x, float* y) {
+  const auto& resize = std::get<model::ResizeAttrs>(op.attrs);
+  const double scale_h = resize.scale_h > 0.0f ? resize.scale_h
+                                                : static_cast<double>(out.h) / in.h;
+  const double scale_w = resize.scale_w > 0.0f ? resize.scale_w
+                                                : static_cast<double>(out.w) / in.w;
+  for (int64_t oh = 0; oh < out.h; ++oh) {
+    const double sh = SourceCoordinate(resize.transform, oh, scale_h, in.h, out.h);
+    for (int64_t ow = 0; ow < out.w; ++ow) {
+      const double sw = SourceCoordinate(resize.transform, ow, scale_w, in.w, out.w);
+      float* dst = y + (oh * out.w + ow) * out.c;
+      if (resize.mode == model::ResizeMode::kNearest) {
+        const int64_t ih = NearestIndex(resize.rounding, sh, in.h);
+        const int64_t iw = NearestIndex(resize.rounding, sw, in.w);
+        std::copy_n(x + (ih * in.w + iw) * in.c, in.c, dst);
+        continue;
+      }
+      const LinearTap th = LinearIndex(sh, in.h);
+      const LinearTap tw = LinearIndex(sw, in.w);
+      for (int64_t c = 0; c < out.c; ++c) {
+        auto at = [&](int64_t h, int64_t w) { return double{x[(h * in.w + w) * in.c + c]}; };
+        const double top = at(th.i0, tw.i0) * (1.0 - tw.frac) + at(th.i0, tw.i1) * tw.frac;
+        const double bottom = at(th.i1, tw.i0) * (1.0 - tw.frac) + at(th.i1, tw.i1) * tw.frac;
+        dst[c] = static_cast<float>(top * (1.0 - th.frac) + bottom * th.frac);
+      }
+    }
+  }
+}
+
+void Flatten(const Shape& in, const float* x, float* y) {
+  const int64_t hw = in.h * in.w;
+  for (int64_t p = 0; p < hw; ++p) {
+    for (int64_t c = 0; c < in.c; ++c) y[c * hw + p] = x[p * in.c + c];
+  }
+}
+
+void Softmax(const Shape& in, const float* x, float* y) {
+  for (int64_t p = 0; p < in.h * in.w; ++p) {
+    const float* src = x + p * in.c;
+    float* dst = y + p * in.c;
+    const float max = *std::max_element(src, src + in.c);
+    double sum = 0.0;
+    for (int64_t c = 0; c < in.c; ++c) sum += std::exp(double{src[c]} - max);
+    for (int64_t c = 0; c < in.c; ++c) {
+      dst[c] = static_cast<float>(std::exp(double{src[c]} - max) / sum);
+    }
+  }
+}
+
+}  // namespace
+
+float ApplyActivation(const model::Activation& activation, float x) {
+  switch (activation.kind) {
+    case model::ActivationKind::kNone: return x;
+    case model::ActivationKind::kRelu: return x > 0.0f ? x : 0.0f;
+    case model::ActivationKind::kClip: return std::min(std::max(x, activation.min), activation.max);
+    case model::ActivationKind::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case model::ActivationKind::kHardSigmoid:
+      return std::clamp(activation.alpha * x + activation.beta, 0.0f, 1.0f);
+    case model::ActivationKind::kHardSwish: return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
+  }
+  return x;
+}
+
+absl::Status ValidateOp(const Graph& graph, OpId id) {
+  if (id < 0 || static_cast<size_t>(id) >= graph.ops.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op id ", id, " is out of range (graph has ", graph.ops.size(), " ops)"));
+  }
+  const Op& op = graph.op(id);
+  for (model::TensorId t : op.inputs) {
+    if (t < 0 || static_cast<size_t>(t) >= graph.tensors.size()) {
+      return OpError(graph, id, absl::StrCat("input tensor id ", t, " is out of range"));
+    }
+  }
+  if (op.output < 0 || static_cast<size_t>(op.output) >= graph.tensors.size()) {
+    return OpError(graph, id, absl::StrCat("output tensor id ", op.output, " is out of range"));
+  }
+  if (!HasExpectedAttrs(op)) return OpError(graph, id, "attrs do not match the op kind");
+  const size_t acts = graph.ActivationInputs(id).size();
+  const bool binary =
+      op.kind == OpKind::kAdd || op.kind == OpKind::kMul || op.kind == OpKind::kSub;
+  if (acts == 0 || (!binary && op.kind != OpKind::kConcat && acts != 1)) {
+    return OpError(graph, id, absl::StrCat("has ", acts, " activation inputs, expected ",
+                                           binary || op.kind == OpKind::kConcat ? "at least 1"
+                                                                                : "exactly 1"));
+  }
+  return ValidateShapes(graph, id);
+}
+
+absl::Status RunOp(const Graph& graph, OpId id, std::span<const float* const> inputs,
+                   float* output) {
+  if (auto s = ValidateOp(graph, id); !s.ok()) return s;
+  const Op& op = graph.op(id);
+  const std::vector<model::TensorId> acts = graph.ActivationInputs(id);
+  if (inputs.size() != acts.size()) {
+    return OpError(graph, id, absl::StrCat("got ", inputs.size(), " input buffers, expected ",
+                                           acts.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] == nullptr) return OpError(graph, id, absl::StrCat("input ", i, " is null"));
+  }
+  if (output == nullptr) return OpError(graph, id, "output is null");
+  const Shape& in = graph.tensor(acts[0]).shape;
+  const Shape& out = graph.output_shape(id);
+  const float* x = inputs[0];
+  switch (op.kind) {
+    case OpKind::kConv2d: Conv2d(graph, op, in, out, x, output); break;
+    case OpKind::kFullyConnected: FullyConnected(graph, op, in, out, x, output); break;
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool: Pool(op, in, out, x, output); break;
+    case OpKind::kGlobalAvgPool: GlobalAvgPool(in, x, output); break;
+    case OpKind::kAdd:
+    case OpKind::kMul:
+    case OpKind::kSub: Binary(graph, op, inputs, out, output); break;
+    case OpKind::kConcat: Concat(graph, op, inputs, out, output); break;
+    case OpKind::kPad: Pad(op, in, out, x, output); break;
+    case OpKind::kResize: Resize(op, in, out, x, output); break;
+    case OpKind::kFlatten: Flatten(in, x, output); break;
+    case OpKind::kActivation: std::copy_n(x, in.Elements(), output); break;
+    case OpKind::kSoftmax: Softmax(in, x, output); break;
+  }
+  if (op.activation.kind != model::ActivationKind::kNone) {
+    for (int64_t i = 0; i < out.Elements(); ++i) {
+      output[i] = ApplyActivation(op.activation, output[i]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> RunGraph(
+    const Graph& graph, const std::vector<std::vector<float>>& inputs_nhwc) {
+  if (inputs_nhwc.size() != graph.inputs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name, "' takes ",
+                                                   graph.inputs.size(), " inputs, got ",
+                                                   inputs_nhwc.size()));
+  }
+  std::vector<std::vector<float>> values(graph.tensors.size());
+  for (size_t i = 0; i < inputs_nhwc.size(); ++i) {
+    const model::GraphIO& io = graph.inputs[i];
+    if (io.tensor < 0 || static_cast<size_t>(io.tensor) >= graph.tensors.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("graph input '", io.name,
+                                                     "' names tensor id ", io.tensor,
+                                                     ", out of range"));
+    }
+    const int64_t expected = graph.tensor(io.tensor).shape.Elements();
+    if (static_cast<int64_t>(inputs_nhwc[i].size()) != expected) {
+      return absl::InvalidArgumentError(absl::StrCat("graph input '", io.name, "' holds ",
+                                                     inputs_nhwc[i].size(), " floats, expected ",
+                                                     expected));
+    }
+    values[static_cast<size_t>(io.tensor)] = inputs_nhwc[i];
+  }
+  for (OpId id = 0; id < static_cast<OpId>(graph.ops.size()); ++id) {
+    if (auto s = ValidateOp(graph, id); !s.ok()) return s;
+    std::vector<const float*> ptrs;
+    for (model::TensorId t : graph.ActivationInputs(id)) {
+      const std::vector<float>& v = values[static_cast<size_t>(t)];
+      if (static_cast<int64_t>(v.size()) != graph.tensor(t).shape.Elements()) {
+        return OpError(graph, id, absl::StrCat("input tensor '", graph.tensor(t).name,
+                                               "' is not computed before the op (ops out of "
+                                               "topological order or a missing graph input)"));
+      }
+      ptrs.push_back(v.data());
+    }
+    std::vector<float>& out = values[static_cast<size_t>(graph.op(id).output)];
+    out.assign(static_cast<size_t>(graph.output_shape(id).Elements()), 0.0f);
+    if (auto s = RunOp(graph, id, ptrs, out.data()); !s.ok()) return s;
+  }
+  std::vector<std::vector<float>> outputs;
+  for (const model::GraphIO& io : graph.outputs) {
+    if (io.tensor < 0 || static_cast<size_t>(io.tensor) >= graph.tensors.size() ||
+        values[static_cast<size_t>(io.tensor)].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("graph output '", io.name,
+                                                     "' is never computed"));
+    }
+    outputs.push_back(values[static_cast<size_t>(io.tensor)]);
+  }
+  return outputs;
+}
+
+}  // namespace psched::executor::reference
