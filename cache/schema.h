@@ -1,0 +1,24 @@
+// The plan cache's SQLite schema and its migrations.
+//
+// The schema version lives in `PRAGMA user_version`. Migrations are applied in order, each
+// in its own transaction, so a database written by any older pschedd opens in a newer one;
+// a database from a newer pschedd (a version above kSchemaVersion) is refused rather than
+// guessed at. Free functions over a Connection; no state, no thread-safety concerns of their
+// own.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "cache/sqlite.h"
+
+namespace psched::cache {
+
+// Version 1: models + plans. Version 2: model flags, per-plan hit counts, usage stats and
+// global hit/miss counters.
+inline constexpr int64_t kSchemaVersion = 2;
+
+// Brings the database at `db` up to kSchemaVersion.
+absl::Status Migrate(Connection& db);
+
+}  // namespace psched::cache

@@ -1,0 +1,390 @@
+#include "cache/store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "cache/schema.h"
+
+namespace psched::cache {
+namespace {
+
+int64_t NowUnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Propagates a non-OK Status or binds the value of a StatusOr.
+#define PSCHED_CACHE_RETURN_IF_ERROR(expr)  \
+  do {                                      \
+    absl::Status status_ = (expr);          \
+    if (!status_.ok()) return status_;      \
+  } while (false)
+
+#define PSCHED_CACHE_CONCAT_INNER(a, b) a##b
+#define PSCHED_CACHE_CONCAT(a, b) PSCHED_CACHE_CONCAT_INNER(a, b)
+#define PSCHED_CACHE_ASSIGN_OR_RETURN(lhs, expr)                                   \
+  auto PSCHED_CACHE_CONCAT(statusor_, __LINE__) = (expr);                          \
+  if (!PSCHED_CACHE_CONCAT(statusor_, __LINE__).ok())                              \
+    return PSCHED_CACHE_CONCAT(statusor_, __LINE__).status();                      \
+  lhs = std::move(*PSCHED_CACHE_CONCAT(statusor_, __LINE__))
+
+constexpr const char* kPlanColumns =
+    "model_id, platform_fingerprint, predictor_version, scheduler_config, scheduler, "
+    "schedule_json, makespan_us, planning_ms, hits, created_unix_s";
+
+PlanRecord ReadPlan(const Statement& row) {
+  PlanRecord plan;
+  plan.key.model_id = row.ColumnText(0);
+  plan.key.platform_fingerprint = row.ColumnText(1);
+  plan.key.predictor_version = row.ColumnText(2);
+  plan.key.scheduler_config = row.ColumnText(3);
+  plan.scheduler = row.ColumnText(4);
+  plan.schedule_json = row.ColumnText(5);
+  plan.makespan_us = row.ColumnDouble(6);
+  plan.planning_ms = row.ColumnDouble(7);
+  plan.hits = row.ColumnInt(8);
+  plan.created_unix_s = row.ColumnInt(9);
+  return plan;
+}
+
+absl::Status Prefixed(const absl::Status& status, absl::string_view prefix) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& state_dir,
+                                                   const StoreOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(state_dir, ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("state dir ", state_dir, " does not exist or is not a directory"));
+  }
+  if (access(state_dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("state dir ", state_dir, " is not writable by this user"));
+  }
+  std::string path = (fs::path(state_dir) / kFileName).string();
+  std::string prefix = absl::StrCat("cache ", path, ": ");
+
+  absl::StatusOr<Connection> db = Connection::Open(path);
+  if (!db.ok()) return Prefixed(db.status(), prefix);
+  PSCHED_CACHE_RETURN_IF_ERROR(
+      Prefixed(db->Exec(absl::StrCat("PRAGMA busy_timeout = ", options.busy_timeout_ms)),
+               prefix));
+
+  // integrity_check reads every page, so a garbage or truncated file is caught here rather
+  // than by the first request that touches the damaged page.
+  absl::StatusOr<std::string> integrity = db->QueryText("PRAGMA integrity_check");
+  if (!integrity.ok() || *integrity != "ok") {
+    std::string reason =
+        integrity.ok() ? *integrity : std::string(integrity.status().message());
+    return absl::DataLossError(absl::StrCat(
+        prefix, "database is corrupt (", reason,
+        "); stop pschedd and move the file aside to start with an empty cache"));
+  }
+  absl::StatusOr<std::string> mode = db->QueryText("PRAGMA journal_mode = WAL");
+  if (!mode.ok()) return Prefixed(mode.status(), prefix);
+  if (*mode != "wal") {
+    return absl::FailedPreconditionError(
+        absl::StrCat(prefix, "cannot switch to WAL journal mode (got ", *mode, ")"));
+  }
+  PSCHED_CACHE_RETURN_IF_ERROR(Prefixed(db->Exec("PRAGMA foreign_keys = ON"), prefix));
+  PSCHED_CACHE_RETURN_IF_ERROR(Prefixed(db->Exec("PRAGMA synchronous = NORMAL"), prefix));
+  if (options.max_db_bytes > 0) {
+    absl::StatusOr<int64_t> page_size = db->QueryInt("PRAGMA page_size");
+    if (!page_size.ok()) return Prefixed(page_size.status(), prefix);
+    int64_t pages = std::max<int64_t>(options.max_db_bytes / *page_size, 1);
+    PSCHED_CACHE_RETURN_IF_ERROR(
+        Prefixed(db->Exec(absl::StrCat("PRAGMA max_page_count = ", pages)), prefix));
+  }
+  PSCHED_CACHE_RETURN_IF_ERROR(Prefixed(Migrate(*db), prefix));
+  return std::unique_ptr<Store>(new Store(std::move(*db), std::move(path)));
+}
+
+absl::Status Store::Annotate(const absl::Status& status) const {
+  return Prefixed(status, absl::StrCat("cache ", path_, ": "));
+}
+
+absl::StatusOr<bool> Store::PutModel(const ModelRecord& model) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt = db_.Prepare(
+      "INSERT OR IGNORE INTO models(id, name, onnx, size_bytes, summary_json, created_unix_s, "
+      "synthesize_weights) VALUES (?, ?, ?, ?, ?, ?, ?)");
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->Bind(1, model.id)
+      .Bind(2, model.name)
+      .BindBlob(3, model.onnx)
+      .Bind(4, static_cast<int64_t>(model.onnx.size()))
+      .Bind(5, model.summary_json)
+      .Bind(6, model.created_unix_s != 0 ? model.created_unix_s : NowUnixSeconds())
+      .Bind(7, static_cast<int64_t>(model.synthesize_weights));
+  absl::Status status = stmt->Run();
+  if (!status.ok()) return Annotate(status);
+  return db_.Changes() > 0;
+}
+
+absl::StatusOr<ModelRecord> Store::GetModel(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt = db_.Prepare(
+      "SELECT id, name, onnx, size_bytes, summary_json, synthesize_weights, created_unix_s "
+      "FROM models WHERE id = ?");
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->Bind(1, id);
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return Annotate(row.status());
+  if (!*row) return absl::NotFoundError(absl::StrCat("no model with id ", id));
+  ModelRecord model;
+  model.id = stmt->ColumnText(0);
+  model.name = stmt->ColumnText(1);
+  model.onnx = stmt->ColumnBlob(2);
+  model.size_bytes = stmt->ColumnInt(3);
+  model.summary_json = stmt->ColumnText(4);
+  model.synthesize_weights = stmt->ColumnInt(5) != 0;
+  model.created_unix_s = stmt->ColumnInt(6);
+  return model;
+}
+
+absl::StatusOr<std::vector<ModelRecord>> Store::ListModels() {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt = db_.Prepare(
+      "SELECT id, name, size_bytes, summary_json, synthesize_weights, created_unix_s "
+      "FROM models ORDER BY created_unix_s, rowid");
+  if (!stmt.ok()) return Annotate(stmt.status());
+  std::vector<ModelRecord> models;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) return Annotate(row.status());
+    if (!*row) break;
+    ModelRecord& model = models.emplace_back();
+    model.id = stmt->ColumnText(0);
+    model.name = stmt->ColumnText(1);
+    model.size_bytes = stmt->ColumnInt(2);
+    model.summary_json = stmt->ColumnText(3);
+    model.synthesize_weights = stmt->ColumnInt(4) != 0;
+    model.created_unix_s = stmt->ColumnInt(5);
+  }
+  return models;
+}
+
+absl::StatusOr<std::string> Store::ResolveModelId(const std::string& id_or_prefix) {
+  if (id_or_prefix.empty()) return absl::InvalidArgumentError("model id is empty");
+  for (char c : id_or_prefix) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model id '", id_or_prefix, "' is not lowercase hex (ids are SHA-256 digests)"));
+    }
+  }
+  constexpr size_t kMinPrefix = 8;
+  if (id_or_prefix.size() < kMinPrefix) {
+    return absl::InvalidArgumentError(absl::StrCat("model id prefix '", id_or_prefix,
+                                                   "' is shorter than ", kMinPrefix,
+                                                   " characters"));
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt =
+      db_.Prepare("SELECT id FROM models WHERE substr(id, 1, ?) = ? LIMIT 2");
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->Bind(1, static_cast<int64_t>(id_or_prefix.size())).Bind(2, id_or_prefix);
+  std::vector<std::string> matches;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) return Annotate(row.status());
+    if (!*row) break;
+    matches.push_back(stmt->ColumnText(0));
+  }
+  if (matches.empty()) return absl::NotFoundError(absl::StrCat("no model with id ", id_or_prefix));
+  if (matches.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model id prefix '", id_or_prefix, "' matches several models"));
+  }
+  return matches.front();
+}
+
+absl::StatusOr<int64_t> Store::RemoveModel(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
+  auto fail = [&](const absl::Status& status) {
+    db_.Exec("ROLLBACK").IgnoreError();
+    return Annotate(status);
+  };
+  absl::StatusOr<Statement> count = db_.Prepare("SELECT count(*) FROM plans WHERE model_id = ?");
+  if (!count.ok()) return fail(count.status());
+  count->Bind(1, id);
+  absl::StatusOr<bool> row = count->Step();
+  if (!row.ok()) return fail(row.status());
+  int64_t plans = count->ColumnInt(0);
+  absl::StatusOr<Statement> erase = db_.Prepare("DELETE FROM models WHERE id = ?");
+  if (!erase.ok()) return fail(erase.status());
+  erase->Bind(1, id);
+  if (absl::Status status = erase->Run(); !status.ok()) return fail(status);
+  if (db_.Changes() == 0) {
+    db_.Exec("ROLLBACK").IgnoreError();
+    return absl::NotFoundError(absl::StrCat("no model with id ", id));
+  }
+  if (absl::Status status = db_.Exec("COMMIT"); !status.ok()) return fail(status);
+  return plans;
+}
+
+absl::Status Store::BumpCounter(const char* name) {
+  absl::StatusOr<Statement> stmt =
+      db_.Prepare("UPDATE counters SET value = value + 1 WHERE name = ?");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, absl::string_view(name));
+  return stmt->Run();
+}
+
+absl::StatusOr<std::optional<PlanRecord>> Store::LookupPlan(const PlanKey& key) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt = db_.Prepare(absl::StrCat(
+      "SELECT ", kPlanColumns,
+      " FROM plans WHERE model_id = ? AND platform_fingerprint = ? AND predictor_version = ? "
+      "AND scheduler_config = ?"));
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->Bind(1, key.model_id)
+      .Bind(2, key.platform_fingerprint)
+      .Bind(3, key.predictor_version)
+      .Bind(4, key.scheduler_config);
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return Annotate(row.status());
+  if (!*row) {
+    PSCHED_CACHE_RETURN_IF_ERROR(Annotate(BumpCounter("plan_misses")));
+    return std::optional<PlanRecord>();
+  }
+  PlanRecord plan = ReadPlan(*stmt);
+  ++plan.hits;
+  absl::StatusOr<Statement> bump = db_.Prepare(
+      "UPDATE plans SET hits = hits + 1 WHERE model_id = ? AND platform_fingerprint = ? AND "
+      "predictor_version = ? AND scheduler_config = ?");
+  if (!bump.ok()) return Annotate(bump.status());
+  bump->Bind(1, key.model_id)
+      .Bind(2, key.platform_fingerprint)
+      .Bind(3, key.predictor_version)
+      .Bind(4, key.scheduler_config);
+  PSCHED_CACHE_RETURN_IF_ERROR(Annotate(bump->Run()));
+  PSCHED_CACHE_RETURN_IF_ERROR(Annotate(BumpCounter("plan_hits")));
+  return std::optional<PlanRecord>(std::move(plan));
+}
+
+absl::Status Store::PutPlan(const PlanRecord& record) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt = db_.Prepare(absl::StrCat(
+      "INSERT OR REPLACE INTO plans(", kPlanColumns, ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->Bind(1, record.key.model_id)
+      .Bind(2, record.key.platform_fingerprint)
+      .Bind(3, record.key.predictor_version)
+      .Bind(4, record.key.scheduler_config)
+      .Bind(5, record.scheduler)
+      .Bind(6, record.schedule_json)
+      .Bind(7, record.makespan_us)
+      .Bind(8, record.planning_ms)
+      .Bind(9, record.hits)
+      .Bind(10, record.created_unix_s != 0 ? record.created_unix_s : NowUnixSeconds());
+  absl::Status status = stmt->Run();
+  if (status.code() == absl::StatusCode::kAlreadyExists) {
+    return absl::NotFoundError(absl::StrCat("cache ", path_, ": cannot store a plan for model ",
+                                            record.key.model_id, ": model is not registered"));
+  }
+  return Annotate(status);
+}
+
+absl::StatusOr<std::vector<PlanRecord>> Store::ListPlans(const std::string& model_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt = db_.Prepare(
+      absl::StrCat("SELECT ", kPlanColumns,
+                   " FROM plans WHERE ?1 = '' OR model_id = ?1 ORDER BY created_unix_s DESC, "
+                   "rowid DESC"));
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->Bind(1, model_id);
+  std::vector<PlanRecord> plans;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) return Annotate(row.status());
+    if (!*row) break;
+    plans.push_back(ReadPlan(*stmt));
+  }
+  return plans;
+}
+
+absl::Status Store::RecordInference(const std::string& model_id, double latency_us) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt = db_.Prepare(
+      "INSERT INTO usage(model_id, inferences, total_latency_us, last_unix_s) "
+      "VALUES (?1, 1, ?2, ?3) ON CONFLICT(model_id) DO UPDATE SET "
+      "inferences = inferences + 1, total_latency_us = total_latency_us + ?2, "
+      "last_unix_s = ?3");
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->Bind(1, model_id).Bind(2, latency_us).Bind(3, NowUnixSeconds());
+  absl::Status status = stmt->Run();
+  if (status.code() == absl::StatusCode::kAlreadyExists) {
+    return absl::NotFoundError(absl::StrCat("no model with id ", model_id));
+  }
+  return Annotate(status);
+}
+
+absl::StatusOr<UsageRecord> Store::GetUsage(const std::string& model_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt = db_.Prepare(
+      "SELECT model_id, inferences, total_latency_us, last_unix_s FROM usage WHERE model_id = ?");
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->Bind(1, model_id);
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return Annotate(row.status());
+  if (!*row) return absl::NotFoundError(absl::StrCat("model ", model_id, " has never run"));
+  UsageRecord usage;
+  usage.model_id = stmt->ColumnText(0);
+  usage.inferences = stmt->ColumnInt(1);
+  usage.total_latency_us = stmt->ColumnDouble(2);
+  usage.last_unix_s = stmt->ColumnInt(3);
+  return usage;
+}
+
+absl::StatusOr<CacheStats> Store::Stats() {
+  absl::MutexLock lock(&mu_);
+  CacheStats stats;
+  stats.path = path_;
+  PSCHED_CACHE_ASSIGN_OR_RETURN(stats.models, db_.QueryInt("SELECT count(*) FROM models"));
+  PSCHED_CACHE_ASSIGN_OR_RETURN(stats.plans, db_.QueryInt("SELECT count(*) FROM plans"));
+  PSCHED_CACHE_ASSIGN_OR_RETURN(
+      stats.hits, db_.QueryInt("SELECT value FROM counters WHERE name = 'plan_hits'"));
+  PSCHED_CACHE_ASSIGN_OR_RETURN(
+      stats.misses, db_.QueryInt("SELECT value FROM counters WHERE name = 'plan_misses'"));
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal"}) {
+    uintmax_t size = std::filesystem::file_size(path_ + suffix, ec);
+    if (!ec) stats.db_bytes += static_cast<int64_t>(size);
+  }
+  return stats;
+}
+
+absl::StatusOr<PurgeResult> Store::Purge(bool include_models) {
+  absl::MutexLock lock(&mu_);
+  PurgeResult result;
+  PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
+  absl::Status status = db_.Exec("DELETE FROM plans");
+  result.plans_removed = db_.Changes();
+  if (status.ok() && include_models) {
+    status = db_.Exec("DELETE FROM models");
+    result.models_removed = db_.Changes();
+  }
+  if (status.ok()) status = db_.Exec("COMMIT");
+  if (!status.ok()) {
+    db_.Exec("ROLLBACK").IgnoreError();
+    return Annotate(status);
+  }
+  // Give the freed pages back to the file system; a purge is how operators reclaim space.
+  db_.Exec("PRAGMA wal_checkpoint(TRUNCATE); VACUUM").IgnoreError();
+  return result;
+}
+
+}  // namespace psched::cache

@@ -1,0 +1,137 @@
+// cache::Store: pschedd's persistent state in one SQLite database under the state dir.
+//
+// It holds registered models (their ONNX bytes and a JSON graph summary), computed plans
+// keyed by (model hash, platform fingerprint, predictor version, scheduler config) with the
+// schedule as JSON, per-model usage statistics and plan hit/miss counters. The database runs
+// in WAL mode with a busy timeout, is checked with `PRAGMA integrity_check` when opened and
+// migrated to the current schema (cache/schema.h). Errors carry the database path and
+// SQLite's reason; a full disk is RESOURCE_EXHAUSTED, a read-only location
+// FAILED_PRECONDITION, a corrupt file DATA_LOSS.
+//
+// Thread-safety: all methods are thread-safe (one connection behind a mutex). Ownership: the
+// Store owns its connection; records are returned by value.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "cache/sqlite.h"
+
+namespace psched::cache {
+
+struct StoreOptions {
+  // Milliseconds a writer waits for another process holding the database lock before
+  // failing with UNAVAILABLE. Long enough for a concurrent pschedctl-side reader.
+  int busy_timeout_ms = 5000;
+  // Upper bound of the database size in bytes (models are stored whole, so a few large
+  // models fill it quickly). 0: only the disk limits it.
+  int64_t max_db_bytes = 0;
+};
+
+struct ModelRecord {
+  std::string id;  // hex SHA-256 of `onnx`
+  std::string name;
+  std::string onnx;  // the file's bytes; empty in listings (see ListModels)
+  int64_t size_bytes = 0;
+  std::string summary_json;  // the daemon's graph summary
+  bool synthesize_weights = false;
+  int64_t created_unix_s = 0;
+};
+
+struct PlanKey {
+  std::string model_id;
+  std::string platform_fingerprint;
+  std::string predictor_version;
+  // Canonical scheduler name + options (e.g. "iterative;seed=1"); equal configs must give
+  // equal strings.
+  std::string scheduler_config;
+  bool operator==(const PlanKey&) const = default;
+};
+
+struct PlanRecord {
+  PlanKey key;
+  std::string scheduler;  // resolved scheduler name
+  std::string schedule_json;
+  double makespan_us = 0;
+  double planning_ms = 0;
+  int64_t hits = 0;
+  int64_t created_unix_s = 0;
+};
+
+struct UsageRecord {
+  std::string model_id;
+  int64_t inferences = 0;
+  double total_latency_us = 0;
+  int64_t last_unix_s = 0;
+};
+
+struct CacheStats {
+  int64_t models = 0;
+  int64_t plans = 0;
+  int64_t db_bytes = 0;  // main file + WAL
+  int64_t hits = 0;
+  int64_t misses = 0;
+  std::string path;
+};
+
+struct PurgeResult {
+  int64_t plans_removed = 0;
+  int64_t models_removed = 0;
+};
+
+class Store {
+ public:
+  // Opens or creates `<state_dir>/psched.db`. The directory must exist and be writable.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& state_dir,
+                                                     const StoreOptions& options = {});
+  // The database file name inside the state dir.
+  static constexpr const char* kFileName = "psched.db";
+
+  // Inserts the model; returns false (and changes nothing) when its id is already stored.
+  absl::StatusOr<bool> PutModel(const ModelRecord& model);
+  // NOT_FOUND when absent.
+  absl::StatusOr<ModelRecord> GetModel(const std::string& id);
+  // Every model, oldest first, without their ONNX bytes.
+  absl::StatusOr<std::vector<ModelRecord>> ListModels();
+  // Full id for a full id or a unique prefix of at least 8 hex characters. NOT_FOUND when
+  // none matches, INVALID_ARGUMENT when the prefix is short or ambiguous.
+  absl::StatusOr<std::string> ResolveModelId(const std::string& id_or_prefix);
+  // Removes the model with its plans and usage; returns the number of plans removed.
+  absl::StatusOr<int64_t> RemoveModel(const std::string& id);
+
+  // The cached plan for `key`, counting a hit (plan and global counter) or a miss.
+  absl::StatusOr<std::optional<PlanRecord>> LookupPlan(const PlanKey& key);
+  // Inserts or replaces the plan for `record.key`. The model must be stored.
+  absl::Status PutPlan(const PlanRecord& record);
+  // Cached plans, newest first; all models when `model_id` is empty.
+  absl::StatusOr<std::vector<PlanRecord>> ListPlans(const std::string& model_id = "");
+
+  // Adds one inference of `latency_us` to the model's usage statistics.
+  absl::Status RecordInference(const std::string& model_id, double latency_us);
+  // NOT_FOUND when the model has never run.
+  absl::StatusOr<UsageRecord> GetUsage(const std::string& model_id);
+
+  absl::StatusOr<CacheStats> Stats();
+  // Removes every plan, and every model too when `include_models`.
+  absl::StatusOr<PurgeResult> Purge(bool include_models);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  Store(Connection db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+  absl::Status Annotate(const absl::Status& status) const;
+  absl::Status BumpCounter(const char* name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  Connection db_ ABSL_GUARDED_BY(mu_);
+  const std::string path_;
+};
+
+}  // namespace psched::cache

@@ -1,0 +1,336 @@
+#include "cache/store.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace psched::cache {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under the test's temp dir, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "psched_cache_XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(path_, fs::perms::owner_all, ec);
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string db() const { return (fs::path(path_) / Store::kFileName).string(); }
+
+ private:
+  std::string path_;
+};
+
+ModelRecord Model(const std::string& id, const std::string& name, size_t bytes = 100) {
+  ModelRecord model;
+  model.id = id;
+  model.name = name;
+  model.onnx = std::string(bytes, 'x');
+  model.summary_json = R"({"ops": 3})";
+  return model;
+}
+
+PlanKey Key(const std::string& model_id, const std::string& config = "heft") {
+  return PlanKey{model_id, "host:cpu.0,cpu.1", "analytic-v1", config};
+}
+
+PlanRecord Plan(const PlanKey& key, double makespan_us) {
+  PlanRecord plan;
+  plan.key = key;
+  plan.scheduler = "heft";
+  plan.schedule_json = R"({"makespan_us": 1})";
+  plan.makespan_us = makespan_us;
+  plan.planning_ms = 2.5;
+  return plan;
+}
+
+const std::string kIdA(64, 'a');
+const std::string kIdB = std::string(63, 'b') + "c";
+
+TEST(StoreTest, ModelsRoundTrip) {
+  TempDir dir;
+  auto store = Store::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE(*(*store)->PutModel(Model(kIdA, "alpha", 1234)));
+  EXPECT_FALSE(*(*store)->PutModel(Model(kIdA, "alpha again")));
+  ASSERT_TRUE(*(*store)->PutModel(Model(kIdB, "beta")));
+
+  auto model = (*store)->GetModel(kIdA);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->name, "alpha");
+  EXPECT_EQ(model->onnx.size(), 1234u);
+  EXPECT_EQ(model->size_bytes, 1234);
+  EXPECT_EQ(model->summary_json, R"({"ops": 3})");
+
+  auto models = (*store)->ListModels();
+  ASSERT_TRUE(models.ok());
+  ASSERT_EQ(models->size(), 2u);
+  EXPECT_EQ((*models)[0].id, kIdA);
+  EXPECT_TRUE((*models)[0].onnx.empty());
+  EXPECT_EQ((*models)[1].id, kIdB);
+
+  EXPECT_EQ((*store)->GetModel(std::string(64, 'e')).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(StoreTest, ResolvesPrefixes) {
+  TempDir dir;
+  auto store = *Store::Open(dir.path());
+  ASSERT_TRUE(store->PutModel(Model(kIdA, "a")).ok());
+  ASSERT_TRUE(store->PutModel(Model(std::string(8, 'a') + std::string(56, '1'), "a2")).ok());
+  ASSERT_TRUE(store->PutModel(Model(kIdB, "b")).ok());
+  EXPECT_EQ(*store->ResolveModelId("bbbbbbbbbb"), kIdB);
+  EXPECT_EQ(*store->ResolveModelId(kIdA), kIdA);
+  EXPECT_EQ(store->ResolveModelId("aaaaaaaa").status().code(),
+            absl::StatusCode::kInvalidArgument);  // ambiguous
+  EXPECT_EQ(store->ResolveModelId("bbb").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->ResolveModelId("not-hex!").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->ResolveModelId("dddddddd").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(StoreTest, PlansHitAfterReopen) {
+  TempDir dir;
+  {
+    auto store = *Store::Open(dir.path());
+    ASSERT_TRUE(store->PutModel(Model(kIdA, "a")).ok());
+    auto miss = store->LookupPlan(Key(kIdA));
+    ASSERT_TRUE(miss.ok()) << miss.status();
+    EXPECT_FALSE(miss->has_value());
+    ASSERT_TRUE(store->PutPlan(Plan(Key(kIdA), 812.5)).ok());
+  }
+  auto store = *Store::Open(dir.path());
+  auto hit = store->LookupPlan(Key(kIdA));
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  ASSERT_TRUE(hit->has_value());
+  EXPECT_DOUBLE_EQ((*hit)->makespan_us, 812.5);
+  EXPECT_DOUBLE_EQ((*hit)->planning_ms, 2.5);
+  EXPECT_EQ((*hit)->hits, 1);
+  EXPECT_EQ((*hit)->schedule_json, R"({"makespan_us": 1})");
+
+  // Each key component separates plans.
+  PlanKey other = Key(kIdA);
+  other.platform_fingerprint = "pixel4";
+  EXPECT_FALSE(store->LookupPlan(other)->has_value());
+  other = Key(kIdA);
+  other.predictor_version = "gbdt-v2";
+  EXPECT_FALSE(store->LookupPlan(other)->has_value());
+  EXPECT_FALSE(store->LookupPlan(Key(kIdA, "iterative;seed=1"))->has_value());
+
+  auto stats = store->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->models, 1);
+  EXPECT_EQ(stats->plans, 1);
+  EXPECT_EQ(stats->hits, 1);
+  EXPECT_EQ(stats->misses, 4);
+  EXPECT_GT(stats->db_bytes, 0);
+  EXPECT_EQ(stats->path, dir.db());
+}
+
+TEST(StoreTest, PutPlanReplacesAndNeedsModel) {
+  TempDir dir;
+  auto store = *Store::Open(dir.path());
+  absl::Status orphan = store->PutPlan(Plan(Key(kIdA), 1.0));
+  EXPECT_EQ(orphan.code(), absl::StatusCode::kNotFound) << orphan;
+  ASSERT_TRUE(store->PutModel(Model(kIdA, "a")).ok());
+  ASSERT_TRUE(store->PutPlan(Plan(Key(kIdA), 10.0)).ok());
+  ASSERT_TRUE(store->PutPlan(Plan(Key(kIdA), 7.0)).ok());
+  auto plans = store->ListPlans();
+  ASSERT_EQ(plans->size(), 1u);
+  EXPECT_DOUBLE_EQ((*plans)[0].makespan_us, 7.0);
+}
+
+TEST(StoreTest, RemoveModelCascades) {
+  TempDir dir;
+  auto store = *Store::Open(dir.path());
+  ASSERT_TRUE(store->PutModel(Model(kIdA, "a")).ok());
+  ASSERT_TRUE(store->PutModel(Model(kIdB, "b")).ok());
+  ASSERT_TRUE(store->PutPlan(Plan(Key(kIdA, "heft"), 1)).ok());
+  ASSERT_TRUE(store->PutPlan(Plan(Key(kIdA, "peft"), 2)).ok());
+  ASSERT_TRUE(store->PutPlan(Plan(Key(kIdB, "heft"), 3)).ok());
+  ASSERT_TRUE(store->RecordInference(kIdA, 100).ok());
+  EXPECT_EQ(*store->RemoveModel(kIdA), 2);
+  EXPECT_EQ(store->ListPlans()->size(), 1u);
+  EXPECT_EQ(store->ListPlans(kIdB)->size(), 1u);
+  EXPECT_EQ(store->GetUsage(kIdA).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->RemoveModel(kIdA).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(StoreTest, UsageAccumulates) {
+  TempDir dir;
+  auto store = *Store::Open(dir.path());
+  ASSERT_TRUE(store->PutModel(Model(kIdA, "a")).ok());
+  ASSERT_TRUE(store->RecordInference(kIdA, 100).ok());
+  ASSERT_TRUE(store->RecordInference(kIdA, 50).ok());
+  auto usage = store->GetUsage(kIdA);
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(usage->inferences, 2);
+  EXPECT_DOUBLE_EQ(usage->total_latency_us, 150);
+  EXPECT_EQ(store->RecordInference(kIdB, 1).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(StoreTest, PurgeKeepsOrDropsModels) {
+  TempDir dir;
+  auto store = *Store::Open(dir.path());
+  ASSERT_TRUE(store->PutModel(Model(kIdA, "a")).ok());
+  ASSERT_TRUE(store->PutPlan(Plan(Key(kIdA, "heft"), 1)).ok());
+  ASSERT_TRUE(store->PutPlan(Plan(Key(kIdA, "peft"), 1)).ok());
+  auto purged = store->Purge(false);
+  ASSERT_TRUE(purged.ok()) << purged.status();
+  EXPECT_EQ(purged->plans_removed, 2);
+  EXPECT_EQ(purged->models_removed, 0);
+  EXPECT_EQ(store->Stats()->models, 1);
+  purged = store->Purge(true);
+  EXPECT_EQ(purged->models_removed, 1);
+  EXPECT_EQ(store->Stats()->models, 0);
+}
+
+TEST(StoreTest, UsesWalMode) {
+  TempDir dir;
+  auto store = *Store::Open(dir.path());
+  ASSERT_TRUE(store->PutModel(Model(kIdA, "a")).ok());
+  EXPECT_TRUE(fs::exists(dir.db() + "-wal"));
+}
+
+TEST(StoreTest, CorruptFileIsRefusedClearly) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.db(), std::ios::binary);
+    out << std::string(8192, '\x5a');
+  }
+  auto store = Store::Open(dir.path());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(store.status().message().find(dir.db()), std::string::npos) << store.status();
+  EXPECT_NE(store.status().message().find("corrupt"), std::string::npos) << store.status();
+}
+
+TEST(StoreTest, DamagedPageFailsIntegrityCheck) {
+  TempDir dir;
+  {
+    auto store = *Store::Open(dir.path());
+    for (int i = 0; i < 20; ++i) {
+      std::string id(64, '0');
+      id[63] = "0123456789abcdef"[i % 16];
+      id[62] = "0123456789abcdef"[i / 16];
+      ASSERT_TRUE(store->PutModel(Model(id, "m", 3000)).ok());
+    }
+  }
+  // Checkpoint the WAL into the main file, then overwrite a b-tree page in the middle.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.db().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  {
+    std::fstream file(dir.db(), std::ios::binary | std::ios::in | std::ios::out);
+    file.seekp(4096 + 16);
+    std::string junk(2000, '\x7f');
+    file.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto store = Store::Open(dir.path());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+}
+
+TEST(StoreTest, MigratesFromVersionOne) {
+  TempDir dir;
+  // A database exactly as schema version 1 wrote it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.db().c_str(), &db), SQLITE_OK);
+  std::string v1 = R"sql(
+CREATE TABLE models (id TEXT PRIMARY KEY, name TEXT NOT NULL, onnx BLOB NOT NULL,
+  size_bytes INTEGER NOT NULL, summary_json TEXT NOT NULL, created_unix_s INTEGER NOT NULL);
+CREATE TABLE plans (
+  model_id TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+  platform_fingerprint TEXT NOT NULL, predictor_version TEXT NOT NULL,
+  scheduler_config TEXT NOT NULL, scheduler TEXT NOT NULL, schedule_json TEXT NOT NULL,
+  makespan_us REAL NOT NULL, planning_ms REAL NOT NULL, created_unix_s INTEGER NOT NULL,
+  PRIMARY KEY (model_id, platform_fingerprint, predictor_version, scheduler_config));
+INSERT INTO models VALUES ()sql" +
+                   std::string("'") + kIdA + R"sql(', 'old', x'0102', 2, '{}', 1700000000);
+INSERT INTO plans VALUES (')sql" + kIdA +
+                   R"sql(', 'host:cpu.0,cpu.1', 'analytic-v1', 'heft', 'heft', '{}', 42.0, 1.5,
+  1700000001);
+PRAGMA user_version = 1;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v1.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Store::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto model = (*store)->GetModel(kIdA);
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(model->name, "old");
+  EXPECT_EQ(model->onnx, std::string("\x01\x02", 2));
+  EXPECT_FALSE(model->synthesize_weights);
+  auto plan = (*store)->LookupPlan(Key(kIdA));
+  ASSERT_TRUE(plan.ok() && plan->has_value());
+  EXPECT_DOUBLE_EQ((*plan)->makespan_us, 42.0);
+  EXPECT_EQ((*plan)->hits, 1);
+  ASSERT_TRUE((*store)->RecordInference(kIdA, 5).ok());
+
+  (*store).reset();
+  ASSERT_EQ(sqlite3_open(dir.db().c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 2);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+TEST(StoreTest, RefusesNewerSchema) {
+  TempDir dir;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.db().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto store = Store::Open(dir.path());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("99"), std::string::npos) << store.status();
+}
+
+TEST(StoreTest, FullDatabaseIsResourceExhausted) {
+  TempDir dir;
+  StoreOptions options;
+  options.max_db_bytes = 64 * 1024;
+  auto store = Store::Open(dir.path(), options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto put = (*store)->PutModel(Model(kIdA, "big", 256 * 1024));
+  ASSERT_FALSE(put.ok());
+  EXPECT_EQ(put.status().code(), absl::StatusCode::kResourceExhausted) << put.status();
+  EXPECT_NE(put.status().message().find("disk full"), std::string::npos) << put.status();
+  // The store stays usable for what fits.
+  EXPECT_TRUE((*store)->PutModel(Model(kIdB, "small", 100)).ok());
+}
+
+TEST(StoreTest, MissingOrReadOnlyDirIsFailedPrecondition) {
+  TempDir dir;
+  auto missing = Store::Open(dir.path() + "/absent");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(missing.status().message().find("absent"), std::string::npos);
+  if (geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+  fs::permissions(dir.path(), fs::perms::owner_read | fs::perms::owner_exec);
+  auto read_only = Store::Open(dir.path());
+  EXPECT_EQ(read_only.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(read_only.status().message().find("not writable"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace psched::cache
