@@ -1,0 +1,210 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "model/graph.h"
+#include "model/split.h"
+#include "predictor/analytic_model.h"
+#include "predictor/op_config.h"
+#include "predictor/profiles.h"
+
+namespace psched::predictor {
+namespace {
+
+using model::OpKind;
+using model::Shape;
+using model::SplitAxis;
+
+// input [h, w, cin] -> conv(k x k, stride, pad, groups) -> output; then an FC head.
+model::Graph ConvGraph(Shape in, int64_t cout, int k, int stride, int pad, int groups) {
+  model::Graph g;
+  g.tensors.push_back({"x", in, 4, model::kInvalidId, model::kInvalidId});
+  const int64_t oh = (in.h + 2 * pad - k) / stride + 1;
+  const int64_t ow = (in.w + 2 * pad - k) / stride + 1;
+  g.tensors.push_back({"y", Shape{oh, ow, cout}, 4, 0, model::kInvalidId});
+  model::ConvAttrs conv;
+  conv.window = model::Window2d{k, k, stride, stride, 1, 1, pad, pad, pad, pad};
+  conv.groups = groups;
+  g.ops.push_back({"conv", OpKind::kConv2d, {0}, 1, {}, conv});
+  g.tensors.push_back({"z", Shape{1, 1, 10}, 2, 1, model::kInvalidId});
+  g.ops.push_back({"fc", OpKind::kFullyConnected, {1}, 2, {}, model::FullyConnectedAttrs{}});
+  return g;
+}
+
+TEST(SubtaskConfigTest, NoneIsTheWholeOp) {
+  const model::Graph g = ConvGraph({56, 56, 64}, 128, 3, 1, 1, 1);
+  const OpConfig whole = WholeOpConfig(g, 0);
+  EXPECT_EQ(whole.output, (Shape{56, 56, 128}));
+  EXPECT_DOUBLE_EQ(whole.flops, 2.0 * 56 * 56 * 128 * 9 * 64);
+  EXPECT_DOUBLE_EQ(whole.bytes, 4.0 * (56 * 56 * 64 + 56 * 56 * 128 + 128 * 9 * 64));
+  const OpConfig none = SubtaskConfig(g, 0, SplitAxis::kNone, 0, 1);
+  EXPECT_EQ(none.output, whole.output);
+  EXPECT_DOUBLE_EQ(none.flops, whole.flops);
+}
+
+TEST(SubtaskConfigTest, CoutSliceHasFewerOutputChannels) {
+  const model::Graph g = ConvGraph({56, 56, 64}, 128, 3, 1, 1, 1);
+  const OpConfig c = SubtaskConfig(g, 0, SplitAxis::kOutputChannels, 32, 80);
+  EXPECT_EQ(c.output, (Shape{56, 56, 48}));
+  EXPECT_EQ(c.inputs[0], (Shape{56, 56, 64}));
+  EXPECT_FALSE(c.accumulate);
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 56 * 56 * 48 * 9 * 64);
+}
+
+TEST(SubtaskConfigTest, DepthwiseCoutSliceHasFewerGroups) {
+  const model::Graph g = ConvGraph({28, 28, 96}, 96, 3, 2, 1, 96);
+  EXPECT_EQ(model::WorkSize(g, 0, SplitAxis::kOutputChannels), 96);
+  const OpConfig c = SubtaskConfig(g, 0, SplitAxis::kOutputChannels, 0, 40);
+  EXPECT_EQ(c.groups, 40);
+  EXPECT_EQ(c.inputs[0].c, 40);
+  EXPECT_EQ(c.output, (Shape{14, 14, 40}));
+  EXPECT_TRUE(c.IsDepthwise());
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 14 * 14 * 40 * 9);
+}
+
+TEST(SubtaskConfigTest, GroupedCoutSliceKeepsChannelsPerGroup) {
+  const model::Graph g = ConvGraph({14, 14, 64}, 128, 1, 1, 0, 4);  // 16 in, 32 out per group
+  const OpConfig c = SubtaskConfig(g, 0, SplitAxis::kOutputChannels, 1, 3);
+  EXPECT_EQ(c.groups, 2);
+  EXPECT_EQ(c.inputs[0].c, 32);
+  EXPECT_EQ(c.output.c, 64);
+  EXPECT_FALSE(c.IsDepthwise());
+}
+
+TEST(SubtaskConfigTest, CinSliceAccumulates) {
+  const model::Graph g = ConvGraph({56, 56, 64}, 128, 3, 1, 1, 1);
+  const OpConfig c = SubtaskConfig(g, 0, SplitAxis::kInputChannels, 0, 16);
+  EXPECT_TRUE(c.accumulate);
+  EXPECT_EQ(c.inputs[0], (Shape{56, 56, 16}));
+  EXPECT_EQ(c.output, (Shape{56, 56, 128}));
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 56 * 56 * 128 * 9 * 16);
+  // The partial sum reads the output back.
+  EXPECT_DOUBLE_EQ(c.bytes, 4.0 * (56 * 56 * 16 + 2 * 56 * 56 * 128 + 128 * 9 * 16));
+}
+
+TEST(SubtaskConfigTest, SpatialSliceReadsHaloRowsWithStride) {
+  // 3x3 stride 2 pad 1 over 57 rows: 29 output rows; output row r reads 2r-1 .. 2r+1.
+  const model::Graph g = ConvGraph({57, 57, 8}, 16, 3, 2, 1, 1);
+  ASSERT_EQ(g.output_shape(0).h, 29);
+  const OpConfig top = SubtaskConfig(g, 0, SplitAxis::kRows, 0, 10);
+  EXPECT_EQ(top.output.h, 10);
+  EXPECT_EQ(top.inputs[0].h, 20);  // rows -1..19, row -1 is padding
+  EXPECT_EQ(top.window.pad_top, 1);
+  EXPECT_EQ(top.window.pad_bottom, 0);
+  const OpConfig mid = SubtaskConfig(g, 0, SplitAxis::kRows, 10, 20);
+  EXPECT_EQ(mid.inputs[0].h, 21);  // rows 19..39: one halo row each side of 19 strided
+  EXPECT_EQ(mid.window.pad_top, 0);
+  const OpConfig bottom = SubtaskConfig(g, 0, SplitAxis::kRows, 20, 29);
+  EXPECT_EQ(bottom.inputs[0].h, 18);  // rows 39..57, row 57 is padding
+  EXPECT_EQ(bottom.window.pad_bottom, 1);
+}
+
+TEST(SubtaskConfigTest, FullyConnectedSlices) {
+  const model::Graph g = ConvGraph({7, 7, 8}, 32, 1, 1, 0, 1);
+  const OpConfig cout = SubtaskConfig(g, 1, SplitAxis::kOutputChannels, 0, 4);
+  EXPECT_EQ(cout.output.c, 4);
+  EXPECT_DOUBLE_EQ(cout.flops, 2.0 * 7 * 7 * 32 * 4);
+  const OpConfig cin = SubtaskConfig(g, 1, SplitAxis::kInputChannels, 100, 300);
+  EXPECT_TRUE(cin.accumulate);
+  EXPECT_EQ(cin.inputs[0], (Shape{1, 1, 200}));
+  EXPECT_DOUBLE_EQ(cin.flops, 2.0 * 200 * 10);
+}
+
+class ProfileTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ProfileTest, LatencyGrowsWithWorkOnEveryAxisAndDevice) {
+  absl::StatusOr<Profile> profile = LoadProfile(GetParam());
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  const model::Graph g = ConvGraph({28, 28, 96}, 192, 3, 1, 1, 1);
+  for (SplitAxis axis : {SplitAxis::kOutputChannels, SplitAxis::kInputChannels, SplitAxis::kRows}) {
+    const int64_t total = model::WorkSize(g, 0, axis);
+    for (int d = 0; d < profile->model->num_devices(); ++d) {
+      double previous = 0;
+      for (int64_t w = 1; w <= total; ++w) {
+        const double t = profile->model->PredictUs(SubtaskConfig(g, 0, axis, 0, w), d);
+        ASSERT_GE(t, previous) << GetParam() << " axis " << model::SplitAxisName(axis) << " device "
+                               << d << " work " << w;
+        previous = t;
+      }
+    }
+  }
+}
+
+TEST_P(ProfileTest, SplittingInHalfCostsMoreThanHalf) {
+  absl::StatusOr<Profile> profile = LoadProfile(GetParam());
+  ASSERT_TRUE(profile.ok());
+  const model::Graph g = ConvGraph({28, 28, 96}, 192, 3, 1, 1, 1);
+  for (int d = 0; d < profile->model->num_devices(); ++d) {
+    const double whole = profile->model->PredictUs(WholeOpConfig(g, 0), d);
+    const double half = profile->model->PredictUs(SubtaskConfig(g, 0, SplitAxis::kOutputChannels, 0, 96), d);
+    EXPECT_GT(half, whole / 2) << "device " << d;
+    EXPECT_LT(half, whole) << "device " << d;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ProfileTest,
+                         ::testing::Values("oneplus11", "motorola2022", "pixel4", "pixel5", "host"));
+
+TEST(ProfilesTest, PhonesNameDevicesGpuCpuLCpuM) {
+  for (std::string_view name : {"oneplus11", "motorola2022", "pixel4", "pixel5"}) {
+    absl::StatusOr<Profile> p = LoadProfile(name);
+    ASSERT_TRUE(p.ok());
+    ASSERT_EQ(p->platform.devices.size(), 3u);
+    EXPECT_EQ(p->platform.devices[0].name, "gpu");
+    EXPECT_EQ(p->platform.devices[1].name, "cpu.l");
+    EXPECT_EQ(p->platform.devices[2].name, "cpu.m");
+    EXPECT_EQ(p->model->num_devices(), 3);
+  }
+}
+
+TEST(ProfilesTest, GpuIsFourToSevenTimesFasterThanBigCoreOnBigConvs) {
+  const model::Graph g = ConvGraph({56, 56, 128}, 128, 3, 1, 1, 1);
+  for (std::string_view name : {"oneplus11", "motorola2022"}) {
+    absl::StatusOr<Profile> p = LoadProfile(name);
+    ASSERT_TRUE(p.ok());
+    const OpConfig c = WholeOpConfig(g, 0);
+    const double ratio = p->model->PredictUs(c, 1) / p->model->PredictUs(c, 0);
+    EXPECT_GT(ratio, 4.0) << name;
+    EXPECT_LT(ratio, 7.0) << name;
+  }
+}
+
+TEST(ProfilesTest, GpuSubtasksPayTheDispatchOverhead) {
+  absl::StatusOr<Profile> p = LoadProfile("oneplus11");
+  ASSERT_TRUE(p.ok());
+  OpConfig tiny;
+  tiny.kind = OpKind::kAdd;
+  tiny.inputs = {Shape{1, 1, 1}, Shape{1, 1, 1}};
+  tiny.output = Shape{1, 1, 1};
+  ComputeCost(tiny);
+  EXPECT_GE(p->model->PredictUs(tiny, 0), 10.0);
+  EXPECT_LT(p->model->PredictUs(tiny, 1), 10.0);
+}
+
+TEST(ProfilesTest, VersionsDifferAcrossProfilesAndAreStable) {
+  absl::StatusOr<Profile> a = LoadProfile("pixel4");
+  absl::StatusOr<Profile> b = LoadProfile("pixel5");
+  absl::StatusOr<Profile> a2 = LoadProfile("pixel4");
+  EXPECT_NE(a->model->Version(), b->model->Version());
+  EXPECT_EQ(a->model->Version(), a2->model->Version());
+  EXPECT_NE(a->platform.Fingerprint(), b->platform.Fingerprint());
+}
+
+TEST(ProfilesTest, UnknownProfileListsKnownNames) {
+  absl::StatusOr<Profile> p = LoadProfile("iphone");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(p.status().message(), ::testing::HasSubstr("oneplus11"));
+}
+
+TEST(ProfilesTest, HostProfilePinsCores) {
+  const Profile p = HostProfile(2, "pocl");
+  ASSERT_EQ(p.platform.devices.size(), 3u);
+  EXPECT_EQ(p.platform.devices[0].name, "cpu.0");
+  EXPECT_EQ(p.platform.devices[1].cpu_cores, std::vector<int>{1});
+  EXPECT_EQ(p.platform.devices[2].opencl_device, "pocl");
+  EXPECT_EQ(p.platform.DeviceIndex("gpu"), 2);
+  EXPECT_FALSE(p.platform.DeviceIndex("npu").has_value());
+}
+
+}  // namespace
+}  // namespace psched::predictor

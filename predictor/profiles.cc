@@ -1,0 +1,111 @@
+#include "predictor/profiles.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "predictor/analytic_model.h"
+
+namespace psched::predictor {
+namespace {
+
+using scheduler::DeviceKind;
+using scheduler::DeviceSpec;
+
+// Conv GFLOP/s of the three devices; everything else derives from them.
+struct PhoneSpec {
+  std::string_view name;
+  double gpu_conv;
+  double big_conv;
+  double mid_conv;
+  double gpu_bandwidth;
+  double cpu_bandwidth;
+};
+
+// Ratios follow the paper's single-device rows (Table "simulation_full"): e.g. on the
+// OnePlus 11 GPU-only is ~4.6x faster than CPU(L)-only and CPU(M) ~1.1x faster than CPU(L).
+constexpr PhoneSpec kPhones[] = {
+    {"oneplus11", 240.0, 52.0, 58.0, 40.0, 20.0},
+    {"motorola2022", 220.0, 46.0, 55.0, 36.0, 18.0},
+    {"pixel4", 130.0, 43.0, 72.0, 24.0, 16.0},
+    {"pixel5", 75.0, 32.0, 30.0, 16.0, 12.0},
+};
+
+AnalyticDeviceParams GpuParams(double conv, double bandwidth) {
+  AnalyticDeviceParams p;
+  p.name = "gpu";
+  p.gpu = true;
+  p.SetThroughput(conv, conv / 6.0, conv / 4.0, conv / 8.0);
+  p.bandwidth_gbps = bandwidth;
+  p.overhead_us = 5.0;
+  p.dispatch_us = 10.0;
+  p.half_parallelism = 16384.0;
+  return p;
+}
+
+AnalyticDeviceParams CpuParams(std::string name, double conv, double bandwidth, int threads) {
+  AnalyticDeviceParams p;
+  p.name = std::move(name);
+  p.SetThroughput(conv, conv / 5.0, conv / 2.5, conv / 4.0);
+  p.bandwidth_gbps = bandwidth;
+  p.overhead_us = 2.0 + threads;
+  p.half_parallelism = 128.0 * threads;
+  return p;
+}
+
+Profile PhoneProfile(const PhoneSpec& spec) {
+  Profile profile;
+  profile.platform.name = std::string(spec.name);
+  profile.platform.devices = {DeviceSpec{"gpu", DeviceKind::kGpu, 0, {}, ""},
+                              DeviceSpec{"cpu.l", DeviceKind::kCpu, 0, {}, ""},
+                              DeviceSpec{"cpu.m", DeviceKind::kCpu, 0, {}, ""}};
+  const int mid_threads = spec.name == "pixel5" ? 1 : 2;
+  profile.model = std::make_shared<AnalyticModel>(
+      std::string(spec.name),
+      std::vector<AnalyticDeviceParams>{
+          GpuParams(spec.gpu_conv, spec.gpu_bandwidth),
+          CpuParams("cpu.l", spec.big_conv, spec.cpu_bandwidth, 1),
+          CpuParams("cpu.m", spec.mid_conv, spec.cpu_bandwidth, mid_threads)});
+  return profile;
+}
+
+}  // namespace
+
+std::vector<std::string> ProfileNames() {
+  std::vector<std::string> names;
+  for (const PhoneSpec& p : kPhones) names.emplace_back(p.name);
+  names.emplace_back("host");
+  return names;
+}
+
+Profile HostProfile(int cpu_cores, std::string opencl_device) {
+  Profile profile;
+  profile.platform.name = "host";
+  std::vector<AnalyticDeviceParams> params;
+  for (int core = 0; core < cpu_cores; ++core) {
+    const std::string name = absl::StrCat("cpu.", core);
+    profile.platform.devices.push_back(DeviceSpec{name, DeviceKind::kCpu, 0, {core}, ""});
+    params.push_back(CpuParams(name, 15.0, 8.0, 1));
+  }
+  profile.platform.devices.push_back(
+      DeviceSpec{"gpu", DeviceKind::kGpu, 0, {}, std::move(opencl_device)});
+  // PoCL runs kernels on a CPU core: slow, and every enqueue costs more than on a phone.
+  AnalyticDeviceParams gpu = GpuParams(6.0, 8.0);
+  gpu.dispatch_us = 30.0;
+  gpu.half_parallelism = 1024.0;
+  params.push_back(gpu);
+  profile.model = std::make_shared<AnalyticModel>("host", std::move(params));
+  return profile;
+}
+
+absl::StatusOr<Profile> LoadProfile(std::string_view name) {
+  for (const PhoneSpec& p : kPhones) {
+    if (p.name == name) return PhoneProfile(p);
+  }
+  if (name == "host") return HostProfile();
+  const std::string known = absl::StrJoin(ProfileNames(), ", ");
+  return absl::NotFoundError(absl::StrCat("unknown platform profile '", std::string(name), "'; known: ", known));
+}
+
+}  // namespace psched::predictor

@@ -1,0 +1,38 @@
+// Named platforms with their latency models.
+//
+// The phone profiles (`oneplus11`, `motorola2022`, `pixel4`, `pixel5`) are analytic
+// stand-ins for the paper's devices until measured GBDT predictors exist: three logical
+// devices named `gpu`, `cpu.l`, `cpu.m` in one memory domain, with throughputs chosen so
+// whole-model single-device latencies relate roughly as the paper's single-device rows
+// (GPU 2-5x faster than cpu.l, cpu.m within 0.6-1.1x of cpu.l). `host` describes a
+// development machine: two single-core CPU devices `cpu.0`, `cpu.1` and a `gpu` served by
+// PoCL, with conservative numbers. Profiles are values; the model is shared and immutable.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "predictor/latency_model.h"
+#include "scheduler/platform.h"
+
+namespace psched::predictor {
+
+struct Profile {
+  scheduler::Platform platform;
+  std::shared_ptr<const LatencyModel> model;  // device i predicts platform.devices[i]
+};
+
+// The names LoadProfile accepts.
+std::vector<std::string> ProfileNames();
+
+// NotFound (listing the known names) for an unknown profile.
+absl::StatusOr<Profile> LoadProfile(std::string_view name);
+
+// The `host` profile: `cpu_cores` single-core CPU devices cpu.0..cpu.N-1 pinned to those
+// cores, plus a `gpu` on `opencl_device` (empty: the default OpenCL device).
+Profile HostProfile(int cpu_cores = 2, std::string opencl_device = "");
+
+}  // namespace psched::predictor

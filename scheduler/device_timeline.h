@@ -1,0 +1,31 @@
+// The busy intervals of one device, for insertion-based list scheduling (HEFT's policy:
+// a task may fill an idle gap between already scheduled tasks if it fits entirely).
+//
+// Intervals are half-open [start, end), disjoint and sorted. Insert/Erase return and take
+// positions so a tentative placement (lookahead) can be undone in LIFO order. Reuses its
+// capacity across Clear. Not thread-safe.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+namespace psched::scheduler {
+
+class DeviceTimeline {
+ public:
+  void Clear() { busy_.clear(); }
+  // The earliest start >= ready of an interval of `duration` that overlaps nothing: the
+  // first gap that fits, else the end of the last interval.
+  double EarliestStart(double ready, double duration) const;
+  // REQUIRES: [start, end) overlaps no interval. Returns its position.
+  int Insert(double start, double end);
+  void Erase(int position) { busy_.erase(busy_.begin() + position); }
+  // End of the last busy interval; 0 when idle.
+  double AvailableAt() const { return busy_.empty() ? 0.0 : busy_.back().second; }
+  int size() const { return static_cast<int>(busy_.size()); }
+
+ private:
+  std::vector<std::pair<double, double>> busy_;
+};
+
+}  // namespace psched::scheduler

@@ -1,0 +1,142 @@
+// The scheduling instance every method consumes (paper sec. 4.1).
+//
+// A Problem holds the operator DAG (ops in topological order, predecessor and successor
+// lists in flat arrays), the devices, a transfer cost per edge (paid only when producer
+// and consumer run in different memory domains), and per op the workload size U_{i,a} of
+// each split axis (0: axis not allowed). LatencyUs(op, axis, work, device) is the predicted
+// latency of a subtask with `work` units; it is memoised in flat tables filled lazily on
+// first use (the iterative search calls it millions of times), so the hot path is one
+// indexed load.
+//
+// Spatial subtasks are predicted from their row count only: the subtask starting at row 0
+// stands in for every range of that length (the halo differs by at most the top padding).
+//
+// Thread-safety: all const methods may be called concurrently; the memo slots are atomics
+// and racing fills store the same value. A Problem built FromGraph refers to the
+// LatencyModel it was given. REQUIRES: that model outlives the Problem.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/graph.h"
+#include "model/split.h"
+#include "predictor/latency_model.h"
+#include "predictor/op_config.h"
+#include "scheduler/platform.h"
+
+namespace psched::scheduler {
+
+using model::OpId;
+
+struct ProblemOptions {
+  // K: the most subtasks one op may be split into; 0 means |D| (the paper's default).
+  int max_splits = 0;
+  // Plans proposed by searches use multiples of this many work units per subtask (the
+  // last subtask takes the remainder). 1 allows any integer division.
+  int64_t alignment = 1;
+};
+
+// A task graph with fixed costs: no op is partitionable (psched-bench --taskgraph, tests).
+struct TaskGraph {
+  struct Edge {
+    int from = 0;
+    int to = 0;
+    double transfer_us = 0;  // paid when the two tasks run in different memory domains
+  };
+  std::vector<std::string> names;       // one per task; empty: "t<index>"
+  std::vector<std::vector<double>> cost;  // [task][device], microseconds
+  std::vector<Edge> edges;              // REQUIRES: from < to (tasks in topological order)
+};
+
+class Problem {
+ public:
+  static absl::StatusOr<Problem> FromGraph(const model::Graph& graph, const Platform& platform,
+                                           const predictor::LatencyModel& latency_model,
+                                           ProblemOptions options = {});
+  static absl::StatusOr<Problem> FromTaskGraph(const TaskGraph& tasks, const Platform& platform);
+
+  Problem(Problem&&) noexcept;
+  Problem& operator=(Problem&&) noexcept;
+  ~Problem();
+
+  int num_ops() const { return num_ops_; }
+  int num_devices() const { return num_devices_; }
+  int max_splits() const { return max_splits_; }
+  int64_t alignment() const { return alignment_; }
+  const Platform& platform() const { return platform_; }
+  const std::string& op_name(OpId op) const { return op_names_[static_cast<size_t>(op)]; }
+
+  // Predecessors / successors of an op, ascending, with the transfer cost of each edge.
+  std::span<const OpId> preds(OpId op) const { return Slice(pred_ops_, pred_begin_, op); }
+  std::span<const double> pred_transfer_us(OpId op) const {
+    return Slice(pred_transfer_, pred_begin_, op);
+  }
+  std::span<const OpId> succs(OpId op) const { return Slice(succ_ops_, succ_begin_, op); }
+  std::span<const double> succ_transfer_us(OpId op) const {
+    return Slice(succ_transfer_, succ_begin_, op);
+  }
+  // Mean transfer cost of an edge over ordered pairs of distinct devices: the
+  // "average communication cost" of list schedulers. 0 when all devices share a domain.
+  double MeanTransferUs(double transfer_us) const { return transfer_us * cross_domain_fraction_; }
+  bool SameDomain(int device_a, int device_b) const {
+    return domains_[static_cast<size_t>(device_a)] == domains_[static_cast<size_t>(device_b)];
+  }
+  // The transfer cost an edge actually pays between two devices.
+  double EdgeCostUs(double transfer_us, int from_device, int to_device) const {
+    return SameDomain(from_device, to_device) ? 0.0 : transfer_us;
+  }
+
+  // U_{i,a}; 0 when `op` cannot be split along `axis`. kNone gives 1.
+  int64_t WorkSize(OpId op, model::SplitAxis axis) const {
+    return work_size_[static_cast<size_t>(op) * 4 + static_cast<size_t>(axis)];
+  }
+  bool IsPartitionable(OpId op) const;
+
+  // Predicted latency of a subtask with `work` units of `op` split along `axis`, on
+  // `device`, in microseconds; 0 for work == 0.
+  // REQUIRES: 0 <= work <= WorkSize(op, axis), WorkSize(op, axis) > 0.
+  double LatencyUs(OpId op, model::SplitAxis axis, int64_t work, int device) const {
+    const size_t slot = static_cast<size_t>(table_offset_[static_cast<size_t>(op) * 4 +
+                                                          static_cast<size_t>(axis)] +
+                                            work * num_devices_ + device);
+    const double v = table_[slot].load(std::memory_order_relaxed);
+    return v >= 0.0 ? v : Fill(op, axis, work, device, slot);
+  }
+
+ private:
+  Problem() = default;
+  template <typename T>
+  static std::span<const T> Slice(const std::vector<T>& v, const std::vector<int>& begin, OpId op) {
+    const size_t i = static_cast<size_t>(op);
+    return std::span<const T>(v.data() + begin[i], static_cast<size_t>(begin[i + 1] - begin[i]));
+  }
+  double Fill(OpId op, model::SplitAxis axis, int64_t work, int device, size_t slot) const;
+  absl::Status Init(const Platform& platform, std::vector<std::vector<std::pair<int, double>>> preds,
+                    std::vector<int64_t> work_size, int max_splits);
+
+  int num_ops_ = 0;
+  int num_devices_ = 0;
+  int max_splits_ = 0;
+  int64_t alignment_ = 1;
+  Platform platform_;
+  std::vector<int> domains_;
+  double cross_domain_fraction_ = 0;
+  std::vector<std::string> op_names_;
+  std::vector<int> pred_begin_, succ_begin_;
+  std::vector<OpId> pred_ops_, succ_ops_;
+  std::vector<double> pred_transfer_, succ_transfer_;
+  std::vector<int64_t> work_size_;     // [op * 4 + axis]
+  std::vector<int64_t> table_offset_;  // [op * 4 + axis] -> start of (U + 1) x D slots
+  std::unique_ptr<std::atomic<double>[]> table_;  // < 0: not yet predicted
+  // FromGraph only: the configs subtasks derive from, and the model predicting them.
+  std::vector<predictor::OpConfig> whole_configs_;
+  const predictor::LatencyModel* latency_model_ = nullptr;
+};
+
+}  // namespace psched::scheduler
