@@ -1,0 +1,68 @@
+// Shared helpers for every psched compute kernel. All tensors are NHWC f32 batch 1 and live in
+// one arena (or the weight store); kernels receive base pointers plus element offsets so the
+// same binary works on fine-grained SVM, coarse-grained SVM and plain buffers.
+
+// Activation kinds, in model::ActivationKind order.
+#define PSCHED_ACT_NONE 0
+#define PSCHED_ACT_RELU 1
+#define PSCHED_ACT_CLIP 2
+#define PSCHED_ACT_SIGMOID 3
+#define PSCHED_ACT_HARD_SIGMOID 4
+#define PSCHED_ACT_HARD_SWISH 5
+
+// How a kernel writes its output (see docs/opencl.md, "input-channel slices").
+#define PSCHED_STORE 0       // plain store
+#define PSCHED_ADD 1         // out += value; only this queue touches the output
+#define PSCHED_ATOMIC_ADD 2  // out += value with a CAS loop; other devices may add concurrently
+
+// params = (min, max, alpha, beta) of model::Activation.
+inline float psched_activate(float x, int kind, float4 params) {
+  switch (kind) {
+    case PSCHED_ACT_RELU: return fmax(x, 0.0f);
+    case PSCHED_ACT_CLIP: return fmin(fmax(x, params.x), params.y);
+    case PSCHED_ACT_SIGMOID: return 1.0f / (1.0f + exp(-x));
+    case PSCHED_ACT_HARD_SIGMOID: return fmin(fmax(params.z * x + params.w, 0.0f), 1.0f);
+    case PSCHED_ACT_HARD_SWISH: return x * fmin(fmax(x / 6.0f + 0.5f, 0.0f), 1.0f);
+    default: return x;
+  }
+}
+
+inline float4 psched_activate4(float4 x, int kind, float4 params) {
+  switch (kind) {
+    case PSCHED_ACT_NONE: return x;
+    case PSCHED_ACT_RELU: return fmax(x, (float4)(0.0f));
+    case PSCHED_ACT_CLIP: return fmin(fmax(x, (float4)(params.x)), (float4)(params.y));
+    default:
+      return (float4)(psched_activate(x.x, kind, params), psched_activate(x.y, kind, params),
+                      psched_activate(x.z, kind, params), psched_activate(x.w, kind, params));
+  }
+}
+
+// Float add that other work-items and other SVM devices may race with: OpenCL 1.2 has no
+// atomic float add, so compare-and-swap the bit pattern until no one interfered.
+inline void psched_atomic_add(__global float* p, float value) {
+  volatile __global uint* word = (volatile __global uint*)p;
+  uint expected = *word;
+  for (;;) {
+    uint desired = as_uint(as_float(expected) + value);
+    uint seen = atomic_cmpxchg(word, expected, desired);
+    if (seen == expected) return;
+    expected = seen;
+  }
+}
+
+inline void psched_write(__global float* p, float value, int mode) {
+  if (mode == PSCHED_STORE) {
+    *p = value;
+  } else if (mode == PSCHED_ADD) {
+    *p += value;
+  } else {
+    psched_atomic_add(p, value);
+  }
+}
+
+// Fills n floats with value; the zero-init that input-channel slices accumulate onto.
+__kernel void psched_fill(__global float* out, int out_off, int n, float value) {
+  int i = get_global_id(0);
+  if (i < n) out[out_off + i] = value;
+}

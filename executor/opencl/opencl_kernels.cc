@@ -1,0 +1,658 @@
+#include "executor/opencl/opencl_kernels.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "executor/opencl/embedded_kernels.h"
+
+namespace psched::executor::opencl {
+namespace {
+
+using model::ActivationKind;
+using model::Graph;
+using model::OpId;
+using model::OpKind;
+using model::SplitAxis;
+
+// Output modes, as PSCHED_STORE / PSCHED_ADD / PSCHED_ATOMIC_ADD in kernels/common.cl.
+constexpr int32_t kStore = 0;
+constexpr int32_t kAdd = 1;
+constexpr int32_t kAtomicAdd = 2;
+// Must match PSCHED_CONV_TILE_W in kernels/conv2d.cl.
+constexpr size_t kConvTileW = 4;
+
+std::string ComputeProgramSource() {
+  using namespace embedded;  // NOLINT(build/namespaces): the generated constants
+  return absl::StrCat(kCommonClSource, kConv2dClSource, kFullyConnectedClSource, kPoolClSource,
+                      kElementwiseClSource, kLayoutClSource);
+}
+
+size_t CeilDiv(int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); }
+
+// Sets kernel arguments in declaration order; the first failure sticks.
+class ArgBinder {
+ public:
+  explicit ArgBinder(cl_kernel kernel) : kernel_(kernel) {}
+  ArgBinder& Memory(const SvmArena& memory) {
+    if (status_.ok()) status_ = memory.BindAsKernelArg(kernel_, index_);
+    ++index_;
+    return *this;
+  }
+  ArgBinder& Int(int64_t value) {
+    const cl_int v = static_cast<cl_int>(value);
+    return Raw(&v, sizeof(v));
+  }
+  ArgBinder& Float(float value) { return Raw(&value, sizeof(value)); }
+  ArgBinder& Activation(const model::Activation& act) {
+    Int(static_cast<int32_t>(act.kind));
+    cl_float4 params;
+    params.s[0] = act.min;
+    params.s[1] = act.max;
+    params.s[2] = act.alpha;
+    params.s[3] = act.beta;
+    return Raw(&params, sizeof(params));
+  }
+  absl::Status status() const { return status_; }
+
+ private:
+  ArgBinder& Raw(const void* value, size_t size) {
+    if (status_.ok()) {
+      status_ = ClStatus(clSetKernelArg(kernel_, index_, size, value),
+                         absl::StrCat("clSetKernelArg #", index_));
+    }
+    ++index_;
+    return *this;
+  }
+  cl_kernel kernel_;
+  cl_uint index_ = 0;
+  absl::Status status_;
+};
+
+absl::Status OpError(const Graph& graph, OpId id, const std::string& problem) {
+  const model::Op& op = graph.op(id);
+  return absl::InvalidArgumentError(absl::StrCat("opencl: op #", id, " '", op.name, "' (",
+                                                 std::string(model::OpKindName(op.kind)), "): ", problem));
+}
+
+bool FitsInt32(int64_t v) { return v >= 0 && v <= std::numeric_limits<int32_t>::max(); }
+
+}  // namespace
+
+OpKernel::~OpKernel() {
+  for (Launch& launch : launches_) clReleaseKernel(launch.kernel);
+}
+
+absl::Status OpKernel::Enqueue(cl_event* event) const {
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const Launch& launch = launches_[i];
+    const bool last = i + 1 == launches_.size();
+    cl_int err = clEnqueueNDRangeKernel(device_->queue(), launch.kernel,
+                                        static_cast<cl_uint>(launch.dims), nullptr, launch.global,
+                                        nullptr, 0, nullptr, last ? event : nullptr);
+    if (err != CL_SUCCESS) return ClStatus(err, absl::StrCat("enqueueing ", name_));
+  }
+  if (launches_.empty() && event != nullptr) {
+    return ClStatus(clEnqueueMarkerWithWaitList(device_->queue(), 0, nullptr, event),
+                    absl::StrCat("enqueueing marker for ", name_));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<KernelFactory>> KernelFactory::Create(
+    OpenClDevice* device, const Graph* graph, SvmArena* arena,
+    std::vector<int64_t> tensor_offsets) {
+  if (!FitsInt32(static_cast<int64_t>(arena->size()))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "opencl: arena of ", arena->size(), " floats exceeds the 2^31 elements kernels index"));
+  }
+  if (tensor_offsets.size() != graph->tensors.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("opencl: ", tensor_offsets.size(),
+                                                   " tensor offsets for a graph with ",
+                                                   graph->tensors.size(), " tensors"));
+  }
+  absl::StatusOr<cl_program> program =
+      device->BuildProgram("psched_compute", ComputeProgramSource(), "-cl-mad-enable");
+  if (!program.ok()) return program.status();
+  return std::unique_ptr<KernelFactory>(
+      new KernelFactory(device, graph, arena, std::move(tensor_offsets), *program));
+}
+
+absl::StatusOr<int32_t> KernelFactory::ArenaOffset(OpId id, model::TensorId tensor) const {
+  if (tensor < 0 || static_cast<size_t>(tensor) >= graph_->tensors.size()) {
+    return OpError(*graph_, id, absl::StrCat("refers to tensor #", tensor, " which does not exist"));
+  }
+  const int64_t offset = offsets_[static_cast<size_t>(tensor)];
+  const int64_t elements = graph_->tensor(tensor).shape.Elements();
+  if (offset < 0) {
+    return OpError(*graph_, id, absl::StrCat("tensor '", graph_->tensor(tensor).name,
+                                             "' has no arena offset"));
+  }
+  if (elements < 0 || offset + elements > static_cast<int64_t>(arena_->size())) {
+    return OpError(*graph_, id,
+                   absl::StrCat("tensor '", graph_->tensor(tensor).name, "' at offset ", offset,
+                                " with ", elements, " floats does not fit in the arena (",
+                                arena_->size(), " floats)"));
+  }
+  return static_cast<int32_t>(offset);
+}
+
+absl::StatusOr<cl_kernel> KernelFactory::NewKernel(const char* name) const {
+  cl_int err = CL_SUCCESS;
+  cl_kernel kernel = clCreateKernel(program_, name, &err);
+  if (err != CL_SUCCESS) return ClStatus(err, absl::StrCat("clCreateKernel(", name, ")"));
+  return kernel;
+}
+
+absl::StatusOr<std::shared_ptr<SvmArena>> KernelFactory::Weights(OpId id) {
+  if (auto it = weights_.find(id); it != weights_.end()) return it->second;
+  const model::Op& op = graph_->op(id);
+  auto constant = [&](model::ConstantId c, int64_t expected,
+                      const std::string& what) -> absl::StatusOr<const std::vector<float>*> {
+    if (c < 0 || static_cast<size_t>(c) >= graph_->constants.size()) {
+      return OpError(*graph_, id, absl::StrCat(what, " constant #", c, " does not exist"));
+    }
+    const std::vector<float>& data = graph_->constants[static_cast<size_t>(c)].data;
+    if (static_cast<int64_t>(data.size()) != expected) {
+      return OpError(*graph_, id,
+                     absl::StrCat(what, " has ", data.size(), " floats, expected ", expected,
+                                  data.empty() ? " (the graph has no weights)" : ""));
+    }
+    return &data;
+  };
+  std::vector<float> packed;
+  if (op.kind == OpKind::kConv2d) {
+    const auto& conv = std::get<model::ConvAttrs>(op.attrs);
+    const model::Window2d& w = conv.window;
+    const model::Shape& in = graph_->tensor(op.inputs[0]).shape;
+    const model::Shape& out = graph_->output_shape(id);
+    const int64_t cig = in.c / conv.groups;
+    const int64_t cog = out.c / conv.groups;
+    const int64_t taps = static_cast<int64_t>(w.kernel_h) * w.kernel_w;
+    auto filter = constant(conv.filter, out.c * taps * cig, "filter");
+    if (!filter.ok()) return filter.status();
+    const std::vector<float>& f = **filter;
+    if (conv.groups > 1 && cig == 1) {
+      // Depthwise: [kh][kw][out_c + 3].
+      const int64_t stride = out.c + 3;
+      packed.assign(static_cast<size_t>(taps * stride), 0.0f);
+      for (int64_t co = 0; co < out.c; ++co) {
+        for (int64_t t = 0; t < taps; ++t) packed[t * stride + co] = f[co * taps + t];
+      }
+    } else {
+      // [g][kh][kw][cig][cog + 3] from OHWI [g * cog + j][kh][kw][cig].
+      const int64_t stride = cog + 3;
+      packed.assign(static_cast<size_t>(conv.groups * taps * cig * stride), 0.0f);
+      for (int64_t g = 0; g < conv.groups; ++g) {
+        for (int64_t j = 0; j < cog; ++j) {
+          const float* src = &f[static_cast<size_t>(((g * cog + j) * taps) * cig)];
+          for (int64_t t = 0; t < taps; ++t) {
+            for (int64_t ci = 0; ci < cig; ++ci) {
+              packed[static_cast<size_t>(((g * taps + t) * cig + ci) * stride + j)] =
+                  src[t * cig + ci];
+            }
+          }
+        }
+      }
+    }
+    if (conv.bias != model::kInvalidId) {
+      auto bias = constant(conv.bias, out.c, "bias");
+      if (!bias.ok()) return bias.status();
+      packed.insert(packed.end(), (*bias)->begin(), (*bias)->end());
+    }
+  } else if (op.kind == OpKind::kFullyConnected) {
+    const auto& fc = std::get<model::FullyConnectedAttrs>(op.attrs);
+    const int64_t in_features = graph_->tensor(op.inputs[0]).shape.Elements();
+    const int64_t out_features = graph_->output_shape(id).Elements();
+    auto weight = constant(fc.weight, in_features * out_features, "weight");
+    if (!weight.ok()) return weight.status();
+    packed = **weight;
+    if (fc.bias != model::kInvalidId) {
+      auto bias = constant(fc.bias, out_features, "bias");
+      if (!bias.ok()) return bias.status();
+      packed.insert(packed.end(), (*bias)->begin(), (*bias)->end());
+    }
+  } else {
+    // Binary ops: constant operands, concatenated in input order.
+    for (model::TensorId t : op.inputs) {
+      const model::Tensor& tensor = graph_->tensor(t);
+      if (tensor.constant == model::kInvalidId) continue;
+      auto data = constant(tensor.constant, tensor.shape.Elements(),
+                           absl::StrCat("operand '", tensor.name, "'"));
+      if (!data.ok()) return data.status();
+      packed.insert(packed.end(), (*data)->begin(), (*data)->end());
+    }
+  }
+  // Weights are read-only for kernels; they follow the arena's memory mode so one kernel
+  // binary binds both the same way.
+  absl::StatusOr<std::unique_ptr<SvmArena>> store =
+      SvmArena::Create(device_, packed.size(), arena_->mode());
+  if (!store.ok()) return store.status();
+  if (absl::Status s = (*store)->Write(0, packed); !s.ok()) return s;
+  std::shared_ptr<SvmArena> shared = std::move(*store);
+  weights_.emplace(id, shared);
+  return shared;
+}
+
+absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::Create(OpId id, KernelSlice slice,
+                                                               KernelOptions options) {
+  if (id < 0 || static_cast<size_t>(id) >= graph_->ops.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("opencl: op #", id, " does not exist (graph '",
+                                                   graph_->name, "' has ", graph_->ops.size(),
+                                                   " ops)"));
+  }
+  const model::Op& op = graph_->op(id);
+  if (slice.axis != SplitAxis::kNone) {
+    const int64_t work = model::WorkSize(*graph_, id, slice.axis);
+    if (work == 0) {
+      return OpError(*graph_, id, absl::StrCat("cannot be split along '",
+                                               std::string(model::SplitAxisName(slice.axis)), "'"));
+    }
+    if (slice.begin < 0 || slice.begin >= slice.end || slice.end > work) {
+      return OpError(*graph_, id,
+                     absl::StrCat("slice [", slice.begin, ", ", slice.end, ") of '",
+                                  std::string(model::SplitAxisName(slice.axis)),
+                                  "' is empty or outside [0, ", work, ")"));
+    }
+  }
+  auto kernel = std::unique_ptr<OpKernel>(new OpKernel(
+      device_, absl::StrCat(op.name, slice.axis == SplitAxis::kNone
+                                         ? std::string()
+                                         : absl::StrCat("[", std::string(model::SplitAxisName(slice.axis)),
+                                                        " ", slice.begin, ":", slice.end, ")"))));
+  absl::Status status;
+  switch (op.kind) {
+    case OpKind::kConv2d: status = BuildConv(id, slice, options, *kernel); break;
+    case OpKind::kFullyConnected:
+      status = BuildFullyConnected(id, slice, options, *kernel);
+      break;
+    default: status = BuildUnsliced(id, *kernel); break;
+  }
+  if (!status.ok()) return status;
+  return kernel;
+}
+
+absl::Status KernelFactory::BuildConv(OpId id, const KernelSlice& slice,
+                                      const KernelOptions& options, OpKernel& kernel) {
+  const model::Op& op = graph_->op(id);
+  const auto* conv = std::get_if<model::ConvAttrs>(&op.attrs);
+  if (conv == nullptr || op.inputs.size() != 1) {
+    return OpError(*graph_, id, "expects ConvAttrs and exactly one activation input");
+  }
+  const model::Window2d& w = conv->window;
+  const model::Shape& in = graph_->tensor(op.inputs[0]).shape;
+  const model::Shape& out = graph_->output_shape(id);
+  if (conv->groups < 1 || in.c % conv->groups != 0 || out.c % conv->groups != 0) {
+    return OpError(*graph_, id, absl::StrCat("groups ", conv->groups, " does not divide cin ",
+                                             in.c, " and cout ", out.c));
+  }
+  if (w.kernel_h < 1 || w.kernel_w < 1 || w.stride_h < 1 || w.stride_w < 1 ||
+      w.dilation_h < 1 || w.dilation_w < 1) {
+    return OpError(*graph_, id, "kernel, stride and dilation must all be >= 1");
+  }
+  absl::StatusOr<int32_t> in_off = ArenaOffset(id, op.inputs[0]);
+  if (!in_off.ok()) return in_off.status();
+  absl::StatusOr<int32_t> out_off = ArenaOffset(id, op.output);
+  if (!out_off.ok()) return out_off.status();
+  absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
+  if (!weights.ok()) return weights.status();
+  kernel.weights_ = *weights;
+
+  const int64_t cig = in.c / conv->groups;
+  const int64_t cog = out.c / conv->groups;
+  const int64_t taps = static_cast<int64_t>(w.kernel_h) * w.kernel_w;
+  const bool depthwise = conv->groups > 1 && cig == 1;
+  const int64_t filter_floats = depthwise ? taps * (out.c + 3)
+                                          : conv->groups * taps * cig * (cog + 3);
+  const int64_t b_off = conv->bias == model::kInvalidId ? -1 : filter_floats;
+
+  int64_t g_begin = 0, g_count = conv->groups;
+  int64_t co_lo = 0, co_hi = cog;
+  int64_t oh_begin = 0, rows = out.h;
+  int64_t ci_begin = 0, ci_end = cig;
+  int32_t mode = kStore;
+  bool with_bias = b_off >= 0;
+  model::Activation act = op.activation;
+  switch (slice.axis) {
+    case SplitAxis::kOutputChannels:
+      if (conv->groups == 1) {
+        co_lo = slice.begin;
+        co_hi = slice.end;
+      } else {
+        g_begin = slice.begin;
+        g_count = slice.end - slice.begin;
+      }
+      break;
+    case SplitAxis::kRows:
+      oh_begin = slice.begin;
+      rows = slice.end - slice.begin;
+      break;
+    case SplitAxis::kInputChannels:
+      ci_begin = slice.begin;
+      ci_end = slice.end;
+      mode = options.atomic_partial_sums ? kAtomicAdd : kAdd;
+      with_bias = with_bias && slice.begin == 0;
+      act = model::Activation{};
+      break;
+    case SplitAxis::kNone: break;
+  }
+
+  OpKernel::Launch launch;
+  launch.dims = 3;
+  launch.global[1] = CeilDiv(out.w, kConvTileW);
+  launch.global[2] = static_cast<size_t>(rows);
+  absl::StatusOr<cl_kernel> k = NewKernel(depthwise ? "psched_depthwise_conv2d" : "psched_conv2d");
+  if (!k.ok()) return k.status();
+  launch.kernel = *k;
+  kernel.launches_.push_back(launch);
+  ArgBinder args(*k);
+  args.Memory(*arena_).Int(*in_off).Int(in.h).Int(in.w).Int(in.c);
+  args.Memory(*arena_).Int(*out_off).Int(out.h).Int(out.w).Int(out.c);
+  args.Memory(**weights).Int(0).Int(with_bias ? b_off : -1);
+  args.Int(w.kernel_h).Int(w.kernel_w).Int(w.stride_h).Int(w.stride_w);
+  args.Int(w.dilation_h).Int(w.dilation_w).Int(w.pad_top).Int(w.pad_left);
+  if (depthwise) {
+    const int64_t c_lo = g_begin * cog;
+    const int64_t c_hi = (g_begin + g_count) * cog;
+    kernel.launches_.back().global[0] = CeilDiv(c_hi - c_lo, 4);
+    args.Int(cog).Int(c_lo).Int(c_hi).Int(oh_begin);
+  } else {
+    kernel.launches_.back().global[0] = static_cast<size_t>(g_count) * CeilDiv(co_hi - co_lo, 4);
+    args.Int(cig).Int(cog).Int(cog + 3).Int(g_begin).Int(co_lo).Int(co_hi).Int(oh_begin);
+    args.Int(ci_begin).Int(ci_end).Int(mode);
+  }
+  args.Activation(act);
+  return args.status();
+}
+
+absl::Status KernelFactory::BuildFullyConnected(OpId id, const KernelSlice& slice,
+                                                const KernelOptions& options, OpKernel& kernel) {
+  const model::Op& op = graph_->op(id);
+  const auto* fc = std::get_if<model::FullyConnectedAttrs>(&op.attrs);
+  if (fc == nullptr || op.inputs.size() != 1) {
+    return OpError(*graph_, id, "expects FullyConnectedAttrs and exactly one activation input");
+  }
+  const int64_t in_features = graph_->tensor(op.inputs[0]).shape.Elements();
+  const int64_t out_features = graph_->output_shape(id).Elements();
+  absl::StatusOr<int32_t> in_off = ArenaOffset(id, op.inputs[0]);
+  if (!in_off.ok()) return in_off.status();
+  absl::StatusOr<int32_t> out_off = ArenaOffset(id, op.output);
+  if (!out_off.ok()) return out_off.status();
+  absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
+  if (!weights.ok()) return weights.status();
+  kernel.weights_ = *weights;
+  const int64_t b_off = fc->bias == model::kInvalidId ? -1 : in_features * out_features;
+
+  int64_t o_begin = 0, o_end = out_features, i_begin = 0, i_end = in_features;
+  int32_t mode = kStore;
+  bool with_bias = b_off >= 0;
+  model::Activation act = op.activation;
+  if (slice.axis == SplitAxis::kOutputChannels) {
+    o_begin = slice.begin;
+    o_end = slice.end;
+  } else if (slice.axis == SplitAxis::kInputChannels) {
+    i_begin = slice.begin;
+    i_end = slice.end;
+    mode = options.atomic_partial_sums ? kAtomicAdd : kAdd;
+    with_bias = with_bias && slice.begin == 0;
+    act = model::Activation{};
+  }
+  absl::StatusOr<cl_kernel> k = NewKernel("psched_fully_connected");
+  if (!k.ok()) return k.status();
+  OpKernel::Launch launch;
+  launch.kernel = *k;
+  launch.global[0] = static_cast<size_t>(o_end - o_begin);
+  kernel.launches_.push_back(launch);
+  ArgBinder args(*k);
+  args.Memory(*arena_).Int(*in_off).Memory(*arena_).Int(*out_off);
+  args.Memory(**weights).Int(0).Int(with_bias ? b_off : -1).Int(in_features);
+  args.Int(o_begin).Int(i_begin).Int(i_end).Int(mode).Activation(act);
+  return args.status();
+}
+
+absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
+  const model::Op& op = graph_->op(id);
+  const model::Shape& out = graph_->output_shape(id);
+  absl::StatusOr<int32_t> out_off = ArenaOffset(id, op.output);
+  if (!out_off.ok()) return out_off.status();
+  auto add_launch = [&](const char* name, size_t dims, size_t g0, size_t g1,
+                        size_t g2) -> absl::StatusOr<cl_kernel> {
+    absl::StatusOr<cl_kernel> k = NewKernel(name);
+    if (!k.ok()) return k.status();
+    OpKernel::Launch launch;
+    launch.kernel = *k;
+    launch.dims = dims;
+    launch.global[0] = std::max<size_t>(g0, 1);
+    launch.global[1] = std::max<size_t>(g1, 1);
+    launch.global[2] = std::max<size_t>(g2, 1);
+    kernel.launches_.push_back(launch);
+    return *k;
+  };
+  const size_t oc = static_cast<size_t>(out.c), ow = static_cast<size_t>(out.w),
+               oh = static_cast<size_t>(out.h);
+
+  if (op.kind == OpKind::kConcat) {
+    if (op.inputs.empty()) return OpError(*graph_, id, "concat has no inputs");
+    int64_t channel = 0;
+    for (model::TensorId t : op.inputs) {
+      const model::Shape& in = graph_->tensor(t).shape;
+      if (in.h != out.h || in.w != out.w) {
+        return OpError(*graph_, id, absl::StrCat("input '", graph_->tensor(t).name, "' is ", in.h,
+                                                 "x", in.w, ", output is ", out.h, "x", out.w));
+      }
+      absl::StatusOr<int32_t> in_off = ArenaOffset(id, t);
+      if (!in_off.ok()) return in_off.status();
+      auto k = add_launch("psched_copy_channels", 2, static_cast<size_t>(in.c), ow * oh, 1);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*arena_).Int(*in_off).Int(in.c).Memory(*arena_).Int(*out_off).Int(out.c);
+      args.Int(channel).Int(out.h * out.w).Activation(op.activation);
+      if (!args.status().ok()) return args.status();
+      channel += in.c;
+    }
+    if (channel != out.c) {
+      return OpError(*graph_, id, absl::StrCat("inputs have ", channel,
+                                               " channels in total, output has ", out.c));
+    }
+    return absl::OkStatus();
+  }
+
+  if (op.kind == OpKind::kAdd || op.kind == OpKind::kMul || op.kind == OpKind::kSub) {
+    if (op.inputs.size() != 2) return OpError(*graph_, id, "expects exactly two inputs");
+    absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
+    if (!weights.ok()) return weights.status();
+    kernel.weights_ = *weights;
+    auto k = add_launch("psched_binary", 3, oc, ow, oh);
+    if (!k.ok()) return k.status();
+    ArgBinder args(*k);
+    int64_t constant_offset = 0;
+    for (model::TensorId t : op.inputs) {
+      const model::Tensor& tensor = graph_->tensor(t);
+      const model::Shape& s = tensor.shape;
+      auto broadcastable = [](int64_t a, int64_t o) { return a == o || a == 1; };
+      if (!broadcastable(s.h, out.h) || !broadcastable(s.w, out.w) ||
+          !broadcastable(s.c, out.c)) {
+        return OpError(*graph_, id, absl::StrCat("operand '", tensor.name, "' ", s.h, "x", s.w,
+                                                 "x", s.c, " does not broadcast to ", out.h, "x",
+                                                 out.w, "x", out.c));
+      }
+      if (tensor.constant != model::kInvalidId) {
+        args.Memory(**weights).Int(constant_offset);
+        constant_offset += s.Elements();
+      } else {
+        absl::StatusOr<int32_t> in_off = ArenaOffset(id, t);
+        if (!in_off.ok()) return in_off.status();
+        args.Memory(*arena_).Int(*in_off);
+      }
+      args.Int(s.h).Int(s.w).Int(s.c);
+    }
+    const int32_t binary = op.kind == OpKind::kAdd ? 0 : (op.kind == OpKind::kMul ? 1 : 2);
+    args.Memory(*arena_).Int(*out_off).Int(out.h).Int(out.w).Int(out.c);
+    args.Int(binary).Activation(op.activation);
+    return args.status();
+  }
+
+  if (op.inputs.size() != 1) return OpError(*graph_, id, "expects exactly one input");
+  const model::Shape& in = graph_->tensor(op.inputs[0]).shape;
+  absl::StatusOr<int32_t> in_off = ArenaOffset(id, op.inputs[0]);
+  if (!in_off.ok()) return in_off.status();
+
+  switch (op.kind) {
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool: {
+      const auto* pool = std::get_if<model::PoolAttrs>(&op.attrs);
+      if (pool == nullptr) return OpError(*graph_, id, "expects PoolAttrs");
+      const model::Window2d& w = pool->window;
+      if (w.kernel_h < 1 || w.kernel_w < 1 || w.stride_h < 1 || w.stride_w < 1 ||
+          w.dilation_h < 1 || w.dilation_w < 1) {
+        return OpError(*graph_, id, "kernel, stride and dilation must all be >= 1");
+      }
+      if (in.c != out.c) return OpError(*graph_, id, "input and output channels differ");
+      const bool include = op.kind == OpKind::kAvgPool && pool->count_include_pad;
+      auto k = add_launch("psched_pool", 3, oc, ow, oh);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*arena_).Int(*in_off).Int(in.h).Int(in.w).Int(in.c);
+      args.Memory(*arena_).Int(*out_off).Int(out.h).Int(out.w);
+      args.Int(w.kernel_h).Int(w.kernel_w).Int(w.stride_h).Int(w.stride_w);
+      args.Int(w.dilation_h).Int(w.dilation_w).Int(w.pad_top).Int(w.pad_left);
+      args.Int(op.kind == OpKind::kMaxPool ? 1 : 0);
+      args.Int(include ? w.pad_top : 0).Int(include ? w.pad_left : 0);
+      args.Int(include ? in.h + pool->declared_pad_bottom : in.h);
+      args.Int(include ? in.w + pool->declared_pad_right : in.w);
+      args.Activation(op.activation);
+      return args.status();
+    }
+    case OpKind::kGlobalAvgPool: {
+      if (in.c != out.c) return OpError(*graph_, id, "input and output channels differ");
+      auto k = add_launch("psched_global_avg_pool", 1, oc, 1, 1);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*arena_).Int(*in_off).Int(in.h * in.w).Int(in.c);
+      args.Memory(*arena_).Int(*out_off).Activation(op.activation);
+      return args.status();
+    }
+    case OpKind::kPad: {
+      const auto* pad = std::get_if<model::PadAttrs>(&op.attrs);
+      if (pad == nullptr) return OpError(*graph_, id, "expects PadAttrs");
+      if (in.h + pad->top + pad->bottom != out.h || in.w + pad->left + pad->right != out.w ||
+          in.c + pad->channels_before + pad->channels_after != out.c) {
+        return OpError(*graph_, id, "input extent plus pads does not equal the output extent");
+      }
+      auto k = add_launch("psched_pad", 3, oc, ow, oh);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*arena_).Int(*in_off).Int(in.h).Int(in.w).Int(in.c);
+      args.Memory(*arena_).Int(*out_off).Int(out.h).Int(out.w).Int(out.c);
+      args.Int(pad->top).Int(pad->left).Int(pad->channels_before).Float(pad->value);
+      args.Activation(op.activation);
+      return args.status();
+    }
+    case OpKind::kResize: {
+      const auto* resize = std::get_if<model::ResizeAttrs>(&op.attrs);
+      if (resize == nullptr) return OpError(*graph_, id, "expects ResizeAttrs");
+      if (in.c != out.c) return OpError(*graph_, id, "input and output channels differ");
+      if (in.h < 1 || in.w < 1) return OpError(*graph_, id, "resize input is empty");
+      // A missing (non-positive) scale means "from the sizes", as in ONNX.
+      const float scale_h = resize->scale_h > 0.0f ? resize->scale_h
+                                                   : static_cast<float>(out.h) / in.h;
+      const float scale_w = resize->scale_w > 0.0f ? resize->scale_w
+                                                   : static_cast<float>(out.w) / in.w;
+      auto k = add_launch("psched_resize", 3, oc, ow, oh);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*arena_).Int(*in_off).Int(in.h).Int(in.w).Int(in.c);
+      args.Memory(*arena_).Int(*out_off).Int(out.h).Int(out.w);
+      args.Int(resize->mode == model::ResizeMode::kLinear ? 1 : 0);
+      args.Int(static_cast<int32_t>(resize->transform));
+      args.Int(static_cast<int32_t>(resize->rounding));
+      args.Float(scale_h).Float(scale_w).Activation(op.activation);
+      return args.status();
+    }
+    case OpKind::kFlatten: {
+      if (in.Elements() != out.Elements()) {
+        return OpError(*graph_, id, "input and output element counts differ");
+      }
+      auto k = add_launch("psched_flatten", 3, static_cast<size_t>(in.c),
+                          static_cast<size_t>(in.w), static_cast<size_t>(in.h));
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*arena_).Int(*in_off).Int(in.h).Int(in.w).Int(in.c);
+      args.Memory(*arena_).Int(*out_off).Activation(op.activation);
+      return args.status();
+    }
+    case OpKind::kActivation: {
+      if (in.Elements() != out.Elements()) {
+        return OpError(*graph_, id, "input and output element counts differ");
+      }
+      auto k = add_launch("psched_activation", 1, static_cast<size_t>(out.Elements()), 1, 1);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*arena_).Int(*in_off).Memory(*arena_).Int(*out_off).Int(out.Elements());
+      args.Activation(op.activation);
+      return args.status();
+    }
+    case OpKind::kSoftmax: {
+      if (in != out) return OpError(*graph_, id, "input and output shapes differ");
+      if (op.activation.kind != ActivationKind::kNone) {
+        return OpError(*graph_, id, "a fused activation after softmax is not supported");
+      }
+      auto k = add_launch("psched_softmax", 1, static_cast<size_t>(out.h * out.w), 1, 1);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*arena_).Int(*in_off).Memory(*arena_).Int(*out_off).Int(out.h * out.w);
+      args.Int(out.c);
+      return args.status();
+    }
+    default:
+      return OpError(*graph_, id, "no OpenCL kernel for this op kind");
+  }
+}
+
+absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::CreateZeroFill(OpId id) {
+  if (id < 0 || static_cast<size_t>(id) >= graph_->ops.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("opencl: op #", id, " does not exist"));
+  }
+  absl::StatusOr<int32_t> out_off = ArenaOffset(id, graph_->op(id).output);
+  if (!out_off.ok()) return out_off.status();
+  const int64_t n = graph_->output_shape(id).Elements();
+  auto kernel =
+      std::unique_ptr<OpKernel>(new OpKernel(device_, graph_->op(id).name + "[zero fill]"));
+  absl::StatusOr<cl_kernel> k = NewKernel("psched_fill");
+  if (!k.ok()) return k.status();
+  OpKernel::Launch launch;
+  launch.kernel = *k;
+  launch.global[0] = static_cast<size_t>(n);
+  kernel->launches_.push_back(launch);
+  ArgBinder args(*k);
+  args.Memory(*arena_).Int(*out_off).Int(n).Float(0.0f);
+  if (!args.status().ok()) return args.status();
+  return kernel;
+}
+
+absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::CreateActivationEpilogue(OpId id) {
+  if (id < 0 || static_cast<size_t>(id) >= graph_->ops.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("opencl: op #", id, " does not exist"));
+  }
+  const model::Op& op = graph_->op(id);
+  absl::StatusOr<int32_t> out_off = ArenaOffset(id, op.output);
+  if (!out_off.ok()) return out_off.status();
+  auto kernel = std::unique_ptr<OpKernel>(new OpKernel(device_, op.name + "[activation]"));
+  if (op.activation.kind == ActivationKind::kNone) return kernel;
+  const int64_t n = graph_->output_shape(id).Elements();
+  absl::StatusOr<cl_kernel> k = NewKernel("psched_activation");
+  if (!k.ok()) return k.status();
+  OpKernel::Launch launch;
+  launch.kernel = *k;
+  launch.global[0] = static_cast<size_t>(n);
+  kernel->launches_.push_back(launch);
+  ArgBinder args(*k);
+  args.Memory(*arena_).Int(*out_off).Memory(*arena_).Int(*out_off).Int(n);
+  args.Activation(op.activation);
+  if (!args.status().ok()) return args.status();
+  return kernel;
+}
+
+}  // namespace psched::executor::opencl
