@@ -19,6 +19,10 @@ void OrderByDecreasingRank(const std::vector<double>& rank, std::vector<int>& or
 }
 
 absl::Status HeftScheduler::PlaceAll(const Problem& problem, Workspace& ws) const {
+  return PlaceHeft(problem, ws);
+}
+
+absl::Status PlaceHeft(const Problem& problem, ListWorkspace& ws) {
   UpwardRanks(problem, ws.graph, ws.rank, ws.op_values);
   OrderByDecreasingRank(ws.rank, ws.order);
   for (int t : ws.order) {

@@ -17,6 +17,9 @@ class HeftScheduler final : public ListScheduler {
   absl::Status PlaceAll(const Problem& problem, Workspace& workspace) const override;
 };
 
+// HEFT's placement of every task of a prepared workspace; also the pre-schedule of PSLS.
+absl::Status PlaceHeft(const Problem& problem, ListWorkspace& workspace);
+
 // Fills workspace.order with the tasks sorted by decreasing `rank`, ties by task index
 // (a topological order whenever ranks do not grow along edges). Allocation-free once warm.
 void OrderByDecreasingRank(const std::vector<double>& rank, std::vector<int>& order);

@@ -2,7 +2,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "scheduler/ceft.h"
 #include "scheduler/heft.h"
+#include "scheduler/ldcp.h"
+#include "scheduler/lookahead_heft.h"
+#include "scheduler/peft.h"
+#include "scheduler/psls.h"
 #include "scheduler/single_device.h"
 
 namespace psched::scheduler {
@@ -41,11 +46,16 @@ absl::Status ListScheduler::ScheduleInto(const Problem& problem, std::span<const
 }
 
 std::vector<std::string> ListSchedulerNames() {
-  return {"heft", "single:<device>"};
+  return {"heft", "lookahead-heft", "peft", "ldcp", "ceft", "psls", "single:<device>"};
 }
 
 absl::StatusOr<std::unique_ptr<ListScheduler>> MakeListScheduler(std::string_view name) {
   if (name == "heft") return std::make_unique<HeftScheduler>();
+  if (name == "lookahead-heft") return std::make_unique<LookaheadHeftScheduler>();
+  if (name == "peft") return std::make_unique<PeftScheduler>();
+  if (name == "ldcp") return std::make_unique<LdcpScheduler>();
+  if (name == "ceft") return std::make_unique<CeftScheduler>();
+  if (name == "psls") return std::make_unique<PslsScheduler>();
   if (name.starts_with("single:")) {
     const std::string_view device = name.substr(7);
     if (device.empty()) {

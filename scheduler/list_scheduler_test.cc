@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "predictor/profiles.h"
 #include "scheduler/test_problems.h"
 
 namespace psched::scheduler {
@@ -66,6 +69,137 @@ TEST(ListSchedulerTest, WrongPlanCountIsRejected) {
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.status().message(), HasSubstr("3 partition plans for 10 ops"));
 }
+
+}  // namespace
+}  // namespace psched::scheduler
+
+namespace psched::scheduler {
+namespace {
+
+using testing::TaskProblem;
+
+// Every list scheduler, through one conformance suite (STYLE.md).
+class ConformanceTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  Schedule Run(const Problem& problem, std::span<const PartitionPlan> plans = {}) {
+    auto list = MakeListScheduler(GetParam());
+    EXPECT_TRUE(list.ok()) << list.status();
+    absl::StatusOr<Schedule> s = (*list)->Schedule(problem, plans);
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (!s.ok()) return Schedule();
+    const absl::Status valid = ValidateSchedule(problem, *s);
+    EXPECT_TRUE(valid.ok()) << GetParam() << ": " << valid;
+    return *std::move(s);
+  }
+};
+
+TEST_P(ConformanceTest, ChainRunsEachTaskOnItsFastestDevice) {
+  // No communication cost: the optimum is the sum of per-task minima. CEFT keeps a whole
+  // critical path on one device by design, so it gets the best single device (4+7+5+1).
+  const Problem p = TaskProblem({{4, 9}, {7, 2}, {5, 6}, {1, 3}}, {{0, 1, 0}, {1, 2, 0}, {2, 3, 0}});
+  EXPECT_DOUBLE_EQ(Run(p).makespan_us(), GetParam() == "ceft" ? 17 : 4 + 2 + 5 + 1);
+}
+
+TEST_P(ConformanceTest, ForkJoinRunsBranchesInParallel) {
+  const Problem p = TaskProblem({{1, 1}, {10, 10}, {10, 10}, {1, 1}},
+                                {{0, 1, 0}, {0, 2, 0}, {1, 3, 0}, {2, 3, 0}});
+  EXPECT_DOUBLE_EQ(Run(p).makespan_us(), 12);
+}
+
+TEST_P(ConformanceTest, IndependentTasksBalanceTwoDevices) {
+  const Problem p = TaskProblem({{3, 3}, {3, 3}, {3, 3}, {3, 3}}, {});
+  EXPECT_DOUBLE_EQ(Run(p).makespan_us(), 6);
+}
+
+TEST_P(ConformanceTest, ExpensiveTransferKeepsChainOnOneDevice) {
+  // Separate domains: moving to the faster device for task 1 costs 100.
+  const Problem p = TaskProblem({{5, 6}, {5, 4}, {5, 6}}, {{0, 1, 100}, {1, 2, 100}}, true);
+  EXPECT_DOUBLE_EQ(Run(p).makespan_us(), 15);
+}
+
+TEST_P(ConformanceTest, TopcuogluExampleIsValidAndWithinBounds) {
+  const Problem p = testing::TopcuogluExample();
+  const double makespan = Run(p).makespan_us();
+  // Lower bound: the critical path with every task at its cheapest, no communication
+  // (1 -> 2 -> 9 -> 10: 9 + 13 + 12 + 7). Upper bound: everything on P2 (sum 130).
+  EXPECT_GE(makespan, 41.0);
+  EXPECT_LE(makespan, 130.0);
+}
+
+TEST_P(ConformanceTest, PartitionedOpsPutSiblingsOnDistinctDevices) {
+  const model::Graph g = testing::ConvForkJoin(2);
+  absl::StatusOr<predictor::Profile> profile = predictor::LoadProfile("oneplus11");
+  ASSERT_TRUE(profile.ok());
+  absl::StatusOr<Problem> p = Problem::FromGraph(g, profile->platform, *profile->model);
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::vector<PartitionPlan> plans(static_cast<size_t>(p->num_ops()));
+  plans[0] = PartitionPlan{model::SplitAxis::kOutputChannels, {40, 12, 12}};
+  plans[1] = PartitionPlan{model::SplitAxis::kRows, {20, 0, 8}};
+  plans[4] = PartitionPlan{model::SplitAxis::kInputChannels, {64, 64}};
+  const Schedule s = Run(*p, plans);
+  int subtasks_of_stem = 0;
+  for (const ScheduledSubtask& t : s.subtasks()) subtasks_of_stem += t.op == 0 ? 1 : 0;
+  EXPECT_EQ(subtasks_of_stem, 3);
+  EXPECT_EQ(s.subtasks().size(), 3u + 2u + 1u + 1u + 2u);
+}
+
+TEST_P(ConformanceTest, ScopedRunRespectsFixedEarlierStage) {
+  const Problem p = TaskProblem({{2, 2}, {3, 3}, {4, 4}, {1, 1}}, {{0, 1, 0}, {1, 2, 0}, {2, 3, 0}});
+  auto list = MakeListScheduler(GetParam());
+  ASSERT_TRUE(list.ok());
+  ListScheduler::Workspace ws;
+  Schedule first;
+  const std::vector<OpId> stage1 = {0, 1};
+  ASSERT_TRUE((*list)->ScheduleInto(p, {}, ws, first, ScheduleScope{stage1, nullptr}).ok());
+  EXPECT_EQ(first.subtasks().size(), 2u);
+  EXPECT_DOUBLE_EQ(first.makespan_us(), 5);
+  Schedule second;
+  const std::vector<OpId> stage2 = {2, 3};
+  ASSERT_TRUE((*list)->ScheduleInto(p, {}, ws, second, ScheduleScope{stage2, &first}).ok());
+  EXPECT_EQ(second.subtasks().size(), 2u);
+  EXPECT_DOUBLE_EQ(second.makespan_us(), 10);
+  Schedule whole(p.num_ops(), p.num_devices());
+  for (const ScheduledSubtask& t : first.subtasks()) whole.Add(t);
+  for (const ScheduledSubtask& t : second.subtasks()) whole.Add(t);
+  EXPECT_TRUE(ValidateSchedule(p, whole).ok()) << ValidateSchedule(p, whole);
+}
+
+TEST_P(ConformanceTest, WorkspaceReuseGivesTheSameSchedule) {
+  const Problem p = testing::TopcuogluExample();
+  auto list = MakeListScheduler(GetParam());
+  ASSERT_TRUE(list.ok());
+  ListScheduler::Workspace ws;
+  Schedule a, b;
+  ASSERT_TRUE((*list)->ScheduleInto(p, {}, ws, a).ok());
+  ASSERT_TRUE((*list)->ScheduleInto(p, {}, ws, b).ok());
+  ASSERT_EQ(a.subtasks().size(), b.subtasks().size());
+  for (size_t i = 0; i < a.subtasks().size(); ++i) {
+    EXPECT_EQ(a.subtasks()[i].device, b.subtasks()[i].device);
+    EXPECT_DOUBLE_EQ(a.subtasks()[i].start_us, b.subtasks()[i].start_us);
+  }
+}
+
+TEST_P(ConformanceTest, TooManyActiveSlotsIsRejected) {
+  const model::Graph g = testing::ConvForkJoin(1);
+  absl::StatusOr<predictor::Profile> profile = predictor::LoadProfile("pixel4");
+  absl::StatusOr<Problem> p = Problem::FromGraph(g, profile->platform, *profile->model,
+                                                 ProblemOptions{.max_splits = 2});
+  ASSERT_TRUE(p.ok());
+  std::vector<PartitionPlan> plans(static_cast<size_t>(p->num_ops()));
+  plans[0] = PartitionPlan{model::SplitAxis::kOutputChannels, {20, 20, 24}};
+  auto list = MakeListScheduler(GetParam());
+  absl::StatusOr<Schedule> s = (*list)->Schedule(*p, plans);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("3 slots; need 1..2"));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllListSchedulers, ConformanceTest,
+                         ::testing::Values("heft", "lookahead-heft", "peft", "ldcp", "ceft", "psls"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           std::string name = param_info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace psched::scheduler

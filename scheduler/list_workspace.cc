@@ -7,6 +7,9 @@
 namespace psched::scheduler {
 
 absl::Status ListWorkspace::Prepare(const Problem& problem, const Schedule* fixed) {
+  problem_ = &problem;
+  fixed_ = fixed;
+  track_ready_ = false;
   num_devices_ = problem.num_devices();
   timelines.resize(static_cast<size_t>(num_devices_));
   for (DeviceTimeline& t : timelines) t.Clear();
@@ -62,6 +65,16 @@ Placement ListWorkspace::BestEft(const Problem& problem, int task) const {
   return best;
 }
 
+void ListWorkspace::InitReady(const Problem& problem) {
+  counts.assign(static_cast<size_t>(problem.num_ops()), 0);
+  for (OpId op : graph.ops()) {
+    for (OpId p : problem.preds(op)) {
+      if (graph.InScope(p)) counts[static_cast<size_t>(op)] += graph.TaskEnd(p) - graph.TaskBegin(p);
+    }
+  }
+  track_ready_ = true;
+}
+
 void ListWorkspace::Place(int task, const Placement& placement) {
   const size_t t = static_cast<size_t>(task);
   task_device[t] = placement.device;
@@ -69,6 +82,9 @@ void ListWorkspace::Place(int task, const Placement& placement) {
   timeline_position_[t] =
       timelines[static_cast<size_t>(placement.device)].Insert(placement.start_us, placement.end_us);
   placed_end_[Index(graph.task(task).op, placement.device)] = placement.end_us;
+  if (track_ready_) {
+    for (OpId s : problem_->succs(graph.task(task).op)) --counts[static_cast<size_t>(s)];
+  }
 }
 
 void ListWorkspace::Unplace(int task) {
@@ -77,6 +93,9 @@ void ListWorkspace::Unplace(int task) {
   timelines[static_cast<size_t>(device)].Erase(timeline_position_[t]);
   placed_end_[Index(graph.task(task).op, device)] = -1.0;
   task_device[t] = -1;
+  if (track_ready_) {
+    for (OpId s : problem_->succs(graph.task(task).op)) ++counts[static_cast<size_t>(s)];
+  }
 }
 
 }  // namespace psched::scheduler

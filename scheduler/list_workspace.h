@@ -28,6 +28,8 @@ class ListWorkspace {
   // (earlier stages; may be null) occupy their devices and provide the completion times
   // of out-of-scope predecessors. Fails if `fixed` places an op that is in scope.
   absl::Status Prepare(const Problem& problem, const Schedule* fixed);
+  // Undoes every placement: back to the state right after Prepare.
+  absl::Status Restart() { return Prepare(*problem_, fixed_); }
 
   // When the inputs of `op` are available on `device`: the latest end of a placed
   // predecessor subtask plus the transfer cost if it ran in another memory domain.
@@ -43,6 +45,15 @@ class ListWorkspace {
   // The end of op's subtask on `device`, or -1 when none is placed there.
   double PlacedEnd(OpId op, int device) const { return placed_end_[Index(op, device)]; }
 
+  // Ready-list bookkeeping for schedulers that pick among ready tasks: a task is ready
+  // when every task of its in-scope predecessors is placed. InitReady counts them;
+  // Place keeps the counts current.
+  void InitReady(const Problem& problem);
+  bool IsReady(int task) const {
+    return task_device[static_cast<size_t>(task)] < 0 &&
+           counts[static_cast<size_t>(graph.task(task).op)] == 0;
+  }
+
   void Place(int task, const Placement& placement);
   // REQUIRES: `task` is the most recently placed task still placed.
   void Unplace(int task);
@@ -54,13 +65,17 @@ class ListWorkspace {
   std::vector<double> task_start;
   // Scratch for the algorithms, sized by them.
   std::vector<double> rank, rank2, op_values, table;
-  std::vector<int> order, counts, ready;
+  std::vector<int> order, ready, groups, group_begin, task_marks;
+  std::vector<int> counts;  // per op: unplaced tasks of in-scope predecessors (InitReady)
 
  private:
   size_t Index(OpId op, int device) const {
     return static_cast<size_t>(op) * static_cast<size_t>(num_devices_) + static_cast<size_t>(device);
   }
 
+  const Problem* problem_ = nullptr;
+  const Schedule* fixed_ = nullptr;
+  bool track_ready_ = false;
   int num_devices_ = 0;
   std::vector<double> placed_end_;  // [op * D + device]; -1: nothing there
   std::vector<int> timeline_position_;  // per task, for Unplace

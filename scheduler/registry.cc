@@ -28,7 +28,7 @@ const std::vector<Entry>& Entries() {
     std::vector<Entry> e;
     e.push_back(Entry{"single", "<device>", false,
                  [](std::string_view arg) { return MakeScheduleOnly("single:" + std::string(arg)); }});
-    for (std::string_view list : {"heft"}) {
+    for (std::string_view list : {"heft", "lookahead-heft", "peft", "ldcp", "ceft", "psls"}) {
       e.push_back(Entry{std::string(list), "", false,
                         [list](std::string_view) { return MakeScheduleOnly(list); }});
     }
