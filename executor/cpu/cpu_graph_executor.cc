@@ -1,0 +1,164 @@
+#include "executor/cpu/cpu_graph_executor.h"
+
+#include <pthreadpool.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "executor/reference/reference_kernels.h"
+
+namespace psched::executor::cpu {
+
+void CpuGraphExecutor::FreeDeleter::operator()(float* p) const { std::free(p); }
+
+absl::StatusOr<std::unique_ptr<CpuGraphExecutor>> CpuGraphExecutor::Create(
+    const model::Graph& graph, CpuExecutorOptions options) {
+  if (options.threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CPU executor threads must be >= 1, got ", options.threads));
+  }
+  if (!graph.has_weights) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "graph '", graph.name, "' has no weights; import it with weights or synthesize them"));
+  }
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    if (auto s = reference::ValidateOp(graph, id); !s.ok()) return s;
+  }
+  std::unique_ptr<CpuGraphExecutor> exec(new CpuGraphExecutor());
+  auto worker = PinnedWorker::Start(options.cores);
+  if (!worker.ok()) return worker.status();
+  exec->worker_ = std::move(*worker);
+  const int threads = options.threads;
+  CpuGraphExecutor* e = exec.get();
+  if (auto s = exec->worker_->Call([e, &graph, threads] { return e->Compile(graph, threads); });
+      !s.ok()) {
+    return s;
+  }
+  return exec;
+}
+
+CpuGraphExecutor::~CpuGraphExecutor() {
+  if (worker_ == nullptr) return;
+  // Kernels and the threadpool are torn down on the worker that created them.
+  worker_->Call([this] {
+    steps_.clear();
+    if (threadpool_ != nullptr) pthreadpool_destroy(threadpool_);
+    return absl::OkStatus();
+  }).IgnoreError();
+}
+
+TensorView CpuGraphExecutor::ViewOf(const model::Graph& graph, model::TensorId t) const {
+  const TensorPlacement& p = plan_.tensors[static_cast<size_t>(t)];
+  return {arena_.get() + p.offset, graph.tensor(t).shape, p.pixel_stride};
+}
+
+absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads) {
+  if (threads > 1) {
+    threadpool_ = pthreadpool_create(static_cast<size_t>(threads));
+    if (threadpool_ == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot create an XNNPACK threadpool of ", threads, " threads"));
+    }
+  }
+  plan_ = PlanArena(graph);
+  arena_.reset(static_cast<float*>(
+      std::aligned_alloc(64, static_cast<size_t>(plan_.size) * sizeof(float))));
+  if (arena_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate a ", plan_.size * 4, "-byte activation arena"));
+  }
+  // Zero it on the pinned worker so its pages are first touched near the cores that use it.
+  std::fill_n(arena_.get(), plan_.size, 0.0f);
+  for (const model::GraphIO& io : graph.inputs) {
+    inputs_.push_back({graph.tensor(io.tensor).shape, ViewOf(graph, io.tensor)});
+  }
+  for (const model::GraphIO& io : graph.outputs) {
+    if (plan_.tensors[static_cast<size_t>(io.tensor)].offset < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", io.name, "' is a constant, not an activation"));
+    }
+    outputs_.push_back({graph.tensor(io.tensor).shape, ViewOf(graph, io.tensor)});
+  }
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    const model::Op& op = graph.op(id);
+    KernelLayout layout;
+    std::vector<TensorView> in_views;
+    for (model::TensorId t : graph.ActivationInputs(id)) {
+      in_views.push_back(ViewOf(graph, t));
+      layout.input_pixel_strides.push_back(in_views.back().pixel_stride);
+    }
+    const TensorView out_view = ViewOf(graph, op.output);
+    layout.output_pixel_stride = out_view.pixel_stride;
+    auto kernel = CreateCpuKernel(graph, id, WorkSlice::Whole(), layout, threadpool_);
+    if (!kernel.ok()) return kernel.status();
+    if (auto s = (*kernel)->Setup(in_views, out_view); !s.ok()) return s;
+    steps_.push_back({std::move(*kernel)});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuGraphExecutor::RunOnWorker(std::span<const float* const> inputs,
+                                           std::span<float* const> outputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorView& v = inputs_[i].view;
+    std::copy_n(inputs[i], v.shape.Elements(), v.data);
+  }
+  for (Step& step : steps_) {
+    if (auto s = step.kernel->Run(); !s.ok()) return s;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorView& v = outputs_[i].view;
+    float* dst = outputs[i];
+    for (int64_t h = 0; h < v.shape.h; ++h) {
+      for (int64_t w = 0; w < v.shape.w; ++w) {
+        dst = std::copy_n(v.pixel(h, w), v.shape.c, dst);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuGraphExecutor::Run(std::span<const float* const> inputs_nhwc,
+                                   std::span<float* const> outputs_nhwc) {
+  if (inputs_nhwc.size() != inputs_.size() || outputs_nhwc.size() != outputs_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph takes ", inputs_.size(), " inputs and ", outputs_.size(), " outputs, got ",
+        inputs_nhwc.size(), " and ", outputs_nhwc.size()));
+  }
+  for (const float* p : inputs_nhwc) {
+    if (p == nullptr) return absl::InvalidArgumentError("null input buffer");
+  }
+  for (float* p : outputs_nhwc) {
+    if (p == nullptr) return absl::InvalidArgumentError("null output buffer");
+  }
+  return worker_->Call([&] { return RunOnWorker(inputs_nhwc, outputs_nhwc); });
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> CpuGraphExecutor::Run(
+    const std::vector<std::vector<float>>& inputs_nhwc) {
+  if (inputs_nhwc.size() != inputs_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph takes ", inputs_.size(), " inputs, got ", inputs_nhwc.size()));
+  }
+  std::vector<const float*> in_ptrs;
+  for (size_t i = 0; i < inputs_nhwc.size(); ++i) {
+    const int64_t expected = inputs_[i].shape.Elements();
+    if (static_cast<int64_t>(inputs_nhwc[i].size()) != expected) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " holds ",
+                                                     inputs_nhwc[i].size(),
+                                                     " floats, expected ", expected));
+    }
+    in_ptrs.push_back(inputs_nhwc[i].data());
+  }
+  std::vector<std::vector<float>> outputs;
+  std::vector<float*> out_ptrs;
+  for (const Endpoint& o : outputs_) {
+    outputs.emplace_back(static_cast<size_t>(o.shape.Elements()));
+    out_ptrs.push_back(outputs.back().data());
+  }
+  if (auto s = Run(in_ptrs, out_ptrs); !s.ok()) return s;
+  return outputs;
+}
+
+}  // namespace psched::executor::cpu

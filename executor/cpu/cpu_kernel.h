@@ -1,0 +1,92 @@
+// CpuKernel: one canonical op (or one slice of its work) compiled for the CPU.
+//
+// The lifecycle follows XNNPACK's operators: CreateCpuKernel validates the op and packs its
+// weights (expensive, once); Setup binds the input and output buffers (once per arena
+// layout); Run computes (cheap, many times). Buffers are TensorViews: NHWC tensors whose
+// pixels may be `pixel_stride` floats apart, so a producer can write straight into a channel
+// slice of a concat output and consumers can read from one.
+//
+// A kernel bound to a WorkSlice computes only that slice of the op (model/split.h):
+//  - cout:    output channels [begin, end) (groups [begin, end) for grouped conv);
+//  - spatial: output rows [begin, end);
+//  - cin:     the partial sum over input channels [begin, end), ADDED to the output. The
+//             slice with begin == 0 adds the bias; no slice applies the fused activation
+//             (call ApplyActivationInPlace once every slice has run). REQUIRES: the output
+//             was zeroed before the first slice and slices of one op never run concurrently.
+// Views always describe the whole op's tensors; the kernel offsets into them itself.
+//
+// Thread-safety: a kernel is used by one thread at a time. Run may use the XNNPACK
+// threadpool the kernel was created with.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "model/graph.h"
+#include "model/split.h"
+
+typedef struct pthreadpool* pthreadpool_t;
+
+namespace psched::executor::cpu {
+
+// An NHWC tensor in memory; element (h, w, c) is at data[(h * shape.w + w) * pixel_stride + c].
+struct TensorView {
+  float* data = nullptr;
+  model::Shape shape;
+  int64_t pixel_stride = 0;  // >= shape.c
+
+  float* pixel(int64_t h, int64_t w) const { return data + (h * shape.w + w) * pixel_stride; }
+  bool contiguous() const { return pixel_stride == shape.c; }
+};
+
+// The part of an op's work a kernel computes: [begin, end) along `axis`.
+struct WorkSlice {
+  model::SplitAxis axis = model::SplitAxis::kNone;
+  int64_t begin = 0;
+  int64_t end = 1;
+
+  static WorkSlice Whole() { return {}; }
+};
+
+class CpuKernel {
+ public:
+  virtual ~CpuKernel() = default;
+
+  // Binds buffers. `inputs` holds one view per activation input in op.inputs order.
+  // REQUIRES: shapes equal the graph's; the buffers stay valid until the next Setup.
+  virtual absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) = 0;
+  // Computes the slice. REQUIRES: Setup succeeded.
+  virtual absl::Status Run() = 0;
+};
+
+// Whether the CPU kernel for `kind` accepts strided (channel-slice) input and output views.
+// The arena planner only places a tensor inside a concat output when its producer writes
+// strided output and all its other consumers read strided input.
+bool SupportsStridedInput(model::OpKind kind);
+bool SupportsStridedOutput(model::OpKind kind);
+
+// The pixel strides of the views a kernel will be set up with. XNNPACK fixes strides when it
+// creates an operator, so they are part of compilation; Setup checks them.
+struct KernelLayout {
+  std::vector<int64_t> input_pixel_strides;  // per activation input; empty: all contiguous
+  int64_t output_pixel_stride = 0;           // 0: contiguous
+};
+
+// Compiles op `id` of `graph` for `slice` and `layout`. Weights and constant operands are
+// copied or packed, so the graph need not outlive the kernel. `threadpool` may be null (run
+// on the calling thread). Fails with InvalidArgument for malformed ops, slices outside
+// model::WorkSize or strided views the kind cannot take, and Unimplemented for slice axes
+// the kind cannot do.
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& graph,
+                                                           model::OpId id, WorkSlice slice,
+                                                           const KernelLayout& layout,
+                                                           pthreadpool_t threadpool);
+
+// Applies op `id`'s fused activation to `view` in place (after cin partial sums).
+void ApplyActivationInPlace(const model::Activation& activation, const TensorView& view);
+
+}  // namespace psched::executor::cpu

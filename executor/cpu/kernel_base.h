@@ -1,0 +1,76 @@
+// Pieces shared by the CPU kernel implementations (xnnpack_kernels.cc, hand_kernels.cc):
+// the KernelBase class that records an op's shapes and checks Setup's views, XNNPACK
+// status handling, and the per-kind factories CreateCpuKernel dispatches to.
+//
+// Internal to executor/cpu; not part of the public API. Thread-safety as CpuKernel.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "executor/cpu/cpu_kernel.h"
+#include "model/graph.h"
+
+namespace psched::executor::cpu::internal {
+
+class KernelBase : public CpuKernel {
+ protected:
+  KernelBase(const model::Graph& graph, model::OpId id, WorkSlice slice,
+             const KernelLayout& layout);
+
+  // Checks count, shapes, strides and pointers of Setup's views against the op and layout,
+  // and stores them in inputs_ / output_.
+  absl::Status BindViews(std::span<const TensorView> inputs, const TensorView& output);
+  absl::Status Error(const std::string& what) const;
+
+  std::string name_;  // "op 12 'conv3' (conv2d)" for messages
+  model::Activation activation_;
+  WorkSlice slice_;
+  std::vector<model::Shape> input_shapes_;
+  std::vector<int64_t> input_strides_;
+  model::Shape output_shape_;
+  int64_t output_stride_ = 0;
+  std::vector<TensorView> inputs_;
+  TensorView output_;
+};
+
+// Clamp bounds XNNPACK can fuse for `a` (Relu, Clip); infinite otherwise.
+float FusedMin(const model::Activation& a);
+float FusedMax(const model::Activation& a);
+// Whether `a` needs a pass after the kernel (sigmoid-like activations XNNPACK cannot fuse).
+bool NeedsActivationPass(const model::Activation& a);
+
+absl::Status XnnStatusToError(const std::string& where, const char* call, int status);
+absl::Status EnsureXnnpackInitialized();
+
+// Per-kind factories. REQUIRES: reference::ValidateOp(graph, id) passed and the slice axis
+// is one the kind supports.
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateConvKernel(const model::Graph& graph,
+                                                            model::OpId id, WorkSlice slice,
+                                                            const KernelLayout& layout,
+                                                            pthreadpool_t threadpool);
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateFullyConnectedKernel(
+    const model::Graph& graph, model::OpId id, WorkSlice slice, const KernelLayout& layout,
+    pthreadpool_t threadpool);
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreatePoolKernel(const model::Graph& graph,
+                                                            model::OpId id,
+                                                            const KernelLayout& layout,
+                                                            pthreadpool_t threadpool);
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateGlobalAvgPoolKernel(const model::Graph& graph,
+                                                                     model::OpId id,
+                                                                     const KernelLayout& layout,
+                                                                     pthreadpool_t threadpool);
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateBinaryKernel(const model::Graph& graph,
+                                                              model::OpId id,
+                                                              const KernelLayout& layout,
+                                                              pthreadpool_t threadpool);
+// Hand-written kernels for what XNNPACK (2022-02) lacks or cannot express exactly:
+// concat, pad, resize, flatten, standalone activations, softmax, and pools it rejects.
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateHandKernel(const model::Graph& graph,
+                                                            model::OpId id,
+                                                            const KernelLayout& layout);
+
+}  // namespace psched::executor::cpu::internal
