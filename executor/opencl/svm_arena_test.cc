@@ -62,7 +62,7 @@ TEST_P(SvmArenaModeTest, HostAndKernelShareTheArena) {
 INSTANTIATE_TEST_SUITE_P(AllModes, SvmArenaModeTest,
                          ::testing::Values(MemoryMode::kFineGrainSvm,
                                            MemoryMode::kCoarseGrainSvm, MemoryMode::kBuffer),
-                         [](const auto& info) { return std::string(MemoryModeName(info.param)); });
+                         [](const auto& param_info) { return std::string(MemoryModeName(param_info.param)); });
 
 TEST(SvmArenaTest, FineGrainHostPointerIsAlwaysValid) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);

@@ -1,0 +1,501 @@
+// Every OpenCL kernel against the reference kernels, on seeded random small shapes; each slice
+// kind tiled across 2-3 slices must reproduce the whole output.
+#include "executor/opencl/opencl_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <optional>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "executor/opencl/opencl_test_util.h"
+#include "executor/reference/reference_kernels.h"
+#include "executor/testing/graph_builder.h"
+
+namespace psched::executor::opencl {
+namespace {
+
+using executor::testing::GraphBuilder;
+using executor::testing::RandomVector;
+using model::Activation;
+using model::ActivationKind;
+using model::Graph;
+using model::OpKind;
+using model::Shape;
+using model::SplitAxis;
+
+// Gap between tensors in the test arena, filled with a sentinel: a kernel writing outside its
+// tensor shows up as a changed sentinel.
+constexpr int64_t kGuard = 7;
+constexpr float kSentinel = -12345.0f;
+
+// A graph laid out in an arena: every non-constant tensor at its own offset, inputs filled with
+// seeded random values.
+struct Fixture {
+  Graph graph;
+  std::unique_ptr<SvmArena> arena;
+  std::vector<int64_t> offsets;
+  std::unique_ptr<KernelFactory> factory;
+};
+
+Fixture Prepare(OpenClDevice* device, Graph graph, uint32_t seed,
+                std::optional<MemoryMode> mode = {}) {
+  Fixture f;
+  f.graph = std::move(graph);
+  int64_t next = kGuard;
+  for (const model::Tensor& t : f.graph.tensors) {
+    if (t.constant != model::kInvalidId) {
+      f.offsets.push_back(-1);
+      continue;
+    }
+    f.offsets.push_back(next);
+    next += t.shape.Elements() + kGuard;
+  }
+  absl::StatusOr<std::unique_ptr<SvmArena>> arena =
+      SvmArena::Create(device, static_cast<size_t>(next), mode);
+  EXPECT_TRUE(arena.ok()) << arena.status();
+  f.arena = std::move(*arena);
+  std::vector<float> init(static_cast<size_t>(next), kSentinel);
+  for (size_t t = 0; t < f.graph.tensors.size(); ++t) {
+    const model::Tensor& tensor = f.graph.tensors[t];
+    if (tensor.constant != model::kInvalidId || tensor.producer != model::kInvalidId) continue;
+    std::vector<float> values =
+        RandomVector(static_cast<size_t>(tensor.shape.Elements()), seed + t);
+    std::copy(values.begin(), values.end(), init.begin() + f.offsets[t]);
+  }
+  EXPECT_TRUE(f.arena->Write(0, init).ok());
+  absl::StatusOr<std::unique_ptr<KernelFactory>> factory =
+      KernelFactory::Create(device, &f.graph, f.arena.get(), f.offsets);
+  EXPECT_TRUE(factory.ok()) << factory.status();
+  f.factory = std::move(*factory);
+  return f;
+}
+
+std::vector<float> ReadTensor(const Fixture& f, model::TensorId t) {
+  std::vector<float> out(static_cast<size_t>(f.graph.tensor(t).shape.Elements()));
+  EXPECT_TRUE(f.arena->Read(static_cast<size_t>(f.offsets[t]), out).ok());
+  return out;
+}
+
+std::vector<float> Reference(const Fixture& f, model::OpId id) {
+  std::vector<std::vector<float>> inputs;
+  std::vector<const float*> pointers;
+  for (model::TensorId t : f.graph.ActivationInputs(id)) inputs.push_back(ReadTensor(f, t));
+  for (const auto& v : inputs) pointers.push_back(v.data());
+  std::vector<float> out(static_cast<size_t>(f.graph.output_shape(id).Elements()));
+  absl::Status s = reference::RunOp(f.graph, id, pointers, out.data());
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want,
+                const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float tol = 1e-4f + 1e-4f * std::fabs(want[i]);
+    if (!(std::fabs(got[i] - want[i]) <= tol) && reported++ < 5) {
+      ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", reference "
+                    << want[i];
+    }
+  }
+}
+
+void ExpectGuardsIntact(const Fixture& f) {
+  std::vector<float> all(f.arena->size());
+  ASSERT_TRUE(f.arena->Read(0, all).ok());
+  int64_t begin = 0;
+  for (size_t t = 0; t <= f.graph.tensors.size(); ++t) {
+    if (t < f.graph.tensors.size() && f.offsets[t] < 0) continue;
+    const int64_t end = t < f.graph.tensors.size() ? f.offsets[t] : begin + kGuard;
+    for (int64_t i = begin; i < end; ++i) {
+      ASSERT_EQ(all[static_cast<size_t>(i)], kSentinel) << "guard word " << i << " overwritten";
+    }
+    if (t < f.graph.tensors.size()) begin = end + f.graph.tensors[t].shape.Elements();
+  }
+}
+
+// Runs the op whole, then tiled into `parts` slices along every axis it supports, comparing
+// each result with the reference.
+void CheckOpAllSlices(OpenClDevice* device, Graph graph, const std::string& label,
+                      int parts = 3) {
+  Fixture f = Prepare(device, std::move(graph), 17);
+  const model::OpId id = static_cast<model::OpId>(f.graph.ops.size()) - 1;
+  const model::TensorId out = f.graph.op(id).output;
+  const std::vector<float> want = Reference(f, id);
+
+  absl::StatusOr<std::unique_ptr<OpKernel>> whole = f.factory->Create(id);
+  ASSERT_TRUE(whole.ok()) << label << ": " << whole.status();
+  ASSERT_TRUE((*whole)->Enqueue().ok());
+  ExpectNear(ReadTensor(f, out), want, label + " whole");
+  ExpectGuardsIntact(f);
+
+  for (SplitAxis axis : {SplitAxis::kOutputChannels, SplitAxis::kRows,
+                         SplitAxis::kInputChannels}) {
+    const int64_t work = model::WorkSize(f.graph, id, axis);
+    if (work < 2) continue;
+    for (bool atomic : {true, false}) {
+      if (axis != SplitAxis::kInputChannels && !atomic) continue;
+      const std::string what = label + " " + std::string(model::SplitAxisName(axis)) +
+                               (axis == SplitAxis::kInputChannels
+                                    ? (atomic ? " atomic" : " plain")
+                                    : "");
+      // Poison the output so a slice that misses part of it cannot pass by accident.
+      std::vector<float> poison(want.size(), 999.0f);
+      ASSERT_TRUE(f.arena->Write(static_cast<size_t>(f.offsets[out]), poison).ok());
+      if (axis == SplitAxis::kInputChannels) {
+        absl::StatusOr<std::unique_ptr<OpKernel>> zero = f.factory->CreateZeroFill(id);
+        ASSERT_TRUE(zero.ok()) << zero.status();
+        ASSERT_TRUE((*zero)->Enqueue().ok());
+      }
+      const int n = static_cast<int>(std::min<int64_t>(parts, work));
+      for (int p = 0; p < n; ++p) {
+        KernelSlice slice{axis, work * p / n, work * (p + 1) / n};
+        absl::StatusOr<std::unique_ptr<OpKernel>> k =
+            f.factory->Create(id, slice, KernelOptions{atomic});
+        ASSERT_TRUE(k.ok()) << what << ": " << k.status();
+        ASSERT_TRUE((*k)->Enqueue().ok());
+      }
+      if (axis == SplitAxis::kInputChannels) {
+        absl::StatusOr<std::unique_ptr<OpKernel>> epilogue =
+            f.factory->CreateActivationEpilogue(id);
+        ASSERT_TRUE(epilogue.ok()) << epilogue.status();
+        ASSERT_TRUE((*epilogue)->Enqueue().ok());
+      }
+      ExpectNear(ReadTensor(f, out), want, what);
+      ExpectGuardsIntact(f);
+    }
+  }
+}
+
+struct ConvCase {
+  std::string name;
+  Shape in;
+  int cout;
+  int kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+  int groups;
+  bool bias;
+  Activation act;
+};
+
+int64_t ConvOut(int64_t in, int k, int s, int d, int p0, int p1) {
+  return (in + p0 + p1 - (static_cast<int64_t>(k) - 1) * d - 1) / s + 1;
+}
+
+Graph ConvGraph(const ConvCase& c, uint32_t seed) {
+  GraphBuilder b(c.name);
+  model::TensorId x = b.AddInput(c.in);
+  model::ConvAttrs attrs;
+  attrs.window = {c.kh, c.kw, c.sh, c.sw, c.dh, c.dw, c.pt, c.pl, c.pb, c.pr};
+  attrs.groups = c.groups;
+  const int64_t cig = c.in.c / c.groups;
+  attrs.filter = b.AddConstant({c.cout, c.kh, c.kw, cig},
+                               RandomVector(static_cast<size_t>(c.cout * c.kh * c.kw * cig),
+                                            seed));
+  if (c.bias) attrs.bias = b.AddConstant({c.cout}, RandomVector(c.cout, seed + 1));
+  Shape out{ConvOut(c.in.h, c.kh, c.sh, c.dh, c.pt, c.pb),
+            ConvOut(c.in.w, c.kw, c.sw, c.dw, c.pl, c.pr), c.cout};
+  b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, out, attrs, c.act));
+  return b.Build();
+}
+
+Activation Act(ActivationKind kind, float lo = 0.0f, float hi = 6.0f) {
+  Activation a;
+  a.kind = kind;
+  if (kind == ActivationKind::kClip) {
+    a.min = lo;
+    a.max = hi;
+  }
+  return a;
+}
+
+class ConvKernelTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvKernelTest, MatchesReferenceWholeAndTiled) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device, ConvGraph(GetParam(), 3), GetParam().name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ConvKernelTest,
+    ::testing::Values(
+        ConvCase{"k3_pad1_odd", {9, 11, 5}, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true,
+                 Act(ActivationKind::kRelu)},
+        ConvCase{"k1_no_bias", {6, 5, 8}, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, false, {}},
+        ConvCase{"k3_stride2_asym_pads", {10, 9, 6}, 9, 3, 3, 2, 2, 1, 1, 0, 1, 1, 0, 1, true,
+                 Act(ActivationKind::kClip)},
+        ConvCase{"k3_dilation2", {11, 10, 4}, 5, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, true,
+                 Act(ActivationKind::kHardSwish)},
+        ConvCase{"k5x3_stride_1x2", {9, 13, 3}, 6, 5, 3, 1, 2, 1, 1, 2, 1, 2, 1, 1, true,
+                 Act(ActivationKind::kSigmoid)},
+        ConvCase{"grouped_2", {7, 7, 6}, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, true,
+                 Act(ActivationKind::kHardSigmoid)},
+        ConvCase{"grouped_3_small_groups", {5, 6, 9}, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, false,
+                 {}},
+        ConvCase{"depthwise", {9, 10, 10}, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 10, true,
+                 Act(ActivationKind::kClip)},
+        ConvCase{"depthwise_stride2", {12, 11, 7}, 7, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 7, true,
+                 Act(ActivationKind::kRelu)},
+        ConvCase{"depthwise_multiplier2_dilated", {8, 9, 3}, 6, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 3,
+                 true, {}},
+        ConvCase{"wide_channels", {4, 5, 33}, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}}),
+    [](const auto& param_info) { return param_info.param.name; });
+
+Graph FullyConnectedGraph(Shape in, int out, bool bias, Activation act) {
+  GraphBuilder b("fc");
+  model::TensorId x = b.AddInput(in);
+  model::FullyConnectedAttrs attrs;
+  attrs.weight = b.AddConstant({out, in.Elements()},
+                               RandomVector(static_cast<size_t>(out * in.Elements()), 5));
+  if (bias) attrs.bias = b.AddConstant({out}, RandomVector(out, 6));
+  b.MarkOutput(b.AddOp(OpKind::kFullyConnected, {x}, Shape{1, 1, out}, attrs, act));
+  return b.Build();
+}
+
+TEST(FullyConnectedKernelTest, MatchesReferenceWholeAndTiled) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device, FullyConnectedGraph({1, 1, 37}, 19, true, Act(ActivationKind::kRelu)),
+                   "fc_37x19_relu");
+  CheckOpAllSlices(device, FullyConnectedGraph({1, 1, 64}, 10, false, {}), "fc_64x10", 2);
+}
+
+// Single-op graphs for the kinds that are never split.
+Graph OneOp(OpKind kind, std::vector<Shape> inputs, Shape out, model::OpAttrs attrs = {},
+            Activation act = {}) {
+  GraphBuilder b(std::string(model::OpKindName(kind)));
+  std::vector<model::TensorId> ids;
+  for (const Shape& s : inputs) ids.push_back(b.AddInput(s));
+  b.MarkOutput(b.AddOp(kind, ids, out, std::move(attrs), act));
+  return b.Build();
+}
+
+model::PoolAttrs Pool(int k, int s, int pad, bool include, int extra = 0, int d = 1) {
+  model::PoolAttrs p;
+  p.window = {k, k, s, s, d, d, pad, pad, pad + extra, pad + extra};
+  p.count_include_pad = include;
+  p.declared_pad_bottom = pad;
+  p.declared_pad_right = pad;
+  return p;
+}
+
+TEST(PoolKernelTest, MaxAndAveragePoolingMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device, OneOp(OpKind::kMaxPool, {{9, 11, 6}}, {5, 6, 6}, Pool(3, 2, 1, false)),
+                   "max_3x3_s2_p1");
+  CheckOpAllSlices(device, OneOp(OpKind::kAvgPool, {{9, 11, 6}}, {5, 6, 6}, Pool(3, 2, 1, true)),
+                   "avg_include_pad");
+  CheckOpAllSlices(device, OneOp(OpKind::kAvgPool, {{9, 11, 6}}, {5, 6, 6}, Pool(3, 2, 1, false)),
+                   "avg_exclude_pad");
+  // ceil_mode: 8x8, k2 s2... with k3 s2 p0: floor gives 3, ceil gives 4 via one extra row/col.
+  CheckOpAllSlices(device, OneOp(OpKind::kAvgPool, {{8, 8, 5}}, {4, 4, 5}, Pool(3, 2, 0, true, 1)),
+                   "avg_ceil_mode_include_pad");
+  CheckOpAllSlices(device, OneOp(OpKind::kMaxPool, {{8, 8, 5}}, {4, 4, 5}, Pool(3, 2, 0, false, 1)),
+                   "max_ceil_mode");
+  CheckOpAllSlices(device, OneOp(OpKind::kMaxPool, {{9, 9, 3}}, {5, 5, 3}, Pool(3, 1, 0, false, 0, 2)),
+                   "max_dilated");
+  CheckOpAllSlices(device, OneOp(OpKind::kGlobalAvgPool, {{7, 5, 13}}, {1, 1, 13}),
+                   "global_avg_pool");
+}
+
+Graph BinaryGraph(OpKind kind, Shape a, Shape b, Shape out, int constant_input,
+                  Activation act = {}) {
+  GraphBuilder builder("binary");
+  std::vector<model::TensorId> ids;
+  const Shape shapes[] = {a, b};
+  for (int i = 0; i < 2; ++i) {
+    ids.push_back(i == constant_input
+                      ? builder.AddConstantTensor(
+                            shapes[i], RandomVector(static_cast<size_t>(shapes[i].Elements()), 9))
+                      : builder.AddInput(shapes[i]));
+  }
+  builder.MarkOutput(builder.AddOp(kind, ids, out, {}, act));
+  return builder.Build();
+}
+
+TEST(BinaryKernelTest, BroadcastAndConstantOperandsMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device, BinaryGraph(OpKind::kAdd, {5, 6, 7}, {5, 6, 7}, {5, 6, 7}, -1,
+                                       Act(ActivationKind::kRelu)),
+                   "add_same_shape_relu");
+  CheckOpAllSlices(device, BinaryGraph(OpKind::kMul, {5, 6, 7}, {1, 1, 7}, {5, 6, 7}, 1),
+                   "mul_channel_constant");
+  CheckOpAllSlices(device, BinaryGraph(OpKind::kSub, {1, 1, 7}, {5, 6, 7}, {5, 6, 7}, 0),
+                   "sub_constant_first");
+  CheckOpAllSlices(device, BinaryGraph(OpKind::kAdd, {5, 6, 1}, {5, 6, 7}, {5, 6, 7}, -1),
+                   "add_broadcast_channels");
+  CheckOpAllSlices(device, BinaryGraph(OpKind::kMul, {5, 6, 7}, {1, 1, 7}, {5, 6, 7}, -1),
+                   "mul_broadcast_hw_activation_input");
+}
+
+TEST(LayoutKernelTest, ConcatPadFlattenMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device, OneOp(OpKind::kConcat, {{4, 5, 3}, {4, 5, 6}, {4, 5, 1}}, {4, 5, 10}),
+                   "concat3");
+  model::PadAttrs pad;
+  pad.top = 1;
+  pad.left = 2;
+  pad.bottom = 0;
+  pad.right = 3;
+  pad.channels_before = 1;
+  pad.channels_after = 2;
+  pad.value = 0.5f;
+  CheckOpAllSlices(device, OneOp(OpKind::kPad, {{4, 5, 3}}, {5, 10, 6}, pad), "pad");
+  CheckOpAllSlices(device, OneOp(OpKind::kFlatten, {{3, 4, 5}}, {1, 1, 60}), "flatten");
+}
+
+TEST(ResizeKernelTest, EveryModeTransformAndRoundingMatchesReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  const model::CoordinateTransform transforms[] = {
+      model::CoordinateTransform::kHalfPixel, model::CoordinateTransform::kAsymmetric,
+      model::CoordinateTransform::kAlignCorners, model::CoordinateTransform::kPytorchHalfPixel};
+  const model::NearestRounding roundings[] = {
+      model::NearestRounding::kRoundPreferFloor, model::NearestRounding::kRoundPreferCeil,
+      model::NearestRounding::kFloor, model::NearestRounding::kCeil};
+  for (model::CoordinateTransform transform : transforms) {
+    for (int mode = 0; mode < 2; ++mode) {
+      for (model::NearestRounding rounding : roundings) {
+        if (mode == 1 && rounding != roundings[0]) continue;
+        model::ResizeAttrs attrs;
+        attrs.mode = mode == 0 ? model::ResizeMode::kNearest : model::ResizeMode::kLinear;
+        attrs.transform = transform;
+        attrs.rounding = rounding;
+        // Up 2x in h, 7/4 in w (non-integer), so ties and non-ties both occur; both scales
+        // are exact in float, so source coordinates match the double-precision reference.
+        attrs.scale_h = 2.0f;
+        attrs.scale_w = 7.0f / 4.0f;
+        const std::string label =
+            "resize mode " + std::to_string(mode) + " transform " +
+            std::to_string(static_cast<int>(transform)) + " rounding " +
+            std::to_string(static_cast<int>(rounding));
+        CheckOpAllSlices(device, OneOp(OpKind::kResize, {{4, 4, 5}}, {8, 7, 5}, attrs), label);
+      }
+    }
+  }
+  model::ResizeAttrs down;
+  down.mode = model::ResizeMode::kLinear;
+  down.transform = model::CoordinateTransform::kHalfPixel;
+  down.scale_h = 0.5f;
+  down.scale_w = 0.5f;
+  CheckOpAllSlices(device, OneOp(OpKind::kResize, {{8, 6, 3}}, {4, 3, 3}, down), "resize_down");
+}
+
+TEST(ElementwiseKernelTest, ActivationsAndSoftmaxMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  for (ActivationKind kind : {ActivationKind::kRelu, ActivationKind::kClip,
+                              ActivationKind::kSigmoid, ActivationKind::kHardSigmoid,
+                              ActivationKind::kHardSwish}) {
+    Activation act = Act(kind, -0.25f, 0.5f);
+    CheckOpAllSlices(device, OneOp(OpKind::kActivation, {{3, 5, 7}}, {3, 5, 7}, {}, act),
+                     "activation " + std::to_string(static_cast<int>(kind)));
+  }
+  CheckOpAllSlices(device, OneOp(OpKind::kSoftmax, {{2, 3, 11}}, {2, 3, 11}), "softmax");
+}
+
+TEST(KernelMemoryModeTest, ConvRunsInEveryMemoryMode) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  const ConvCase c{"mode", {6, 7, 5}, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}};
+  for (MemoryMode mode :
+       {MemoryMode::kFineGrainSvm, MemoryMode::kCoarseGrainSvm, MemoryMode::kBuffer}) {
+    if (mode == MemoryMode::kFineGrainSvm && !device->info().svm_fine_grain) continue;
+    if (mode == MemoryMode::kCoarseGrainSvm && !device->info().svm_coarse_grain) continue;
+    Fixture f = Prepare(device, ConvGraph(c, 4), 21, mode);
+    const std::vector<float> want = Reference(f, 0);
+    absl::StatusOr<std::unique_ptr<OpKernel>> k = f.factory->Create(0);
+    ASSERT_TRUE(k.ok()) << k.status();
+    ASSERT_TRUE((*k)->Enqueue().ok());
+    ExpectNear(ReadTensor(f, f.graph.op(0).output), want, std::string(MemoryModeName(mode)));
+  }
+}
+
+// Many kernels enqueued back to back and one CPU thread adding into the same output: the
+// atomic partial-sum mode must lose no update (the cross-device cin split).
+TEST(PartialSumTest, AtomicSlicesCombineWithConcurrentHostAdds) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  if (!device->info().svm_atomics) GTEST_SKIP() << "device has no SVM atomics";
+  Fixture f = Prepare(device, FullyConnectedGraph({1, 1, 48}, 16, true, {}), 31);
+  const std::vector<float> want = Reference(f, 0);
+  const model::TensorId out = f.graph.op(0).output;
+  absl::StatusOr<std::unique_ptr<OpKernel>> zero = f.factory->CreateZeroFill(0);
+  ASSERT_TRUE(zero.ok());
+  ASSERT_TRUE((*zero)->Enqueue().ok());
+  ASSERT_TRUE(device->Finish().ok());
+  // The GPU takes input features [0, 24); the "CPU" adds the partial sums of [24, 48).
+  absl::StatusOr<std::unique_ptr<OpKernel>> gpu_part =
+      f.factory->Create(0, {SplitAxis::kInputChannels, 0, 24});
+  ASSERT_TRUE(gpu_part.ok()) << gpu_part.status();
+  ASSERT_TRUE((*gpu_part)->Enqueue().ok());
+  ASSERT_TRUE(device->Flush().ok());
+  const std::vector<float> x = ReadTensor(f, f.graph.op(0).inputs[0]);
+  const std::vector<float>& w = f.graph.constants[0].data;
+  float* y = f.arena->host_data() + f.offsets[out];
+  for (int o = 0; o < 16; ++o) {
+    float partial = 0.0f;
+    for (int i = 24; i < 48; ++i) partial += w[o * 48 + i] * x[i];
+    std::atomic_ref<uint32_t> word(*reinterpret_cast<uint32_t*>(y + o));
+    uint32_t expected = word.load();
+    while (!word.compare_exchange_weak(
+        expected, std::bit_cast<uint32_t>(std::bit_cast<float>(expected) + partial))) {
+    }
+  }
+  ASSERT_TRUE(device->Finish().ok());
+  ExpectNear(ReadTensor(f, out), want, "gpu+host partial sums");
+}
+
+TEST(KernelFactoryErrorTest, BadSlicesAreRejectedWithTheOpName) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  const ConvCase grouped{"g", {5, 5, 4}, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, true, {}};
+  Fixture f = Prepare(device, ConvGraph(grouped, 1), 1);
+  absl::StatusOr<std::unique_ptr<OpKernel>> k =
+      f.factory->Create(0, {SplitAxis::kInputChannels, 0, 1});
+  ASSERT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(k.status().message().find("conv2d"), std::string::npos);
+  EXPECT_NE(k.status().message().find("cin"), std::string::npos);
+  EXPECT_EQ(f.factory->Create(0, {SplitAxis::kRows, 3, 9}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.factory->Create(0, {SplitAxis::kOutputChannels, 1, 1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.factory->Create(5).status().code(), absl::StatusCode::kInvalidArgument);
+
+  Fixture pool = Prepare(device, OneOp(OpKind::kMaxPool, {{4, 4, 2}}, {2, 2, 2}, Pool(2, 2, 0, false)), 1);
+  EXPECT_EQ(pool.factory->Create(0, {SplitAxis::kRows, 0, 1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(KernelFactoryErrorTest, MissingWeightsAndArenaOffsetsAreReported) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  const ConvCase c{"c", {5, 5, 4}, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}};
+  Graph no_weights = ConvGraph(c, 1);
+  for (model::Constant& constant : no_weights.constants) constant.data.clear();
+  Fixture f = Prepare(device, std::move(no_weights), 1);
+  absl::StatusOr<std::unique_ptr<OpKernel>> k = f.factory->Create(0);
+  ASSERT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(k.status().message().find("no weights"), std::string::npos) << k.status();
+
+  Fixture g = Prepare(device, ConvGraph(c, 1), 1);
+  std::vector<int64_t> offsets = g.offsets;
+  offsets[1] = -1;  // the conv output
+  absl::StatusOr<std::unique_ptr<KernelFactory>> factory =
+      KernelFactory::Create(device, &g.graph, g.arena.get(), offsets);
+  ASSERT_TRUE(factory.ok());
+  k = (*factory)->Create(0);
+  ASSERT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(k.status().message().find("no arena offset"), std::string::npos) << k.status();
+
+  offsets[1] = static_cast<int64_t>(g.arena->size()) - 3;  // runs past the end
+  factory = KernelFactory::Create(device, &g.graph, g.arena.get(), offsets);
+  ASSERT_TRUE(factory.ok());
+  k = (*factory)->Create(0);
+  ASSERT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(k.status().message().find("does not fit"), std::string::npos) << k.status();
+
+  offsets.pop_back();
+  EXPECT_EQ(KernelFactory::Create(device, &g.graph, g.arena.get(), offsets).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace psched::executor::opencl
