@@ -1,0 +1,143 @@
+#include "scheduler/problem.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "predictor/profiles.h"
+#include "scheduler/test_problems.h"
+
+namespace psched::scheduler {
+namespace {
+
+using ::testing::HasSubstr;
+using model::SplitAxis;
+
+class FromGraphTest : public ::testing::Test {
+ protected:
+  model::Graph graph_ = testing::ConvForkJoin(3);
+  predictor::Profile profile_ = *predictor::LoadProfile("pixel4");
+};
+
+TEST_F(FromGraphTest, HasEdgesWorkSizesAndDevices) {
+  absl::StatusOr<Problem> p = Problem::FromGraph(graph_, profile_.platform, *profile_.model);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->num_ops(), 6);
+  EXPECT_EQ(p->num_devices(), 3);
+  EXPECT_EQ(p->max_splits(), 3);
+  EXPECT_THAT(p->succs(0), ::testing::ElementsAre(1, 2, 3));
+  EXPECT_THAT(p->preds(4), ::testing::ElementsAre(1, 2, 3));
+  EXPECT_EQ(p->WorkSize(0, SplitAxis::kOutputChannels), 64);
+  EXPECT_EQ(p->WorkSize(0, SplitAxis::kRows), 28);
+  EXPECT_EQ(p->WorkSize(4, SplitAxis::kOutputChannels), 0);
+  EXPECT_TRUE(p->IsPartitionable(0));
+  EXPECT_FALSE(p->IsPartitionable(4));
+  // One memory domain: no edge ever costs anything.
+  EXPECT_DOUBLE_EQ(p->MeanTransferUs(p->succ_transfer_us(0)[0]), 0.0);
+  EXPECT_DOUBLE_EQ(p->EdgeCostUs(p->succ_transfer_us(0)[0], 0, 1), 0.0);
+}
+
+TEST_F(FromGraphTest, LatencyIsTheModelsPredictionOfTheSubtask) {
+  absl::StatusOr<Problem> p = Problem::FromGraph(graph_, profile_.platform, *profile_.model);
+  ASSERT_TRUE(p.ok());
+  for (int d = 0; d < 3; ++d) {
+    EXPECT_DOUBLE_EQ(p->LatencyUs(1, SplitAxis::kNone, 1, d),
+                     profile_.model->PredictUs(predictor::WholeOpConfig(graph_, 1), d));
+    EXPECT_DOUBLE_EQ(p->LatencyUs(1, SplitAxis::kOutputChannels, 24, d),
+                     profile_.model->PredictUs(
+                         predictor::SubtaskConfig(graph_, 1, SplitAxis::kOutputChannels, 0, 24), d));
+    // Spatial latency is that of the slice starting at row 0 (halo approximation).
+    EXPECT_DOUBLE_EQ(p->LatencyUs(1, SplitAxis::kRows, 10, d),
+                     profile_.model->PredictUs(predictor::SubtaskConfig(graph_, 1, SplitAxis::kRows, 0, 10), d));
+    EXPECT_DOUBLE_EQ(p->LatencyUs(1, SplitAxis::kInputChannels, 0, d), 0.0);
+  }
+  // Memoised: the second call returns the same value.
+  EXPECT_DOUBLE_EQ(p->LatencyUs(1, SplitAxis::kOutputChannels, 24, 0),
+                   p->LatencyUs(1, SplitAxis::kOutputChannels, 24, 0));
+}
+
+TEST_F(FromGraphTest, ConcurrentLookupsAgree) {
+  absl::StatusOr<Problem> p = Problem::FromGraph(graph_, profile_.platform, *profile_.model);
+  ASSERT_TRUE(p.ok());
+  std::vector<double> a(65), b(65);
+  std::thread t1([&] { for (int w = 0; w <= 64; ++w) a[w] = p->LatencyUs(0, SplitAxis::kOutputChannels, w, 0); });
+  std::thread t2([&] { for (int w = 64; w >= 0; --w) b[w] = p->LatencyUs(0, SplitAxis::kOutputChannels, w, 0); });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(a, b);
+}
+
+TEST_F(FromGraphTest, MaxSplitsIsCappedByDeviceCount) {
+  EXPECT_EQ(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.max_splits = 2})->max_splits(), 2);
+  EXPECT_EQ(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.max_splits = 8})->max_splits(), 3);
+}
+
+TEST_F(FromGraphTest, RejectsBadOptionsAndMismatchedModel) {
+  EXPECT_THAT(std::string(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.max_splits = -1})
+                              .status().message()),
+              HasSubstr("max_splits must be >= 0"));
+  EXPECT_THAT(std::string(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.alignment = 0})
+                              .status().message()),
+              HasSubstr("alignment must be >= 1"));
+  Platform two = profile_.platform;
+  two.devices.pop_back();
+  EXPECT_THAT(std::string(Problem::FromGraph(graph_, two, *profile_.model).status().message()),
+              HasSubstr("predicts 3 devices but platform 'pixel4' has 2"));
+  Platform none = profile_.platform;
+  none.devices.clear();
+  EXPECT_FALSE(Problem::FromGraph(graph_, none, *profile_.model).ok());
+}
+
+TEST_F(FromGraphTest, RejectsOpsOutOfTopologicalOrder) {
+  std::swap(graph_.ops[0], graph_.ops[1]);
+  for (model::Tensor& t : graph_.tensors) {
+    if (t.producer == 0) t.producer = 1; else if (t.producer == 1) t.producer = 0;
+  }
+  EXPECT_THAT(std::string(Problem::FromGraph(graph_, profile_.platform, *profile_.model).status().message()),
+              HasSubstr("not in topological order"));
+}
+
+TEST(TransferTest, SeparateDomainsPayBytesOverBandwidth) {
+  const model::Graph g = testing::ConvForkJoin(1);
+  predictor::Profile profile = *predictor::LoadProfile("oneplus11");
+  profile.platform.devices[0].memory_domain = 1;  // a discrete GPU
+  profile.platform.transfer_bytes_per_us = 1000;
+  absl::StatusOr<Problem> p = Problem::FromGraph(g, profile.platform, *profile.model);
+  ASSERT_TRUE(p.ok());
+  const double bytes = 4.0 * 28 * 28 * 64;
+  EXPECT_DOUBLE_EQ(p->succ_transfer_us(0)[0], bytes / 1000);
+  EXPECT_DOUBLE_EQ(p->EdgeCostUs(p->succ_transfer_us(0)[0], 0, 1), bytes / 1000);
+  EXPECT_DOUBLE_EQ(p->EdgeCostUs(p->succ_transfer_us(0)[0], 1, 2), 0.0);
+  // 4 of the 6 ordered pairs of distinct devices cross domains.
+  EXPECT_DOUBLE_EQ(p->MeanTransferUs(6.0), 4.0);
+}
+
+TEST(FromTaskGraphTest, RejectsEveryKindOfBadInput) {
+  const Platform two = testing::MakePlatform(2, false);
+  auto error = [&two](TaskGraph g) {
+    return std::string(Problem::FromTaskGraph(g, two).status().message());
+  };
+  EXPECT_THAT(error({{}, {{1, 2}, {1}}, {}}), HasSubstr("task 1 has 1 costs for 2 devices"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1, -3}}, {}}), HasSubstr("task 1 device 1: cost -3"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {{1, 0, 0}}}), HasSubstr("does not go forward"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {{0, 5, 0}}}), HasSubstr("outside [0, 2)"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {{0, 1, 1}, {0, 1, 2}}}), HasSubstr("listed twice"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {{0, 1, -1}}}), HasSubstr("transfer cost -1"));
+  EXPECT_THAT(error({{"a"}, {{1, 2}, {1, 2}}, {}}), HasSubstr("1 names for 2 tasks"));
+  EXPECT_THAT(std::string(Problem::FromTaskGraph({{}, {{1}}, {}}, Platform{}).status().message()),
+              HasSubstr("has no devices"));
+}
+
+TEST(FromTaskGraphTest, CostsAreFixedAndNothingIsPartitionable) {
+  const Problem p = testing::TopcuogluExample();
+  EXPECT_EQ(p.num_ops(), 10);
+  EXPECT_DOUBLE_EQ(p.LatencyUs(3, SplitAxis::kNone, 1, 1), 8);
+  EXPECT_DOUBLE_EQ(p.LatencyUs(3, SplitAxis::kNone, 0, 1), 0);
+  EXPECT_FALSE(p.IsPartitionable(3));
+  EXPECT_EQ(p.op_name(3), "t3");
+  EXPECT_DOUBLE_EQ(p.MeanTransferUs(18), 18);  // every processor is its own domain
+}
+
+}  // namespace
+}  // namespace psched::scheduler
