@@ -157,7 +157,7 @@ absl::Status DependencyCounters::EnqueueWait(size_t index, int32_t target) {
     return absl::OutOfRangeError(
         absl::StrCat("dependency counter ", index, " of ", count_, " does not exist"));
   }
-  if (!device_side_) return WaitAtLeast(index, target, absl::Seconds(1));
+  if (!device_side_) return WaitAtLeast(index, target, options_.host_wait_timeout);
   const cl_int i = static_cast<cl_int>(index);
   const cl_int timeout_slot = static_cast<cl_int>(count_);
   cl_int err = clSetKernelArg(wait_, 1, sizeof(i), &i);

@@ -37,6 +37,8 @@ struct SyncOptions {
   // iteration is one atomic load (a few ns on a CPU, more on a GPU), so the default bounds a
   // wait to roughly a second on PoCL.
   int32_t max_spins = 200'000'000;
+  // Host-side fallback only: how long EnqueueWait blocks before kDeadlineExceeded.
+  absl::Duration host_wait_timeout = absl::Seconds(1);
   // Forces the host-side fallback even where SVM atomics exist (tests, debugging).
   bool force_host_side = false;
 };
@@ -65,8 +67,8 @@ class DependencyCounters {
 
   // GPU queue side, in scheduled order. kOutOfRange for a bad index.
   absl::Status EnqueueSignal(size_t index, int32_t delta = 1);
-  // Device-side: enqueues the spin kernel and returns at once. Host-side: waits (up to the
-  // spin budget's worth of time, one second) before returning.
+  // Device-side: enqueues the spin kernel and returns at once. Host-side: blocks up to
+  // SyncOptions::host_wait_timeout before returning.
   absl::Status EnqueueWait(size_t index, int32_t target);
 
  private:
