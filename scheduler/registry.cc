@@ -4,6 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "scheduler/partition_aware/expanded_dag.h"
+#include "scheduler/partition_aware/iterative_search.h"
+#include "scheduler/partition_aware/pa_heft.h"
+#include "scheduler/partition_aware/partition_only.h"
 
 namespace psched::scheduler {
 namespace {
@@ -23,6 +27,31 @@ absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduleOnly(std::string_view lis
   return std::make_unique<ScheduleOnlyScheduler>(*std::move(list));
 }
 
+// The partition-aware methods of scheduler/partition_aware (paper sec. 4.3-4.5 and 5).
+void AddPartitionAwareEntries(std::vector<Entry>& e) {
+  using Made = absl::StatusOr<std::unique_ptr<Scheduler>>;
+  e.push_back(Entry{"partition-only", "", false, [](std::string_view) -> Made {
+                      return std::make_unique<partition_aware::PartitionOnlyScheduler>();
+                    }});
+  for (auto [name, rule] : {std::pair{"expanded-equal", partition_aware::ExpansionRule::kEqualSize},
+                            std::pair{"expanded-local", partition_aware::ExpansionRule::kMinLocalLatency}}) {
+    e.push_back(Entry{name, "<list>", false, [rule](std::string_view arg) -> Made {
+                        absl::StatusOr<std::unique_ptr<ListScheduler>> list = MakeListScheduler(arg);
+                        if (!list.ok()) return list.status();
+                        return std::make_unique<partition_aware::ExpandedDagScheduler>(rule, *std::move(list));
+                      }});
+  }
+  e.push_back(Entry{"pa-heft", "", false, [](std::string_view) -> Made {
+                      return std::make_unique<partition_aware::PaHeftScheduler>();
+                    }});
+  e.push_back(Entry{"iterative", "<list>", true, [](std::string_view arg) -> Made {
+                      absl::StatusOr<std::unique_ptr<ListScheduler>> list =
+                          MakeListScheduler(arg.empty() ? "heft" : arg);
+                      if (!list.ok()) return list.status();
+                      return std::make_unique<partition_aware::IterativeScheduler>(*std::move(list));
+                    }});
+}
+
 const std::vector<Entry>& Entries() {
   static const std::vector<Entry> kEntries = [] {
     std::vector<Entry> e;
@@ -32,6 +61,7 @@ const std::vector<Entry>& Entries() {
       e.push_back(Entry{std::string(list), "", false,
                         [list](std::string_view) { return MakeScheduleOnly(list); }});
     }
+    AddPartitionAwareEntries(e);
     return e;
   }();
   return kEntries;
