@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -63,7 +65,45 @@ TEST(OnnxImportTest, AllGraphOnlyModelsMatchPaperConvCounts) {
     for (OpId i = 0; i < static_cast<OpId>(g->ops.size()); ++i) {
       for (OpId p : g->Predecessors(i)) EXPECT_LT(p, i);
     }
-    std::cout << name << ": " << InspectJson(*g).dump() << "\n";
+    std::cout << name << ": ops " << g->ops.size() << ", conv2d " << conv << ", flops "
+              << GraphFlops(*g) << ", params " << GraphParams(*g) << "\n";
+  }
+}
+
+TEST(OnnxImportTest, ReferenceModelsImportWithWeights) {
+  for (const auto& [name, conv] : std::map<std::string, int>{{"squeezenet_v1_1", 26},
+                                                             {"peleenet", 113}}) {
+    SCOPED_TRACE(name);
+    auto g = ImportOnnxFile(SharedDir() + "/models/reference/" + name + ".onnx", {});
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_TRUE(g->has_weights);
+    for (const Constant& c : g->constants) {
+      EXPECT_EQ(static_cast<int64_t>(c.data.size()), c.Elements()) << c.name;
+    }
+    // peleenet keeps BatchNormalization nodes: all fold, leaving the graph-only op list.
+    EXPECT_EQ(CountKind(*g, OpKind::kConv2d), conv);
+    EXPECT_EQ(CountKind(*g, OpKind::kMul), 0);
+    EXPECT_EQ(CountKind(*g, OpKind::kActivation), 0);
+    auto graph_only = ImportOnnxFile(SharedDir() + "/models/graph-only/" + name + ".onnx", {});
+    ASSERT_TRUE(graph_only.ok()) << graph_only.status();
+    EXPECT_EQ(g->ops.size(), graph_only->ops.size());
+    EXPECT_EQ(GraphParams(*g), GraphParams(*graph_only));
+  }
+}
+
+// Reports import times (no threshold: wall-clock limits do not belong in unit tests).
+TEST(OnnxImportTest, ImportTimes) {
+  for (const std::string name : {"inceptionv3", "hrnetv2_w64"}) {
+    const std::string path = SharedDir() + "/models/graph-only/" + name + ".onnx";
+    double best_ms = 1e9;
+    for (int run = 0; run < 3; ++run) {
+      const auto start = std::chrono::steady_clock::now();
+      auto g = ImportOnnxFile(path, {});
+      const auto end = std::chrono::steady_clock::now();
+      ASSERT_TRUE(g.ok()) << g.status();
+      best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(end - start).count());
+    }
+    std::cout << name << " graph-only import: " << best_ms << " ms (best of 3)\n";
   }
 }
 

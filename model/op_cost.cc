@@ -1,7 +1,5 @@
 #include "model/op_cost.h"
 
-#include <set>
-
 namespace psched::model {
 namespace {
 
@@ -83,13 +81,8 @@ int64_t GraphFlops(const Graph& graph) {
 }
 
 int64_t GraphParams(const Graph& graph) {
-  std::set<ConstantId> seen;
   int64_t params = 0;
-  for (OpId id = 0; id < static_cast<OpId>(graph.ops.size()); ++id) {
-    for (ConstantId c : OpConstants(graph, id)) {
-      if (seen.insert(c).second) params += graph.constants[static_cast<size_t>(c)].Elements();
-    }
-  }
+  for (OpId id = 0; id < static_cast<OpId>(graph.ops.size()); ++id) params += OpParams(graph, id);
   return params;
 }
 

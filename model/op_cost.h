@@ -19,7 +19,9 @@ int64_t OpFlops(const Graph& graph, OpId op);
 // Elements of the constants an op reads (filter + bias, FC weight + bias, constant operands).
 int64_t OpParams(const Graph& graph, OpId op);
 
-// Sums over all ops; GraphParams counts a constant shared by several ops once.
+// Sums over all ops. A constant read by several ops counts for each: exporters share
+// bit-identical initializers (zero biases, say) between unrelated layers, and the
+// parameter count should describe the architecture, not that file-level deduplication.
 int64_t GraphFlops(const Graph& graph);
 int64_t GraphParams(const Graph& graph);
 
