@@ -42,7 +42,7 @@ CpuGraphExecutor::~CpuGraphExecutor() {
   if (worker_ == nullptr) return;
   // Kernels and the threadpool are torn down on the worker that created them.
   worker_->Call([this] {
-    steps_.clear();
+    kernels_.clear();
     if (threadpool_ != nullptr) pthreadpool_destroy(threadpool_);
     return absl::OkStatus();
   }).IgnoreError();
@@ -93,7 +93,7 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads) {
     auto kernel = CreateCpuKernel(graph, id, WorkSlice::Whole(), layout, threadpool_);
     if (!kernel.ok()) return kernel.status();
     if (auto s = (*kernel)->Setup(in_views, out_view); !s.ok()) return s;
-    steps_.push_back({std::move(*kernel)});
+    kernels_.push_back(std::move(*kernel));
   }
   return absl::OkStatus();
 }
@@ -104,8 +104,8 @@ absl::Status CpuGraphExecutor::RunOnWorker(std::span<const float* const> inputs,
     const TensorView& v = inputs_[i].view;
     std::copy_n(inputs[i], v.shape.Elements(), v.data);
   }
-  for (Step& step : steps_) {
-    if (auto s = step.kernel->Run(); !s.ok()) return s;
+  for (const std::unique_ptr<CpuKernel>& kernel : kernels_) {
+    if (auto s = kernel->Run(); !s.ok()) return s;
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const TensorView& v = outputs_[i].view;
@@ -133,6 +133,12 @@ absl::Status CpuGraphExecutor::Run(std::span<const float* const> inputs_nhwc,
     if (p == nullptr) return absl::InvalidArgumentError("null output buffer");
   }
   return worker_->Call([&] { return RunOnWorker(inputs_nhwc, outputs_nhwc); });
+}
+
+absl::Status CpuGraphExecutor::CallOnWorker(
+    const std::function<absl::Status(std::span<const std::unique_ptr<CpuKernel>>,
+                                     pthreadpool_t)>& job) {
+  return worker_->Call([&] { return job(kernels_, threadpool_); });
 }
 
 absl::StatusOr<std::vector<std::vector<float>>> CpuGraphExecutor::Run(

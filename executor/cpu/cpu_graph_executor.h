@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -55,10 +56,14 @@ class CpuGraphExecutor {
   size_t num_outputs() const { return outputs_.size(); }
   const ArenaPlan& arena_plan() const { return plan_; }
 
+  // For overhead measurements (bench/cpu_overhead): runs `job` on the pinned worker with the
+  // compiled kernels in execution order and the XNNPACK threadpool (null for one thread).
+  // The job must not keep the pointers.
+  absl::Status CallOnWorker(
+      const std::function<absl::Status(std::span<const std::unique_ptr<CpuKernel>>,
+                                       pthreadpool_t)>& job);
+
  private:
-  struct Step {
-    std::unique_ptr<CpuKernel> kernel;
-  };
   struct Endpoint {
     model::Shape shape;
     TensorView view;
@@ -76,7 +81,7 @@ class CpuGraphExecutor {
   };
   std::unique_ptr<float, FreeDeleter> arena_;
   std::vector<Endpoint> inputs_, outputs_;
-  std::vector<Step> steps_;
+  std::vector<std::unique_ptr<CpuKernel>> kernels_;  // one per op, in op order
   pthreadpool_t threadpool_ = nullptr;
   std::unique_ptr<PinnedWorker> worker_;
 };

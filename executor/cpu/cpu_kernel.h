@@ -30,6 +30,7 @@
 #include "model/split.h"
 
 typedef struct pthreadpool* pthreadpool_t;
+typedef struct xnn_operator* xnn_operator_t;
 
 namespace psched::executor::cpu {
 
@@ -61,6 +62,9 @@ class CpuKernel {
   virtual absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) = 0;
   // Computes the slice. REQUIRES: Setup succeeded.
   virtual absl::Status Run() = 0;
+  // The XNNPACK operator doing all of Run's work, or null when Run does more (hand-written
+  // kernels, cin accumulation, activation passes). Lets benchmarks time XNNPACK alone.
+  virtual xnn_operator_t xnnpack_operator() const { return nullptr; }
 };
 
 // Whether the CPU kernel for `kind` accepts strided (channel-slice) input and output views.

@@ -73,6 +73,10 @@ class ConvKernel final : public KernelBase {
     return absl::OkStatus();
   }
 
+  xnn_operator_t xnnpack_operator() const override {
+    return partial_.empty() && !NeedsActivationPass(activation_) ? op_.get() : nullptr;
+  }
+
  private:
   ConvKernel(const model::Graph& graph, model::OpId id, WorkSlice slice,
              const KernelLayout& layout, pthreadpool_t threadpool)
@@ -204,6 +208,10 @@ class FullyConnectedKernel final : public KernelBase {
     return absl::OkStatus();
   }
 
+  xnn_operator_t xnnpack_operator() const override {
+    return partial_.empty() && !NeedsActivationPass(activation_) ? op_.get() : nullptr;
+  }
+
  private:
   FullyConnectedKernel(const model::Graph& graph, model::OpId id, WorkSlice slice,
                        const KernelLayout& layout, pthreadpool_t threadpool)
@@ -298,6 +306,10 @@ class PoolingKernel final : public KernelBase {
     return absl::OkStatus();
   }
 
+  xnn_operator_t xnnpack_operator() const override {
+    return NeedsActivationPass(activation_) ? nullptr : op_.get();
+  }
+
  private:
   pthreadpool_t threadpool_;
   Kind kind_;
@@ -350,6 +362,10 @@ class BinaryKernel final : public KernelBase {
     }
     if (NeedsActivationPass(activation_)) ApplyActivationInPlace(activation_, output_);
     return absl::OkStatus();
+  }
+
+  xnn_operator_t xnnpack_operator() const override {
+    return NeedsActivationPass(activation_) ? nullptr : op_.get();
   }
 
  private:
