@@ -7,8 +7,10 @@
 namespace psched::scheduler {
 namespace {
 
-// URank of every task in every DAGP: DAGP p keeps placed tasks on their devices (their
-// real cost) and puts every unplaced task on p. ws.table[t * D + p].
+// URank of every task in every DAGP. In DAGP p an unplaced task costs what it costs on p
+// and a placed task what it costs where it was placed. An edge costs its real transfer once
+// both ends are placed, else the mean transfer cost (the original edge weight when every
+// device is its own domain). ws.table[t * D + p].
 void DynamicRanks(const Problem& problem, ListWorkspace& ws) {
   const ExpandedGraph& g = ws.graph;
   const int num_devices = problem.num_devices();
@@ -26,9 +28,10 @@ void DynamicRanks(const Problem& problem, ListWorkspace& ws) {
         double tail = 0;
         for (size_t k = 0; k < succs.size(); ++k) {
           for (int s = g.TaskBegin(succs[k]); s < g.TaskEnd(succs[k]); ++s) {
-            const int dev_s = ws.task_device[static_cast<size_t>(s)] >= 0 ? ws.task_device[static_cast<size_t>(s)] : p;
-            tail = std::max(tail, problem.EdgeCostUs(transfer[k], dev_t, dev_s) +
-                                      urank[static_cast<size_t>(s) * num_devices + p]);
+            const int dev_s = ws.task_device[static_cast<size_t>(s)];
+            const double edge = placed_on >= 0 && dev_s >= 0 ? problem.EdgeCostUs(transfer[k], dev_t, dev_s)
+                                                             : problem.MeanTransferUs(transfer[k]);
+            tail = std::max(tail, edge + urank[static_cast<size_t>(s) * num_devices + p]);
           }
         }
         urank[static_cast<size_t>(t) * num_devices + p] = g.cost(t, dev_t) + tail;
