@@ -1,6 +1,9 @@
 #include "model/canonicalize.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -8,6 +11,33 @@
 
 namespace psched::model {
 namespace {
+
+// `second` applied after `first` as one activation, when both are clamps (ReLU or Clip) whose
+// ranges overlap: PyTorch exports ReLU6 as Relu followed by Clip(0, 6).
+std::optional<Activation> ComposeClamps(const Activation& first, const Activation& second) {
+  auto range = [](const Activation& a) -> std::optional<std::pair<float, float>> {
+    if (a.kind == ActivationKind::kRelu) {
+      return std::pair<float, float>{0.0f, std::numeric_limits<float>::infinity()};
+    }
+    if (a.kind == ActivationKind::kClip) return std::pair<float, float>{a.min, a.max};
+    return std::nullopt;
+  };
+  const auto r1 = range(first);
+  const auto r2 = range(second);
+  if (!r1.has_value() || !r2.has_value()) return std::nullopt;
+  const float lo = std::max(r1->first, r2->first);
+  const float hi = std::min(r1->second, r2->second);
+  if (lo > hi) return std::nullopt;
+  Activation result;
+  if (lo == 0.0f && hi == std::numeric_limits<float>::infinity()) {
+    result.kind = ActivationKind::kRelu;
+  } else {
+    result.kind = ActivationKind::kClip;
+    result.min = lo;
+    result.max = hi;
+  }
+  return result;
+}
 
 class Canonicalizer {
  public:
@@ -241,9 +271,15 @@ void Canonicalizer::FuseActivations() {
       const int p = producer[static_cast<size_t>(in)];
       if (p >= 0 && consumers[static_cast<size_t>(in)] == 1 && !IsGraphOutput(in)) {
         Op& target = fused[static_cast<size_t>(p)].op;
+        std::optional<Activation> combined;
         if (AcceptsFusedActivation(target.kind) &&
             target.activation.kind == ActivationKind::kNone) {
-          target.activation = op.op.activation;
+          combined = op.op.activation;
+        } else if (AcceptsFusedActivation(target.kind) || target.kind == OpKind::kActivation) {
+          combined = ComposeClamps(target.activation, op.op.activation);
+        }
+        if (combined.has_value()) {
+          target.activation = *combined;
           target.output = op.op.output;
           producer[static_cast<size_t>(op.op.output)] = p;
           continue;

@@ -10,7 +10,9 @@
 //     per-channel mul followed by an add with the precomputed scale and shift.
 //  3. A standalone activation fuses into its producer when the producer is a conv2d,
 //     fully_connected, add, mul or sub without an activation, and the activation is the
-//     producer's only consumer (and the producer's output is not a graph output).
+//     producer's only consumer (and the producer's output is not a graph output). A ReLU or
+//     Clip following a ReLU or Clip (fused or standalone) merges into one Clip/ReLU with the
+//     intersected range, under the same single-consumer condition.
 //  4. Ops whose results reach no graph output are removed; unused tensors and constants are
 //     dropped and ids renumbered. Ops keep their (topological) relative order.
 // Constant data is transformed when present; a graph without weights stays without. Pure

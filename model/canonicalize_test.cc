@@ -143,6 +143,37 @@ TEST(CanonicalizeTest, FoldingDoesNotChangeSharedWeights) {
             (std::vector<float>{3.0f, 4.0f}));
 }
 
+TEST(CanonicalizeTest, ReluThenClipBecomesOneClip) {
+  OnnxBuilder b;
+  b.Input("x", {1, 1, 2, 2});
+  b.Weight("w", {2, 1, 1, 1});
+  b.Node("Conv", {"x", "w"}, {"c"}, "conv");
+  b.Node("Relu", {"c"}, {"r"}, "relu");
+  b.ConstFloats("lo", {}, {-1.0f});
+  b.ConstFloats("hi", {}, {6.0f});
+  b.Node("Clip", {"r", "lo", "hi"}, {"y"}, "clip");
+  b.Output("y");
+  Graph g = MustImport(b);
+  ASSERT_EQ(g.ops.size(), 1u);
+  EXPECT_EQ(g.ops[0].activation.kind, ActivationKind::kClip);
+  EXPECT_EQ(g.ops[0].activation.min, 0.0f);
+  EXPECT_EQ(g.ops[0].activation.max, 6.0f);
+}
+
+TEST(CanonicalizeTest, SigmoidAfterReluIsNotMerged) {
+  OnnxBuilder b;
+  b.Input("x", {1, 1, 2, 2});
+  b.Weight("w", {2, 1, 1, 1});
+  b.Node("Conv", {"x", "w"}, {"c"}, "conv");
+  b.Node("Relu", {"c"}, {"r"}, "relu");
+  b.Node("Sigmoid", {"r"}, {"y"}, "sigmoid");
+  b.Output("y");
+  Graph g = MustImport(b);
+  ASSERT_EQ(g.ops.size(), 2u);
+  EXPECT_EQ(g.ops[0].activation.kind, ActivationKind::kRelu);
+  EXPECT_EQ(g.ops[1].activation.kind, ActivationKind::kSigmoid);
+}
+
 TEST(CanonicalizeTest, ActivationWithSharedInputStaysStandalone) {
   OnnxBuilder b;
   b.Input("x", {1, 1, 2, 2});

@@ -113,6 +113,9 @@ class Importer {
   absl::Status ConvertGather(const NodeProto& node);
   absl::Status ConvertConstant(const NodeProto& node);
   absl::Status ConvertCast(const NodeProto& node);
+  absl::Status ConvertConstantOfShape(const NodeProto& node);
+  absl::Status ConvertSlice(const NodeProto& node);
+  absl::Status ConvertTranspose(const NodeProto& node);
 
   // Errors.
   absl::Status NodeError(const NodeProto& node, absl::string_view message) const {
@@ -320,6 +323,9 @@ absl::StatusOr<RawGraph> Importer::Run(std::string_view bytes) {
       {"Gather", &Importer::ConvertGather},
       {"Constant", &Importer::ConvertConstant},
       {"Cast", &Importer::ConvertCast},
+      {"ConstantOfShape", &Importer::ConvertConstantOfShape},
+      {"Slice", &Importer::ConvertSlice},
+      {"Transpose", &Importer::ConvertTranspose},
   };
   for (const NodeProto* node : order) {
     auto it = kHandlers.find(node->op_type());
@@ -1869,6 +1875,184 @@ absl::Status Importer::ConvertCast(const NodeProto& node) {
     return Unsupported(node, absl::StrCat("Cast to type ", *to));
   }
   return DefineConstant(node, 0, std::move(out));
+}
+
+// Row-major strides of `dims`.
+std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+// out[i] = c[source(i)] for a constant of `out_dims`; `source` maps an output multi-index
+// to the flat input index.
+ConstValue Gathered(const ConstValue& c, std::vector<int64_t> out_dims,
+                    const std::function<int64_t(const std::vector<int64_t>&)>& source) {
+  ConstValue out;
+  out.dtype = c.dtype;
+  out.has_data = true;
+  out.dims = std::move(out_dims);
+  const int64_t n = out.Elements();
+  std::vector<int64_t> index(out.dims.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto from = static_cast<size_t>(source(index));
+    if (c.IsFloat()) {
+      out.floats.push_back(c.floats[from]);
+    } else {
+      out.ints.push_back(c.ints[from]);
+    }
+    for (size_t a = index.size(); a-- > 0;) {
+      if (++index[a] < out.dims[a]) break;
+      index[a] = 0;
+    }
+  }
+  return out;
+}
+
+absl::Status Importer::ConvertConstantOfShape(const NodeProto& node) {
+  if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
+  auto shape = ConstantInput(node, 0, true);
+  if (!shape.ok()) return shape.status();
+  if (!(*shape)->IsInteger() || (*shape)->dims.size() != 1) {
+    return NodeError(node, "the shape input must be a 1-D integer tensor");
+  }
+  ConstValue out;
+  out.dims = (*shape)->ints;
+  if (absl::Status s = CheckDims(NodeLabel(node) + " output", out.dims);
+      !s.ok() && !out.dims.empty()) {
+    return s;
+  }
+  out.has_data = true;
+  out.dtype = TensorProto::FLOAT;
+  double fill = 0.0;
+  if (const AttributeProto* attr = FindAttr(node, "value"); attr != nullptr) {
+    if (attr->type() != AttributeProto::TENSOR) return NodeError(node, "'value' must be a tensor");
+    auto value = ReadTensorProto(attr->t(), options_, NodeLabel(node));
+    if (!value.ok()) return value.status();
+    if (!value->has_data || value->Elements() != 1) {
+      return NodeError(node, "'value' must hold one element");
+    }
+    out.dtype = value->IsFloat() ? TensorProto::FLOAT : value->dtype;
+    fill = value->At(0);
+  }
+  const auto n = static_cast<size_t>(out.Elements());
+  if (out.IsFloat()) {
+    out.floats.assign(n, static_cast<float>(fill));
+  } else {
+    out.ints.assign(n, static_cast<int64_t>(fill));
+  }
+  return DefineConstant(node, 0, std::move(out));
+}
+
+absl::Status Importer::ConvertSlice(const NodeProto& node) {
+  if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
+  auto data = InputValue(node, 0);
+  if (!data.ok()) return data.status();
+  if (!(*data)->is_constant()) {
+    return Unsupported(node, "Slice is supported only in constant (shape) expressions");
+  }
+  const ConstValue& c = *(*data)->constant;
+  if (!c.has_data) return NodeError(node, "Slice of a constant whose data is absent");
+  const auto rank = static_cast<int64_t>(c.dims.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (opset_ < 10) {
+    auto s = AttrInts(node, "starts", {});
+    auto e = AttrInts(node, "ends", {});
+    auto a = AttrInts(node, "axes", {});
+    for (const absl::Status& st : {s.status(), e.status(), a.status()}) {
+      if (!st.ok()) return st;
+    }
+    starts = *s;
+    ends = *e;
+    axes = *a;
+  } else {
+    std::vector<int64_t>* targets[4] = {&starts, &ends, &axes, &steps};
+    for (int i = 1; i <= 4; ++i) {
+      if (!HasInput(node, i)) continue;
+      auto v = ConstantInput(node, i, true);
+      if (!v.ok()) return v.status();
+      if (!(*v)->IsInteger()) return NodeError(node, "slice parameters must be integers");
+      *targets[i - 1] = (*v)->ints;
+    }
+  }
+  if (axes.empty()) {
+    for (int64_t a = 0; a < static_cast<int64_t>(starts.size()); ++a) axes.push_back(a);
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (starts.size() != ends.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size()) {
+    return NodeError(node, "starts, ends, axes and steps differ in length");
+  }
+  std::vector<int64_t> begin(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1);
+  std::vector<int64_t> out_dims = c.dims;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis < 0 || axis >= rank || steps[i] == 0) {
+      return NodeError(node, absl::StrCat("invalid axis ", axes[i], " or step ", steps[i]));
+    }
+    const int64_t dim = c.dims[static_cast<size_t>(axis)];
+    int64_t s = starts[i], e = ends[i];
+    // Clamp before adding `dim` so that INT64 sentinels cannot overflow.
+    s = std::clamp(s, -dim - 1, dim + 1);
+    e = std::clamp(e, -dim - 1, dim + 1);
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    int64_t count;
+    if (steps[i] > 0) {
+      s = std::clamp(s, int64_t{0}, dim);
+      e = std::clamp(e, int64_t{0}, dim);
+      count = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+    } else {
+      s = std::clamp(s, int64_t{0}, dim - 1);
+      e = std::clamp(e, int64_t{-1}, dim - 1);
+      count = s > e ? (s - e - steps[i] - 1) / -steps[i] : 0;
+    }
+    begin[static_cast<size_t>(axis)] = s;
+    step[static_cast<size_t>(axis)] = steps[i];
+    out_dims[static_cast<size_t>(axis)] = count;
+  }
+  const std::vector<int64_t> strides = Strides(c.dims);
+  return DefineConstant(node, 0, Gathered(c, out_dims, [&](const std::vector<int64_t>& index) {
+                          int64_t flat = 0;
+                          for (size_t a = 0; a < index.size(); ++a) {
+                            flat += (begin[a] + index[a] * step[a]) * strides[a];
+                          }
+                          return flat;
+                        }));
+}
+
+absl::Status Importer::ConvertTranspose(const NodeProto& node) {
+  if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
+  auto data = InputValue(node, 0);
+  if (!data.ok()) return data.status();
+  if (!(*data)->is_constant()) {
+    return Unsupported(node, "Transpose is supported only in constant (shape) expressions");
+  }
+  const ConstValue& c = *(*data)->constant;
+  if (!c.has_data) return NodeError(node, "Transpose of a constant whose data is absent");
+  const auto rank = static_cast<int64_t>(c.dims.size());
+  std::vector<int64_t> reversed;
+  for (int64_t a = rank - 1; a >= 0; --a) reversed.push_back(a);
+  auto perm = AttrInts(node, "perm", reversed);
+  if (!perm.ok()) return perm.status();
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  if (static_cast<int64_t>(perm->size()) != rank) return NodeError(node, "perm has the wrong length");
+  for (int64_t p : *perm) {
+    if (p < 0 || p >= rank || seen[static_cast<size_t>(p)]) {
+      return NodeError(node, absl::StrCat("invalid perm ", DimsString(*perm)));
+    }
+    seen[static_cast<size_t>(p)] = true;
+  }
+  std::vector<int64_t> out_dims;
+  for (int64_t p : *perm) out_dims.push_back(c.dims[static_cast<size_t>(p)]);
+  const std::vector<int64_t> strides = Strides(c.dims);
+  return DefineConstant(node, 0, Gathered(c, out_dims, [&](const std::vector<int64_t>& index) {
+                          int64_t flat = 0;
+                          for (size_t a = 0; a < index.size(); ++a) {
+                            flat += index[a] * strides[static_cast<size_t>((*perm)[a])];
+                          }
+                          return flat;
+                        }));
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {

@@ -200,6 +200,47 @@ TEST(OnnxImportOpsTest, ShapeSubgraphIsFolded) {
   EXPECT_EQ(g.output_shape(0), (Shape{1, 1, 16}));
 }
 
+// PyTorch's F.pad export: pads computed by ConstantOfShape, Reshape, Slice (step -1),
+// Transpose and Cast on constants, all folded before the Pad is converted.
+TEST(OnnxImportOpsTest, TorchPadSubgraphIsFolded) {
+  OnnxBuilder b;
+  b.Input("x", {1, 2, 3, 3});
+  b.ConstInts("four", {4});
+  auto& zeros = b.Node("ConstantOfShape", {"four"}, {"zeros"}, "zeros");
+  auto* value = zeros.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_int64_data(0);
+  b.ConstInts("torch_pads", {1, 2, 3, 4});  // (left, right, top, bottom) of W then H
+  auto& cat = b.Node("Concat", {"torch_pads", "zeros"}, {"all"}, "cat");
+  OnnxBuilder::AttrInt(cat, "axis", 0);
+  b.ConstInts("pairs", {-1, 2});
+  b.Node("Reshape", {"all", "pairs"}, {"paired"}, "pair");
+  b.ConstInts("start", {-1});
+  b.ConstInts("end", {-9223372036854775807});
+  b.ConstInts("axis0", {0});
+  b.ConstInts("step", {-1});
+  b.Node("Slice", {"paired", "start", "end", "axis0", "step"}, {"reversed"}, "reverse");
+  auto& t = b.Node("Transpose", {"reversed"}, {"transposed"}, "transpose");
+  OnnxBuilder::AttrInts(t, "perm", {1, 0});
+  b.ConstInts("flat", {-1});
+  b.Node("Reshape", {"transposed", "flat"}, {"onnx_pads"}, "flatten_pads");
+  auto& cast = b.Node("Cast", {"onnx_pads"}, {"pads"}, "cast");
+  OnnxBuilder::AttrInt(cast, "to", onnx::TensorProto::INT64);
+  b.Node("Pad", {"x", "pads"}, {"y"}, "pad");
+  b.Output("y");
+  Graph g = MustImport(b);
+  ASSERT_EQ(g.ops.size(), 1u);
+  const auto& pad = std::get<PadAttrs>(g.ops[0].attrs);
+  EXPECT_EQ(pad.top, 3);
+  EXPECT_EQ(pad.bottom, 4);
+  EXPECT_EQ(pad.left, 1);
+  EXPECT_EQ(pad.right, 2);
+  EXPECT_EQ(g.output_shape(0), (Shape{10, 6, 2}));
+}
+
 TEST(OnnxImportOpsTest, MaxPoolCeilModeExtendsPadding) {
   OnnxBuilder b;
   b.Input("x", {1, 2, 6, 6});

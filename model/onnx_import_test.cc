@@ -91,6 +91,39 @@ TEST(OnnxImportTest, ReferenceModelsImportWithWeights) {
   }
 }
 
+// tests/data/onnx/mixed.onnx (make_models.py): PyTorch's own export of many edge cases.
+// The numbers below are what canonicalisation must leave; its output matches PyTorch's
+// within 5e-7 when run through executor/reference (checked outside this unit test, which
+// must not depend on the executor).
+TEST(OnnxImportTest, MixedTorchExport) {
+  auto g = ImportOnnxFile(std::string(PSCHED_SOURCE_DIR) + "/tests/data/onnx/mixed.onnx", {});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(g->has_weights);
+  const std::map<OpKind, int> expected = {
+      {OpKind::kConv2d, 5},  {OpKind::kFullyConnected, 2}, {OpKind::kFlatten, 1},
+      {OpKind::kResize, 1},  {OpKind::kPad, 1},            {OpKind::kAvgPool, 3},
+      {OpKind::kMaxPool, 1}, {OpKind::kConcat, 1},         {OpKind::kSub, 1},
+      {OpKind::kAdd, 1},     {OpKind::kMul, 4},            {OpKind::kGlobalAvgPool, 1},
+      {OpKind::kActivation, 1}};
+  int total = 0;
+  for (const auto& [kind, count] : expected) {
+    EXPECT_EQ(CountKind(*g, kind), count) << OpKindName(kind);
+    total += count;
+  }
+  EXPECT_EQ(static_cast<int>(g->ops.size()), total);
+  // ReLU then Clip(0, 6) became one fused clip on the first conv (with BN folded in).
+  EXPECT_EQ(g->ops[0].kind, OpKind::kConv2d);
+  EXPECT_EQ(g->ops[0].activation.kind, ActivationKind::kClip);
+  EXPECT_EQ(g->ops[0].activation.max, 6.0f);
+  // The flatten of [1,14,4,4] feeds the first fully-connected layer.
+  for (OpId i = 0; i < static_cast<OpId>(g->ops.size()); ++i) {
+    if (g->ops[static_cast<size_t>(i)].kind != OpKind::kFullyConnected) continue;
+    EXPECT_EQ(g->op(g->Predecessors(i)[0]).kind, OpKind::kFlatten);
+    EXPECT_EQ(g->tensor(g->op(i).inputs[0]).shape, (Shape{1, 1, 224}));
+    break;
+  }
+}
+
 // Reports import times (no threshold: wall-clock limits do not belong in unit tests).
 TEST(OnnxImportTest, ImportTimes) {
   for (const std::string name : {"inceptionv3", "hrnetv2_w64"}) {

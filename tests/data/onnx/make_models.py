@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""Builds the edge-case ONNX models the model/ tests import.
+
+mixed.onnx: a small PyTorch network (random weights, seeded) mixing the conversions that are
+easy to get wrong: BatchNorm after Conv and after a MatMul (BatchNorm1d), ReLU6 (Clip with
+inputs), HardSwish as exported at opset 13 (HardSigmoid + Mul), a squeeze-excitation gate
+(tensor * tensor broadcast), a [C,1,1] parameter and a scalar as constant operands,
+dilated depthwise conv, ceil-mode max pooling, F.pad (PyTorch's shape sub-graph for pads),
+average pooling with count_include_pad, bilinear resize, concat, and a flatten of a tensor
+with H*W > 1 feeding a fully-connected layer. mixed.input.npy / mixed.output.npy hold a
+fixed input and the output PyTorch computed for it.
+
+Run with Debian's Python (it has torch and onnx): /usr/bin/python3 make_models.py
+"""
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Mixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.dw = nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=8, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.se1 = nn.Conv2d(8, 4, 1)
+        self.se2 = nn.Conv2d(4, 8, 1)
+        self.c2 = nn.Conv2d(8, 6, (1, 3), padding=(0, 1))
+        self.fc1 = nn.Linear(14 * 4 * 4, 32, bias=False)
+        self.bnf = nn.BatchNorm1d(32)
+        self.fc2 = nn.Linear(32, 10)
+        self.scale = nn.Parameter(torch.randn(8, 1, 1))
+        for bn in (self.bn1, self.bn2, self.bnf):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.data.uniform_(0.5, 1.5)
+            bn.bias.data.uniform_(-0.2, 0.2)
+
+    def forward(self, x):
+        x = F.relu6(self.bn1(self.c1(x)))                        # 8x16x16
+        y = F.hardswish(self.bn2(self.dw(x)))
+        gate = torch.sigmoid(self.se2(F.relu(self.se1(F.adaptive_avg_pool2d(y, 1)))))
+        y = y * gate * self.scale + 0.1
+        y = F.max_pool2d(y, 3, 2, ceil_mode=True)                # 8x8x8
+        z = self.c2(F.avg_pool2d(F.pad(y, (1, 1, 1, 1)), 3, 1))  # 6x8x8
+        u = F.interpolate(F.avg_pool2d(z, 2), scale_factor=2, mode="bilinear",
+                          align_corners=False)
+        w = F.avg_pool2d(torch.cat([y, z - u], 1), 2, count_include_pad=True)  # 14x4x4
+        h = F.relu(self.bnf(self.fc1(torch.flatten(w, 1))))
+        return self.fc2(h) * 10
+
+
+def main():
+    torch.manual_seed(0)
+    net = Mixed().eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        out = net(x)
+    torch.onnx.export(net, x, "mixed.onnx", opset_version=13, input_names=["input"],
+                      output_names=["logits"])
+    np.save("mixed.input.npy", x.numpy())
+    np.save("mixed.output.npy", out.numpy())
+
+
+if __name__ == "__main__":
+    main()
