@@ -21,8 +21,9 @@ using model::SplitAxis;
 constexpr int32_t kStore = 0;
 constexpr int32_t kAdd = 1;
 constexpr int32_t kAtomicAdd = 2;
-// Must match PSCHED_CONV_TILE_W in kernels/conv2d.cl.
+// Must match PSCHED_CONV_TILE_W / PSCHED_CONV_TILE_C in kernels/conv2d.cl.
 constexpr size_t kConvTileW = 4;
+constexpr int64_t kConvTileC = 8;
 
 std::string ComputeProgramSource() {
   using namespace embedded;  // NOLINT(build/namespaces): the generated constants
@@ -182,8 +183,8 @@ absl::StatusOr<std::shared_ptr<SvmArena>> KernelFactory::Weights(OpId id) {
         for (int64_t t = 0; t < taps; ++t) packed[t * stride + co] = f[co * taps + t];
       }
     } else {
-      // [g][kh][kw][cig][cog + 3] from OHWI [g * cog + j][kh][kw][cig].
-      const int64_t stride = cog + 3;
+      // [g][kh][kw][cig][cog + 7] from OHWI [g * cog + j][kh][kw][cig].
+      const int64_t stride = cog + kConvTileC - 1;
       packed.assign(static_cast<size_t>(conv.groups * taps * cig * stride), 0.0f);
       for (int64_t g = 0; g < conv.groups; ++g) {
         for (int64_t j = 0; j < cog; ++j) {
@@ -305,7 +306,7 @@ absl::Status KernelFactory::BuildConv(OpId id, const KernelSlice& slice,
   const int64_t taps = static_cast<int64_t>(w.kernel_h) * w.kernel_w;
   const bool depthwise = conv->groups > 1 && cig == 1;
   const int64_t filter_floats = depthwise ? taps * (out.c + 3)
-                                          : conv->groups * taps * cig * (cog + 3);
+                                          : conv->groups * taps * cig * (cog + kConvTileC - 1);
   const int64_t b_off = conv->bias == model::kInvalidId ? -1 : filter_floats;
 
   int64_t g_begin = 0, g_count = conv->groups;
@@ -359,8 +360,9 @@ absl::Status KernelFactory::BuildConv(OpId id, const KernelSlice& slice,
     kernel.launches_.back().global[0] = CeilDiv(c_hi - c_lo, 4);
     args.Int(cog).Int(c_lo).Int(c_hi).Int(oh_begin);
   } else {
-    kernel.launches_.back().global[0] = static_cast<size_t>(g_count) * CeilDiv(co_hi - co_lo, 4);
-    args.Int(cig).Int(cog).Int(cog + 3).Int(g_begin).Int(co_lo).Int(co_hi).Int(oh_begin);
+    kernel.launches_.back().global[0] =
+        static_cast<size_t>(g_count) * CeilDiv(co_hi - co_lo, kConvTileC);
+    args.Int(cig).Int(cog).Int(cog + kConvTileC - 1).Int(g_begin).Int(co_lo).Int(co_hi).Int(oh_begin);
     args.Int(ci_begin).Int(ci_end).Int(mode);
   }
   args.Activation(act);

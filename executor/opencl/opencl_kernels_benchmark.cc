@@ -1,0 +1,181 @@
+// Throughput of the OpenCL conv kernel against XNNPACK on the same core, the cost of each split
+// kind (what a split adds beyond its share of the work) and the sync dispatch overhead.
+//
+//   POCL_MAX_PTHREAD_COUNT=1 psched_opencl_benchmark [--benchmark_filter=...]
+//
+// Runs on PSCHED_OPENCL_DEVICE (DeviceSelector text) or device 0. Wall-clock numbers belong in
+// reports as ratios, never in unit tests.
+#include <benchmark/benchmark.h>
+#include <xnnpack.h>
+
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "executor/opencl/opencl_kernels.h"
+#include "executor/opencl/sync_kernels.h"
+#include "executor/testing/graph_builder.h"
+
+namespace psched::executor::opencl {
+namespace {
+
+constexpr int64_t kH = 56, kW = 56, kC = 64;
+constexpr double kConvFlops = 2.0 * kH * kW * kC * kC * 9;
+
+model::Graph ConvGraph() {
+  executor::testing::GraphBuilder b("conv3x3_56x56x64");
+  model::TensorId x = b.AddInput({kH, kW, kC});
+  model::ConvAttrs attrs;
+  attrs.window = {3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  attrs.filter = b.AddConstant({kC, 3, 3, kC}, executor::testing::RandomVector(kC * 9 * kC, 1));
+  attrs.bias = b.AddConstant({kC}, executor::testing::RandomVector(kC, 2));
+  model::Activation relu;
+  relu.kind = model::ActivationKind::kRelu;
+  b.MarkOutput(b.AddOp(model::OpKind::kConv2d, {x}, {kH, kW, kC}, attrs, relu));
+  return b.Build();
+}
+
+struct Setup {
+  std::unique_ptr<OpenClDevice> device;
+  model::Graph graph;
+  std::unique_ptr<SvmArena> arena;
+  std::unique_ptr<KernelFactory> factory;
+};
+
+Setup* Shared() {
+  static Setup* setup = [] {
+    auto* s = new Setup;
+    const char* env = std::getenv("PSCHED_OPENCL_DEVICE");
+    absl::StatusOr<DeviceSelector> selector = DeviceSelector::Parse(env != nullptr ? env : "0");
+    if (!selector.ok()) return s;
+    absl::StatusOr<std::unique_ptr<OpenClDevice>> device = OpenClDevice::Open(*selector);
+    if (!device.ok()) return s;
+    s->device = std::move(*device);
+    s->graph = ConvGraph();
+    const size_t elements = static_cast<size_t>(kH * kW * kC);
+    s->arena = std::move(*SvmArena::Create(s->device.get(), 2 * elements));
+    std::vector<float> input = executor::testing::RandomVector(elements, 3);
+    (void)s->arena->Write(0, input);
+    s->factory = std::move(*KernelFactory::Create(s->device.get(), &s->graph, s->arena.get(),
+                                                  {0, static_cast<int64_t>(elements)}));
+    return s;
+  }();
+  return setup;
+}
+
+// Enqueues `kernels` once per iteration and waits; reports GFLOP/s of the whole conv.
+void RunKernels(benchmark::State& state, const std::vector<std::unique_ptr<OpKernel>>& kernels) {
+  Setup* s = Shared();
+  // The first launch of a kernel JIT-compiles its work-group function on PoCL; keep that out.
+  for (const auto& k : kernels) (void)k->Enqueue();
+  (void)s->device->Finish();
+  for (auto _ : state) {
+    for (const auto& k : kernels) {
+      if (!k->Enqueue().ok()) state.SkipWithError("enqueue failed");
+    }
+    if (!s->device->Finish().ok()) state.SkipWithError("finish failed");
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(
+      kConvFlops * static_cast<double>(state.iterations()) / 1e9,
+      benchmark::Counter::kIsRate);
+}
+
+void BM_OpenClConv(benchmark::State& state) {
+  Setup* s = Shared();
+  if (s->factory == nullptr) return state.SkipWithError("no OpenCL device");
+  std::vector<std::unique_ptr<OpKernel>> kernels;
+  kernels.push_back(std::move(*s->factory->Create(0)));
+  RunKernels(state, kernels);
+}
+
+// The whole conv as `parts` slices along `axis` on the one queue: the extra time over
+// BM_OpenClConv is what the split itself costs (dispatches, halo reads, partial-sum combining).
+void SplitConv(benchmark::State& state, model::SplitAxis axis, bool atomic) {
+  Setup* s = Shared();
+  if (s->factory == nullptr) return state.SkipWithError("no OpenCL device");
+  const int parts = static_cast<int>(state.range(0));
+  const int64_t work = model::WorkSize(s->graph, 0, axis);
+  std::vector<std::unique_ptr<OpKernel>> kernels;
+  if (axis == model::SplitAxis::kInputChannels) {
+    kernels.push_back(std::move(*s->factory->CreateZeroFill(0)));
+  }
+  for (int p = 0; p < parts; ++p) {
+    kernels.push_back(std::move(*s->factory->Create(
+        0, {axis, work * p / parts, work * (p + 1) / parts}, KernelOptions{atomic})));
+  }
+  if (axis == model::SplitAxis::kInputChannels) {
+    kernels.push_back(std::move(*s->factory->CreateActivationEpilogue(0)));
+  }
+  RunKernels(state, kernels);
+}
+
+void BM_OpenClConvCout(benchmark::State& state) {
+  SplitConv(state, model::SplitAxis::kOutputChannels, true);
+}
+void BM_OpenClConvRows(benchmark::State& state) { SplitConv(state, model::SplitAxis::kRows, true); }
+void BM_OpenClConvCinAtomic(benchmark::State& state) {
+  SplitConv(state, model::SplitAxis::kInputChannels, true);
+}
+void BM_OpenClConvCinPlain(benchmark::State& state) {
+  SplitConv(state, model::SplitAxis::kInputChannels, false);
+}
+
+void BM_XnnpackConv(benchmark::State& state) {
+  if (xnn_initialize(nullptr) != xnn_status_success) {
+    return state.SkipWithError("xnn_initialize failed");
+  }
+  const model::Graph graph = ConvGraph();
+  std::vector<float> input = executor::testing::RandomVector(kH * kW * kC, 3);
+  std::vector<float> output(kH * kW * kC);
+  xnn_operator_t op = nullptr;
+  // Filter OHWI is XNNPACK's layout for groups == 1.
+  if (xnn_create_convolution2d_nhwc_f32(1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, kC, kC, kC, kC,
+                                        graph.constants[0].data.data(),
+                                        graph.constants[1].data.data(), 0.0f,
+                                        std::numeric_limits<float>::infinity(), 0,
+                                        &op) != xnn_status_success ||
+      xnn_setup_convolution2d_nhwc_f32(op, 1, kH, kW, input.data(), output.data(), nullptr) !=
+          xnn_status_success) {
+    return state.SkipWithError("XNNPACK convolution setup failed");
+  }
+  for (auto _ : state) {
+    if (xnn_run_operator(op, nullptr) != xnn_status_success) state.SkipWithError("run failed");
+    benchmark::DoNotOptimize(output.data());
+  }
+  xnn_delete_operator(op);
+  state.counters["GFLOPs"] = benchmark::Counter(
+      kConvFlops * static_cast<double>(state.iterations()) / 1e9,
+      benchmark::Counter::kIsRate);
+}
+
+void BM_SyncDispatchOverhead(benchmark::State& state) {
+  Setup* s = Shared();
+  if (s->device == nullptr) return state.SkipWithError("no OpenCL device");
+  double us = 0.0;
+  for (auto _ : state) {
+    absl::StatusOr<double> measured = MeasureDispatchOverheadUs(s->device.get(), 200);
+    if (!measured.ok()) return state.SkipWithError("measurement failed");
+    us = *measured;
+  }
+  state.counters["overhead_us"] = us;
+}
+
+BENCHMARK(BM_XnnpackConv)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpenClConv)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpenClConvCout)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpenClConvRows)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpenClConvCinAtomic)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpenClConvCinPlain)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SyncDispatchOverhead)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace psched::executor::opencl
+
+int main(int argc, char** argv) {
+  setenv("POCL_MAX_PTHREAD_COUNT", "1", /*overwrite=*/0);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
