@@ -12,7 +12,8 @@
 //  - cin:     the partial sum over input channels [begin, end), ADDED to the output. The
 //             slice with begin == 0 adds the bias; no slice applies the fused activation
 //             (call ApplyActivationInPlace once every slice has run). REQUIRES: the output
-//             was zeroed before the first slice and slices of one op never run concurrently.
+//             was zeroed before the first slice; slices of one op that may run concurrently
+//             share one accumulation mutex (SetAccumulationMutex).
 // Views always describe the whole op's tensors; the kernel offsets into them itself.
 //
 // Thread-safety: a kernel is used by one thread at a time. Run may use the XNNPACK
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -65,6 +67,8 @@ class CpuKernel {
   // The XNNPACK operator doing all of Run's work, or null when Run does more (hand-written
   // kernels, cin accumulation, activation passes). Lets benchmarks time XNNPACK alone.
   virtual xnn_operator_t xnnpack_operator() const { return nullptr; }
+  // cin slices hold `mu` (not owned; may be null) while adding into the output.
+  virtual void SetAccumulationMutex(std::mutex* mu) {}
 };
 
 // Whether the CPU kernel for `kind` accepts strided (channel-slice) input and output views.

@@ -1,0 +1,225 @@
+#include "executor/runtime/coexecution_runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <latch>
+
+#include "absl/strings/str_cat.h"
+#include "executor/reference/reference_kernels.h"
+
+namespace psched::executor::runtime {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void CoExecutionRuntime::FreeDeleter::operator()(float* p) const { std::free(p); }
+
+absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> CoExecutionRuntime::Create(
+    const model::Graph& graph, std::vector<Device*> devices, ExecutionPlan plan) {
+  if (devices.empty() || std::find(devices.begin(), devices.end(), nullptr) != devices.end()) {
+    return absl::InvalidArgumentError("the runtime needs at least one device and no null ones");
+  }
+  if (!graph.has_weights) {
+    return absl::FailedPreconditionError(absl::StrCat("graph '", graph.name, "' has no weights"));
+  }
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    if (auto s = reference::ValidateOp(graph, id); !s.ok()) return s;
+  }
+  if (auto s = ValidateExecutionPlan(graph, plan, static_cast<int>(devices.size())); !s.ok()) {
+    return s;
+  }
+  std::unique_ptr<CoExecutionRuntime> rt(new CoExecutionRuntime());
+  rt->devices_ = std::move(devices);
+  rt->plan_ = std::move(plan);
+  if (auto s = rt->Compile(graph); !s.ok()) return s;
+  return rt;
+}
+
+CoExecutionRuntime::~CoExecutionRuntime() = default;
+
+absl::Status CoExecutionRuntime::Compile(const model::Graph& graph) {
+  arena_plan_ = cpu::PlanArena(graph, /*reuse_memory=*/false);
+  arena_.reset(static_cast<float*>(
+      std::aligned_alloc(64, static_cast<size_t>(arena_plan_.size) * sizeof(float))));
+  if (arena_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate a ", arena_plan_.size * 4, "-byte shared arena"));
+  }
+  std::fill_n(arena_.get(), arena_plan_.size, 0.0f);
+  auto view = [&](model::TensorId t) {
+    const cpu::TensorPlacement& p = arena_plan_.tensors[static_cast<size_t>(t)];
+    return cpu::TensorView{arena_.get() + p.offset, graph.tensor(t).shape, p.pixel_stride};
+  };
+  for (const model::GraphIO& io : graph.inputs) inputs_.push_back(view(io.tensor));
+  for (const model::GraphIO& io : graph.outputs) {
+    if (arena_plan_.tensors[static_cast<size_t>(io.tensor)].offset < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", io.name, "' is a constant, not an activation"));
+    }
+    outputs_.push_back(view(io.tensor));
+  }
+
+  ops_ = std::vector<OpState>(graph.ops.size());
+  const std::vector<std::vector<model::OpId>> succs = graph.AllSuccessors();
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    OpState& s = ops_[static_cast<size_t>(id)];
+    s.successors = succs[static_cast<size_t>(id)];
+    s.num_preds = static_cast<int32_t>(graph.Predecessors(id).size());
+    s.activation = graph.op(id).activation;
+    s.output = view(graph.op(id).output);
+    s.accumulate_mu = std::make_unique<std::mutex>();
+  }
+  queues_.resize(plan_.device_steps.size());
+  for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
+    for (const PlanStep& step : plan_.device_steps[d]) {
+      OpState& s = ops_[static_cast<size_t>(step.op)];
+      ++s.num_subtasks;
+      s.cin_split |= step.axis == model::SplitAxis::kInputChannels;
+      std::vector<cpu::TensorView> in_views;
+      for (model::TensorId t : graph.ActivationInputs(step.op)) in_views.push_back(view(t));
+      auto subtask =
+          devices_[d]->Compile(graph, step.op, {step.axis, step.begin, step.end}, in_views,
+                               s.output, s.accumulate_mu.get());
+      if (!subtask.ok()) {
+        return absl::Status(subtask.status().code(),
+                            absl::StrCat("device ", devices_[d]->name(), ": ",
+                                         subtask.status().message()));
+      }
+      queues_[d].push_back({step, std::move(*subtask), timings_.size()});
+      timings_.push_back({static_cast<int>(d), step, 0, 0});
+    }
+  }
+  return absl::OkStatus();
+}
+
+void CoExecutionRuntime::Abort(absl::Status status) {
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (error_.ok()) error_ = std::move(status);
+  }
+  aborted_.store(true);
+  // Wake every waiter; they see aborted_ and stop.
+  for (OpState& s : ops_) {
+    s.ready.store(1);
+    s.ready.notify_all();
+  }
+}
+
+void CoExecutionRuntime::FinishSubtask(model::OpId op) {
+  OpState& s = ops_[static_cast<size_t>(op)];
+  if (s.pending_subtasks.fetch_sub(1) != 1) return;
+  // Last subtask of the op: every cin partial sum is in, so the activation can be applied.
+  if (s.cin_split) cpu::ApplyActivationInPlace(s.activation, s.output);
+  for (model::OpId succ : s.successors) {
+    OpState& t = ops_[static_cast<size_t>(succ)];
+    if (t.pending_preds.fetch_sub(1) == 1) {
+      t.ready.store(1);
+      t.ready.notify_all();
+    }
+  }
+}
+
+void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
+  for (Queued& q : queues_[static_cast<size_t>(device)]) {
+    OpState& s = ops_[static_cast<size_t>(q.step.op)];
+    s.ready.wait(0);
+    if (aborted_.load()) return;
+    SubtaskTiming& timing = timings_[q.timing_index];
+    timing.start_ns = NowNs() - start_ns;
+    absl::Status status = q.subtask->Run();
+    timing.end_ns = NowNs() - start_ns;
+    if (!status.ok()) {
+      Abort(absl::Status(status.code(), absl::StrCat("device ", devices_[static_cast<size_t>(device)]->name(),
+                                                     ": ", status.message())));
+      return;
+    }
+    FinishSubtask(q.step.op);
+  }
+}
+
+absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
+                                     std::span<float* const> outputs_nhwc) {
+  if (inputs_nhwc.size() != inputs_.size() || outputs_nhwc.size() != outputs_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "graph takes ", inputs_.size(), " inputs and ", outputs_.size(), " outputs, got ",
+        inputs_nhwc.size(), " and ", outputs_nhwc.size()));
+  }
+  for (const float* p : inputs_nhwc) {
+    if (p == nullptr) return absl::InvalidArgumentError("null input buffer");
+  }
+  for (float* p : outputs_nhwc) {
+    if (p == nullptr) return absl::InvalidArgumentError("null output buffer");
+  }
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    std::copy_n(inputs_nhwc[i], inputs_[i].shape.Elements(), inputs_[i].data);
+  }
+  error_ = absl::OkStatus();
+  aborted_.store(false);
+  for (OpState& s : ops_) {
+    s.pending_preds.store(s.num_preds);
+    s.pending_subtasks.store(s.num_subtasks);
+    s.ready.store(s.num_preds == 0 ? 1 : 0);
+    if (s.cin_split) {
+      // Partial sums accumulate into the output; no other tensor shares its memory.
+      for (int64_t h = 0; h < s.output.shape.h; ++h) {
+        for (int64_t w = 0; w < s.output.shape.w; ++w) {
+          std::fill_n(s.output.pixel(h, w), s.output.shape.c, 0.0f);
+        }
+      }
+    }
+  }
+  const int64_t start_ns = NowNs();
+  std::latch done(static_cast<std::ptrdiff_t>(devices_.size()));
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    devices_[d]->Post([this, d, start_ns, &done] {
+      RunQueue(static_cast<int>(d), start_ns);
+      done.count_down();
+    });
+  }
+  done.wait();
+  if (!error_.ok()) return error_;
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const cpu::TensorView& v = outputs_[i];
+    float* dst = outputs_nhwc[i];
+    for (int64_t h = 0; h < v.shape.h; ++h) {
+      for (int64_t w = 0; w < v.shape.w; ++w) dst = std::copy_n(v.pixel(h, w), v.shape.c, dst);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> CoExecutionRuntime::Run(
+    const std::vector<std::vector<float>>& inputs_nhwc) {
+  if (inputs_nhwc.size() != inputs_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph takes ", inputs_.size(), " inputs, got ", inputs_nhwc.size()));
+  }
+  std::vector<const float*> in_ptrs;
+  for (size_t i = 0; i < inputs_nhwc.size(); ++i) {
+    const int64_t expected = inputs_[i].shape.Elements();
+    if (static_cast<int64_t>(inputs_nhwc[i].size()) != expected) {
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " holds ",
+                                                     inputs_nhwc[i].size(),
+                                                     " floats, expected ", expected));
+    }
+    in_ptrs.push_back(inputs_nhwc[i].data());
+  }
+  std::vector<std::vector<float>> outputs;
+  std::vector<float*> out_ptrs;
+  for (const cpu::TensorView& o : outputs_) {
+    outputs.emplace_back(static_cast<size_t>(o.shape.Elements()));
+    out_ptrs.push_back(outputs.back().data());
+  }
+  if (auto s = Run(in_ptrs, out_ptrs); !s.ok()) return s;
+  return outputs;
+}
+
+}  // namespace psched::executor::runtime

@@ -1,0 +1,207 @@
+#include "executor/runtime/coexecution_runtime.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "executor/reference/reference_kernels.h"
+#include "executor/runtime/cpu_device.h"
+#include "executor/testing/graph_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psched::executor::runtime {
+namespace {
+
+using model::ActivationKind;
+using model::OpKind;
+using model::SplitAxis;
+using testing::GraphBuilder;
+using testing::RandomVector;
+using ::testing::HasSubstr;
+
+model::ConvAttrs MakeConv(GraphBuilder& b, int64_t cin, int64_t cout, int k, int stride,
+                          int dilation, int pad, int groups, uint32_t seed) {
+  model::ConvAttrs conv;
+  conv.window = {.kernel_h = k, .kernel_w = k, .stride_h = stride, .stride_w = stride,
+                 .dilation_h = dilation, .dilation_w = dilation, .pad_top = pad,
+                 .pad_left = pad, .pad_bottom = pad, .pad_right = pad};
+  conv.groups = groups;
+  const int64_t n = cout * k * k * (cin / groups);
+  conv.filter = b.AddConstant({cout, k, k, cin / groups},
+                              RandomVector(static_cast<size_t>(n), seed, -0.5f, 0.5f));
+  conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), seed + 100));
+  return conv;
+}
+
+// Branches, a concat, a depthwise conv, pooling, a constant add and a classifier.
+model::Graph TestGraph() {
+  GraphBuilder b("coexec");
+  auto x = b.AddInput({8, 8, 4});
+  const model::Activation relu{.kind = ActivationKind::kRelu};
+  auto t1 = b.AddOp(OpKind::kConv2d, {x}, {8, 8, 6}, MakeConv(b, 4, 6, 3, 1, 1, 1, 1, 1), relu);
+  auto t2 = b.AddOp(OpKind::kConv2d, {x}, {8, 8, 5}, MakeConv(b, 4, 5, 1, 1, 1, 0, 1, 2));
+  auto t3 = b.AddOp(OpKind::kConv2d, {t1}, {8, 8, 4}, MakeConv(b, 6, 4, 3, 1, 2, 2, 1, 3),
+                    {.kind = ActivationKind::kSigmoid});
+  auto cat = b.AddOp(OpKind::kConcat, {t2, t3, t1}, {8, 8, 15});
+  model::PoolAttrs pool;
+  pool.window = {.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2};
+  auto p = b.AddOp(OpKind::kMaxPool, {cat}, {4, 4, 15}, pool);
+  auto t4 = b.AddOp(OpKind::kConv2d, {p}, {4, 4, 15}, MakeConv(b, 15, 15, 3, 1, 1, 1, 15, 4),
+                    {.kind = ActivationKind::kClip, .min = -0.5f, .max = 0.5f});
+  auto t5 = b.AddOp(OpKind::kConv2d, {t4}, {2, 2, 8}, MakeConv(b, 15, 8, 3, 2, 1, 1, 1, 5), relu);
+  auto c = b.AddConstantTensor({1, 1, 8}, RandomVector(8, 6));
+  auto sum = b.AddOp(OpKind::kAdd, {t5, c}, {2, 2, 8});
+  auto g = b.AddOp(OpKind::kGlobalAvgPool, {sum}, {1, 1, 8});
+  auto f = b.AddOp(OpKind::kFlatten, {g}, {1, 1, 8});
+  model::FullyConnectedAttrs fc;
+  fc.weight = b.AddConstant({10, 8}, RandomVector(80, 7));
+  fc.bias = b.AddConstant({10}, RandomVector(10, 8));
+  b.MarkOutput(b.AddOp(OpKind::kFullyConnected, {f}, {1, 1, 10}, fc,
+                       {.kind = ActivationKind::kHardSwish}));
+  return b.Build();
+}
+
+// Splits every partitionable op along a random axis into up to 3 random pieces on random
+// devices; queues follow op order, so the plan is always valid.
+ExecutionPlan RandomPlan(const model::Graph& graph, int num_devices, uint32_t seed) {
+  std::mt19937 rng(seed);
+  ExecutionPlan plan;
+  plan.device_steps.resize(static_cast<size_t>(num_devices));
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    std::vector<SplitAxis> axes{SplitAxis::kNone};
+    for (SplitAxis a : {SplitAxis::kOutputChannels, SplitAxis::kInputChannels, SplitAxis::kRows}) {
+      if (model::WorkSize(graph, id, a) > 0) axes.push_back(a);
+    }
+    const SplitAxis axis = axes[rng() % axes.size()];
+    const int64_t work = model::WorkSize(graph, id, axis);
+    const int64_t pieces = std::min<int64_t>(work, 1 + rng() % 3);
+    std::vector<int64_t> cuts{0, work};
+    while (static_cast<int64_t>(cuts.size()) < pieces + 1) {
+      const int64_t cut = 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(work - 1));
+      if (std::find(cuts.begin(), cuts.end(), cut) == cuts.end()) cuts.push_back(cut);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      plan.device_steps[rng() % static_cast<uint32_t>(num_devices)].push_back(
+          {id, axis, cuts[k], cuts[k + 1]});
+    }
+  }
+  return plan;
+}
+
+class CoExecutionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Two devices on two cores, as the development machines have.
+    for (int core : {0, 1}) {
+      auto d = CpuDevice::Create("cpu." + std::to_string(core), {core});
+      ASSERT_TRUE(d.ok()) << d.status();
+      owned_.push_back(std::move(*d));
+      devices_.push_back(owned_.back().get());
+    }
+  }
+  std::vector<std::unique_ptr<CpuDevice>> owned_;
+  std::vector<Device*> devices_;
+};
+
+TEST_F(CoExecutionTest, RandomPlansMatchTheReferenceAndRespectDependencies) {
+  const model::Graph graph = TestGraph();
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 42)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  int split_steps = 0;
+  for (uint32_t seed = 0; seed < 25; ++seed) {
+    const ExecutionPlan plan = RandomPlan(graph, 2, seed);
+    auto rt = CoExecutionRuntime::Create(graph, devices_, plan);
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    for (int run = 0; run < 2; ++run) {
+      auto out = (*rt)->Run(input);
+      ASSERT_TRUE(out.ok()) << out.status();
+      for (size_t i = 0; i < (*expected)[0].size(); ++i) {
+        ASSERT_NEAR((*out)[0][i], (*expected)[0][i], 1e-4 * (1 + std::fabs((*expected)[0][i])))
+            << "plan seed " << seed << " element " << i;
+      }
+    }
+    // Full barrier: no subtask starts before every subtask of its predecessors ended.
+    const std::vector<SubtaskTiming>& timings = (*rt)->last_timings();
+    for (const SubtaskTiming& t : timings) {
+      EXPECT_LE(t.start_ns, t.end_ns);
+      split_steps += t.step.axis != SplitAxis::kNone;
+      for (model::OpId pred : graph.Predecessors(t.step.op)) {
+        for (const SubtaskTiming& p : timings) {
+          if (p.step.op == pred) {
+            EXPECT_LE(p.end_ns, t.start_ns) << "plan seed " << seed;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(split_steps, 25);
+}
+
+TEST_F(CoExecutionTest, SingleDevicePlanMatches) {
+  const model::Graph graph = TestGraph();
+  ExecutionPlan plan = SingleDevicePlan(graph, 2);
+  auto rt = CoExecutionRuntime::Create(graph, devices_, plan);
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 1)};
+  auto out = (*rt)->Run(input);
+  ASSERT_TRUE(out.ok());
+  auto expected = reference::RunGraph(graph, input);
+  for (size_t i = 0; i < (*expected)[0].size(); ++i) {
+    EXPECT_NEAR((*out)[0][i], (*expected)[0][i], 1e-4 * (1 + std::fabs((*expected)[0][i])));
+  }
+  EXPECT_EQ((*rt)->last_timings().size(), graph.ops.size());
+}
+
+TEST_F(CoExecutionTest, RejectsBadPlans) {
+  const model::Graph graph = TestGraph();
+  ExecutionPlan missing = SingleDevicePlan(graph, 2);
+  missing.device_steps[0].pop_back();
+  EXPECT_THAT(CoExecutionRuntime::Create(graph, devices_, missing).status().ToString(),
+              HasSubstr("has no step"));
+
+  ExecutionPlan overlap = SingleDevicePlan(graph, 2);
+  overlap.device_steps[0][0] = {0, SplitAxis::kOutputChannels, 0, 4};
+  overlap.device_steps[1].push_back({0, SplitAxis::kOutputChannels, 3, 6});
+  EXPECT_THAT(CoExecutionRuntime::Create(graph, devices_, overlap).status().ToString(),
+              HasSubstr("leaves a gap, overlaps or is empty"));
+
+  ExecutionPlan short_cover = SingleDevicePlan(graph, 2);
+  short_cover.device_steps[0][0] = {0, SplitAxis::kRows, 0, 7};
+  EXPECT_THAT(CoExecutionRuntime::Create(graph, devices_, short_cover).status().ToString(),
+              HasSubstr("cover [0, 7) of [0, 8)"));
+
+  ExecutionPlan bad_axis = SingleDevicePlan(graph, 2);
+  bad_axis.device_steps[0][3] = {3, SplitAxis::kRows, 0, 8};  // the concat
+  EXPECT_THAT(CoExecutionRuntime::Create(graph, devices_, bad_axis).status().ToString(),
+              HasSubstr("cannot be split along spatial"));
+
+  // op 2 (t3) reads op 0 (t1), but device 1 queues op 2 before op 0.
+  ExecutionPlan deadlock = SingleDevicePlan(graph, 2);
+  deadlock.device_steps[0].erase(deadlock.device_steps[0].begin() + 2);
+  deadlock.device_steps[0].erase(deadlock.device_steps[0].begin());
+  deadlock.device_steps[1] = {{2, SplitAxis::kNone, 0, 1}, {0, SplitAxis::kNone, 0, 1}};
+  EXPECT_THAT(CoExecutionRuntime::Create(graph, devices_, deadlock).status().ToString(),
+              HasSubstr("plan deadlocks: device 0 waits at op 3"));
+
+  ExecutionPlan three = SingleDevicePlan(graph, 3);
+  EXPECT_THAT(CoExecutionRuntime::Create(graph, devices_, three).status().ToString(),
+              HasSubstr("step lists for 3 devices, 2 devices"));
+}
+
+TEST_F(CoExecutionTest, RejectsWrongInputs) {
+  const model::Graph graph = TestGraph();
+  auto rt = CoExecutionRuntime::Create(graph, devices_, RandomPlan(graph, 2, 3));
+  ASSERT_TRUE(rt.ok());
+  EXPECT_THAT((*rt)->Run(std::vector<std::vector<float>>{std::vector<float>(5)})
+                  .status()
+                  .ToString(),
+              HasSubstr("holds 5 floats, expected 256"));
+  EXPECT_THAT(CoExecutionRuntime::Create(graph, {}, SingleDevicePlan(graph)).status().ToString(),
+              HasSubstr("at least one device"));
+}
+
+}  // namespace
+}  // namespace psched::executor::runtime

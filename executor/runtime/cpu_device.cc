@@ -1,0 +1,76 @@
+#include "executor/runtime/cpu_device.h"
+
+#include <pthreadpool.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace psched::executor::runtime {
+namespace {
+
+class CpuSubtask final : public Subtask {
+ public:
+  explicit CpuSubtask(std::unique_ptr<cpu::CpuKernel> kernel) : kernel_(std::move(kernel)) {}
+  absl::Status Run() override { return kernel_->Run(); }
+
+ private:
+  std::unique_ptr<cpu::CpuKernel> kernel_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CpuDevice>> CpuDevice::Create(std::string name,
+                                                             std::vector<int> cores,
+                                                             int threads) {
+  if (threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device ", name, ": threads must be >= 1, got ", threads));
+  }
+  auto worker = cpu::PinnedWorker::Start(std::move(cores));
+  if (!worker.ok()) {
+    return absl::Status(worker.status().code(),
+                        absl::StrCat("device ", name, ": ", worker.status().message()));
+  }
+  std::unique_ptr<CpuDevice> device(new CpuDevice(std::move(name), std::move(*worker)));
+  if (threads > 1) {
+    CpuDevice* d = device.get();
+    if (auto s = d->worker_->Call([d, threads] {
+          d->threadpool_ = pthreadpool_create(static_cast<size_t>(threads));
+          return d->threadpool_ != nullptr
+                     ? absl::OkStatus()
+                     : absl::ResourceExhaustedError("cannot create an XNNPACK threadpool");
+        });
+        !s.ok()) {
+      return s;
+    }
+  }
+  return device;
+}
+
+CpuDevice::~CpuDevice() {
+  worker_->Drain();
+  if (threadpool_ != nullptr) pthreadpool_destroy(threadpool_);
+}
+
+absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(
+    const model::Graph& graph, model::OpId id, cpu::WorkSlice slice,
+    std::span<const cpu::TensorView> inputs, const cpu::TensorView& output,
+    std::mutex* accumulate_mu) {
+  std::unique_ptr<Subtask> subtask;
+  const absl::Status status = worker_->Call([&]() -> absl::Status {
+    cpu::KernelLayout layout;
+    for (const cpu::TensorView& v : inputs) layout.input_pixel_strides.push_back(v.pixel_stride);
+    layout.output_pixel_stride = output.pixel_stride;
+    auto kernel = cpu::CreateCpuKernel(graph, id, slice, layout, threadpool_);
+    if (!kernel.ok()) return kernel.status();
+    if (auto s = (*kernel)->Setup(inputs, output); !s.ok()) return s;
+    (*kernel)->SetAccumulationMutex(accumulate_mu);
+    subtask = std::make_unique<CpuSubtask>(std::move(*kernel));
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return subtask;
+}
+
+void CpuDevice::Post(std::function<void()> job) { worker_->Post(std::move(job)); }
+
+}  // namespace psched::executor::runtime
