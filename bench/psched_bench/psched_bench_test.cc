@@ -1,0 +1,121 @@
+#include <string>
+
+#include "bench/psched_bench/gantt_svg.h"
+#include "bench/psched_bench/results_table.h"
+#include "bench/psched_bench/taskgraph_json.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace psched::bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kDiamond[] = R"({
+  "devices": ["gpu", {"name": "cpu", "kind": "cpu", "memory_domain": 1}],
+  "tasks": [
+    {"name": "d", "cost": {"gpu": 4, "cpu": 6}},
+    {"name": "a", "cost": [2, 3]},
+    {"name": "b", "cost": [5, 5]},
+    {"name": "c", "cost": [1, 9]}
+  ],
+  "edges": [["a", "b"], {"from": "a", "to": "c", "transfer_us": 2.5}, ["b", "d"], [3, 0]]
+})";
+
+TEST(TaskGraphJsonTest, ParsesAndOrdersTopologically) {
+  absl::StatusOr<TaskGraphInput> in = ParseTaskGraphJson(kDiamond);
+  ASSERT_TRUE(in.ok()) << in.status();
+  ASSERT_EQ(in->platform.devices.size(), 2u);
+  EXPECT_EQ(in->platform.devices[1].memory_domain, 1);
+  EXPECT_EQ(in->tasks.names, (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_EQ(in->tasks.cost[3], (std::vector<double>{4, 6}));
+  ASSERT_EQ(in->tasks.edges.size(), 4u);
+  for (const auto& e : in->tasks.edges) EXPECT_LT(e.from, e.to);
+  EXPECT_DOUBLE_EQ(in->tasks.edges[1].transfer_us, 2.5);
+  absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromTaskGraph(in->tasks, in->platform);
+  EXPECT_TRUE(problem.ok()) << problem.status();
+}
+
+TEST(TaskGraphJsonTest, RejectsBadInputWithItsLocation) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"not json", "not valid JSON"},
+      {R"({"devices": [], "tasks": [{"cost": [1]}]})", "devices: must be a non-empty array"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1, 2]}]})", "tasks[0].cost: has 2 entries for 1 devices"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [-1]}]})", "tasks[0].cost[0]: must be finite and >= 0"},
+      {R"({"devices": ["a", "b"], "tasks": [{"cost": {"a": 1}}]})", "no cost for device 'b'"},
+      {R"({"devices": ["a"], "tasks": [{"cost": {"z": 1}}]})", "unknown device 'z'"},
+      {R"({"devices": ["a", "a"], "tasks": [{"cost": [1, 1]}]})", "duplicate device name 'a'"},
+      {R"({"devices": ["a"], "tasks": [{"name": "x", "cost": [1]}, {"name": "x", "cost": [1]}]})",
+       "duplicate task name 'x'"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1]}], "edges": [["t0", "nope"]]})", "unknown task 'nope'"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1]}], "edges": [[0, 5]]})", "task index 5 outside [0, 1)"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1]}, {"cost": [1]}], "edges": [[0, 1], [1, 0]]})",
+       "cycle"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1]}], "edges": [[0, 0]]})", "depends on itself"},
+  };
+  for (const auto& [text, message] : cases) {
+    absl::StatusOr<TaskGraphInput> in = ParseTaskGraphJson(text);
+    ASSERT_FALSE(in.ok()) << text;
+    EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(std::string(in.status().message()), HasSubstr(message)) << text;
+  }
+  EXPECT_EQ(LoadTaskGraphFile("/nonexistent/graph.json").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ResultsTableTest, NormalizesToExactOrTheBestMethod) {
+  auto row = [](std::string model, std::string method, bool ok, double makespan) {
+    ResultRow r;
+    r.model = std::move(model);
+    r.platform = "p";
+    r.method = std::move(method);
+    r.ok = ok;
+    r.makespan_us = makespan;
+    if (!ok) r.error = "boom";
+    return r;
+  };
+  std::vector<ResultRow> rows = {
+      row("m1", "heft", true, 200),  row("m1", "iterative", true, 100), row("m2", "heft", true, 300),
+      row("m2", "iterative", true, 150), row("m2", "exact", true, 120), row("m2", "pa-heft", false, 0),
+  };
+  Normalize(rows);
+  EXPECT_DOUBLE_EQ(rows[0].normalized, 2.0);
+  EXPECT_EQ(rows[0].reference, "iterative");
+  EXPECT_DOUBLE_EQ(rows[3].normalized, 1.25);
+  EXPECT_EQ(rows[3].reference, "exact");
+  EXPECT_DOUBLE_EQ(rows[5].normalized, 0);
+  const std::vector<MethodSummary> summary = Summarize(rows);
+  ASSERT_EQ(summary.size(), 4u);
+  EXPECT_EQ(summary[0].method, "heft");
+  EXPECT_DOUBLE_EQ(summary[0].avg, 2.25);
+  EXPECT_DOUBLE_EQ(summary[0].worst, 2.5);
+  EXPECT_EQ(summary[3].failed, 1);
+  EXPECT_THAT(CsvHeader(), HasSubstr("model,platform,method,makespan_us,planning_ms"));
+  EXPECT_THAT(CsvLine(rows[5]), HasSubstr("pa-heft"));
+  EXPECT_THAT(TextTable(rows, summary), HasSubstr("iterative"));
+  EXPECT_EQ(ToJson(rows, summary)["summary"][0]["worst"].get<double>(), 2.5);
+}
+
+TEST(GanttSvgTest, DrawsOneBarPerSubtaskWithSharedOperatorColours) {
+  absl::StatusOr<TaskGraphInput> in = ParseTaskGraphJson(kDiamond);
+  ASSERT_TRUE(in.ok());
+  absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromTaskGraph(in->tasks, in->platform);
+  ASSERT_TRUE(problem.ok());
+  scheduler::Schedule s(4, 2);
+  s.Add({0, 0, 0, model::SplitAxis::kNone, 0, 1, 0, 2000});
+  s.Add({1, 0, 0, model::SplitAxis::kNone, 0, 1, 2000, 7000});
+  s.Add({2, 0, 1, model::SplitAxis::kNone, 0, 1, 4500, 13500});
+  s.Add({3, 0, 0, model::SplitAxis::kNone, 0, 1, 13500, 17500});
+  const std::string svg = GanttSvg(*problem, s, GanttOptions{"demo & test", 800});
+  EXPECT_THAT(svg, HasSubstr("<svg"));
+  EXPECT_THAT(svg, HasSubstr("demo &amp; test"));
+  EXPECT_THAT(svg, HasSubstr(">gpu<"));
+  EXPECT_THAT(svg, HasSubstr(">cpu<"));
+  EXPECT_THAT(svg, HasSubstr("makespan 17.500 ms"));
+  size_t bars = 0;
+  for (size_t p = svg.find("<title>"); p != std::string::npos; p = svg.find("<title>", p + 1)) ++bars;
+  EXPECT_EQ(bars, 4u);
+  EXPECT_FALSE(WriteGanttSvg("/nonexistent/dir/x.svg", *problem, s).ok());
+}
+
+}  // namespace
+}  // namespace psched::bench
