@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "executor/cpu/kernel_base.h"
-#include "executor/reference/reference_kernels.h"
 
 namespace psched::executor::cpu::internal {
 namespace {

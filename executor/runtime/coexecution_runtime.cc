@@ -22,7 +22,8 @@ int64_t NowNs() {
 void CoExecutionRuntime::FreeDeleter::operator()(float* p) const { std::free(p); }
 
 absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> CoExecutionRuntime::Create(
-    const model::Graph& graph, std::vector<Device*> devices, ExecutionPlan plan) {
+    const model::Graph& graph, std::vector<Device*> devices, ExecutionPlan plan,
+    const RuntimeOptions& options) {
   if (devices.empty() || std::find(devices.begin(), devices.end(), nullptr) != devices.end()) {
     return absl::InvalidArgumentError("the runtime needs at least one device and no null ones");
   }
@@ -38,24 +39,35 @@ absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> CoExecutionRuntime::Create(
   std::unique_ptr<CoExecutionRuntime> rt(new CoExecutionRuntime());
   rt->devices_ = std::move(devices);
   rt->plan_ = std::move(plan);
-  if (auto s = rt->Compile(graph); !s.ok()) return s;
+  if (auto s = rt->Compile(graph, options); !s.ok()) return s;
   return rt;
 }
 
 CoExecutionRuntime::~CoExecutionRuntime() = default;
 
-absl::Status CoExecutionRuntime::Compile(const model::Graph& graph) {
+absl::Status CoExecutionRuntime::Compile(const model::Graph& graph,
+                                         const RuntimeOptions& options) {
   arena_plan_ = cpu::PlanArena(graph, /*reuse_memory=*/false);
-  arena_.reset(static_cast<float*>(
-      std::aligned_alloc(64, static_cast<size_t>(arena_plan_.size) * sizeof(float))));
+  const auto floats = static_cast<size_t>(arena_plan_.size);
+  if (options.allocate_arena) {
+    auto memory = options.allocate_arena(floats);
+    if (!memory.ok()) return memory.status();
+    arena_ = *memory;
+  } else {
+    owned_arena_.reset(static_cast<float*>(std::aligned_alloc(64, floats * sizeof(float))));
+    arena_ = owned_arena_.get();
+  }
   if (arena_ == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate a ", arena_plan_.size * 4, "-byte shared arena"));
   }
-  std::fill_n(arena_.get(), arena_plan_.size, 0.0f);
+  std::fill_n(arena_, floats, 0.0f);
+  for (Device* device : devices_) {
+    if (auto s = device->BindArena(arena_, floats); !s.ok()) return s;
+  }
   auto view = [&](model::TensorId t) {
     const cpu::TensorPlacement& p = arena_plan_.tensors[static_cast<size_t>(t)];
-    return cpu::TensorView{arena_.get() + p.offset, graph.tensor(t).shape, p.pixel_stride};
+    return cpu::TensorView{arena_ + p.offset, graph.tensor(t).shape, p.pixel_stride};
   };
   for (const model::GraphIO& io : graph.inputs) inputs_.push_back(view(io.tensor));
   for (const model::GraphIO& io : graph.outputs) {

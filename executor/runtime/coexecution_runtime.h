@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -39,11 +40,18 @@ struct SubtaskTiming {
   int64_t end_ns = 0;
 };
 
+struct RuntimeOptions {
+  // Allocates the shared arena of `floats` elements (64-byte aligned), e.g. in fine-grained
+  // OpenCL SVM so a GPU device reads and writes it in place. The memory stays the caller's
+  // and must outlive the runtime. Empty: the runtime allocates host memory itself.
+  std::function<absl::StatusOr<float*>(size_t floats)> allocate_arena;
+};
+
 class CoExecutionRuntime {
  public:
-  static absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> Create(const model::Graph& graph,
-                                                                    std::vector<Device*> devices,
-                                                                    ExecutionPlan plan);
+  static absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> Create(
+      const model::Graph& graph, std::vector<Device*> devices, ExecutionPlan plan,
+      const RuntimeOptions& options = {});
   ~CoExecutionRuntime();
 
   // One NHWC buffer per graph input / output in graph order.
@@ -76,7 +84,7 @@ class CoExecutionRuntime {
   };
 
   CoExecutionRuntime() = default;
-  absl::Status Compile(const model::Graph& graph);
+  absl::Status Compile(const model::Graph& graph, const RuntimeOptions& options);
   void RunQueue(int device, int64_t start_ns);
   void FinishSubtask(model::OpId op);
   void Abort(absl::Status status);
@@ -87,7 +95,8 @@ class CoExecutionRuntime {
   struct FreeDeleter {
     void operator()(float* p) const;
   };
-  std::unique_ptr<float, FreeDeleter> arena_;
+  std::unique_ptr<float, FreeDeleter> owned_arena_;  // null when the caller allocated it
+  float* arena_ = nullptr;
   std::vector<cpu::TensorView> inputs_, outputs_;
   std::vector<OpState> ops_;
   std::vector<std::vector<Queued>> queues_;

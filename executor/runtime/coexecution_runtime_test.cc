@@ -155,6 +155,33 @@ TEST_F(CoExecutionTest, SingleDevicePlanMatches) {
   EXPECT_EQ((*rt)->last_timings().size(), graph.ops.size());
 }
 
+TEST_F(CoExecutionTest, UsesTheCallersArena) {
+  const model::Graph graph = TestGraph();
+  std::vector<float> memory;
+  RuntimeOptions options;
+  options.allocate_arena = [&](size_t floats) -> absl::StatusOr<float*> {
+    memory.assign(floats, 0.0f);
+    return memory.data();
+  };
+  auto rt = CoExecutionRuntime::Create(graph, devices_, RandomPlan(graph, 2, 9), options);
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  EXPECT_FALSE(memory.empty());
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 2)};
+  auto out = (*rt)->Run(input);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto expected = reference::RunGraph(graph, input);
+  for (size_t i = 0; i < (*expected)[0].size(); ++i) {
+    EXPECT_NEAR((*out)[0][i], (*expected)[0][i], 1e-4 * (1 + std::fabs((*expected)[0][i])));
+  }
+  options.allocate_arena = [](size_t) -> absl::StatusOr<float*> {
+    return absl::ResourceExhaustedError("no SVM left");
+  };
+  EXPECT_THAT(CoExecutionRuntime::Create(graph, devices_, SingleDevicePlan(graph, 2), options)
+                  .status()
+                  .ToString(),
+              HasSubstr("no SVM left"));
+}
+
 TEST_F(CoExecutionTest, RejectsBadPlans) {
   const model::Graph graph = TestGraph();
   ExecutionPlan missing = SingleDevicePlan(graph, 2);

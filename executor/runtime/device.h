@@ -35,6 +35,9 @@ class Device {
   virtual ~Device() = default;
 
   virtual const std::string& name() const = 0;
+  // Called once before any Compile with the shared arena every view points into; a GPU
+  // device maps view pointers to offsets from `base`. No-op for CPU devices.
+  virtual absl::Status BindArena(float* base, size_t floats) { return absl::OkStatus(); }
   // Compiles op `id`'s `slice` reading `inputs` (one view per activation input, in op.inputs
   // order) and writing `output` (the whole op's output view). cin slices add into the
   // output while holding `accumulate_mu`, which all slices of that op share; the runtime
