@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "executor/opencl/embedded_kernels.h"
+#include "executor/reference/reference_kernels.h"
 
 namespace psched::executor::opencl {
 namespace {
@@ -244,6 +245,9 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::Create(OpId id, KernelS
                                                    graph_->name, "' has ", graph_->ops.size(),
                                                    " ops)"));
   }
+  // The reference validator is the one definition of a well-formed op (attrs, shapes,
+  // weights); the checks below only cover what is specific to OpenCL (slices, arena).
+  if (absl::Status valid = reference::ValidateOp(*graph_, id); !valid.ok()) return valid;
   const model::Op& op = graph_->op(id);
   if (slice.axis != SplitAxis::kNone) {
     const int64_t work = model::WorkSize(*graph_, id, slice.axis);
@@ -598,14 +602,11 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
     }
     case OpKind::kSoftmax: {
       if (in != out) return OpError(*graph_, id, "input and output shapes differ");
-      if (op.activation.kind != ActivationKind::kNone) {
-        return OpError(*graph_, id, "a fused activation after softmax is not supported");
-      }
       auto k = add_launch("psched_softmax", 1, static_cast<size_t>(out.h * out.w), 1, 1);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
       args.Memory(*arena_).Int(*in_off).Memory(*arena_).Int(*out_off).Int(out.h * out.w);
-      args.Int(out.c);
+      args.Int(out.c).Activation(op.activation);
       return args.status();
     }
     default:

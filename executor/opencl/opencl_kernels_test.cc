@@ -393,6 +393,10 @@ TEST(ElementwiseKernelTest, ActivationsAndSoftmaxMatchReference) {
                      "activation " + std::to_string(static_cast<int>(kind)));
   }
   CheckOpAllSlices(device, OneOp(OpKind::kSoftmax, {{2, 3, 11}}, {2, 3, 11}), "softmax");
+  CheckOpAllSlices(device,
+                   OneOp(OpKind::kSoftmax, {{1, 1, 9}}, {1, 1, 9}, {},
+                         Act(ActivationKind::kClip, 0.0f, 0.2f)),
+                   "softmax_clip");
 }
 
 TEST(KernelMemoryModeTest, ConvRunsInEveryMemoryMode) {
@@ -463,6 +467,22 @@ TEST(KernelFactoryErrorTest, BadSlicesAreRejectedWithTheOpName) {
   Fixture pool = Prepare(device, OneOp(OpKind::kMaxPool, {{4, 4, 2}}, {2, 2, 2}, Pool(2, 2, 0, false)), 1);
   EXPECT_EQ(pool.factory->Create(0, {SplitAxis::kRows, 0, 1}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(KernelFactoryErrorTest, MalformedOpsAreRejectedBeforeAnyUpload) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  const ConvCase c{"c", {5, 5, 4}, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}};
+  Graph bad_shape = ConvGraph(c, 1);
+  bad_shape.tensors[1].shape.w = 4;  // a 3x3 pad-1 conv keeps 5 columns
+  Fixture f = Prepare(device, std::move(bad_shape), 1);
+  absl::StatusOr<std::unique_ptr<OpKernel>> k = f.factory->Create(0);
+  ASSERT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(k.status().message().find("conv2d"), std::string::npos) << k.status();
+
+  Graph bad_attrs = ConvGraph(c, 1);
+  bad_attrs.ops[0].attrs = model::PoolAttrs{};
+  Fixture g = Prepare(device, std::move(bad_attrs), 1);
+  EXPECT_EQ(g.factory->Create(0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(KernelFactoryErrorTest, MissingWeightsAndArenaOffsetsAreReported) {

@@ -33,7 +33,8 @@ __kernel void psched_activation(__global const float* in, int in_off, __global f
 
 // Softmax over the channels of each pixel; one work-item per pixel, max-subtracted.
 __kernel void psched_softmax(__global const float* in, int in_off, __global float* out,
-                             int out_off, int pixels, int channels) {
+                             int out_off, int pixels, int channels, int act_kind,
+                             float4 act) {
   const int p = get_global_id(0);
   if (p >= pixels) return;
   __global const float* x = in + in_off + p * channels;
@@ -43,5 +44,5 @@ __kernel void psched_softmax(__global const float* in, int in_off, __global floa
   float sum = 0.0f;
   for (int c = 0; c < channels; ++c) sum += exp(x[c] - m);
   const float inv = 1.0f / sum;
-  for (int c = 0; c < channels; ++c) y[c] = exp(x[c] - m) * inv;
+  for (int c = 0; c < channels; ++c) y[c] = psched_activate(exp(x[c] - m) * inv, act_kind, act);
 }
