@@ -43,6 +43,10 @@ class ArgBinder {
     ++index_;
     return *this;
   }
+  // An activation tensor: base, offset, pixel stride.
+  ArgBinder& Tensor(const SvmArena& memory, int32_t offset, int32_t stride) {
+    return Memory(memory).Int(offset).Int(stride);
+  }
   ArgBinder& Int(int64_t value) {
     const cl_int v = static_cast<cl_int>(value);
     return Raw(&v, sizeof(v));
@@ -105,40 +109,56 @@ absl::Status OpKernel::Enqueue(cl_event* event) const {
 
 absl::StatusOr<std::unique_ptr<KernelFactory>> KernelFactory::Create(
     OpenClDevice* device, const Graph* graph, SvmArena* arena,
-    std::vector<int64_t> tensor_offsets) {
+    const std::vector<int64_t>& tensor_offsets) {
+  std::vector<TensorPlacement> placements;
+  placements.reserve(tensor_offsets.size());
+  for (int64_t offset : tensor_offsets) placements.push_back({offset, 0});
+  return Create(device, graph, arena, std::move(placements));
+}
+
+absl::StatusOr<std::unique_ptr<KernelFactory>> KernelFactory::Create(
+    OpenClDevice* device, const Graph* graph, SvmArena* arena,
+    std::vector<TensorPlacement> placements) {
   if (!FitsInt32(static_cast<int64_t>(arena->size()))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "opencl: arena of ", arena->size(), " floats exceeds the 2^31 elements kernels index"));
   }
-  if (tensor_offsets.size() != graph->tensors.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("opencl: ", tensor_offsets.size(),
-                                                   " tensor offsets for a graph with ",
+  if (placements.size() != graph->tensors.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("opencl: ", placements.size(),
+                                                   " tensor placements for a graph with ",
                                                    graph->tensors.size(), " tensors"));
   }
   absl::StatusOr<cl_program> program =
       device->BuildProgram("psched_compute", ComputeProgramSource(), "-cl-mad-enable");
   if (!program.ok()) return program.status();
   return std::unique_ptr<KernelFactory>(
-      new KernelFactory(device, graph, arena, std::move(tensor_offsets), *program));
+      new KernelFactory(device, graph, arena, std::move(placements), *program));
 }
 
-absl::StatusOr<int32_t> KernelFactory::ArenaOffset(OpId id, model::TensorId tensor) const {
+absl::StatusOr<KernelFactory::Bound> KernelFactory::Place(OpId id,
+                                                          model::TensorId tensor) const {
   if (tensor < 0 || static_cast<size_t>(tensor) >= graph_->tensors.size()) {
     return OpError(*graph_, id, absl::StrCat("refers to tensor #", tensor, " which does not exist"));
   }
-  const int64_t offset = offsets_[static_cast<size_t>(tensor)];
-  const int64_t elements = graph_->tensor(tensor).shape.Elements();
-  if (offset < 0) {
-    return OpError(*graph_, id, absl::StrCat("tensor '", graph_->tensor(tensor).name,
-                                             "' has no arena offset"));
+  const TensorPlacement& p = placements_[static_cast<size_t>(tensor)];
+  const model::Tensor& t = graph_->tensor(tensor);
+  if (p.offset < 0) {
+    return OpError(*graph_, id, absl::StrCat("tensor '", t.name, "' has no arena offset"));
   }
-  if (elements < 0 || offset + elements > static_cast<int64_t>(arena_->size())) {
+  const int64_t stride = p.pixel_stride == 0 ? t.shape.c : p.pixel_stride;
+  if (stride < t.shape.c) {
+    return OpError(*graph_, id, absl::StrCat("tensor '", t.name, "' has pixel stride ", stride,
+                                             " < its ", t.shape.c, " channels"));
+  }
+  const int64_t pixels = t.shape.h * t.shape.w;
+  const int64_t end = pixels <= 0 ? p.offset : p.offset + (pixels - 1) * stride + t.shape.c;
+  if (t.shape.c <= 0 || pixels <= 0 || end > static_cast<int64_t>(arena_->size())) {
     return OpError(*graph_, id,
-                   absl::StrCat("tensor '", graph_->tensor(tensor).name, "' at offset ", offset,
-                                " with ", elements, " floats does not fit in the arena (",
-                                arena_->size(), " floats)"));
+                   absl::StrCat("tensor '", t.name, "' (", t.shape.h, "x", t.shape.w, "x",
+                                t.shape.c, ", pixel stride ", stride, ") at offset ", p.offset,
+                                " does not fit in the arena (", arena_->size(), " floats)"));
   }
-  return static_cast<int32_t>(offset);
+  return Bound{static_cast<int32_t>(p.offset), static_cast<int32_t>(stride)};
 }
 
 absl::StatusOr<cl_kernel> KernelFactory::NewKernel(const char* name) const {
@@ -297,9 +317,9 @@ absl::Status KernelFactory::BuildConv(OpId id, const KernelSlice& slice,
       w.dilation_h < 1 || w.dilation_w < 1) {
     return OpError(*graph_, id, "kernel, stride and dilation must all be >= 1");
   }
-  absl::StatusOr<int32_t> in_off = ArenaOffset(id, op.inputs[0]);
+  absl::StatusOr<Bound> in_off = Place(id, op.inputs[0]);
   if (!in_off.ok()) return in_off.status();
-  absl::StatusOr<int32_t> out_off = ArenaOffset(id, op.output);
+  absl::StatusOr<Bound> out_off = Place(id, op.output);
   if (!out_off.ok()) return out_off.status();
   absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
   if (!weights.ok()) return weights.status();
@@ -353,8 +373,9 @@ absl::Status KernelFactory::BuildConv(OpId id, const KernelSlice& slice,
   launch.kernel = *k;
   kernel.launches_.push_back(launch);
   ArgBinder args(*k);
-  args.Memory(*arena_).Int(*in_off).Int(in.h).Int(in.w).Int(in.c);
-  args.Memory(*arena_).Int(*out_off).Int(out.h).Int(out.w).Int(out.c);
+  args.Tensor(*arena_, in_off->offset, in_off->stride).Int(in.h).Int(in.w);
+  args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.h).Int(out.w);
+  if (depthwise) args.Int(out.c);
   args.Memory(**weights).Int(0).Int(with_bias ? b_off : -1);
   args.Int(w.kernel_h).Int(w.kernel_w).Int(w.stride_h).Int(w.stride_w);
   args.Int(w.dilation_h).Int(w.dilation_w).Int(w.pad_top).Int(w.pad_left);
@@ -382,9 +403,9 @@ absl::Status KernelFactory::BuildFullyConnected(OpId id, const KernelSlice& slic
   }
   const int64_t in_features = graph_->tensor(op.inputs[0]).shape.Elements();
   const int64_t out_features = graph_->output_shape(id).Elements();
-  absl::StatusOr<int32_t> in_off = ArenaOffset(id, op.inputs[0]);
+  absl::StatusOr<Bound> in_off = Place(id, op.inputs[0]);
   if (!in_off.ok()) return in_off.status();
-  absl::StatusOr<int32_t> out_off = ArenaOffset(id, op.output);
+  absl::StatusOr<Bound> out_off = Place(id, op.output);
   if (!out_off.ok()) return out_off.status();
   absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
   if (!weights.ok()) return weights.status();
@@ -412,7 +433,7 @@ absl::Status KernelFactory::BuildFullyConnected(OpId id, const KernelSlice& slic
   launch.global[0] = static_cast<size_t>(o_end - o_begin);
   kernel.launches_.push_back(launch);
   ArgBinder args(*k);
-  args.Memory(*arena_).Int(*in_off).Memory(*arena_).Int(*out_off);
+  args.Memory(*arena_).Int(in_off->offset).Memory(*arena_).Int(out_off->offset);
   args.Memory(**weights).Int(0).Int(with_bias ? b_off : -1).Int(in_features);
   args.Int(o_begin).Int(i_begin).Int(i_end).Int(mode).Activation(act);
   return args.status();
@@ -421,7 +442,7 @@ absl::Status KernelFactory::BuildFullyConnected(OpId id, const KernelSlice& slic
 absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
   const model::Op& op = graph_->op(id);
   const model::Shape& out = graph_->output_shape(id);
-  absl::StatusOr<int32_t> out_off = ArenaOffset(id, op.output);
+  absl::StatusOr<Bound> out_off = Place(id, op.output);
   if (!out_off.ok()) return out_off.status();
   auto add_launch = [&](const char* name, size_t dims, size_t g0, size_t g1,
                         size_t g2) -> absl::StatusOr<cl_kernel> {
@@ -448,12 +469,20 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
         return OpError(*graph_, id, absl::StrCat("input '", graph_->tensor(t).name, "' is ", in.h,
                                                  "x", in.w, ", output is ", out.h, "x", out.w));
       }
-      absl::StatusOr<int32_t> in_off = ArenaOffset(id, t);
+      absl::StatusOr<Bound> in_off = Place(id, t);
       if (!in_off.ok()) return in_off.status();
+      // An input already placed in its channel slice (in-place concat) needs no copy.
+      const bool in_place = in_off->offset == out_off->offset + channel &&
+                            in_off->stride == out_off->stride;
+      if (in_place && op.activation.kind == ActivationKind::kNone) {
+        channel += in.c;
+        continue;
+      }
       auto k = add_launch("psched_copy_channels", 2, static_cast<size_t>(in.c), ow * oh, 1);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
-      args.Memory(*arena_).Int(*in_off).Int(in.c).Memory(*arena_).Int(*out_off).Int(out.c);
+      args.Tensor(*arena_, in_off->offset, in_off->stride).Int(in.c);
+      args.Tensor(*arena_, out_off->offset, out_off->stride);
       args.Int(channel).Int(out.h * out.w).Activation(op.activation);
       if (!args.status().ok()) return args.status();
       channel += in.c;
@@ -485,24 +514,25 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
                                                  out.w, "x", out.c));
       }
       if (tensor.constant != model::kInvalidId) {
-        args.Memory(**weights).Int(constant_offset);
+        args.Tensor(**weights, static_cast<int32_t>(constant_offset),
+                    static_cast<int32_t>(s.c));
         constant_offset += s.Elements();
       } else {
-        absl::StatusOr<int32_t> in_off = ArenaOffset(id, t);
+        absl::StatusOr<Bound> in_off = Place(id, t);
         if (!in_off.ok()) return in_off.status();
-        args.Memory(*arena_).Int(*in_off);
+        args.Tensor(*arena_, in_off->offset, in_off->stride);
       }
       args.Int(s.h).Int(s.w).Int(s.c);
     }
     const int32_t binary = op.kind == OpKind::kAdd ? 0 : (op.kind == OpKind::kMul ? 1 : 2);
-    args.Memory(*arena_).Int(*out_off).Int(out.h).Int(out.w).Int(out.c);
+    args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.h).Int(out.w).Int(out.c);
     args.Int(binary).Activation(op.activation);
     return args.status();
   }
 
   if (op.inputs.size() != 1) return OpError(*graph_, id, "expects exactly one input");
   const model::Shape& in = graph_->tensor(op.inputs[0]).shape;
-  absl::StatusOr<int32_t> in_off = ArenaOffset(id, op.inputs[0]);
+  absl::StatusOr<Bound> in_off = Place(id, op.inputs[0]);
   if (!in_off.ok()) return in_off.status();
 
   switch (op.kind) {
@@ -520,8 +550,8 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
       auto k = add_launch("psched_pool", 3, oc, ow, oh);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
-      args.Memory(*arena_).Int(*in_off).Int(in.h).Int(in.w).Int(in.c);
-      args.Memory(*arena_).Int(*out_off).Int(out.h).Int(out.w);
+      args.Tensor(*arena_, in_off->offset, in_off->stride).Int(in.h).Int(in.w).Int(in.c);
+      args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.h).Int(out.w);
       args.Int(w.kernel_h).Int(w.kernel_w).Int(w.stride_h).Int(w.stride_w);
       args.Int(w.dilation_h).Int(w.dilation_w).Int(w.pad_top).Int(w.pad_left);
       args.Int(op.kind == OpKind::kMaxPool ? 1 : 0);
@@ -536,8 +566,8 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
       auto k = add_launch("psched_global_avg_pool", 1, oc, 1, 1);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
-      args.Memory(*arena_).Int(*in_off).Int(in.h * in.w).Int(in.c);
-      args.Memory(*arena_).Int(*out_off).Activation(op.activation);
+      args.Tensor(*arena_, in_off->offset, in_off->stride).Int(in.h * in.w).Int(in.c);
+      args.Memory(*arena_).Int(out_off->offset).Activation(op.activation);
       return args.status();
     }
     case OpKind::kPad: {
@@ -550,8 +580,8 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
       auto k = add_launch("psched_pad", 3, oc, ow, oh);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
-      args.Memory(*arena_).Int(*in_off).Int(in.h).Int(in.w).Int(in.c);
-      args.Memory(*arena_).Int(*out_off).Int(out.h).Int(out.w).Int(out.c);
+      args.Tensor(*arena_, in_off->offset, in_off->stride).Int(in.h).Int(in.w).Int(in.c);
+      args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.h).Int(out.w).Int(out.c);
       args.Int(pad->top).Int(pad->left).Int(pad->channels_before).Float(pad->value);
       args.Activation(op.activation);
       return args.status();
@@ -569,8 +599,8 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
       auto k = add_launch("psched_resize", 3, oc, ow, oh);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
-      args.Memory(*arena_).Int(*in_off).Int(in.h).Int(in.w).Int(in.c);
-      args.Memory(*arena_).Int(*out_off).Int(out.h).Int(out.w);
+      args.Tensor(*arena_, in_off->offset, in_off->stride).Int(in.h).Int(in.w).Int(in.c);
+      args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.h).Int(out.w);
       args.Int(resize->mode == model::ResizeMode::kLinear ? 1 : 0);
       args.Int(static_cast<int32_t>(resize->transform));
       args.Int(static_cast<int32_t>(resize->rounding));
@@ -585,18 +615,20 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
                           static_cast<size_t>(in.w), static_cast<size_t>(in.h));
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
-      args.Memory(*arena_).Int(*in_off).Int(in.h).Int(in.w).Int(in.c);
-      args.Memory(*arena_).Int(*out_off).Activation(op.activation);
+      args.Tensor(*arena_, in_off->offset, in_off->stride).Int(in.h).Int(in.w).Int(in.c);
+      args.Memory(*arena_).Int(out_off->offset).Activation(op.activation);
       return args.status();
     }
     case OpKind::kActivation: {
       if (in.Elements() != out.Elements()) {
         return OpError(*graph_, id, "input and output element counts differ");
       }
-      auto k = add_launch("psched_activation", 1, static_cast<size_t>(out.Elements()), 1, 1);
+      if (in != out) return OpError(*graph_, id, "input and output shapes differ");
+      auto k = add_launch("psched_activation", 2, oc, ow * oh, 1);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
-      args.Memory(*arena_).Int(*in_off).Memory(*arena_).Int(*out_off).Int(out.Elements());
+      args.Tensor(*arena_, in_off->offset, in_off->stride);
+      args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.c).Int(out.h * out.w);
       args.Activation(op.activation);
       return args.status();
     }
@@ -605,7 +637,8 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
       auto k = add_launch("psched_softmax", 1, static_cast<size_t>(out.h * out.w), 1, 1);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
-      args.Memory(*arena_).Int(*in_off).Memory(*arena_).Int(*out_off).Int(out.h * out.w);
+      args.Tensor(*arena_, in_off->offset, in_off->stride);
+      args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.h * out.w);
       args.Int(out.c).Activation(op.activation);
       return args.status();
     }
@@ -618,19 +651,22 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::CreateZeroFill(OpId id)
   if (id < 0 || static_cast<size_t>(id) >= graph_->ops.size()) {
     return absl::InvalidArgumentError(absl::StrCat("opencl: op #", id, " does not exist"));
   }
-  absl::StatusOr<int32_t> out_off = ArenaOffset(id, graph_->op(id).output);
+  absl::StatusOr<Bound> out_off = Place(id, graph_->op(id).output);
   if (!out_off.ok()) return out_off.status();
-  const int64_t n = graph_->output_shape(id).Elements();
+  const model::Shape& out = graph_->output_shape(id);
   auto kernel =
       std::unique_ptr<OpKernel>(new OpKernel(device_, graph_->op(id).name + "[zero fill]"));
   absl::StatusOr<cl_kernel> k = NewKernel("psched_fill");
   if (!k.ok()) return k.status();
   OpKernel::Launch launch;
   launch.kernel = *k;
-  launch.global[0] = static_cast<size_t>(n);
+  launch.dims = 2;
+  launch.global[0] = static_cast<size_t>(out.c);
+  launch.global[1] = static_cast<size_t>(out.h * out.w);
   kernel->launches_.push_back(launch);
   ArgBinder args(*k);
-  args.Memory(*arena_).Int(*out_off).Int(n).Float(0.0f);
+  args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.c).Int(out.h * out.w);
+  args.Float(0.0f);
   if (!args.status().ok()) return args.status();
   return kernel;
 }
@@ -640,19 +676,22 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::CreateActivationEpilogu
     return absl::InvalidArgumentError(absl::StrCat("opencl: op #", id, " does not exist"));
   }
   const model::Op& op = graph_->op(id);
-  absl::StatusOr<int32_t> out_off = ArenaOffset(id, op.output);
+  absl::StatusOr<Bound> out_off = Place(id, op.output);
   if (!out_off.ok()) return out_off.status();
   auto kernel = std::unique_ptr<OpKernel>(new OpKernel(device_, op.name + "[activation]"));
   if (op.activation.kind == ActivationKind::kNone) return kernel;
-  const int64_t n = graph_->output_shape(id).Elements();
+  const model::Shape& out = graph_->output_shape(id);
   absl::StatusOr<cl_kernel> k = NewKernel("psched_activation");
   if (!k.ok()) return k.status();
   OpKernel::Launch launch;
   launch.kernel = *k;
-  launch.global[0] = static_cast<size_t>(n);
+  launch.dims = 2;
+  launch.global[0] = static_cast<size_t>(out.c);
+  launch.global[1] = static_cast<size_t>(out.h * out.w);
   kernel->launches_.push_back(launch);
   ArgBinder args(*k);
-  args.Memory(*arena_).Int(*out_off).Memory(*arena_).Int(*out_off).Int(n);
+  args.Tensor(*arena_, out_off->offset, out_off->stride);
+  args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.c).Int(out.h * out.w);
   args.Activation(op.activation);
   if (!args.status().ok()) return args.status();
   return kernel;

@@ -38,6 +38,13 @@
 
 namespace psched::executor::opencl {
 
+// Where an activation tensor lives in the arena.
+struct TensorPlacement {
+  int64_t offset = -1;       // floats from the arena start to element (0, 0, 0); < 0: absent
+  int64_t pixel_stride = 0;  // floats between consecutive pixels; 0: dense (the channel count).
+                             // Larger inside a channel slice of a concat output.
+};
+
 // The part of an op's work a kernel computes: [begin, end) of model::WorkSize(graph, op, axis).
 struct KernelSlice {
   model::SplitAxis axis = model::SplitAxis::kNone;
@@ -84,11 +91,15 @@ class OpKernel {
 
 class KernelFactory {
  public:
-  // `tensor_offsets[t]` is tensor t's element offset in `arena` (negative: not in the arena;
-  // constants need none). Builds the program (once per device).
+  // `placements[t]` says where tensor t lives in `arena` (constants need none). Builds the
+  // program (once per device).
   static absl::StatusOr<std::unique_ptr<KernelFactory>> Create(
       OpenClDevice* device, const model::Graph* graph, SvmArena* arena,
-      std::vector<int64_t> tensor_offsets);
+      std::vector<TensorPlacement> placements);
+  // Dense tensors: `tensor_offsets[t]` is tensor t's offset (negative: not in the arena).
+  static absl::StatusOr<std::unique_ptr<KernelFactory>> Create(
+      OpenClDevice* device, const model::Graph* graph, SvmArena* arena,
+      const std::vector<int64_t>& tensor_offsets);
 
   // The kernel for `slice` of op `id`. kInvalidArgument names the op and the problem when the
   // op is malformed, the slice is out of range or unsupported for the op, or a tensor is
@@ -102,15 +113,21 @@ class KernelFactory {
   absl::StatusOr<std::unique_ptr<OpKernel>> CreateActivationEpilogue(model::OpId id);
 
  private:
+  // A tensor's placement checked against the arena, in the int32 the kernels take.
+  struct Bound {
+    int32_t offset = 0;
+    int32_t stride = 0;
+  };
+
   KernelFactory(OpenClDevice* device, const model::Graph* graph, SvmArena* arena,
-                std::vector<int64_t> tensor_offsets, cl_program program)
+                std::vector<TensorPlacement> placements, cl_program program)
       : device_(device),
         graph_(graph),
         arena_(arena),
-        offsets_(std::move(tensor_offsets)),
+        placements_(std::move(placements)),
         program_(program) {}
 
-  absl::StatusOr<int32_t> ArenaOffset(model::OpId id, model::TensorId tensor) const;
+  absl::StatusOr<Bound> Place(model::OpId id, model::TensorId tensor) const;
   absl::StatusOr<cl_kernel> NewKernel(const char* name) const;
   // The op's packed weights, uploaded on first use.
   absl::StatusOr<std::shared_ptr<SvmArena>> Weights(model::OpId id);
@@ -124,7 +141,7 @@ class KernelFactory {
   OpenClDevice* device_;
   const model::Graph* graph_;
   SvmArena* arena_;
-  std::vector<int64_t> offsets_;
+  std::vector<TensorPlacement> placements_;
   cl_program program_;
   std::map<model::OpId, std::shared_ptr<SvmArena>> weights_;
 };

@@ -519,3 +519,91 @@ TEST(KernelFactoryErrorTest, MissingWeightsAndArenaOffsetsAreReported) {
 
 }  // namespace
 }  // namespace psched::executor::opencl
+
+namespace psched::executor::opencl {
+namespace {
+
+// Two convs write straight into their channel slices of a concat output (pixel stride 8), a
+// third conv reads one slice back as a strided input, an activation rewrites the concat in
+// place: the in-place concat layout the CPU arena planner produces.
+TEST(StridedPlacementTest, ConvsWriteAndReadConcatSlicesInPlace) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  GraphBuilder b("strided");
+  const Shape in_shape{5, 6, 4};
+  model::TensorId x = b.AddInput(in_shape);
+  auto conv = [&](model::TensorId input, int64_t cin, int64_t cout, uint32_t seed) {
+    model::ConvAttrs attrs;
+    attrs.window = {3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    attrs.filter = b.AddConstant({cout, 3, 3, cin},
+                                 RandomVector(static_cast<size_t>(cout * 9 * cin), seed));
+    attrs.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), seed + 1));
+    return b.AddOp(OpKind::kConv2d, {input}, {5, 6, cout}, attrs, Act(ActivationKind::kRelu));
+  };
+  model::TensorId a = conv(x, 4, 3, 40);                                   // op 0
+  model::TensorId c = conv(x, 4, 5, 50);                                   // op 1
+  model::TensorId cat = b.AddOp(OpKind::kConcat, {a, c}, {5, 6, 8});       // op 2
+  model::TensorId d = conv(a, 3, 4, 60);                                   // op 3
+  model::TensorId e = b.AddOp(OpKind::kActivation, {cat}, {5, 6, 8}, {},
+                              Act(ActivationKind::kClip, 0.0f, 0.5f));     // op 4
+  b.MarkOutput(d);
+  b.MarkOutput(e);
+  Graph graph = b.Build();
+
+  const int64_t pixels = 30;
+  std::vector<TensorPlacement> placements(graph.tensors.size());
+  placements[x] = {0, 0};
+  const int64_t cat_at = 128;
+  placements[cat] = {cat_at, 8};
+  placements[a] = {cat_at, 8};
+  placements[c] = {cat_at + 3, 8};
+  placements[d] = {cat_at + pixels * 8 + 5, 0};
+  placements[e] = {cat_at + pixels * 8 + 5 + pixels * 4 + 5, 11};  // padded pixels
+  const int64_t size = placements[e].offset + pixels * 11;
+  absl::StatusOr<std::unique_ptr<SvmArena>> arena = SvmArena::Create(device, size);
+  ASSERT_TRUE(arena.ok()) << arena.status();
+  const std::vector<float> input = RandomVector(static_cast<size_t>(in_shape.Elements()), 70);
+  ASSERT_TRUE((*arena)->Write(0, input).ok());
+  absl::StatusOr<std::unique_ptr<KernelFactory>> factory =
+      KernelFactory::Create(device, &graph, arena->get(), placements);
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  for (model::OpId op = 0; op < 5; ++op) {
+    absl::StatusOr<std::unique_ptr<OpKernel>> k = (*factory)->Create(op);
+    ASSERT_TRUE(k.ok()) << k.status();
+    if (op == 2) {
+      EXPECT_EQ((*k)->launch_count(), 0u);  // both inputs are already in place
+    }
+    ASSERT_TRUE((*k)->Enqueue().ok());
+  }
+  std::vector<float> all(static_cast<size_t>(size));
+  ASSERT_TRUE((*arena)->Read(0, all).ok());
+  auto gather = [&](model::TensorId t, int64_t stride) {
+    std::vector<float> dense;
+    const int64_t channels = graph.tensor(t).shape.c;
+    for (int64_t p = 0; p < pixels; ++p) {
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        dense.push_back(all[static_cast<size_t>(placements[t].offset + p * stride + ch)]);
+      }
+    }
+    return dense;
+  };
+  absl::StatusOr<std::vector<std::vector<float>>> want = reference::RunGraph(graph, {input});
+  ASSERT_TRUE(want.ok()) << want.status();
+  ExpectNear(gather(d, 4), (*want)[0], "conv reading a strided slice");
+  ExpectNear(gather(e, 11), (*want)[1], "activation over the in-place concat");
+}
+
+TEST(StridedPlacementTest, StrideBelowChannelsIsRejected) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  Graph graph = OneOp(OpKind::kActivation, {{2, 2, 4}}, {2, 2, 4}, {}, Act(ActivationKind::kRelu));
+  absl::StatusOr<std::unique_ptr<SvmArena>> arena = SvmArena::Create(device, 64);
+  ASSERT_TRUE(arena.ok());
+  absl::StatusOr<std::unique_ptr<KernelFactory>> factory = KernelFactory::Create(
+      device, &graph, arena->get(), std::vector<TensorPlacement>{{0, 3}, {32, 0}});
+  ASSERT_TRUE(factory.ok());
+  absl::StatusOr<std::unique_ptr<OpKernel>> k = (*factory)->Create(0);
+  ASSERT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(k.status().message().find("pixel stride 3"), std::string::npos) << k.status();
+}
+
+}  // namespace
+}  // namespace psched::executor::opencl

@@ -1,6 +1,8 @@
 // Shared helpers for every psched compute kernel. All tensors are NHWC f32 batch 1 and live in
 // one arena (or the weight store); kernels receive base pointers plus element offsets so the
-// same binary works on fine-grained SVM, coarse-grained SVM and plain buffers.
+// same binary works on fine-grained SVM, coarse-grained SVM and plain buffers. Each activation
+// tensor also comes with its pixel stride (`*_ps`, floats between consecutive pixels), which
+// exceeds its channel count when it lives inside a channel slice of a concat output.
 
 // Activation kinds, in model::ActivationKind order.
 #define PSCHED_ACT_NONE 0
@@ -61,8 +63,11 @@ inline void psched_write(__global float* p, float value, int mode) {
   }
 }
 
-// Fills n floats with value; the zero-init that input-channel slices accumulate onto.
-__kernel void psched_fill(__global float* out, int out_off, int n, float value) {
-  int i = get_global_id(0);
-  if (i < n) out[out_off + i] = value;
+// Fills a [pixels][channels] tensor (pixel stride out_ps) with value; the zero-init that
+// input-channel slices accumulate onto.
+__kernel void psched_fill(__global float* out, int out_off, int out_ps, int channels,
+                          int pixels, float value) {
+  const int c = get_global_id(0);
+  const int p = get_global_id(1);
+  if (c < channels && p < pixels) out[out_off + p * out_ps + c] = value;
 }

@@ -14,8 +14,8 @@
 #define PSCHED_CONV_TILE_C 8
 
 __kernel void psched_conv2d(
-    __global const float* in, int in_off, int in_h, int in_w, int in_c,
-    __global float* out, int out_off, int out_h, int out_w, int out_c,
+    __global const float* in, int in_off, int in_ps, int in_h, int in_w,
+    __global float* out, int out_off, int out_ps, int out_h, int out_w,
     __global const float* weights, int w_off, int b_off,
     int k_h, int k_w, int s_h, int s_w, int d_h, int d_w, int pad_t, int pad_l,
     int cig, int cog, int cog_stride, int g_begin, int co_lo, int co_hi, int oh_begin,
@@ -39,10 +39,10 @@ __kernel void psched_conv2d(
       const int4 valid = iw >= 0 && iw < in_w && (int4)(ow0, ow0 + 1, ow0 + 2, ow0 + 3) < out_w;
       const float4 mask = select((float4)(0.0f), (float4)(1.0f), valid);
       iw = select((int4)(0), iw, valid);
-      __global const float* x0 = in + ci_base + (ih * in_w + iw.x) * in_c;
-      __global const float* x1 = in + ci_base + (ih * in_w + iw.y) * in_c;
-      __global const float* x2 = in + ci_base + (ih * in_w + iw.z) * in_c;
-      __global const float* x3 = in + ci_base + (ih * in_w + iw.w) * in_c;
+      __global const float* x0 = in + ci_base + (ih * in_w + iw.x) * in_ps;
+      __global const float* x1 = in + ci_base + (ih * in_w + iw.y) * in_ps;
+      __global const float* x2 = in + ci_base + (ih * in_w + iw.z) * in_ps;
+      __global const float* x3 = in + ci_base + (ih * in_w + iw.w) * in_ps;
       __global const float* w_row =
           weights + w_off + (((g * k_h + r) * k_w + s) * cig) * cog_stride + co_local;
       for (int ci = ci_begin; ci < ci_end; ++ci) {
@@ -66,7 +66,7 @@ __kernel void psched_conv2d(
     if (ow >= out_w) break;
     const float8 a = t == 0 ? acc0 : (t == 1 ? acc1 : (t == 2 ? acc2 : acc3));
     const float v[PSCHED_CONV_TILE_C] = {a.s0, a.s1, a.s2, a.s3, a.s4, a.s5, a.s6, a.s7};
-    __global float* dst = out + out_off + (oh * out_w + ow) * out_c + co;
+    __global float* dst = out + out_off + (oh * out_w + ow) * out_ps + co;
     if (mode == PSCHED_STORE && lanes == PSCHED_CONV_TILE_C) {
       const float4 lo = psched_activate4((float4)(v[0], v[1], v[2], v[3]) +
                                          (float4)(bias[0], bias[1], bias[2], bias[3]),
@@ -88,8 +88,8 @@ __kernel void psched_conv2d(
 // channel co / m. Packed weights: [kh][kw][out_c + 3], zero-padded. Channel slices are
 // [c_lo, c_hi) (whole groups), row slices as in psched_conv2d.
 __kernel void psched_depthwise_conv2d(
-    __global const float* in, int in_off, int in_h, int in_w, int in_c,
-    __global float* out, int out_off, int out_h, int out_w, int out_c,
+    __global const float* in, int in_off, int in_ps, int in_h, int in_w,
+    __global float* out, int out_off, int out_ps, int out_h, int out_w, int out_c,
     __global const float* weights, int w_off, int b_off,
     int k_h, int k_w, int s_h, int s_w, int d_h, int d_w, int pad_t, int pad_l,
     int multiplier, int c_lo, int c_hi, int oh_begin, int act_kind, float4 act) {
@@ -113,7 +113,7 @@ __kernel void psched_depthwise_conv2d(
       for (int t = 0; t < PSCHED_CONV_TILE_W; ++t) {
         const int iw = (ow0 + t) * s_w - pad_l + s * d_w;
         if (iw < 0 || iw >= in_w || ow0 + t >= out_w) continue;
-        __global const float* px = in + in_off + (ih * in_w + iw) * in_c;
+        __global const float* px = in + in_off + (ih * in_w + iw) * in_ps;
         const float4 x = (float4)(px[ci.x], px[ci.y], px[ci.z], px[ci.w]);
         acc[t] = fma(x, w, acc[t]);
       }
@@ -129,7 +129,7 @@ __kernel void psched_depthwise_conv2d(
     const int ow = ow0 + t;
     if (ow >= out_w) break;
     const float4 v = psched_activate4(acc[t] + bias, act_kind, act);
-    __global float* dst = out + out_off + (oh * out_w + ow) * out_c + co;
+    __global float* dst = out + out_off + (oh * out_w + ow) * out_ps + co;
     if (lanes == 4) {
       vstore4(v, 0, dst);
     } else {

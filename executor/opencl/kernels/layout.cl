@@ -1,20 +1,21 @@
 // Data-movement kernels: concat (one channel slice per input), constant pad, resize,
 // flatten (NHWC -> NCHW element order).
 
-// Copies a [pixels][src_c] tensor into channels [dst_c_begin, dst_c_begin + src_c) of a
-// [pixels][dst_c] tensor.
-__kernel void psched_copy_channels(__global const float* in, int in_off, int src_c,
-                                   __global float* out, int out_off, int dst_c, int dst_c_begin,
+// Copies a [pixels][src_c] tensor into channels [dst_c_begin, dst_c_begin + src_c) of the
+// output tensor.
+__kernel void psched_copy_channels(__global const float* in, int in_off, int in_ps, int src_c,
+                                   __global float* out, int out_off, int out_ps, int dst_c_begin,
                                    int pixels, int act_kind, float4 act) {
   const int c = get_global_id(0);
   const int p = get_global_id(1);
   if (c >= src_c || p >= pixels) return;
-  out[out_off + p * dst_c + dst_c_begin + c] =
-      psched_activate(in[in_off + p * src_c + c], act_kind, act);
+  out[out_off + p * out_ps + dst_c_begin + c] =
+      psched_activate(in[in_off + p * in_ps + c], act_kind, act);
 }
 
-__kernel void psched_pad(__global const float* in, int in_off, int in_h, int in_w, int in_c,
-                         __global float* out, int out_off, int out_h, int out_w, int out_c,
+__kernel void psched_pad(__global const float* in, int in_off, int in_ps, int in_h, int in_w,
+                         int in_c, __global float* out, int out_off, int out_ps, int out_h,
+                         int out_w, int out_c,
                          int top, int left, int c_before, float value, int act_kind,
                          float4 act) {
   const int c = get_global_id(0);
@@ -25,8 +26,8 @@ __kernel void psched_pad(__global const float* in, int in_off, int in_h, int in_
   const int iw = w - left;
   const int ic = c - c_before;
   const bool inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w && ic >= 0 && ic < in_c;
-  const float v = inside ? in[in_off + (ih * in_w + iw) * in_c + ic] : value;
-  out[out_off + (h * out_w + w) * out_c + c] = psched_activate(v, act_kind, act);
+  const float v = inside ? in[in_off + (ih * in_w + iw) * in_ps + ic] : value;
+  out[out_off + (h * out_w + w) * out_ps + c] = psched_activate(v, act_kind, act);
 }
 
 // Coordinate transforms, in model::CoordinateTransform order.
@@ -62,9 +63,9 @@ inline int psched_nearest(float x, int rounding, int in_len) {
   return clamp((int)r, 0, in_len - 1);
 }
 
-__kernel void psched_resize(__global const float* in, int in_off, int in_h, int in_w,
-                            int channels, __global float* out, int out_off, int out_h,
-                            int out_w, int linear, int transform, int rounding, float scale_h,
+__kernel void psched_resize(__global const float* in, int in_off, int in_ps, int in_h,
+                            int in_w, int channels, __global float* out, int out_off,
+                            int out_ps, int out_h, int out_w, int linear, int transform, int rounding, float scale_h,
                             float scale_w, int act_kind, float4 act) {
   const int c = get_global_id(0);
   const int w = get_global_id(1);
@@ -83,26 +84,26 @@ __kernel void psched_resize(__global const float* in, int in_off, int in_h, int 
     const float fy = yc - (float)y0;
     const float fx = xc - (float)x0;
     __global const float* base = in + in_off + c;
-    const float v00 = base[(y0 * in_w + x0) * channels];
-    const float v01 = base[(y0 * in_w + x1) * channels];
-    const float v10 = base[(y1 * in_w + x0) * channels];
-    const float v11 = base[(y1 * in_w + x1) * channels];
+    const float v00 = base[(y0 * in_w + x0) * in_ps];
+    const float v01 = base[(y0 * in_w + x1) * in_ps];
+    const float v10 = base[(y1 * in_w + x0) * in_ps];
+    const float v11 = base[(y1 * in_w + x1) * in_ps];
     v = (v00 * (1.0f - fx) + v01 * fx) * (1.0f - fy) + (v10 * (1.0f - fx) + v11 * fx) * fy;
   } else {
     const int iy = psched_nearest(y, rounding, in_h);
     const int ix = psched_nearest(x, rounding, in_w);
-    v = in[in_off + (iy * in_w + ix) * channels + c];
+    v = in[in_off + (iy * in_w + ix) * in_ps + c];
   }
-  out[out_off + (h * out_w + w) * channels + c] = psched_activate(v, act_kind, act);
+  out[out_off + (h * out_w + w) * out_ps + c] = psched_activate(v, act_kind, act);
 }
 
-__kernel void psched_flatten(__global const float* in, int in_off, int h_extent, int w_extent,
-                             int channels, __global float* out, int out_off, int act_kind,
+__kernel void psched_flatten(__global const float* in, int in_off, int in_ps, int h_extent,
+                             int w_extent, int channels, __global float* out, int out_off, int act_kind,
                              float4 act) {
   const int c = get_global_id(0);
   const int w = get_global_id(1);
   const int h = get_global_id(2);
   if (c >= channels || w >= w_extent || h >= h_extent) return;
   out[out_off + (c * h_extent + h) * w_extent + w] =
-      psched_activate(in[in_off + (h * w_extent + w) * channels + c], act_kind, act);
+      psched_activate(in[in_off + (h * w_extent + w) * in_ps + c], act_kind, act);
 }
