@@ -121,6 +121,52 @@ void BM_OpenClConvCinPlain(benchmark::State& state) {
   SplitConv(state, model::SplitAxis::kInputChannels, false);
 }
 
+// The partial-sum combining cost on its own: a 1x1 conv 56x56x8->64 is almost all output
+// traffic, so running it as one input-channel slice (zero fill + accumulate + activation
+// epilogue) instead of whole shows what combining adds per output element.
+// Arg 0: whole op (plain stores); 1: one cin slice, CAS adds; 2: one cin slice, plain adds.
+void BM_OpenClCombineCost(benchmark::State& state) {
+  Setup* s = Shared();
+  if (s->device == nullptr) return state.SkipWithError("no OpenCL device");
+  constexpr int64_t kCin = 8;
+  static model::Graph* graph = [] {
+    executor::testing::GraphBuilder b("conv1x1_56x56x8");
+    model::TensorId x = b.AddInput({kH, kW, kCin});
+    model::ConvAttrs attrs;
+    attrs.filter =
+        b.AddConstant({kC, 1, 1, kCin}, executor::testing::RandomVector(kC * kCin, 4));
+    model::Activation relu;
+    relu.kind = model::ActivationKind::kRelu;
+    b.MarkOutput(b.AddOp(model::OpKind::kConv2d, {x}, {kH, kW, kC}, attrs, relu));
+    return new model::Graph(b.Build());
+  }();
+  static std::unique_ptr<SvmArena> arena =
+      std::move(*SvmArena::Create(s->device.get(), kH * kW * (kCin + kC)));
+  absl::StatusOr<std::unique_ptr<KernelFactory>> factory =
+      KernelFactory::Create(s->device.get(), graph, arena.get(), {0, kH * kW * kCin});
+  if (!factory.ok()) return state.SkipWithError("factory failed");
+  std::vector<std::unique_ptr<OpKernel>> kernels;
+  if (state.range(0) == 0) {
+    kernels.push_back(std::move(*(*factory)->Create(0)));
+  } else {
+    kernels.push_back(std::move(*(*factory)->CreateZeroFill(0)));
+    kernels.push_back(std::move(*(*factory)->Create(
+        0, {model::SplitAxis::kInputChannels, 0, kCin}, KernelOptions{state.range(0) == 1})));
+    kernels.push_back(std::move(*(*factory)->CreateActivationEpilogue(0)));
+  }
+  for (const auto& k : kernels) (void)k->Enqueue();
+  (void)s->device->Finish();
+  for (auto _ : state) {
+    for (const auto& k : kernels) {
+      if (!k->Enqueue().ok()) state.SkipWithError("enqueue failed");
+    }
+    if (!s->device->Finish().ok()) state.SkipWithError("finish failed");
+  }
+  state.counters["ns_per_output"] = benchmark::Counter(
+      static_cast<double>(kH * kW * kC) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void BM_XnnpackConv(benchmark::State& state) {
   if (xnn_initialize(nullptr) != xnn_status_success) {
     return state.SkipWithError("xnn_initialize failed");
@@ -167,6 +213,7 @@ BENCHMARK(BM_OpenClConvCout)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->Use
 BENCHMARK(BM_OpenClConvRows)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenClConvCinAtomic)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenClConvCinPlain)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpenClCombineCost)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_SyncDispatchOverhead)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
