@@ -104,8 +104,10 @@ class Search {
     return list_.ScheduleInto(problem_, plans_, workspace_, out, scope);
   }
 
-  // Draws up to options_.ops_per_iteration distinct ops of `partitionable` from the
-  // slack mixture into sampled_.
+  // Draws options_.ops_per_iteration ops of the stage from the slack mixture into
+  // sampled_, with replacement: an op drawn twice gets twice the candidate plans, so a stage
+  // with fewer partitionable ops than draws still spends the full per-iteration budget on
+  // its most critical ones.
   void SampleOps() {
     const size_t m = partitionable_.size();
     weight_.resize(m);
@@ -115,25 +117,25 @@ class Search {
       weight_[k] = slack_.op_duration(op) / (std::max(0.0, slack_.op_slack(op)) + options_.epsilon);
       total += weight_[k];
     }
+    double mass = 0;
     for (size_t k = 0; k < m; ++k) {
       const double biased = total > 0 ? weight_[k] / total : 1.0 / static_cast<double>(m);
       weight_[k] = options_.rho * biased + (1.0 - options_.rho) / static_cast<double>(m);
+      mass += weight_[k];
     }
     sampled_.clear();
-    const size_t want = std::min(m, static_cast<size_t>(std::max(0, options_.ops_per_iteration)));
-    while (sampled_.size() < want) {
-      double mass = 0;
-      for (double w : weight_) mass += w;
-      double u = std::uniform_real_distribution<double>(0.0, mass)(rng_);
-      size_t pick = m;
+    std::uniform_real_distribution<double> uniform(0.0, mass);
+    for (int draw = 0; draw < options_.ops_per_iteration; ++draw) {
+      double u = uniform(rng_);
+      size_t pick = m - 1;
       for (size_t k = 0; k < m; ++k) {
-        if (weight_[k] <= 0) continue;
-        pick = k;
-        if (u < weight_[k]) break;
+        if (u < weight_[k]) {
+          pick = k;
+          break;
+        }
         u -= weight_[k];
       }
       sampled_.push_back(partitionable_[pick]);
-      weight_[pick] = 0;
     }
   }
 

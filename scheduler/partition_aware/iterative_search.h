@@ -4,9 +4,9 @@
 // schedule of them. Split the DAG into stages (staging.h). Per stage, with the subtasks of
 // earlier stages fixed (they keep their devices and times, block their devices and give
 // predecessor completion times), repeat: compute slack on the stage's scheduled-subtask
-// graph (slack.h); draw `ops_per_iteration` distinct partitionable ops of the stage from
-// the mixture P(i) = rho * w_i / sum w + (1 - rho) / |V_p|, w_i = total subtask duration /
-// (slack + epsilon); for each, draw `plans_per_op` candidate plans (PlanSampler); re-run
+// graph (slack.h); draw `ops_per_iteration` partitionable ops of the stage (with
+// replacement) from the mixture P(i) = rho * w_i / sum w + (1 - rho) / |V_p|, w_i = total
+// subtask duration / (slack + epsilon); for each, draw `plans_per_op` candidate plans (PlanSampler); re-run
 // the inner list scheduler on the stage for every candidate that differs from the
 // current plan; accept the candidate that lowers the stage's finish time most; stop when
 // none does, after `max_iterations` or when the stage's timeout passes.
