@@ -1,0 +1,153 @@
+#include "client/client.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace psched::client {
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(64 << 20);
+  channel_ = grpc::CreateCustomChannel(absl::StrCat("unix:", options_.socket),
+                                       grpc::InsecureChannelCredentials(), args);
+  models_ = v1::ModelService::NewStub(channel_);
+  plans_ = v1::PlanService::NewStub(channel_);
+  inference_ = v1::InferenceService::NewStub(channel_);
+  admin_ = v1::AdminService::NewStub(channel_);
+}
+
+void Client::Prepare(grpc::ClientContext& context) const {
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+}
+
+absl::Status Client::Convert(const grpc::Status& status) const {
+  if (status.ok()) return absl::OkStatus();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return absl::UnavailableError(absl::StrCat("no pschedd answers on ", options_.socket,
+                                               " (is it running? ", status.error_message(), ")"));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+#define PSCHED_UNARY(Stub, Method, Request, Response, request)          \
+  grpc::ClientContext context;                                           \
+  Prepare(context);                                                      \
+  Response response;                                                     \
+  grpc::Status status = Stub->Method(&context, request, &response);      \
+  if (!status.ok()) return Convert(status);                              \
+  return response
+
+absl::StatusOr<v1::StatusResponse> Client::Status() {
+  PSCHED_UNARY(admin_, Status, v1::StatusRequest, v1::StatusResponse, v1::StatusRequest());
+}
+
+absl::StatusOr<v1::DevicesResponse> Client::Devices() {
+  PSCHED_UNARY(admin_, Devices, v1::DevicesRequest, v1::DevicesResponse, v1::DevicesRequest());
+}
+
+absl::StatusOr<v1::CacheStatsResponse> Client::CacheStats() {
+  PSCHED_UNARY(admin_, CacheStats, v1::CacheStatsRequest, v1::CacheStatsResponse,
+               v1::CacheStatsRequest());
+}
+
+absl::StatusOr<v1::ListCachedPlansResponse> Client::ListCachedPlans(const std::string& model_id) {
+  v1::ListCachedPlansRequest request;
+  request.set_model_id(model_id);
+  PSCHED_UNARY(admin_, ListCachedPlans, v1::ListCachedPlansRequest, v1::ListCachedPlansResponse,
+               request);
+}
+
+absl::StatusOr<v1::PurgeCacheResponse> Client::PurgeCache(bool include_models) {
+  v1::PurgeCacheRequest request;
+  request.set_include_models(include_models);
+  PSCHED_UNARY(admin_, PurgeCache, v1::PurgeCacheRequest, v1::PurgeCacheResponse, request);
+}
+
+absl::StatusOr<v1::ListModelsResponse> Client::ListModels() {
+  PSCHED_UNARY(models_, ListModels, v1::ListModelsRequest, v1::ListModelsResponse,
+               v1::ListModelsRequest());
+}
+
+absl::StatusOr<v1::RemoveModelResponse> Client::RemoveModel(const std::string& id) {
+  v1::RemoveModelRequest request;
+  request.set_id(id);
+  PSCHED_UNARY(models_, RemoveModel, v1::RemoveModelRequest, v1::RemoveModelResponse, request);
+}
+
+absl::StatusOr<v1::InferResponse> Client::Infer(const v1::InferRequest& request) {
+  PSCHED_UNARY(inference_, Infer, v1::InferRequest, v1::InferResponse, request);
+}
+
+#undef PSCHED_UNARY
+
+absl::StatusOr<v1::Model> Client::GetModel(const std::string& id) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::GetModelRequest request;
+  request.set_id(id);
+  v1::GetModelResponse response;
+  grpc::Status status = models_->GetModel(&context, request, &response);
+  if (!status.ok()) return Convert(status);
+  return response.model();
+}
+
+absl::StatusOr<v1::RegisterModelResponse> Client::RegisterModel(const std::string& onnx,
+                                                                const std::string& name,
+                                                                bool synthesize_weights) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::RegisterModelResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::RegisterModelRequest>> writer =
+      models_->RegisterModel(&context, &response);
+  v1::RegisterModelRequest message;
+  v1::ModelHeader* header = message.mutable_header();
+  header->set_name(name);
+  header->set_synthesize_weights(synthesize_weights);
+  header->set_total_bytes(static_cast<int64_t>(onnx.size()));
+  // A failed write means the daemon already answered (e.g. too large); Finish says why.
+  bool open = writer->Write(message);
+  for (size_t offset = 0; open && offset < onnx.size();
+       offset += static_cast<size_t>(options_.chunk_bytes)) {
+    v1::RegisterModelRequest chunk;
+    chunk.set_chunk(onnx.substr(offset, static_cast<size_t>(options_.chunk_bytes)));
+    open = writer->Write(chunk);
+  }
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (!status.ok()) return Convert(status);
+  return response;
+}
+
+absl::StatusOr<v1::Plan> Client::GetPlan(
+    const std::string& model_id, const std::string& scheduler,
+    const std::map<std::string, std::string>& options, bool refresh,
+    const std::function<void(const v1::PlanProgress&)>& progress) {
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::GetPlanRequest request;
+  request.set_model_id(model_id);
+  request.set_scheduler(scheduler);
+  request.set_refresh(refresh);
+  for (const auto& [key, value] : options) (*request.mutable_options())[key] = value;
+  std::unique_ptr<grpc::ClientReader<v1::GetPlanResponse>> reader =
+      plans_->GetPlan(&context, request);
+  v1::GetPlanResponse message;
+  std::optional<v1::Plan> plan;
+  while (reader->Read(&message)) {
+    if (message.has_progress() && progress) progress(message.progress());
+    if (message.has_plan()) plan = message.plan();
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return Convert(status);
+  if (!plan.has_value()) return absl::InternalError("GetPlan stream ended without a plan");
+  return *plan;
+}
+
+}  // namespace psched::client

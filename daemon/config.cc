@@ -1,0 +1,212 @@
+#include "daemon/config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace psched::daemon {
+namespace {
+
+const std::set<std::string> kLogLevels = {"trace", "debug", "info",    "warn",
+                                          "error", "critical", "off"};
+
+std::string Where(const std::string& origin, const toml::node& node) {
+  const toml::source_region& source = node.source();
+  return absl::StrCat(origin, ":", source.begin.line);
+}
+
+template <typename T>
+absl::Status Read(const toml::table& table, const std::string& key, const std::string& origin,
+                  T& out) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return absl::OkStatus();
+  std::optional<T> value = node->value<T>();
+  if (!value.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(origin, *node), ": '", key, "' has the wrong type"));
+  }
+  out = *value;
+  return absl::OkStatus();
+}
+
+absl::Status CheckKeys(const toml::table& table, const std::set<std::string>& known,
+                       const std::string& origin, const std::string& section) {
+  for (const auto& [key, node] : table) {
+    if (!known.contains(std::string(key.str()))) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(origin, node), ": unknown key '",
+                                                     section, std::string(key.str()), "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+#define PSCHED_RETURN_IF_ERROR(expr)   \
+  do {                                 \
+    absl::Status status_ = (expr);     \
+    if (!status_.ok()) return status_; \
+  } while (false)
+
+absl::StatusOr<DeviceConfig> ParseDevice(const toml::table& table, const std::string& origin) {
+  PSCHED_RETURN_IF_ERROR(
+      CheckKeys(table, {"name", "kind", "cores", "opencl_device"}, origin, "devices."));
+  DeviceConfig device;
+  PSCHED_RETURN_IF_ERROR(Read(table, "name", origin, device.name));
+  PSCHED_RETURN_IF_ERROR(Read(table, "kind", origin, device.kind));
+  PSCHED_RETURN_IF_ERROR(Read(table, "opencl_device", origin, device.opencl_device));
+  std::string where = absl::StrCat(origin, ":", table.source().begin.line);
+  if (device.name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": a device needs a 'name'"));
+  }
+  if (device.kind != "cpu" && device.kind != "gpu") {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": device '", device.name,
+                                                   "' has kind '", device.kind,
+                                                   "'; expected \"cpu\" or \"gpu\""));
+  }
+  if (const toml::array* cores = table.get_as<toml::array>("cores")) {
+    for (const toml::node& core : *cores) {
+      std::optional<int64_t> value = core.value<int64_t>();
+      if (!value.has_value() || *value < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": device '", device.name, "': cores must be non-negative integers"));
+      }
+      device.cores.push_back(static_cast<int>(*value));
+    }
+  }
+  if (device.kind == "cpu" && device.cores.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": CPU device '", device.name, "' needs 'cores'"));
+  }
+  return device;
+}
+
+}  // namespace
+
+std::string DefaultConfigToml() {
+  return R"toml(# pschedd configuration. Every key is optional; the values below are the defaults.
+# Command-line flags (--socket, --state-dir, --log-level) override this file.
+
+# Unix socket of the gRPC API (ignored when systemd passes a socket: pschedd.socket).
+socket = "/run/pschedd/pschedd.sock"
+# SQLite plan cache and registered models (systemd: StateDirectory=pschedd).
+state_dir = "/var/lib/pschedd"
+# trace, debug, info, warn, error, critical, off.
+log_level = "info"
+
+# Largest ONNX upload accepted, bytes (bigger: RESOURCE_EXHAUSTED).
+max_model_bytes = 268435456
+# Inference requests waiting or running before new ones get RESOURCE_EXHAUSTED.
+queue_capacity = 64
+# Scheduler used when a request names none (heft, iterative, single:cpu.0, ...).
+default_scheduler = "heft"
+# Upper bound of the SQLite database, bytes; 0 = only the disk limits it.
+cache_max_bytes = 0
+# Seconds SIGTERM waits for in-flight requests.
+shutdown_grace_s = 30
+# An inference running longer than this is stuck: the systemd watchdog stops being fed.
+stuck_inference_s = 60
+
+# Platform profile to plan for: "host" = the devices below on this machine.
+platform = "host"
+
+# Logical devices. None listed: one CPU device per online core, named cpu.0, cpu.1, ...
+# [[devices]]
+# name = "cpu.0"
+# kind = "cpu"
+# cores = [0]
+#
+# [[devices]]
+# name = "gpu"
+# kind = "gpu"
+# opencl_device = ""   # substring of the OpenCL device name; empty = first device
+)toml";
+}
+
+absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std::string& origin) {
+  // toml++ reports syntax errors by exception; they stop here.
+  toml::table table;
+  try {
+    table = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& error) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ":", error.source().begin.line, ": ",
+                                                   std::string(error.description())));
+  }
+  PSCHED_RETURN_IF_ERROR(CheckKeys(table,
+                                   {"socket", "state_dir", "log_level", "max_model_bytes",
+                                    "queue_capacity", "default_scheduler", "cache_max_bytes",
+                                    "shutdown_grace_s", "stuck_inference_s", "platform",
+                                    "devices"},
+                                   origin, ""));
+  DaemonConfig config;
+  PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
+  PSCHED_RETURN_IF_ERROR(Read(table, "state_dir", origin, config.state_dir));
+  PSCHED_RETURN_IF_ERROR(Read(table, "log_level", origin, config.log_level));
+  PSCHED_RETURN_IF_ERROR(Read(table, "max_model_bytes", origin, config.max_model_bytes));
+  int64_t queue_capacity = config.queue_capacity;
+  PSCHED_RETURN_IF_ERROR(Read(table, "queue_capacity", origin, queue_capacity));
+  PSCHED_RETURN_IF_ERROR(Read(table, "default_scheduler", origin, config.default_scheduler));
+  PSCHED_RETURN_IF_ERROR(Read(table, "cache_max_bytes", origin, config.cache_max_bytes));
+  int64_t grace = config.shutdown_grace_s;
+  PSCHED_RETURN_IF_ERROR(Read(table, "shutdown_grace_s", origin, grace));
+  int64_t stuck = config.stuck_inference_s;
+  PSCHED_RETURN_IF_ERROR(Read(table, "stuck_inference_s", origin, stuck));
+  PSCHED_RETURN_IF_ERROR(Read(table, "platform", origin, config.platform));
+
+  if (queue_capacity < 1 || queue_capacity > 1000000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": queue_capacity ", queue_capacity, " is outside [1, 1000000]"));
+  }
+  if (config.max_model_bytes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": max_model_bytes must be positive"));
+  }
+  if (grace < 0 || stuck < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": shutdown_grace_s must be >= 0 and stuck_inference_s >= 1"));
+  }
+  if (!kLogLevels.contains(config.log_level)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": unknown log_level '", config.log_level, "'"));
+  }
+  config.queue_capacity = static_cast<int>(queue_capacity);
+  config.shutdown_grace_s = static_cast<int>(grace);
+  config.stuck_inference_s = static_cast<int>(stuck);
+
+  if (const toml::node* devices = table.get("devices")) {
+    const toml::array* array = devices->as_array();
+    if (array == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(origin, *devices), ": 'devices' must be an array of tables"));
+    }
+    std::set<std::string> names;
+    for (const toml::node& entry : *array) {
+      const toml::table* device_table = entry.as_table();
+      if (device_table == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Where(origin, entry), ": each [[devices]] entry must be a table"));
+      }
+      absl::StatusOr<DeviceConfig> device = ParseDevice(*device_table, origin);
+      if (!device.ok()) return device.status();
+      if (!names.insert(device->name).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Where(origin, entry), ": duplicate device '", device->name, "'"));
+      }
+      config.devices.push_back(std::move(*device));
+    }
+  }
+  return config;
+}
+
+absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseConfig(text.str(), path);
+}
+
+}  // namespace psched::daemon

@@ -1,0 +1,61 @@
+// pschedd's configuration: a plain struct with documented defaults, loaded from a TOML file
+// (--config) and then overridden by command-line flags.
+//
+// DefaultConfigToml() is the documented default file (`pschedd --print-default-config`);
+// parsing it gives DaemonConfig{} exactly (a test holds the two together). Value type; no
+// shared state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace psched::daemon {
+
+// One logical device of the platform the daemon plans for and runs on.
+struct DeviceConfig {
+  std::string name;        // "cpu.0", "gpu", ...: unique
+  std::string kind;        // "cpu" or "gpu"
+  std::vector<int> cores;  // CPU cores the device's threads are pinned to
+  std::string opencl_device;  // GPU: OpenCL device name substring; empty: the first one
+};
+
+struct DaemonConfig {
+  // Unix socket the gRPC API listens on (ignored under socket activation).
+  std::string socket = "/run/pschedd/pschedd.sock";
+  // SQLite cache and other persistent state.
+  std::string state_dir = "/var/lib/pschedd";
+  // trace, debug, info, warn, error, critical, off.
+  std::string log_level = "info";
+
+  // Largest accepted ONNX upload; bigger uploads get RESOURCE_EXHAUSTED.
+  int64_t max_model_bytes = int64_t{256} << 20;
+  // Inference requests that may wait (running one included) before RESOURCE_EXHAUSTED.
+  int queue_capacity = 64;
+  // Scheduler for plan and infer requests that name none.
+  std::string default_scheduler = "heft";
+  // Upper bound of the SQLite database size; 0: only the disk limits it.
+  int64_t cache_max_bytes = 0;
+  // Seconds SIGTERM waits for in-flight requests before cancelling them.
+  int shutdown_grace_s = 30;
+  // An inference running longer than this counts as stuck: the watchdog stops pinging
+  // systemd, which then restarts the daemon.
+  int stuck_inference_s = 60;
+
+  // Platform profile the daemon plans for: "host" is this machine's devices below.
+  std::string platform = "host";
+  // Logical devices; empty: one CPU device per online core ("cpu.0", "cpu.1", ...).
+  std::vector<DeviceConfig> devices;
+};
+
+// The default configuration as a commented TOML document.
+std::string DefaultConfigToml();
+
+// Parses TOML text; `origin` names the source in error messages. Unknown keys are errors
+// (a typo must not silently fall back to a default).
+absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std::string& origin);
+absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path);
+
+}  // namespace psched::daemon

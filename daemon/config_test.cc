@@ -1,0 +1,81 @@
+#include "daemon/config.h"
+
+#include "gtest/gtest.h"
+
+namespace psched::daemon {
+namespace {
+
+TEST(ConfigTest, DefaultTomlParsesToDefaults) {
+  absl::StatusOr<DaemonConfig> parsed = ParseConfig(DefaultConfigToml(), "default");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  DaemonConfig defaults;
+  EXPECT_EQ(parsed->socket, defaults.socket);
+  EXPECT_EQ(parsed->state_dir, defaults.state_dir);
+  EXPECT_EQ(parsed->log_level, defaults.log_level);
+  EXPECT_EQ(parsed->max_model_bytes, defaults.max_model_bytes);
+  EXPECT_EQ(parsed->queue_capacity, defaults.queue_capacity);
+  EXPECT_EQ(parsed->default_scheduler, defaults.default_scheduler);
+  EXPECT_EQ(parsed->cache_max_bytes, defaults.cache_max_bytes);
+  EXPECT_EQ(parsed->shutdown_grace_s, defaults.shutdown_grace_s);
+  EXPECT_EQ(parsed->stuck_inference_s, defaults.stuck_inference_s);
+  EXPECT_EQ(parsed->platform, defaults.platform);
+  EXPECT_TRUE(parsed->devices.empty());
+}
+
+TEST(ConfigTest, ReadsDevices) {
+  absl::StatusOr<DaemonConfig> parsed = ParseConfig(R"(
+queue_capacity = 8
+default_scheduler = "iterative"
+[[devices]]
+name = "cpu.0"
+kind = "cpu"
+cores = [0]
+[[devices]]
+name = "gpu"
+kind = "gpu"
+opencl_device = "pthread"
+)",
+                                                    "test.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->queue_capacity, 8);
+  EXPECT_EQ(parsed->default_scheduler, "iterative");
+  ASSERT_EQ(parsed->devices.size(), 2u);
+  EXPECT_EQ(parsed->devices[0].cores, std::vector<int>{0});
+  EXPECT_EQ(parsed->devices[1].kind, "gpu");
+  EXPECT_EQ(parsed->devices[1].opencl_device, "pthread");
+}
+
+TEST(ConfigTest, RejectsBadInputWithLocation) {
+  struct Case {
+    const char* toml;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"queue_capacity = 0", "queue_capacity 0"},
+      {"queue_size = 3", "test.toml:1: unknown key 'queue_size'"},
+      {"socket = 5", "test.toml:1: 'socket' has the wrong type"},
+      {"log_level = \"loud\"", "unknown log_level 'loud'"},
+      {"socket = ", "test.toml:1"},
+      {"[[devices]]\nname = \"x\"\nkind = \"npu\"", "kind 'npu'"},
+      {"[[devices]]\nname = \"c\"\nkind = \"cpu\"", "needs 'cores'"},
+      {"[[devices]]\nname = \"c\"\nkind = \"cpu\"\ncores = [0]\n[[devices]]\nname = \"c\"\n"
+       "kind = \"cpu\"\ncores = [1]",
+       "duplicate device 'c'"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<DaemonConfig> parsed = ParseConfig(c.toml, "test.toml");
+    ASSERT_FALSE(parsed.ok()) << c.toml;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << c.toml;
+    EXPECT_NE(parsed.status().message().find(c.expected), std::string::npos)
+        << c.toml << " -> " << parsed.status();
+  }
+}
+
+TEST(ConfigTest, MissingFileIsNotFound) {
+  absl::StatusOr<DaemonConfig> loaded = LoadConfigFile("/nonexistent/pschedd.toml");
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(loaded.status().message().find("/nonexistent/pschedd.toml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace psched::daemon

@@ -1,0 +1,495 @@
+#include "daemon/engine.h"
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "model/model_hash.h"
+#include "spdlog/spdlog.h"
+
+namespace psched::daemon {
+namespace {
+
+// How often blocked callers look at their cancellation probe.
+constexpr absl::Duration kPollInterval = absl::Milliseconds(20);
+
+absl::Status WithContext(const absl::Status& status, absl::string_view context) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+}
+
+std::string DimsString(const std::vector<int64_t>& dims) {
+  return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
+}
+
+nlohmann::json SpecsJson(const std::vector<TensorSpec>& specs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TensorSpec& spec : specs) out.push_back({{"name", spec.name}, {"dims", spec.dims}});
+  return out;
+}
+
+std::vector<TensorSpec> SpecsFromJson(const nlohmann::json& json) {
+  std::vector<TensorSpec> specs;
+  if (!json.is_array()) return specs;
+  for (const nlohmann::json& entry : json) {
+    specs.push_back({entry.value("name", ""), entry.value("dims", std::vector<int64_t>{})});
+  }
+  return specs;
+}
+
+}  // namespace
+
+int64_t TensorSpec::Elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// One planning run shared by every request for the same cache key.
+struct Engine::Flight {
+  absl::Mutex mu;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  absl::StatusOr<PlanResult> result ABSL_GUARDED_BY(mu) = absl::UnknownError("not planned");
+  int waiters ABSL_GUARDED_BY(mu) = 0;
+  int64_t progress_seq ABSL_GUARDED_BY(mu) = 0;
+  PlanProgressEvent progress ABSL_GUARDED_BY(mu);
+};
+
+Engine::Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
+               std::unique_ptr<Backend> backend)
+    : config_(config),
+      store_(std::move(store)),
+      backend_(std::move(backend)),
+      queue_(config.queue_capacity) {}
+
+Engine::~Engine() {
+  Shutdown();
+  absl::MutexLock lock(&flights_mu_);
+  flights_mu_.Await(absl::Condition(
+      +[](int* planners) { return *planners == 0; }, &planners_));
+}
+
+void Engine::Shutdown() { queue_.Drain(); }
+
+std::string Engine::SchedulerConfigKey(const std::string& scheduler,
+                                       const std::map<std::string, std::string>& options) {
+  std::string key = scheduler;
+  for (const auto& [name, value] : options) absl::StrAppend(&key, ";", name, "=", value);
+  return key;
+}
+
+absl::StatusOr<std::string> Engine::Resolve(const std::string& id_or_prefix) {
+  return store_->ResolveModelId(id_or_prefix);
+}
+
+ModelInfo Engine::Describe(const cache::ModelRecord& record, const LoadedModel* loaded) const {
+  ModelInfo info;
+  info.id = record.id;
+  info.name = record.name;
+  info.size_bytes = record.size_bytes;
+  info.registered_unix_s = record.created_unix_s;
+  info.summary = nlohmann::json::parse(record.summary_json, nullptr, false);
+  if (info.summary.is_discarded()) info.summary = nlohmann::json::object();
+  info.inputs = SpecsFromJson(info.summary.value("inputs", nlohmann::json()));
+  info.outputs = SpecsFromJson(info.summary.value("outputs", nlohmann::json()));
+  info.has_weights = info.summary.value("has_weights", false);
+  if (loaded != nullptr) {
+    info.inputs = loaded->inputs;
+    info.outputs = loaded->outputs;
+    info.has_weights = loaded->has_weights;
+  }
+  return info;
+}
+
+absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onnx,
+                                                                  const std::string& name,
+                                                                  bool synthesize_weights) {
+  if (static_cast<int64_t>(onnx.size()) > config_.max_model_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("model is ", onnx.size(),
+                                                     " bytes; this daemon accepts at most ",
+                                                     config_.max_model_bytes));
+  }
+  if (onnx.empty()) return absl::InvalidArgumentError("model upload is empty");
+  std::string id = model::ModelHash(onnx);
+  if (absl::StatusOr<cache::ModelRecord> existing = store_->GetModel(id); existing.ok()) {
+    absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
+    return std::make_pair(Describe(*existing, loaded.ok() ? loaded->get() : nullptr), true);
+  }
+  absl::StatusOr<LoadedModel> loaded = backend_->Load(onnx, name, synthesize_weights);
+  if (!loaded.ok()) return WithContext(loaded.status(), "cannot import model");
+
+  cache::ModelRecord record;
+  record.id = id;
+  record.name = !name.empty() ? name : loaded->summary.value("name", std::string("model"));
+  if (record.name.empty()) record.name = "model";
+  nlohmann::json summary = loaded->summary;
+  summary["has_weights"] = loaded->has_weights;
+  summary["inputs"] = SpecsJson(loaded->inputs);
+  summary["outputs"] = SpecsJson(loaded->outputs);
+  record.summary_json = summary.dump();
+  record.synthesize_weights = synthesize_weights;
+  record.size_bytes = static_cast<int64_t>(onnx.size());
+  record.onnx = std::move(onnx);
+  absl::StatusOr<bool> inserted = store_->PutModel(record);
+  if (!inserted.ok()) return inserted.status();
+  auto shared = std::make_shared<const LoadedModel>(std::move(*loaded));
+  {
+    absl::MutexLock lock(&models_mu_);
+    loaded_[id] = shared;
+  }
+  absl::StatusOr<cache::ModelRecord> stored = store_->GetModel(id);
+  if (!stored.ok()) return stored.status();
+  spdlog::info("registered model {} ({}, {} bytes)", id, record.name, record.size_bytes);
+  return std::make_pair(Describe(*stored, shared.get()), !*inserted);
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::string& id) {
+  {
+    absl::MutexLock lock(&models_mu_);
+    auto it = loaded_.find(id);
+    if (it != loaded_.end()) return it->second;
+  }
+  absl::StatusOr<cache::ModelRecord> record = store_->GetModel(id);
+  if (!record.ok()) return record.status();
+  absl::StatusOr<LoadedModel> loaded =
+      backend_->Load(record->onnx, record->name, record->synthesize_weights);
+  if (!loaded.ok()) {
+    return WithContext(loaded.status(), absl::StrCat("cannot re-import stored model ", id));
+  }
+  auto shared = std::make_shared<const LoadedModel>(std::move(*loaded));
+  absl::MutexLock lock(&models_mu_);
+  // Two threads may import at once; keep the first so every caller shares one handle.
+  auto [it, inserted] = loaded_.emplace(id, shared);
+  return it->second;
+}
+
+absl::StatusOr<std::vector<ModelInfo>> Engine::ListModels() {
+  absl::StatusOr<std::vector<cache::ModelRecord>> records = store_->ListModels();
+  if (!records.ok()) return records.status();
+  std::vector<ModelInfo> models;
+  for (const cache::ModelRecord& record : *records) models.push_back(Describe(record, nullptr));
+  return models;
+}
+
+absl::StatusOr<ModelInfo> Engine::GetModel(const std::string& id_or_prefix) {
+  absl::StatusOr<std::string> id = Resolve(id_or_prefix);
+  if (!id.ok()) return id.status();
+  absl::StatusOr<cache::ModelRecord> record = store_->GetModel(*id);
+  if (!record.ok()) return record.status();
+  return Describe(*record, nullptr);
+}
+
+absl::StatusOr<std::pair<std::string, int64_t>> Engine::RemoveModel(
+    const std::string& id_or_prefix) {
+  absl::StatusOr<std::string> id = Resolve(id_or_prefix);
+  if (!id.ok()) return id.status();
+  absl::StatusOr<int64_t> plans = store_->RemoveModel(*id);
+  if (!plans.ok()) return plans.status();
+  {
+    absl::MutexLock lock(&models_mu_);
+    loaded_.erase(*id);
+  }
+  spdlog::info("removed model {} and {} cached plan(s)", *id, *plans);
+  return std::make_pair(*id, *plans);
+}
+
+absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
+                                           const std::string& requested_scheduler,
+                                           const std::map<std::string, std::string>& options,
+                                           bool refresh, const CallContext& context,
+                                           const ProgressFn& progress) {
+  absl::StatusOr<std::string> id = Resolve(id_or_prefix);
+  if (!id.ok()) return id.status();
+  const std::string scheduler =
+      requested_scheduler.empty() ? config_.default_scheduler : requested_scheduler;
+  if (absl::Status status = backend_->CheckScheduler(scheduler, options); !status.ok()) {
+    return status;
+  }
+  const PlatformInfo& platform = backend_->platform();
+  cache::PlanKey key{*id, platform.fingerprint, platform.predictor_version,
+                     SchedulerConfigKey(scheduler, options)};
+  if (!refresh) {
+    absl::StatusOr<std::optional<cache::PlanRecord>> cached = store_->LookupPlan(key);
+    if (!cached.ok()) return cached.status();
+    if (cached->has_value()) {
+      const cache::PlanRecord& record = **cached;
+      PlanResult result;
+      result.model_id = *id;
+      result.scheduler = record.scheduler;
+      result.makespan_us = record.makespan_us;
+      result.cached = true;
+      result.planning_ms = record.planning_ms;
+      result.platform_fingerprint = key.platform_fingerprint;
+      result.predictor_version = key.predictor_version;
+      result.schedule = nlohmann::json::parse(record.schedule_json, nullptr, false);
+      if (!result.schedule.is_discarded()) return result;
+      spdlog::warn("cached plan for {} is not valid JSON; recomputing", *id);
+    }
+  }
+  return ComputePlan(*id, key, scheduler, options, context, progress);
+}
+
+absl::StatusOr<PlanResult> Engine::ComputePlan(const std::string& id, const cache::PlanKey& key,
+                                               const std::string& scheduler,
+                                               const std::map<std::string, std::string>& options,
+                                               const CallContext& context,
+                                               const ProgressFn& progress) {
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
+  if (!loaded.ok()) return loaded.status();
+
+  const std::string flight_key = absl::StrCat(key.model_id, "|", key.platform_fingerprint, "|",
+                                              key.predictor_version, "|", key.scheduler_config);
+  std::shared_ptr<Flight> flight;
+  {
+    absl::MutexLock lock(&flights_mu_);
+    auto it = flights_.find(flight_key);
+    if (it != flights_.end()) {
+      flight = it->second;
+      absl::MutexLock flight_lock(&flight->mu);
+      ++flight->waiters;
+    } else {
+      flight = std::make_shared<Flight>();
+      flight->waiters = 1;
+      flights_[flight_key] = flight;
+      std::shared_ptr<const LoadedModel> model = *loaded;
+      // The planner runs on its own thread so a caller that gives up does not abandon the
+      // others; it stops early only when every caller has gone.
+      std::thread planner([this, flight, model, key, scheduler, options,
+                                     flight_key] {
+        auto on_progress = [&flight](const PlanProgressEvent& event) {
+          absl::MutexLock guard(&flight->mu);
+          flight->progress = event;
+          ++flight->progress_seq;
+        };
+        auto abandoned = [&flight] {
+          absl::MutexLock guard(&flight->mu);
+          return flight->waiters == 0;
+        };
+        on_progress({"planning", 0});
+        auto start = std::chrono::steady_clock::now();
+        absl::StatusOr<PlanOutput> plan =
+            backend_->Plan(*model, scheduler, options, on_progress, abandoned);
+        double planning_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        absl::StatusOr<PlanResult> result = absl::UnknownError("unreachable");
+        if (!plan.ok()) {
+          result = plan.status();
+        } else {
+          PlanResult done;
+          done.model_id = key.model_id;
+          done.scheduler = plan->scheduler;
+          done.makespan_us = plan->makespan_us;
+          done.planning_ms = planning_ms;
+          done.platform_fingerprint = key.platform_fingerprint;
+          done.predictor_version = key.predictor_version;
+          done.schedule = plan->schedule;
+          cache::PlanRecord record;
+          record.key = key;
+          record.scheduler = done.scheduler;
+          record.schedule_json = done.schedule.dump();
+          record.makespan_us = done.makespan_us;
+          record.planning_ms = planning_ms;
+          // A plan that cannot be cached (disk full) is still a good answer.
+          if (absl::Status stored = store_->PutPlan(record); !stored.ok()) {
+            spdlog::warn("plan for {} not cached: {}", key.model_id, std::string(stored.message()));
+          }
+          spdlog::info("planned {} with {}: makespan {:.1f} us in {:.1f} ms", key.model_id,
+                       done.scheduler, done.makespan_us, planning_ms);
+          result = std::move(done);
+        }
+        {
+          absl::MutexLock guard(&flight->mu);
+          flight->result = std::move(result);
+          flight->done = true;
+        }
+        // Last touch of `this`: the destructor waits for planners_ to reach zero.
+        absl::MutexLock guard(&flights_mu_);
+        flights_.erase(flight_key);
+        --planners_;
+      });
+      ++planners_;
+      planner.detach();
+    }
+  }
+
+  int64_t seen_seq = 0;
+  while (true) {
+    absl::Time wake = std::min(context.deadline, absl::Now() + kPollInterval);
+    PlanProgressEvent event;
+    bool new_event = false;
+    {
+      absl::MutexLock lock(&flight->mu);
+      flight->mu.AwaitWithDeadline(absl::Condition(&flight->done), wake);
+      if (flight->done) {
+        --flight->waiters;
+        return flight->result;
+      }
+      if (flight->progress_seq != seen_seq) {
+        seen_seq = flight->progress_seq;
+        event = flight->progress;
+        new_event = true;
+      }
+    }
+    if (new_event && progress) progress(event);
+    bool expired = absl::Now() >= context.deadline;
+    if (expired || context.cancelled()) {
+      absl::MutexLock lock(&flight->mu);
+      --flight->waiters;
+      return expired ? absl::DeadlineExceededError("deadline passed while planning")
+                     : absl::CancelledError("plan request cancelled");
+    }
+  }
+}
+
+absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
+                                          std::vector<HostTensor> inputs,
+                                          const std::string& scheduler,
+                                          const CallContext& context) {
+  const absl::Time arrived = absl::Now();
+  absl::StatusOr<std::string> id = Resolve(id_or_prefix);
+  if (!id.ok()) return id.status();
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(*id);
+  if (!loaded.ok()) return loaded.status();
+  std::shared_ptr<const LoadedModel> model = *loaded;
+  if (!model->has_weights) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model ", *id, " has no weights; register it with --synthetic-weights to run it"));
+  }
+
+  // Bring the inputs into model order, checking names and sizes.
+  std::vector<HostTensor> ordered(model->inputs.size());
+  if (inputs.empty()) {
+    for (size_t i = 0; i < model->inputs.size(); ++i) {
+      ordered[i].name = model->inputs[i].name;
+      ordered[i].dims = model->inputs[i].dims;
+      ordered[i].data.assign(static_cast<size_t>(model->inputs[i].Elements()), 0.0f);
+    }
+  } else {
+    std::vector<bool> given(model->inputs.size(), false);
+    for (HostTensor& tensor : inputs) {
+      size_t index = model->inputs.size();
+      if (tensor.name.empty() && model->inputs.size() == 1) index = 0;
+      for (size_t i = 0; i < model->inputs.size() && index == model->inputs.size(); ++i) {
+        if (model->inputs[i].name == tensor.name) index = i;
+      }
+      if (index == model->inputs.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model ", *id, " has no input named '", tensor.name, "'"));
+      }
+      if (given[index]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", model->inputs[index].name, "' given twice"));
+      }
+      const TensorSpec& spec = model->inputs[index];
+      if (!tensor.dims.empty() && tensor.dims != spec.dims) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", spec.name, "' has dims ", DimsString(tensor.dims), "; the model declares ",
+            DimsString(spec.dims)));
+      }
+      if (static_cast<int64_t>(tensor.data.size()) != spec.Elements()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", spec.name, "' has ", tensor.data.size(), " values; shape ",
+            DimsString(spec.dims), " needs ", spec.Elements()));
+      }
+      given[index] = true;
+      tensor.name = spec.name;
+      tensor.dims = spec.dims;
+      ordered[index] = std::move(tensor);
+    }
+    for (size_t i = 0; i < given.size(); ++i) {
+      if (!given[i]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", model->inputs[i].name, "' is missing"));
+      }
+    }
+  }
+
+  std::optional<PlanResult> plan;
+  if (backend_->RunUsesPlan()) {
+    absl::StatusOr<PlanResult> planned = GetPlan(*id, scheduler, {}, false, context, nullptr);
+    if (!planned.ok()) return planned.status();
+    plan = std::move(*planned);
+  }
+
+  struct Shared {
+    absl::StatusOr<RunOutput> output = absl::UnknownError("not run");
+  };
+  auto shared = std::make_shared<Shared>();
+  auto work = [this, shared, model, plan, inputs = std::move(ordered)] {
+    std::optional<PlanOutput> plan_output;
+    if (plan.has_value()) {
+      plan_output = PlanOutput{plan->scheduler, plan->makespan_us, plan->schedule};
+    }
+    shared->output = backend_->Run(*model, plan_output ? &*plan_output : nullptr, inputs);
+  };
+  absl::StatusOr<std::shared_ptr<InferenceQueue::Job>> job =
+      queue_.Submit(std::move(work), context.deadline);
+  if (!job.ok()) return job.status();
+
+  while (!(*job)->WaitUntil(std::min(context.deadline, absl::Now() + kPollInterval))) {
+    if (absl::Now() >= context.deadline) {
+      (*job)->Cancel();
+      return absl::DeadlineExceededError("deadline passed while the inference was queued or running");
+    }
+    if (context.cancelled()) {
+      (*job)->Cancel();
+      return absl::CancelledError("inference request cancelled");
+    }
+  }
+  if (absl::Status outcome = (*job)->outcome(); !outcome.ok()) return outcome;
+  if (!shared->output.ok()) return WithContext(shared->output.status(), "inference failed");
+
+  InferResult result;
+  result.outputs = std::move(shared->output->outputs);
+  result.execute_us = shared->output->execute_us;
+  result.trace = std::move(shared->output->trace);
+  result.queue_us = absl::ToDoubleMicroseconds((*job)->queued_for());
+  result.latency_us = absl::ToDoubleMicroseconds(absl::Now() - arrived);
+  result.executor = backend_->executor_name();
+  if (absl::Status status = store_->RecordInference(*id, result.latency_us); !status.ok()) {
+    spdlog::warn("usage of {} not recorded: {}", *id, std::string(status.message()));
+  }
+  return result;
+}
+
+EngineStatus Engine::Status() {
+  EngineStatus status;
+  status.version = PSCHED_VERSION;
+  status.uptime_s = absl::ToDoubleSeconds(absl::Now() - started_);
+  status.platform = backend_->platform();
+  status.executor = backend_->executor_name();
+  status.default_scheduler = config_.default_scheduler;
+  InferenceQueue::ProgressInfo progress = queue_.Progress();
+  status.queue_depth = progress.depth;
+  status.queue_capacity = queue_.capacity();
+  status.inferences = progress.completed;
+  if (absl::StatusOr<cache::CacheStats> stats = store_->Stats(); stats.ok()) {
+    status.cache = *stats;
+    status.models = stats->models;
+  }
+  return status;
+}
+
+absl::StatusOr<std::vector<cache::PlanRecord>> Engine::ListCachedPlans(
+    const std::string& id_or_prefix) {
+  std::string id;
+  if (!id_or_prefix.empty()) {
+    absl::StatusOr<std::string> resolved = Resolve(id_or_prefix);
+    if (!resolved.ok()) return resolved.status();
+    id = *resolved;
+  }
+  return store_->ListPlans(id);
+}
+
+absl::StatusOr<cache::PurgeResult> Engine::PurgeCache(bool include_models) {
+  absl::StatusOr<cache::PurgeResult> result = store_->Purge(include_models);
+  if (result.ok() && include_models) {
+    absl::MutexLock lock(&models_mu_);
+    loaded_.clear();
+  }
+  return result;
+}
+
+}  // namespace psched::daemon

@@ -1,0 +1,147 @@
+// daemon::Engine: the core the gRPC services forward to. It owns the cache::Store, the
+// Backend (import / plan / run) and the InferenceQueue, and implements the request semantics
+// documented in docs/api.md: model registration by content hash, plan lookup or
+// computation with one planning run per cache key however many clients ask at once, and
+// inference admission through the bounded queue. It never includes gRPC: callers pass a
+// CallContext with their deadline and a cancellation probe.
+//
+// Thread-safety: all public methods are thread-safe and may block (planning, inference).
+// Ownership: the Engine owns everything it is given; Shutdown() must be called before
+// destruction to let queued work finish.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cache/store.h"
+#include "daemon/backend.h"
+#include "daemon/config.h"
+#include "daemon/inference_queue.h"
+
+namespace psched::daemon {
+
+// Who is asking: the deadline and whether the caller went away.
+struct CallContext {
+  absl::Time deadline = absl::InfiniteFuture();
+  CancelledFn cancelled = [] { return false; };
+};
+
+struct ModelInfo {
+  std::string id;
+  std::string name;
+  int64_t size_bytes = 0;
+  int64_t registered_unix_s = 0;
+  nlohmann::json summary;  // ops, op_counts, flops, params, has_weights, inputs, outputs
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  bool has_weights = false;
+};
+
+struct PlanResult {
+  std::string model_id;
+  std::string scheduler;
+  double makespan_us = 0;
+  bool cached = false;
+  double planning_ms = 0;
+  std::string platform_fingerprint;
+  std::string predictor_version;
+  nlohmann::json schedule;  // PlanOutput::schedule
+};
+
+struct InferResult {
+  std::vector<HostTensor> outputs;
+  double queue_us = 0;
+  double execute_us = 0;
+  double latency_us = 0;
+  std::string executor;
+  std::vector<SubtaskTimingInfo> trace;
+};
+
+struct EngineStatus {
+  std::string version;
+  double uptime_s = 0;
+  PlatformInfo platform;
+  std::string executor;
+  std::string default_scheduler;
+  int64_t models = 0;
+  int64_t queue_depth = 0;
+  int64_t queue_capacity = 0;
+  int64_t inferences = 0;
+  cache::CacheStats cache;
+};
+
+class Engine {
+ public:
+  Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
+         std::unique_ptr<Backend> backend);
+  ~Engine();
+
+  // Stores the model (imported first, so unusable bytes are refused). Returns the model and
+  // whether it was already registered.
+  absl::StatusOr<std::pair<ModelInfo, bool>> RegisterModel(std::string onnx,
+                                                           const std::string& name,
+                                                           bool synthesize_weights);
+  absl::StatusOr<std::vector<ModelInfo>> ListModels();
+  absl::StatusOr<ModelInfo> GetModel(const std::string& id_or_prefix);
+  // Returns the full id and the number of plans removed.
+  absl::StatusOr<std::pair<std::string, int64_t>> RemoveModel(const std::string& id_or_prefix);
+
+  absl::StatusOr<PlanResult> GetPlan(const std::string& id_or_prefix,
+                                     const std::string& scheduler,
+                                     const std::map<std::string, std::string>& options,
+                                     bool refresh, const CallContext& context,
+                                     const ProgressFn& progress);
+
+  absl::StatusOr<InferResult> Infer(const std::string& id_or_prefix,
+                                    std::vector<HostTensor> inputs, const std::string& scheduler,
+                                    const CallContext& context);
+
+  EngineStatus Status();
+  absl::StatusOr<cache::CacheStats> CacheStats() { return store_->Stats(); }
+  absl::StatusOr<std::vector<cache::PlanRecord>> ListCachedPlans(const std::string& id_or_prefix);
+  absl::StatusOr<cache::PurgeResult> PurgeCache(bool include_models);
+  const PlatformInfo& platform() const { return backend_->platform(); }
+  InferenceQueue::ProgressInfo QueueProgress() const { return queue_.Progress(); }
+
+  // Refuses new inferences and waits until queued ones have run.
+  void Shutdown();
+
+  // "name" or "name;k=v;k2=v2" with keys sorted: equal requests give equal strings.
+  static std::string SchedulerConfigKey(const std::string& scheduler,
+                                        const std::map<std::string, std::string>& options);
+
+ private:
+  struct Flight;
+
+  // The imported model for a full id, importing it from the stored bytes on first use.
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> Loaded(const std::string& id);
+  absl::StatusOr<std::string> Resolve(const std::string& id_or_prefix);
+  ModelInfo Describe(const cache::ModelRecord& record, const LoadedModel* loaded) const;
+  absl::StatusOr<PlanResult> ComputePlan(const std::string& id, const cache::PlanKey& key,
+                                         const std::string& scheduler,
+                                         const std::map<std::string, std::string>& options,
+                                         const CallContext& context, const ProgressFn& progress);
+
+  const DaemonConfig config_;
+  std::unique_ptr<cache::Store> store_;
+  std::unique_ptr<Backend> backend_;
+  InferenceQueue queue_;
+  const absl::Time started_ = absl::Now();
+
+  absl::Mutex models_mu_;
+  std::map<std::string, std::shared_ptr<const LoadedModel>> loaded_ ABSL_GUARDED_BY(models_mu_);
+
+  absl::Mutex flights_mu_;
+  std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(flights_mu_);
+  int planners_ ABSL_GUARDED_BY(flights_mu_) = 0;  // planning threads still running
+};
+
+}  // namespace psched::daemon

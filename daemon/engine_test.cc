@@ -1,0 +1,275 @@
+#include "daemon/engine.h"
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+
+namespace psched::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A backend with fixed behaviour: y = 2 * x on a [1, 2] tensor, plans that take `plan_delay`.
+// Bytes starting with "BAD" do not import; bytes containing "noweights" have no weights
+// unless synthesized.
+class FakeBackend final : public Backend {
+ public:
+  struct Counters {
+    std::atomic<int> plans{0};
+    std::atomic<int> loads{0};
+    std::atomic<int> runs{0};
+  };
+
+  FakeBackend(std::shared_ptr<Counters> counters, absl::Duration plan_delay,
+              absl::Notification* run_gate)
+      : counters_(std::move(counters)), plan_delay_(plan_delay), run_gate_(run_gate) {
+    platform_ = {"fake", "fake;cpu.0", "fake-v1", {{"cpu.0", "cpu", {0}, ""}}};
+  }
+
+  const PlatformInfo& platform() const override { return platform_; }
+  std::string executor_name() const override { return "fake"; }
+  bool RunUsesPlan() const override { return true; }
+
+  absl::StatusOr<LoadedModel> Load(std::string_view onnx, const std::string&,
+                                   bool synthesize_weights) override {
+    ++counters_->loads;
+    if (onnx.substr(0, 3) == "BAD") return absl::InvalidArgumentError("not an ONNX model");
+    LoadedModel model;
+    model.summary = {{"ops", 3}, {"op_counts", {{"conv2d", 2}}}, {"flops", 100}, {"params", 7}};
+    model.inputs = {{"x", {1, 2}}};
+    model.outputs = {{"y", {1, 2}}};
+    model.has_weights = synthesize_weights || onnx.find("noweights") == std::string_view::npos;
+    return model;
+  }
+  absl::Status CheckScheduler(const std::string& scheduler,
+                              const std::map<std::string, std::string>&) override {
+    if (scheduler == "heft" || scheduler == "peft") return absl::OkStatus();
+    return absl::InvalidArgumentError("unknown scheduler '" + scheduler + "'");
+  }
+  absl::StatusOr<PlanOutput> Plan(const LoadedModel&, const std::string& scheduler,
+                                  const std::map<std::string, std::string>&,
+                                  const ProgressFn& progress, const CancelledFn&) override {
+    ++counters_->plans;
+    progress({"scheduling", 0});
+    absl::SleepFor(plan_delay_);
+    PlanOutput out;
+    out.scheduler = scheduler;
+    out.makespan_us = 123.5;
+    out.schedule = {{"subtasks",
+                     {{{"op", "conv"}, {"device", "cpu.0"}, {"strategy", "none"},
+                       {"work", {0, 1}}, {"start_us", 0.0}, {"end_us", 123.5}}}}};
+    return out;
+  }
+  absl::StatusOr<RunOutput> Run(const LoadedModel&, const PlanOutput* plan,
+                                const std::vector<HostTensor>& inputs) override {
+    ++counters_->runs;
+    if (plan == nullptr) return absl::InternalError("no plan");
+    if (run_gate_ != nullptr) run_gate_->WaitForNotification();
+    RunOutput out;
+    HostTensor y{"y", {1, 2}, inputs[0].data};
+    for (float& v : y.data) v *= 2;
+    out.outputs.push_back(y);
+    out.execute_us = 10;
+    return out;
+  }
+
+ private:
+  std::shared_ptr<Counters> counters_;
+  absl::Duration plan_delay_;
+  absl::Notification* run_gate_;
+  PlatformInfo platform_;
+};
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "psched_engine_XXXXXX").string();
+    dir_ = mkdtemp(pattern.data());
+    config_.state_dir = dir_;
+    config_.max_model_bytes = 1000;
+    config_.queue_capacity = 4;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Engine> MakeEngine(absl::Duration plan_delay = absl::ZeroDuration(),
+                                     absl::Notification* run_gate = nullptr) {
+    auto store = cache::Store::Open(dir_);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return std::make_unique<Engine>(
+        config_, std::move(*store),
+        std::make_unique<FakeBackend>(counters_, plan_delay, run_gate));
+  }
+
+  std::string dir_;
+  DaemonConfig config_;
+  std::shared_ptr<FakeBackend::Counters> counters_ = std::make_shared<FakeBackend::Counters>();
+};
+
+TEST_F(EngineTest, RegistersByContentHash) {
+  auto engine = MakeEngine();
+  auto first = engine->RegisterModel("model bytes", "m", false);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->first.id.size(), 64u);
+  EXPECT_FALSE(first->second);
+  EXPECT_EQ(first->first.summary["ops"], 3);
+  auto again = engine->RegisterModel("model bytes", "other name", false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->second);
+  EXPECT_EQ(again->first.id, first->first.id);
+  EXPECT_EQ(again->first.name, "m");
+
+  auto models = engine->ListModels();
+  ASSERT_EQ(models->size(), 1u);
+  EXPECT_EQ((*models)[0].inputs[0].dims, (std::vector<int64_t>{1, 2}));
+  auto got = engine->GetModel(first->first.id.substr(0, 10));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->id, first->first.id);
+
+  auto removed = engine->RemoveModel(first->first.id);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(engine->GetModel(first->first.id).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(EngineTest, RefusesBadAndOversizeModels) {
+  auto engine = MakeEngine();
+  auto bad = engine->RegisterModel("BAD bytes", "", false);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("not an ONNX model"), std::string::npos);
+  auto big = engine->RegisterModel(std::string(1001, 'x'), "", false);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(engine->RegisterModel("", "", false).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->ListModels()->size(), 0u);
+}
+
+TEST_F(EngineTest, PlanIsCachedAcrossRestarts) {
+  std::string id;
+  {
+    auto engine = MakeEngine();
+    id = engine->RegisterModel("model", "m", false)->first.id;
+    auto plan = engine->GetPlan(id, "heft", {}, false, {}, nullptr);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_FALSE(plan->cached);
+    EXPECT_DOUBLE_EQ(plan->makespan_us, 123.5);
+    engine->Shutdown();
+  }
+  auto engine = MakeEngine();
+  auto plan = engine->GetPlan(id, "heft", {}, false, {}, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->cached);
+  EXPECT_EQ(plan->schedule["subtasks"][0]["device"], "cpu.0");
+  EXPECT_EQ(counters_->plans.load(), 1);
+  // Different options are a different cache key; refresh recomputes.
+  EXPECT_FALSE(engine->GetPlan(id, "heft", {{"seed", "1"}}, false, {}, nullptr)->cached);
+  EXPECT_FALSE(engine->GetPlan(id, "heft", {}, true, {}, nullptr)->cached);
+  EXPECT_EQ(counters_->plans.load(), 3);
+  EXPECT_EQ(engine->GetPlan(id, "nope", {}, false, {}, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->GetPlan("0123456789", "heft", {}, false, {}, nullptr).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(EngineTest, ConcurrentIdenticalPlansComputeOnce) {
+  auto engine = MakeEngine(absl::Milliseconds(200));
+  std::string id = engine->RegisterModel("model", "m", false)->first.id;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  std::atomic<int> progress_events{0};
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&] {
+      auto plan = engine->GetPlan(id, "peft", {}, false, {},
+                                  [&](const PlanProgressEvent&) { ++progress_events; });
+      if (plan.ok() && plan->makespan_us == 123.5) ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 6);
+  EXPECT_EQ(counters_->plans.load(), 1);
+  EXPECT_GE(progress_events.load(), 1);
+}
+
+TEST_F(EngineTest, PlanDeadlineIsHonoured) {
+  auto engine = MakeEngine(absl::Milliseconds(300));
+  std::string id = engine->RegisterModel("model", "m", false)->first.id;
+  CallContext context;
+  context.deadline = absl::Now() + absl::Milliseconds(50);
+  auto plan = engine->GetPlan(id, "heft", {}, false, context, nullptr);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kDeadlineExceeded);
+  CallContext cancelled;
+  cancelled.cancelled = [] { return true; };
+  EXPECT_EQ(engine->GetPlan(id, "peft", {}, false, cancelled, nullptr).status().code(),
+            absl::StatusCode::kCancelled);
+}
+
+TEST_F(EngineTest, InferChecksInputsAndComputes) {
+  auto engine = MakeEngine();
+  std::string id = engine->RegisterModel("model", "m", false)->first.id;
+  auto result = engine->Infer(id, {{"x", {1, 2}, {1.5f, -2.0f}}}, "", {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->outputs.size(), 1u);
+  EXPECT_EQ(result->outputs[0].data, (std::vector<float>{3.0f, -4.0f}));
+  EXPECT_EQ(result->executor, "fake");
+  EXPECT_GE(result->latency_us, result->execute_us);
+
+  auto zeros = engine->Infer(id, {}, "", {});
+  ASSERT_TRUE(zeros.ok());
+  EXPECT_EQ(zeros->outputs[0].data, (std::vector<float>{0.0f, 0.0f}));
+  auto unnamed = engine->Infer(id, {{"", {}, {1.0f, 1.0f}}}, "", {});
+  ASSERT_TRUE(unnamed.ok());
+
+  struct Case {
+    std::vector<HostTensor> inputs;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {{{"x", {1, 2}, {1.0f}}}, "has 1 values; shape [1, 2] needs 2"},
+      {{{"x", {2, 1}, {1.0f, 2.0f}}}, "has dims [2, 1]; the model declares [1, 2]"},
+      {{{"z", {1, 2}, {1.0f, 2.0f}}}, "no input named 'z'"},
+      {{{"x", {}, {1.0f, 2.0f}}, {"x", {}, {1.0f, 2.0f}}}, "given twice"},
+  };
+  for (const Case& c : cases) {
+    auto bad = engine->Infer(id, c.inputs, "", {});
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << c.expected;
+    EXPECT_NE(bad.status().message().find(c.expected), std::string::npos) << bad.status();
+  }
+  EXPECT_EQ(engine->Infer("abcdef0123", {}, "", {}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(EngineTest, ModelWithoutWeightsCannotRun) {
+  auto engine = MakeEngine();
+  std::string id = engine->RegisterModel("noweights", "g", false)->first.id;
+  EXPECT_EQ(engine->Infer(id, {}, "", {}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr).ok());
+}
+
+TEST_F(EngineTest, FullQueueIsResourceExhaustedAndDeadlinesApply) {
+  absl::Notification gate;
+  config_.queue_capacity = 2;
+  auto engine = MakeEngine(absl::ZeroDuration(), &gate);
+  std::string id = engine->RegisterModel("model", "m", false)->first.id;
+  ASSERT_TRUE(engine->GetPlan(id, "", {}, false, {}, nullptr).ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&] {
+      if (engine->Infer(id, {}, "", {}).ok()) ++ok;
+    });
+  }
+  while (engine->QueueProgress().depth < 2) absl::SleepFor(absl::Milliseconds(1));
+  auto refused = engine->Infer(id, {}, "", {});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  gate.Notify();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 2);
+  EXPECT_EQ(engine->Status().inferences, 2);
+}
+
+}  // namespace
+}  // namespace psched::daemon

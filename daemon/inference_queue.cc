@@ -1,0 +1,98 @@
+#include "daemon/inference_queue.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace psched::daemon {
+
+absl::Status InferenceQueue::Job::outcome() const {
+  absl::MutexLock lock(&mu_);
+  return outcome_;
+}
+
+absl::Duration InferenceQueue::Job::queued_for() const {
+  absl::MutexLock lock(&mu_);
+  return started_ == absl::Time() ? absl::ZeroDuration() : started_ - submitted_;
+}
+
+InferenceQueue::InferenceQueue(int capacity)
+    : capacity_(capacity), worker_([this] { WorkerLoop(); }) {}
+
+InferenceQueue::~InferenceQueue() { Drain(); }
+
+absl::StatusOr<std::shared_ptr<InferenceQueue::Job>> InferenceQueue::Submit(Work work,
+                                                                            absl::Time deadline) {
+  auto job = std::make_shared<Job>();
+  job->work_ = std::move(work);
+  job->deadline_ = deadline;
+  job->submitted_ = absl::Now();
+  absl::MutexLock lock(&mu_);
+  if (shutting_down_) return absl::UnavailableError("pschedd is shutting down");
+  int64_t depth = static_cast<int64_t>(pending_.size()) + (running_job_ ? 1 : 0);
+  if (depth >= capacity_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "inference queue is full (", depth, " of ", capacity_, " requests waiting or running)"));
+  }
+  pending_.push_back(job);
+  return job;
+}
+
+void InferenceQueue::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shutting_down_ = true;
+}
+
+void InferenceQueue::Drain() {
+  Shutdown();
+  if (worker_.joinable()) worker_.join();
+}
+
+InferenceQueue::ProgressInfo InferenceQueue::Progress() const {
+  absl::MutexLock lock(&mu_);
+  ProgressInfo info;
+  info.completed = completed_;
+  info.depth = static_cast<int64_t>(pending_.size()) + (running_job_ ? 1 : 0);
+  if (running_since_.has_value()) info.running_for = absl::Now() - *running_since_;
+  return info;
+}
+
+void InferenceQueue::WorkerLoop() {
+  while (true) {
+    std::shared_ptr<Job> job;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &InferenceQueue::WorkOrShutdown));
+      if (pending_.empty()) return;  // shutting down and drained
+      job = std::move(pending_.front());
+      pending_.pop_front();
+      running_job_ = true;
+    }
+    absl::Status outcome;
+    absl::Time now = absl::Now();
+    if (job->cancelled_.load()) {
+      outcome = absl::CancelledError("request cancelled while queued");
+    } else if (now >= job->deadline_) {
+      outcome = absl::DeadlineExceededError("deadline passed while the inference was queued");
+    } else {
+      {
+        absl::MutexLock lock(&job->mu_);
+        job->started_ = now;
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        running_since_ = now;
+      }
+      job->work_();
+    }
+    {
+      absl::MutexLock lock(&job->mu_);
+      job->outcome_ = outcome;
+    }
+    job->done_.Notify();
+    absl::MutexLock lock(&mu_);
+    running_job_ = false;
+    running_since_.reset();
+    if (outcome.ok()) ++completed_;
+  }
+}
+
+}  // namespace psched::daemon

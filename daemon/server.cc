@@ -1,0 +1,129 @@
+#include "daemon/server.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/systemd.h"
+#include "spdlog/spdlog.h"
+
+namespace psched::daemon {
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& config,
+                                                      std::unique_ptr<Backend> backend) {
+  std::unique_ptr<Server> server(new Server(config));
+
+  systemd::NotifyStatus("opening the cache");
+  std::error_code ec;
+  std::filesystem::create_directories(config.state_dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create state dir ", config.state_dir, ": ", ec.message()));
+  }
+  cache::StoreOptions store_options;
+  store_options.max_db_bytes = config.cache_max_bytes;
+  absl::StatusOr<std::unique_ptr<cache::Store>> store =
+      cache::Store::Open(config.state_dir, store_options);
+  if (!store.ok()) return store.status();
+  server->engine_ = std::make_unique<Engine>(config, std::move(*store), std::move(backend));
+
+  systemd::NotifyStatus("opening the socket");
+  std::vector<int> activated = systemd::ListenFds();
+  absl::StatusOr<std::unique_ptr<Listener>> listener =
+      activated.empty() ? Listener::Bind(config.socket) : Listener::Adopt(activated.front());
+  for (size_t i = 1; i < activated.size(); ++i) close(activated[i]);
+  if (!listener.ok()) return listener.status();
+  server->listener_ = std::move(*listener);
+
+  Engine* engine = server->engine_.get();
+  server->model_service_ = std::make_unique<ModelServiceImpl>(engine, config.max_model_bytes);
+  server->plan_service_ = std::make_unique<PlanServiceImpl>(engine);
+  server->inference_service_ = std::make_unique<InferenceServiceImpl>(engine);
+  server->admin_service_ = std::make_unique<AdminServiceImpl>(engine);
+
+  grpc::ServerBuilder builder;
+  builder.RegisterService(server->model_service_.get());
+  builder.RegisterService(server->plan_service_.get());
+  builder.RegisterService(server->inference_service_.get());
+  builder.RegisterService(server->admin_service_.get());
+  // Upload chunks and input tensors; the model size limit is enforced per stream.
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxSendMessageSize(64 << 20);
+  server->acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+      grpc::InsecureServerCredentials());
+  server->grpc_server_ = builder.BuildAndStart();
+  if (server->grpc_server_ == nullptr) {
+    return absl::InternalError("the gRPC server failed to start");
+  }
+  grpc::experimental::ExternalConnectionAcceptor* acceptor = server->acceptor_.get();
+  server->listener_->Start([acceptor](int listener_fd, int fd) {
+    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
+    params.listener_fd = listener_fd;
+    params.fd = fd;
+    acceptor->HandleNewConnection(&params);
+  });
+
+  if (std::optional<absl::Duration> interval = systemd::WatchdogInterval()) {
+    server->watchdog_ = std::thread([s = server.get(), period = *interval / 3] {
+      s->WatchdogLoop(period);
+    });
+  }
+  spdlog::info("pschedd {} serving on {}{} (platform {}, executor {})", PSCHED_VERSION,
+               server->listener_->path(),
+               server->listener_->activated() ? " (socket activation)" : "",
+               engine->platform().name, engine->Status().executor);
+  systemd::NotifyStatus(absl::StrCat("serving on ", server->listener_->path()));
+  systemd::NotifyReady();
+  return server;
+}
+
+void Server::WatchdogLoop(absl::Duration period) {
+  const absl::Duration stuck = absl::Seconds(config_.stuck_inference_s);
+  bool warned = false;
+  while (!stop_watchdog_.WaitForNotificationWithTimeout(period)) {
+    InferenceQueue::ProgressInfo progress = engine_->QueueProgress();
+    if (progress.running_for.has_value() && *progress.running_for > stuck) {
+      // Withholding the ping lets systemd restart a daemon whose executor hangs.
+      if (!warned) {
+        spdlog::error("an inference has run for {:.0f} s; not feeding the watchdog",
+                      absl::ToDoubleSeconds(*progress.running_for));
+        warned = true;
+      }
+      continue;
+    }
+    warned = false;
+    systemd::NotifyWatchdog();
+  }
+}
+
+void Server::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  systemd::NotifyStopping();
+  systemd::NotifyStatus("stopping: finishing in-flight requests");
+  spdlog::info("stopping: no new connections, finishing in-flight requests");
+  listener_->Stop();
+  grpc_server_->Shutdown(std::chrono::system_clock::now() +
+                         std::chrono::seconds(config_.shutdown_grace_s));
+  engine_->Shutdown();
+  StopWatchdog();
+  spdlog::info("stopped");
+}
+
+void Server::StopWatchdog() {
+  if (!stop_watchdog_.HasBeenNotified()) stop_watchdog_.Notify();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+Server::~Server() {
+  if (grpc_server_ != nullptr) Stop();
+  StopWatchdog();
+}
+
+}  // namespace psched::daemon

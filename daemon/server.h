@@ -1,0 +1,61 @@
+// daemon::Server: pschedd's lifecycle around the Engine — opening the state dir and cache,
+// the listening socket (bound, or passed by systemd socket activation), the gRPC server fed
+// by our own accept loop, the systemd notifications (STATUS while loading, READY=1 once
+// serving, WATCHDOG=1 only while the inference queue makes progress, STOPPING=1) and the
+// orderly stop: stop accepting, let in-flight requests finish, drain the inference queue.
+//
+// Thread-safety: Start and Stop are called from one thread (main). Ownership: the Server
+// owns the engine, listener, gRPC server and watchdog thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "daemon/backend.h"
+#include "daemon/config.h"
+#include "daemon/engine.h"
+#include "daemon/listener.h"
+#include "daemon/services.h"
+
+namespace psched::daemon {
+
+class Server {
+ public:
+  // Opens everything and serves; READY=1 has been sent when this returns OK.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const DaemonConfig& config,
+                                                       std::unique_ptr<Backend> backend);
+  ~Server();
+
+  // STOPPING=1, stop accepting, wait up to shutdown_grace_s for in-flight requests, drain
+  // the inference queue. Idempotent.
+  void Stop();
+
+  // Where clients connect ("" for an activated socket whose path is unknown).
+  const std::string& socket_path() const { return listener_->path(); }
+
+ private:
+  explicit Server(const DaemonConfig& config) : config_(config) {}
+  void WatchdogLoop(absl::Duration interval);
+  void StopWatchdog();
+
+  const DaemonConfig config_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ModelServiceImpl> model_service_;
+  std::unique_ptr<PlanServiceImpl> plan_service_;
+  std::unique_ptr<InferenceServiceImpl> inference_service_;
+  std::unique_ptr<AdminServiceImpl> admin_service_;
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<Listener> listener_;
+  absl::Notification stop_watchdog_;
+  std::thread watchdog_;
+  bool stopped_ = false;
+};
+
+}  // namespace psched::daemon

@@ -1,0 +1,309 @@
+#include "daemon/services.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace psched::daemon {
+namespace {
+
+namespace pb = psched::v1;
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl::StatusCode and grpc::StatusCode share their numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+CallContext ContextOf(grpc::ServerContext* context) {
+  CallContext call;
+  auto deadline = context->deadline();
+  // gRPC reports "no deadline" as a far-future time point.
+  if (deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
+    call.deadline = absl::FromChrono(deadline);
+  }
+  call.cancelled = [context] { return context->IsCancelled(); };
+  return call;
+}
+
+void FillTensorInfo(const TensorSpec& spec, pb::TensorInfo* info) {
+  info->set_name(spec.name);
+  for (int64_t d : spec.dims) info->add_dims(d);
+}
+
+void FillModel(const ModelInfo& model, bool with_inspect, pb::Model* out) {
+  out->set_id(model.id);
+  out->set_name(model.name);
+  out->set_size_bytes(model.size_bytes);
+  out->set_ops(model.summary.value("ops", int64_t{0}));
+  out->set_flops(model.summary.value("flops", int64_t{0}));
+  out->set_params(model.summary.value("params", int64_t{0}));
+  out->set_has_weights(model.has_weights);
+  out->set_registered_unix_s(model.registered_unix_s);
+  for (const TensorSpec& spec : model.inputs) FillTensorInfo(spec, out->add_inputs());
+  for (const TensorSpec& spec : model.outputs) FillTensorInfo(spec, out->add_outputs());
+  if (with_inspect) {
+    nlohmann::json inspect = model.summary;
+    inspect.erase("inputs");
+    inspect.erase("outputs");
+    out->set_inspect_json(inspect.dump());
+  }
+}
+
+void FillDevice(const DeviceInfo& device, pb::Device* out) {
+  out->set_name(device.name);
+  out->set_kind(device.kind);
+  for (int core : device.cores) out->add_cores(core);
+  out->set_opencl_device(device.opencl_device);
+}
+
+void FillCacheStats(const cache::CacheStats& stats, pb::CacheStatsResponse* out) {
+  out->set_models(stats.models);
+  out->set_plans(stats.plans);
+  out->set_db_bytes(stats.db_bytes);
+  out->set_hits(stats.hits);
+  out->set_misses(stats.misses);
+  out->set_path(stats.path);
+}
+
+void FillPlan(const PlanResult& plan, pb::Plan* out) {
+  out->set_model_id(plan.model_id);
+  out->set_scheduler(plan.scheduler);
+  out->set_makespan_us(plan.makespan_us);
+  out->set_cached(plan.cached);
+  out->set_planning_ms(plan.planning_ms);
+  out->set_platform_fingerprint(plan.platform_fingerprint);
+  out->set_predictor_version(plan.predictor_version);
+  const nlohmann::json& subtasks = plan.schedule.value("subtasks", nlohmann::json::array());
+  for (const nlohmann::json& s : subtasks) {
+    pb::Subtask* subtask = out->add_subtasks();
+    subtask->set_op(s.value("op", ""));
+    subtask->set_op_id(s.value("op_id", 0));
+    subtask->set_device(s.value("device", ""));
+    subtask->set_strategy(s.value("strategy", "none"));
+    const nlohmann::json& work = s.value("work", nlohmann::json::array({0, 1}));
+    if (work.is_array() && work.size() == 2) {
+      subtask->set_work_begin(work[0].get<int64_t>());
+      subtask->set_work_end(work[1].get<int64_t>());
+    }
+    subtask->set_start_us(s.value("start_us", 0.0));
+    subtask->set_end_us(s.value("end_us", 0.0));
+  }
+  nlohmann::json schedule = plan.schedule;
+  schedule["cached"] = plan.cached;
+  schedule["planning_ms"] = plan.planning_ms;
+  schedule["scheduler"] = plan.scheduler;
+  schedule["makespan_us"] = plan.makespan_us;
+  out->set_schedule_json(schedule.dump());
+}
+
+absl::StatusOr<HostTensor> FromProto(const pb::Tensor& tensor) {
+  if (tensor.data().size() % sizeof(float) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", tensor.name(), "' has ", tensor.data().size(),
+                     " data bytes, not a multiple of 4 (float32)"));
+  }
+  HostTensor host;
+  host.name = tensor.name();
+  host.dims.assign(tensor.dims().begin(), tensor.dims().end());
+  host.data.resize(tensor.data().size() / sizeof(float));
+  std::memcpy(host.data.data(), tensor.data().data(), tensor.data().size());
+  return host;
+}
+
+void ToProto(const HostTensor& host, pb::Tensor* out) {
+  out->set_name(host.name);
+  for (int64_t d : host.dims) out->add_dims(d);
+  out->set_data(std::string(reinterpret_cast<const char*>(host.data.data()),
+                            host.data.size() * sizeof(float)));
+}
+
+}  // namespace
+
+grpc::Status ModelServiceImpl::RegisterModel(grpc::ServerContext* context,
+                                             grpc::ServerReader<pb::RegisterModelRequest>* reader,
+                                             pb::RegisterModelResponse* response) {
+  pb::RegisterModelRequest request;
+  if (!reader->Read(&request) || !request.has_header()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "RegisterModel: the first message must carry the header");
+  }
+  const pb::ModelHeader header = request.header();
+  auto too_large = [this](int64_t bytes) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("model is ", bytes, " bytes; this daemon accepts at most ",
+                                     max_model_bytes_, " (max_model_bytes)"));
+  };
+  if (header.total_bytes() > max_model_bytes_) return too_large(header.total_bytes());
+  std::string onnx;
+  while (reader->Read(&request)) {
+    if (request.has_header()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "RegisterModel: header sent twice");
+    }
+    if (static_cast<int64_t>(onnx.size() + request.chunk().size()) > max_model_bytes_) {
+      return too_large(static_cast<int64_t>(onnx.size() + request.chunk().size()));
+    }
+    onnx += request.chunk();
+  }
+  if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
+  absl::StatusOr<std::pair<ModelInfo, bool>> result =
+      engine_->RegisterModel(std::move(onnx), header.name(), header.synthesize_weights());
+  if (!result.ok()) return ToGrpc(result.status());
+  FillModel(result->first, /*with_inspect=*/true, response->mutable_model());
+  response->set_already_registered(result->second);
+  return grpc::Status::OK;
+}
+
+grpc::Status ModelServiceImpl::ListModels(grpc::ServerContext*, const pb::ListModelsRequest*,
+                                          pb::ListModelsResponse* response) {
+  absl::StatusOr<std::vector<ModelInfo>> models = engine_->ListModels();
+  if (!models.ok()) return ToGrpc(models.status());
+  for (const ModelInfo& model : *models) {
+    FillModel(model, /*with_inspect=*/false, response->add_models());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ModelServiceImpl::GetModel(grpc::ServerContext*, const pb::GetModelRequest* request,
+                                        pb::GetModelResponse* response) {
+  absl::StatusOr<ModelInfo> model = engine_->GetModel(request->id());
+  if (!model.ok()) return ToGrpc(model.status());
+  FillModel(*model, /*with_inspect=*/true, response->mutable_model());
+  return grpc::Status::OK;
+}
+
+grpc::Status ModelServiceImpl::RemoveModel(grpc::ServerContext*,
+                                           const pb::RemoveModelRequest* request,
+                                           pb::RemoveModelResponse* response) {
+  absl::StatusOr<std::pair<std::string, int64_t>> removed = engine_->RemoveModel(request->id());
+  if (!removed.ok()) return ToGrpc(removed.status());
+  response->set_id(removed->first);
+  response->set_plans_removed(removed->second);
+  return grpc::Status::OK;
+}
+
+grpc::Status PlanServiceImpl::GetPlan(grpc::ServerContext* context,
+                                      const pb::GetPlanRequest* request,
+                                      grpc::ServerWriter<pb::GetPlanResponse>* writer) {
+  std::map<std::string, std::string> options(request->options().begin(),
+                                             request->options().end());
+  const absl::Time start = absl::Now();
+  auto progress = [writer, start](const PlanProgressEvent& event) {
+    pb::GetPlanResponse message;
+    pb::PlanProgress* p = message.mutable_progress();
+    p->set_stage(event.stage);
+    p->set_elapsed_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
+    p->set_best_makespan_us(event.best_makespan_us);
+    writer->Write(message);
+  };
+  absl::StatusOr<PlanResult> plan =
+      engine_->GetPlan(request->model_id(), request->scheduler(), options, request->refresh(),
+                       ContextOf(context), progress);
+  if (!plan.ok()) return ToGrpc(plan.status());
+  pb::GetPlanResponse message;
+  FillPlan(*plan, message.mutable_plan());
+  writer->Write(message);
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context,
+                                         const pb::InferRequest* request,
+                                         pb::InferResponse* response) {
+  std::vector<HostTensor> inputs;
+  for (const pb::Tensor& tensor : request->inputs()) {
+    absl::StatusOr<HostTensor> host = FromProto(tensor);
+    if (!host.ok()) return ToGrpc(host.status());
+    inputs.push_back(std::move(*host));
+  }
+  absl::StatusOr<InferResult> result = engine_->Infer(request->model_id(), std::move(inputs),
+                                                      request->scheduler(), ContextOf(context));
+  if (!result.ok()) return ToGrpc(result.status());
+  for (const HostTensor& output : result->outputs) ToProto(output, response->add_outputs());
+  response->set_queue_us(result->queue_us);
+  response->set_execute_us(result->execute_us);
+  response->set_latency_us(result->latency_us);
+  response->set_executor(result->executor);
+  if (request->want_trace()) {
+    for (const SubtaskTimingInfo& timing : result->trace) {
+      pb::SubtaskTiming* t = response->add_trace();
+      t->set_op(timing.op);
+      t->set_device(timing.device);
+      t->set_start_us(timing.start_us);
+      t->set_end_us(timing.end_us);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::Status(grpc::ServerContext*, const pb::StatusRequest*,
+                                      pb::StatusResponse* response) {
+  EngineStatus status = engine_->Status();
+  response->set_version(status.version);
+  response->set_uptime_s(status.uptime_s);
+  for (const DeviceInfo& device : status.platform.devices) {
+    FillDevice(device, response->add_devices());
+  }
+  response->set_models(status.models);
+  response->set_queue_depth(status.queue_depth);
+  response->set_queue_capacity(status.queue_capacity);
+  response->set_inferences(status.inferences);
+  FillCacheStats(status.cache, response->mutable_cache());
+  response->set_platform(status.platform.name);
+  response->set_executor(status.executor);
+  response->set_default_scheduler(status.default_scheduler);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::Devices(grpc::ServerContext*, const pb::DevicesRequest*,
+                                       pb::DevicesResponse* response) {
+  const PlatformInfo& platform = engine_->platform();
+  response->set_platform(platform.name);
+  response->set_fingerprint(platform.fingerprint);
+  response->set_predictor_version(platform.predictor_version);
+  for (const DeviceInfo& device : platform.devices) FillDevice(device, response->add_devices());
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::CacheStats(grpc::ServerContext*, const pb::CacheStatsRequest*,
+                                          pb::CacheStatsResponse* response) {
+  absl::StatusOr<cache::CacheStats> stats = engine_->CacheStats();
+  if (!stats.ok()) return ToGrpc(stats.status());
+  FillCacheStats(*stats, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::ListCachedPlans(grpc::ServerContext*,
+                                               const pb::ListCachedPlansRequest* request,
+                                               pb::ListCachedPlansResponse* response) {
+  absl::StatusOr<std::vector<cache::PlanRecord>> plans =
+      engine_->ListCachedPlans(request->model_id());
+  if (!plans.ok()) return ToGrpc(plans.status());
+  for (const cache::PlanRecord& record : *plans) {
+    pb::CachedPlan* plan = response->add_plans();
+    plan->set_model_id(record.key.model_id);
+    plan->set_scheduler(record.scheduler);
+    plan->set_scheduler_config(record.key.scheduler_config);
+    plan->set_platform_fingerprint(record.key.platform_fingerprint);
+    plan->set_predictor_version(record.key.predictor_version);
+    plan->set_makespan_us(record.makespan_us);
+    plan->set_planning_ms(record.planning_ms);
+    plan->set_hits(record.hits);
+    plan->set_created_unix_s(record.created_unix_s);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::PurgeCache(grpc::ServerContext*,
+                                          const pb::PurgeCacheRequest* request,
+                                          pb::PurgeCacheResponse* response) {
+  absl::StatusOr<cache::PurgeResult> result = engine_->PurgeCache(request->include_models());
+  if (!result.ok()) return ToGrpc(result.status());
+  response->set_plans_removed(result->plans_removed);
+  response->set_models_removed(result->models_removed);
+  return grpc::Status::OK;
+}
+
+}  // namespace psched::daemon

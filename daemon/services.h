@@ -1,0 +1,81 @@
+// The psched.v1 gRPC services. Each is thin: it converts protobuf messages to the engine's
+// types, forwards to daemon::Engine and converts back; absl status codes map one to one onto
+// gRPC codes, with the engine's message. The Engine must outlive the services.
+//
+// Thread-safety: gRPC calls these concurrently; all state lives in the (thread-safe) Engine.
+#pragma once
+
+#include <cstdint>
+
+#include "daemon/engine.h"
+#include "psched/v1/admin.grpc.pb.h"
+#include "psched/v1/inference.grpc.pb.h"
+#include "psched/v1/model.grpc.pb.h"
+#include "psched/v1/plan.grpc.pb.h"
+
+namespace psched::daemon {
+
+class ModelServiceImpl final : public psched::v1::ModelService::Service {
+ public:
+  ModelServiceImpl(Engine* engine, int64_t max_model_bytes)
+      : engine_(engine), max_model_bytes_(max_model_bytes) {}
+
+  grpc::Status RegisterModel(grpc::ServerContext* context,
+                             grpc::ServerReader<psched::v1::RegisterModelRequest>* reader,
+                             psched::v1::RegisterModelResponse* response) override;
+  grpc::Status ListModels(grpc::ServerContext* context,
+                          const psched::v1::ListModelsRequest* request,
+                          psched::v1::ListModelsResponse* response) override;
+  grpc::Status GetModel(grpc::ServerContext* context, const psched::v1::GetModelRequest* request,
+                        psched::v1::GetModelResponse* response) override;
+  grpc::Status RemoveModel(grpc::ServerContext* context,
+                           const psched::v1::RemoveModelRequest* request,
+                           psched::v1::RemoveModelResponse* response) override;
+
+ private:
+  Engine* engine_;
+  const int64_t max_model_bytes_;
+};
+
+class PlanServiceImpl final : public psched::v1::PlanService::Service {
+ public:
+  explicit PlanServiceImpl(Engine* engine) : engine_(engine) {}
+  grpc::Status GetPlan(grpc::ServerContext* context, const psched::v1::GetPlanRequest* request,
+                       grpc::ServerWriter<psched::v1::GetPlanResponse>* writer) override;
+
+ private:
+  Engine* engine_;
+};
+
+class InferenceServiceImpl final : public psched::v1::InferenceService::Service {
+ public:
+  explicit InferenceServiceImpl(Engine* engine) : engine_(engine) {}
+  grpc::Status Infer(grpc::ServerContext* context, const psched::v1::InferRequest* request,
+                     psched::v1::InferResponse* response) override;
+
+ private:
+  Engine* engine_;
+};
+
+class AdminServiceImpl final : public psched::v1::AdminService::Service {
+ public:
+  explicit AdminServiceImpl(Engine* engine) : engine_(engine) {}
+  grpc::Status Status(grpc::ServerContext* context, const psched::v1::StatusRequest* request,
+                      psched::v1::StatusResponse* response) override;
+  grpc::Status Devices(grpc::ServerContext* context, const psched::v1::DevicesRequest* request,
+                       psched::v1::DevicesResponse* response) override;
+  grpc::Status CacheStats(grpc::ServerContext* context,
+                          const psched::v1::CacheStatsRequest* request,
+                          psched::v1::CacheStatsResponse* response) override;
+  grpc::Status ListCachedPlans(grpc::ServerContext* context,
+                               const psched::v1::ListCachedPlansRequest* request,
+                               psched::v1::ListCachedPlansResponse* response) override;
+  grpc::Status PurgeCache(grpc::ServerContext* context,
+                          const psched::v1::PurgeCacheRequest* request,
+                          psched::v1::PurgeCacheResponse* response) override;
+
+ private:
+  Engine* engine_;
+};
+
+}  // namespace psched::daemon
