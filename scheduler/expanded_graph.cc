@@ -56,30 +56,16 @@ absl::Status ExpandedGraph::Build(const Problem& problem, std::span<const Partit
                                                      p.work.size(), " slots; need 1..",
                                                      problem.max_splits()));
     }
-    task_begin_[static_cast<size_t>(op)] = static_cast<int>(tasks_.size());
-    int64_t begin = 0;
+    int64_t sum = 0;
     int active = 0;
     for (size_t q = 0; q < p.work.size(); ++q) {
-      const int64_t w = p.work[q];
-      if (w < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op),
-                                                       "): plan slot ", q, " has negative work ", w));
+      if (p.work[q] < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op), "): plan slot ", q,
+                                                       " has negative work ", p.work[q]));
       }
-      if (w == 0) continue;
-      ++active;
-      if (begin + w > total) break;  // reported below as a wrong sum
-      tasks_.push_back(Task{op, static_cast<int>(q), p.axis, begin, begin + w});
-      double sum = 0;
-      for (int d = 0; d < num_devices_; ++d) {
-        const double c = problem.LatencyUs(op, p.axis, w, d);
-        cost_.push_back(c);
-        sum += c;
-      }
-      mean_cost_.push_back(sum / num_devices_);
-      begin += w;
+      sum += p.work[q];
+      active += p.work[q] > 0 ? 1 : 0;
     }
-    int64_t sum = 0;
-    for (int64_t w : p.work) sum += w;
     if (sum != total) {
       return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op), "): plan work sums to ",
                                                      sum, ", U along '", std::string(model::SplitAxisName(p.axis)),
@@ -89,6 +75,21 @@ absl::Status ExpandedGraph::Build(const Problem& problem, std::span<const Partit
       return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op), "): plan has ",
                                                      active, " active subtasks; at most ", limit,
                                                      " fit on distinct devices"));
+    }
+    task_begin_[static_cast<size_t>(op)] = static_cast<int>(tasks_.size());
+    int64_t begin = 0;
+    for (size_t q = 0; q < p.work.size(); ++q) {
+      const int64_t w = p.work[q];
+      if (w == 0) continue;
+      tasks_.push_back(Task{op, static_cast<int>(q), p.axis, begin, begin + w});
+      double cost_sum = 0;
+      for (int d = 0; d < num_devices_; ++d) {
+        const double c = problem.LatencyUs(op, p.axis, w, d);
+        cost_.push_back(c);
+        cost_sum += c;
+      }
+      mean_cost_.push_back(cost_sum / num_devices_);
+      begin += w;
     }
     task_end_[static_cast<size_t>(op)] = static_cast<int>(tasks_.size());
   }

@@ -31,7 +31,7 @@ class ExpandedGraph {
   // Expands the ops in `scope` (ascending op ids; empty: every op) under `plans` (one per
   // op of the problem; empty: every op unpartitioned). Rejects a plan whose axis the op
   // cannot be split along, whose work does not sum to U, or with more active slots than
-  // max_splits.
+  // max_splits. Keeps a view of `plans`: plan() is valid while they live.
   absl::Status Build(const Problem& problem, std::span<const PartitionPlan> plans,
                      std::span<const OpId> scope = {});
 

@@ -62,6 +62,27 @@ TEST(ListSchedulerTest, UnknownNameListsKnownOnes) {
   EXPECT_FALSE(MakeListScheduler("single:").ok());
 }
 
+TEST(ListSchedulerTest, BadPlansAreRejectedWithTheOpAndReason) {
+  const model::Graph g = testing::ConvForkJoin(2);
+  const predictor::Profile profile = *predictor::LoadProfile("pixel5");
+  const Problem p = *Problem::FromGraph(g, profile.platform, *profile.model);
+  auto heft = *MakeListScheduler("heft");
+  auto error = [&](OpId op, PartitionPlan plan) {
+    std::vector<PartitionPlan> plans(static_cast<size_t>(p.num_ops()));
+    plans[static_cast<size_t>(op)] = std::move(plan);
+    return std::string(heft->Schedule(p, plans).status().message());
+  };
+  EXPECT_THAT(error(0, {model::SplitAxis::kOutputChannels, {70, -6}}), HasSubstr("negative work -6"));
+  EXPECT_THAT(error(0, {model::SplitAxis::kOutputChannels, {30, 30}}), HasSubstr("sums to 60"));
+  EXPECT_THAT(error(3, {model::SplitAxis::kRows, {28}}), HasSubstr("op 3 (concat) cannot be split"));
+  EXPECT_THAT(error(0, {model::SplitAxis::kNone, {}}), HasSubstr("0 slots"));
+  const std::vector<OpId> unsorted = {2, 1};
+  ListScheduler::Workspace ws;
+  Schedule out;
+  EXPECT_THAT(std::string(heft->ScheduleInto(p, {}, ws, out, ScheduleScope{unsorted, nullptr}).message()),
+              HasSubstr("distinct ascending ops"));
+}
+
 TEST(ListSchedulerTest, WrongPlanCountIsRejected) {
   const Problem problem = testing::TopcuogluExample();
   auto heft = MakeListScheduler("heft");
