@@ -11,6 +11,7 @@
 #include "scheduler/expanded_graph.h"
 #include "scheduler/partition_aware/candidate_plans.h"
 #include "scheduler/partition_aware/slack.h"
+#include "scheduler/partition_aware/stage_heft.h"
 #include "scheduler/partition_aware/staging.h"
 #include "scheduler/ranks.h"
 
@@ -28,7 +29,7 @@ class Search {
   Search(const Problem& problem, const ListScheduler& list, const IterativeOptions& options,
          IterativeStats& stats)
       : problem_(problem), list_(list), options_(options), stats_(stats),
-        sampler_(options.splits, options.alignment), rng_(options.seed),
+        fast_heft_(list.name() == "heft"), sampler_(options.splits, options.alignment), rng_(options.seed),
         plans_(static_cast<size_t>(problem.num_ops())),
         completion_(static_cast<size_t>(problem.num_ops()), 0.0),
         in_stage_(static_cast<size_t>(problem.num_ops()), false) {}
@@ -139,10 +140,34 @@ class Search {
     }
   }
 
+  // Schedules the stage under plans_ into current_ and makes it the reference schedule.
+  absl::Status EvaluateCurrent(const ScheduleScope& scope) {
+    if (!fast_heft_) return Evaluate(scope, current_);
+    stage_heft_.Run(plans_);
+    stage_heft_.MarkReference();
+    current_.Reset(problem_.num_ops(), problem_.num_devices());
+    stage_heft_.Emit(current_);
+    return absl::OkStatus();
+  }
+
+  // The stage makespan under plans_, which differ from the reference only in `changed`;
+  // +infinity when the inner scheduler cannot place them.
+  double EvaluateCandidate(const ScheduleScope& scope, OpId changed) {
+    if (fast_heft_) return stage_heft_.Run(plans_, changed);
+    // A candidate the inner scheduler cannot place (e.g. single:<device> with a split) is
+    // simply not an improvement.
+    if (!Evaluate(scope, trial_).ok()) return std::numeric_limits<double>::infinity();
+    return trial_.makespan_us();
+  }
+
   absl::Status SearchStage(const std::vector<OpId>& stage) {
-    BuildBoundary(stage);
+    if (fast_heft_) {
+      stage_heft_.Prepare(problem_, stage, committed_);
+    } else {
+      BuildBoundary(stage);
+    }
     const ScheduleScope scope{stage, committed_.subtasks().empty() ? nullptr : &boundary_};
-    if (absl::Status s = Evaluate(scope, current_); !s.ok()) return s;
+    if (absl::Status s = EvaluateCurrent(scope); !s.ok()) return s;
     partitionable_.clear();
     std::array<model::SplitAxis, 3> axes;
     for (OpId op : stage) {
@@ -163,13 +188,11 @@ class Search {
           sampler_.Sample(problem_, op, rng_, candidate_);
           if (candidate_ == plan) continue;
           std::swap(plan, candidate_);
-          const absl::Status s = Evaluate(scope, trial_);
+          const double makespan = EvaluateCandidate(scope, op);
           std::swap(plan, candidate_);
           ++stats_.evaluations;
-          // A candidate the inner scheduler cannot place (e.g. single:<device> with a
-          // split) is simply not an improvement.
-          if (!s.ok() || !Improves(trial_.makespan_us(), best)) continue;
-          best = trial_.makespan_us();
+          if (!Improves(makespan, best)) continue;
+          best = makespan;
           best_op = op;
           best_plan_ = candidate_;
         }
@@ -177,7 +200,7 @@ class Search {
       if (best_op < 0) break;
       plans_[static_cast<size_t>(best_op)] = best_plan_;
       ++stats_.accepted;
-      if (absl::Status s = Evaluate(scope, current_); !s.ok()) return s;
+      if (absl::Status s = EvaluateCurrent(scope); !s.ok()) return s;
       if (absl::Now() >= deadline) break;
     }
     for (const ScheduledSubtask& s : current_.subtasks()) {
@@ -192,6 +215,9 @@ class Search {
   const ListScheduler& list_;
   const IterativeOptions& options_;
   IterativeStats& stats_;
+  // The inner scheduler is heft: evaluate with StageHeft (same decisions, stage-local cost).
+  bool fast_heft_;
+  StageHeft stage_heft_;
   PlanSampler sampler_;
   std::mt19937_64 rng_;
   ListScheduler::Workspace workspace_;

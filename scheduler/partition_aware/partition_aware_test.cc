@@ -13,6 +13,7 @@
 #include "scheduler/partition_aware/pa_heft.h"
 #include "scheduler/partition_aware/partition_only.h"
 #include "scheduler/partition_aware/slack.h"
+#include "scheduler/partition_aware/stage_heft.h"
 #include "scheduler/partition_aware/staging.h"
 #include "scheduler/partition_aware/test_graphs.h"
 
@@ -366,6 +367,54 @@ TEST_F(ProfileTest, IterativeFromMinLocalAndWithoutStagingStayValid) {
     EXPECT_LE(s->makespan_us(), stats.initial_makespan_us);
     EXPECT_EQ(stats.stages > 1, staging);
   }
+}
+
+// StageHeft must make exactly the decisions of the core HEFT run on the same stage with
+// the earlier stages fixed, with and without prefix reuse.
+TEST_F(ProfileTest, StageHeftMatchesScopedHeftAndPrefixReuse) {
+  const Problem problem = Make(testing::RandomDag(60, 17));
+  std::mt19937_64 rng(5);
+  PlanSampler sampler;
+  std::vector<PartitionPlan> plans(static_cast<size_t>(problem.num_ops()));
+  for (OpId op = 0; op < problem.num_ops(); ++op) sampler.Sample(problem, op, rng, plans[static_cast<size_t>(op)]);
+  std::vector<double> rank(static_cast<size_t>(problem.num_ops()));
+  for (OpId op = 0; op < problem.num_ops(); ++op) rank[static_cast<size_t>(op)] = -op;
+  const auto stages = BuildStages(problem, rank, 7);
+  ASSERT_GT(stages.size(), 3u);
+  HeftScheduler heft;
+  ListScheduler::Workspace workspace;
+  StageHeft fast;
+  Schedule committed(problem.num_ops(), problem.num_devices());
+  int64_t checked = 0;
+  for (const auto& stage : stages) {
+    Schedule core;
+    const ScheduleScope scope{stage, committed.subtasks().empty() ? nullptr : &committed};
+    ASSERT_TRUE(heft.ScheduleInto(problem, plans, workspace, core, scope).ok());
+    fast.Prepare(problem, stage, committed);
+    EXPECT_EQ(fast.Run(plans), core.makespan_us());
+    fast.MarkReference();
+    Schedule mine(problem.num_ops(), problem.num_devices());
+    fast.Emit(mine);
+    ASSERT_EQ(mine.subtasks().size(), core.subtasks().size());
+    for (size_t k = 0; k < core.subtasks().size(); ++k) {
+      EXPECT_EQ(mine.subtasks()[k].device, core.subtasks()[k].device);
+      EXPECT_EQ(mine.subtasks()[k].start_us, core.subtasks()[k].start_us);
+      ++checked;
+    }
+    // Change each op's plan in turn: the reusing run equals a run from scratch.
+    for (OpId op : stage) {
+      PartitionPlan saved = plans[static_cast<size_t>(op)];
+      sampler.Sample(problem, op, rng, plans[static_cast<size_t>(op)]);
+      const double reused = fast.Run(plans, op);
+      StageHeft scratch;
+      scratch.Prepare(problem, stage, committed);
+      EXPECT_EQ(reused, scratch.Run(plans));
+      plans[static_cast<size_t>(op)] = saved;
+    }
+    for (const ScheduledSubtask& s : core.subtasks()) committed.Add(s);
+  }
+  EXPECT_GT(checked, 60);
+  EXPECT_GT(fast.reused_placements(), 0);
 }
 
 }  // namespace
