@@ -23,13 +23,16 @@ struct PhoneSpec {
   double cpu_bandwidth;
 };
 
-// Ratios follow the paper's single-device rows (Table "simulation_full"): e.g. on the
-// OnePlus 11 GPU-only is ~4.6x faster than CPU(L)-only and CPU(M) ~1.1x faster than CPU(L).
+// Fitted so that, averaged over 13 of the paper's workloads, whole-model single-device
+// latencies relate as in the paper's simulation rows (paper-tables/simulation_full.csv):
+// CPU(L)-only / GPU-only = 4.61 (paper 4.6), 4.83 (4.8), 2.99 (3.0), 2.28 (2.29) and
+// CPU(M)-only / GPU-only = 4.23 (4.2), 4.00 (4.0), 1.85 (1.81), 2.45 (2.42) for oneplus11,
+// motorola2022, pixel4, pixel5.
 constexpr PhoneSpec kPhones[] = {
-    {"oneplus11", 240.0, 52.0, 58.0, 40.0, 20.0},
-    {"motorola2022", 220.0, 46.0, 55.0, 36.0, 18.0},
-    {"pixel4", 130.0, 43.0, 72.0, 24.0, 16.0},
-    {"pixel5", 75.0, 32.0, 30.0, 16.0, 12.0},
+    {"oneplus11", 240.0, 41.0, 45.0, 40.0, 20.0},
+    {"motorola2022", 220.0, 36.0, 44.0, 36.0, 18.0},
+    {"pixel4", 130.0, 36.0, 60.0, 24.0, 16.0},
+    {"pixel5", 75.0, 28.0, 26.0, 16.0, 12.0},
 };
 
 AnalyticDeviceParams GpuParams(double conv, double bandwidth) {
@@ -38,9 +41,9 @@ AnalyticDeviceParams GpuParams(double conv, double bandwidth) {
   p.gpu = true;
   p.SetThroughput(conv, conv / 6.0, conv / 4.0, conv / 8.0);
   p.bandwidth_gbps = bandwidth;
-  p.overhead_us = 5.0;
+  p.overhead_us = 2.0;
   p.dispatch_us = 10.0;
-  p.half_parallelism = 16384.0;
+  p.half_parallelism = 4096.0;
   return p;
 }
 

@@ -2,9 +2,9 @@
 //
 // The phone profiles (`oneplus11`, `motorola2022`, `pixel4`, `pixel5`) are analytic
 // stand-ins for the paper's devices until measured GBDT predictors exist: three logical
-// devices named `gpu`, `cpu.l`, `cpu.m` in one memory domain, with throughputs chosen so
-// whole-model single-device latencies relate roughly as the paper's single-device rows
-// (GPU 2-5x faster than cpu.l, cpu.m within 0.6-1.1x of cpu.l). `host` describes a
+// devices named `gpu`, `cpu.l`, `cpu.m` in one memory domain, with throughputs fitted so
+// whole-model single-device latencies relate as the paper's single-device rows (GPU-only
+// 2.3-4.8x faster than cpu.l-only; cpu.m-only 0.6-1.1x the time of cpu.l-only). `host` describes a
 // development machine: two single-core CPU devices `cpu.0`, `cpu.1` and a `gpu` served by
 // PoCL, with conservative numbers. Profiles are values; the model is shared and immutable.
 #pragma once
