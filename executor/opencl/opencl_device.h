@@ -68,6 +68,11 @@ std::string ClErrorName(cl_int code);
 // OK for CL_SUCCESS, else kInternal "<what>: <error name>".
 absl::Status ClStatus(cl_int code, const std::string& what);
 
+// Device execution time of a finished command (profiling START to END), in microseconds; the
+// per-subtask GPU timing the runtime reports and calibration learns from.
+// REQUIRES: the event's queue has profiling enabled (OpenClDevice's does) and it completed.
+absl::StatusOr<double> EventDurationUs(cl_event event);
+
 class OpenClDevice {
  public:
   // Opens the first device matching `selector`. kNotFound when none matches (the message lists

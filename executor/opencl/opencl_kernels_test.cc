@@ -399,6 +399,22 @@ TEST(ElementwiseKernelTest, ActivationsAndSoftmaxMatchReference) {
                    "softmax_clip");
 }
 
+TEST(KernelProfilingTest, EnqueueReturnsAProfiledEvent) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  const ConvCase c{"profiled", {6, 7, 5}, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}};
+  Fixture f = Prepare(device, ConvGraph(c, 4), 21);
+  absl::StatusOr<std::unique_ptr<OpKernel>> k = f.factory->Create(0);
+  ASSERT_TRUE(k.ok()) << k.status();
+  cl_event event = nullptr;
+  ASSERT_TRUE((*k)->Enqueue(&event).ok());
+  ASSERT_NE(event, nullptr);
+  ASSERT_EQ(clWaitForEvents(1, &event), CL_SUCCESS);
+  absl::StatusOr<double> us = EventDurationUs(event);
+  clReleaseEvent(event);
+  ASSERT_TRUE(us.ok()) << us.status();
+  EXPECT_GT(*us, 0.0);
+}
+
 TEST(KernelMemoryModeTest, ConvRunsInEveryMemoryMode) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   const ConvCase c{"mode", {6, 7, 5}, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}};

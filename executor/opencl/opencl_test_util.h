@@ -38,4 +38,4 @@ inline absl::StatusOr<OpenClDevice*> TestDevice() {
   absl::StatusOr<::psched::executor::opencl::OpenClDevice*> device##_or =          \
       ::psched::executor::opencl::testing::TestDevice();                           \
   if (!device##_or.ok()) GTEST_SKIP() << "no OpenCL device: " << device##_or.status(); \
-  ::psched::executor::opencl::OpenClDevice* device = *device##_or
+  [[maybe_unused]] ::psched::executor::opencl::OpenClDevice* device = *device##_or
