@@ -191,7 +191,7 @@ TEST_F(ConformanceTest, TaskGraphWithTransferCostsAcrossDomains) {
 TEST_F(ConformanceTest, EighteenModelsOnAThreeDeviceProfile) {
   const char* shared = std::getenv("PSCHED_SHARED_DIR");
   const std::filesystem::path dir =
-      std::filesystem::path(shared != nullptr ? shared : "../shared") / "models" / "graph-only";
+      std::filesystem::path(shared != nullptr ? shared : PSCHED_SOURCE_DIR "/../shared") / "models" / "graph-only";
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " is absent";
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

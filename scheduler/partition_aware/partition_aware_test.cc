@@ -369,6 +369,41 @@ TEST_F(ProfileTest, IterativeFromMinLocalAndWithoutStagingStayValid) {
   }
 }
 
+TEST_F(ProfileTest, PartitionOnlyOnAChainIsTheSumOfLocalCosts) {
+  const Problem problem = Make(testing::ConvChain(5));
+  auto s = PartitionOnlyScheduler().Plan(problem, SchedulerOptions{});
+  ASSERT_TRUE(s.ok()) << s.status();
+  double sum = 0;
+  for (OpId op = 0; op < problem.num_ops(); ++op) sum += MinLocalLatencyPlan(problem, op).local_cost_us;
+  EXPECT_NEAR(s->makespan_us(), sum, 1e-6 * sum);
+  int split = 0;
+  for (OpId op = 0; op < problem.num_ops(); ++op) split += s->plan(op).ActiveSubtasks() > 1 ? 1 : 0;
+  EXPECT_GT(split, 0);
+}
+
+TEST(PaHeftTest, EqualsHeftWhenNothingIsPartitionable) {
+  // Costs of Topcuoglu et al. (2002), edges with transfer costs across two domains.
+  TaskGraph tg;
+  tg.cost = {{14, 16, 9}, {13, 19, 18}, {11, 13, 19}, {13, 8, 17}, {12, 13, 10},
+             {13, 16, 9}, {7, 15, 11}, {5, 11, 14}, {18, 12, 20}, {21, 7, 16}};
+  tg.edges = {{0, 1, 18}, {0, 2, 12}, {0, 3, 9}, {0, 4, 11}, {0, 5, 14}, {1, 7, 19}, {1, 8, 16},
+              {2, 6, 23}, {3, 7, 27}, {3, 8, 23}, {4, 8, 13}, {5, 7, 15}, {6, 9, 17}, {7, 9, 11},
+              {8, 9, 13}};
+  Platform platform = Devices(3);
+  platform.devices[2].memory_domain = 1;
+  auto problem = Problem::FromTaskGraph(tg, platform);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  auto heft = HeftScheduler().Schedule(*problem);
+  auto pa = PaHeftScheduler().Plan(*problem, SchedulerOptions{});
+  ASSERT_TRUE(heft.ok() && pa.ok());
+  EXPECT_TRUE(ValidateSchedule(*problem, *pa).ok()) << ValidateSchedule(*problem, *pa);
+  EXPECT_DOUBLE_EQ(pa->makespan_us(), heft->makespan_us());
+  // Nothing to partition: the iterative search returns its starting schedule.
+  auto it = IterativeScheduler(std::make_unique<HeftScheduler>()).Plan(*problem, SchedulerOptions{});
+  ASSERT_TRUE(it.ok());
+  EXPECT_DOUBLE_EQ(it->makespan_us(), heft->makespan_us());
+}
+
 // StageHeft must make exactly the decisions of the core HEFT run on the same stage with
 // the earlier stages fixed, with and without prefix reuse.
 TEST_F(ProfileTest, StageHeftMatchesScopedHeftAndPrefixReuse) {
