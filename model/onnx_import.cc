@@ -36,6 +36,13 @@ std::string DimsString(const std::vector<int64_t>& dims) {
   return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
 }
 
+std::string DtypeName(int32_t dtype) {
+  return absl::StrCat(TensorProto::DataType_IsValid(dtype)
+                          ? TensorProto::DataType_Name(static_cast<TensorProto::DataType>(dtype))
+                          : std::string("unknown"),
+                      " (", dtype, ")");
+}
+
 std::string NodeLabel(const NodeProto& node) {
   std::string name = node.name();
   if (name.empty() && node.output_size() > 0) name = node.output(0);
@@ -261,9 +268,8 @@ absl::StatusOr<ConstValue> ReadTensorProto(const TensorProto& t, const ImportOpt
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": tensor '", t.name(), "' has unsupported data type ",
-                       TensorProto::DataType_Name(static_cast<TensorProto::DataType>(
-                           TensorProto::DataType_IsValid(t.data_type()) ? t.data_type() : 0)),
-                       " (", t.data_type(), "); psched reads float32 weights and int64 shapes"));
+                       DtypeName(t.data_type()),
+                       "; psched reads float32 weights and int64 shapes"));
   }
   v.has_data = true;
   return v;
@@ -390,7 +396,7 @@ absl::Status Importer::ReadInputs() {
     const auto& tensor_type = input.type().tensor_type();
     if (tensor_type.elem_type() != TensorProto::FLOAT) {
       return absl::InvalidArgumentError(absl::StrCat(where, " has element type ",
-                                                     tensor_type.elem_type(),
+                                                     DtypeName(tensor_type.elem_type()),
                                                      "; psched runs float32 (type 1) models"));
     }
     if (!tensor_type.has_shape()) {
@@ -508,7 +514,8 @@ absl::Status Importer::ReadOutputs() {
       if (tensor_type.elem_type() != TensorProto::FLOAT &&
           tensor_type.elem_type() != TensorProto::UNDEFINED) {
         return absl::InvalidArgumentError(absl::StrCat(
-            where, " has element type ", tensor_type.elem_type(), "; psched computes float32"));
+            where, " has element type ", DtypeName(tensor_type.elem_type()),
+            "; psched computes float32"));
       }
       if (tensor_type.has_shape()) {
         const auto& shape = tensor_type.shape();
@@ -950,7 +957,7 @@ absl::Status Importer::ConvertConv(const NodeProto& node) {
   }
   if (weight.dims.size() != 4 || !(weight.dtype == TensorProto::FLOAT)) {
     return NodeError(node, absl::StrCat("weight '", weight.name, "' must be a float32 [M,C/group,kH,kW] tensor, got dims ",
-                                        DimsString(weight.dims), " type ", weight.dtype));
+                                        DimsString(weight.dims), " of type ", DtypeName(weight.dtype)));
   }
   auto group = AttrInt(node, "group", 1);
   if (!group.ok()) return group.status();
@@ -1202,10 +1209,10 @@ absl::Status Importer::ConvertActivation(const NodeProto& node) {
     if (opset_ < 11) {
       auto lo = AttrFloat(node, "min", act.min);
       auto hi = AttrFloat(node, "max", act.max);
-      if (FindAttr(node, "min") != nullptr && !lo.ok()) return lo.status();
-      if (FindAttr(node, "max") != nullptr && !hi.ok()) return hi.status();
-      if (lo.ok()) act.min = *lo;
-      if (hi.ok()) act.max = *hi;
+      if (!lo.ok()) return lo.status();
+      if (!hi.ok()) return hi.status();
+      act.min = *lo;
+      act.max = *hi;
     } else {
       for (int i = 1; i <= 2; ++i) {
         if (!HasInput(node, i)) continue;

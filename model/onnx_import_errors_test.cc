@@ -286,7 +286,7 @@ TEST(OnnxImportErrorsTest, WrongInputDtype) {
   absl::Status s = Import(b.Bytes());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("graph input 'x'"));
-  EXPECT_THAT(std::string(s.message()), HasSubstr("element type 6"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("element type INT32 (6)"));
 }
 
 TEST(OnnxImportErrorsTest, WrongWeightDtype) {
@@ -297,6 +297,7 @@ TEST(OnnxImportErrorsTest, WrongWeightDtype) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("conv1"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("float32"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("FLOAT16 (10)"));
 }
 
 TEST(OnnxImportErrorsTest, NegativePads) {
