@@ -42,8 +42,8 @@ AnalyticModel::AnalyticModel(std::string name, std::vector<AnalyticDeviceParams>
 
 double AnalyticModel::PredictUs(const OpConfig& config, int device_index) const {
   const AnalyticDeviceParams& d = devices_[static_cast<size_t>(device_index)];
-  const double peak = config.IsDepthwise() ? d.depthwise_gflops
-                                           : d.gflops[static_cast<size_t>(config.kind)];
+  const double peak =
+      config.IsDepthwise() ? d.depthwise_gflops : d.gflops[static_cast<size_t>(config.kind)];
   const double parallel = static_cast<double>(config.output.Elements());
   const double utilisation = parallel / (parallel + d.half_parallelism);
   // GFLOP/s and GB/s are both 1e3 units per microsecond.

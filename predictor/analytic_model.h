@@ -45,7 +45,9 @@ class AnalyticModel final : public LatencyModel {
   double PredictUs(const OpConfig& config, int device_index) const override;
   std::string Version() const override { return version_; }
 
-  const AnalyticDeviceParams& device(int index) const { return devices_[static_cast<size_t>(index)]; }
+  const AnalyticDeviceParams& device(int index) const {
+    return devices_[static_cast<size_t>(index)];
+  }
 
  private:
   std::string name_;

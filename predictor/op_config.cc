@@ -55,7 +55,8 @@ OpConfig WholeOpConfig(const model::Graph& graph, model::OpId id) {
   const model::Op& op = graph.op(id);
   OpConfig config;
   config.kind = op.kind;
-  for (model::TensorId t : graph.ActivationInputs(id)) config.inputs.push_back(graph.tensor(t).shape);
+  for (model::TensorId t : graph.ActivationInputs(id))
+    config.inputs.push_back(graph.tensor(t).shape);
   config.output = graph.output_shape(id);
   config.activation = op.activation.kind;
   if (const auto* conv = std::get_if<model::ConvAttrs>(&op.attrs)) {
@@ -76,8 +77,8 @@ void SliceRows(OpConfig& c, int64_t begin, int64_t end) {
   const model::Window2d& w = c.window;
   Shape& in = c.inputs[0];
   const int64_t first = begin * w.stride_h - w.pad_top;
-  const int64_t last = (end - 1) * w.stride_h - w.pad_top +
-                       static_cast<int64_t>(w.kernel_h - 1) * w.dilation_h;
+  const int64_t last =
+      (end - 1) * w.stride_h - w.pad_top + static_cast<int64_t>(w.kernel_h - 1) * w.dilation_h;
   const int64_t clipped_first = std::max<int64_t>(first, 0);
   const int64_t clipped_last = std::min<int64_t>(last, in.h - 1);
   c.window.pad_top = static_cast<int32_t>(clipped_first - first);
@@ -88,8 +89,7 @@ void SliceRows(OpConfig& c, int64_t begin, int64_t end) {
 
 }  // namespace
 
-OpConfig SubtaskConfig(const OpConfig& whole, model::SplitAxis axis, int64_t begin,
-                       int64_t end) {
+OpConfig SubtaskConfig(const OpConfig& whole, model::SplitAxis axis, int64_t begin, int64_t end) {
   OpConfig c = whole;
   const int64_t n = end - begin;
   const bool conv = whole.kind == OpKind::kConv2d;

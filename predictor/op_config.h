@@ -37,8 +37,7 @@ OpConfig WholeOpConfig(const model::Graph& graph, model::OpId id);
 // The configuration of the subtask [begin, end) of `whole` along `axis` (work units as in
 // model::WorkSize). kNone returns `whole`.
 // REQUIRES: 0 <= begin < end <= WorkSize along axis.
-OpConfig SubtaskConfig(const OpConfig& whole, model::SplitAxis axis, int64_t begin,
-                       int64_t end);
+OpConfig SubtaskConfig(const OpConfig& whole, model::SplitAxis axis, int64_t begin, int64_t end);
 OpConfig SubtaskConfig(const model::Graph& graph, model::OpId id, model::SplitAxis axis,
                        int64_t begin, int64_t end);
 

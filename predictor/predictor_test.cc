@@ -135,14 +135,16 @@ TEST_P(ProfileTest, SplittingInHalfCostsMoreThanHalf) {
   const model::Graph g = ConvGraph({28, 28, 96}, 192, 3, 1, 1, 1);
   for (int d = 0; d < profile->model->num_devices(); ++d) {
     const double whole = profile->model->PredictUs(WholeOpConfig(g, 0), d);
-    const double half = profile->model->PredictUs(SubtaskConfig(g, 0, SplitAxis::kOutputChannels, 0, 96), d);
+    const double half =
+        profile->model->PredictUs(SubtaskConfig(g, 0, SplitAxis::kOutputChannels, 0, 96), d);
     EXPECT_GT(half, whole / 2) << "device " << d;
     EXPECT_LT(half, whole) << "device " << d;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ProfileTest,
-                         ::testing::Values("oneplus11", "motorola2022", "pixel4", "pixel5", "host"));
+                         ::testing::Values("oneplus11", "motorola2022", "pixel4", "pixel5",
+                                           "host"));
 
 TEST(ProfilesTest, PhonesNameDevicesGpuCpuLCpuM) {
   for (std::string_view name : {"oneplus11", "motorola2022", "pixel4", "pixel5"}) {

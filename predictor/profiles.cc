@@ -108,7 +108,8 @@ absl::StatusOr<Profile> LoadProfile(std::string_view name) {
   }
   if (name == "host") return HostProfile();
   const std::string known = absl::StrJoin(ProfileNames(), ", ");
-  return absl::NotFoundError(absl::StrCat("unknown platform profile '", std::string(name), "'; known: ", known));
+  return absl::NotFoundError(
+      absl::StrCat("unknown platform profile '", std::string(name), "'; known: ", known));
 }
 
 }  // namespace psched::predictor

@@ -47,7 +47,8 @@ TEST_P(AllocationTest, WarmScheduleIntoDoesNotAllocate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllListSchedulers, AllocationTest,
-                         ::testing::Values("heft", "lookahead-heft", "peft", "ldcp", "ceft", "psls"),
+                         ::testing::Values("heft", "lookahead-heft", "peft", "ldcp", "ceft",
+                                           "psls"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            for (char& c : name) c = c == '-' ? '_' : c;

@@ -92,7 +92,8 @@ absl::Status CeftScheduler::PlaceAll(const Problem& problem, Workspace& ws) cons
       }
       for (int i = first; i < last; ++i) {
         const int t = ws.groups[static_cast<size_t>(i)];
-        const Placement p = best_device >= 0 ? ws.EftOn(problem, t, best_device) : ws.BestEft(problem, t);
+        const Placement p =
+            best_device >= 0 ? ws.EftOn(problem, t, best_device) : ws.BestEft(problem, t);
         if (p.device < 0) {
           return absl::InternalError(absl::StrCat("ceft: no free device for op ", g.task(t).op));
         }

@@ -6,8 +6,9 @@ namespace psched::scheduler {
 
 double DeviceTimeline::EarliestStart(double ready, double duration) const {
   // Ends are sorted too (disjoint intervals): skip everything that ends by `ready`.
-  auto it = std::upper_bound(busy_.begin(), busy_.end(), ready,
-                             [](double t, const std::pair<double, double>& b) { return t < b.second; });
+  auto it =
+      std::upper_bound(busy_.begin(), busy_.end(), ready,
+                       [](double t, const std::pair<double, double>& b) { return t < b.second; });
   double candidate = ready;
   for (; it != busy_.end(); ++it) {
     if (candidate + duration <= it->first) return candidate;
@@ -17,8 +18,9 @@ double DeviceTimeline::EarliestStart(double ready, double duration) const {
 }
 
 int DeviceTimeline::Insert(double start, double end) {
-  auto it = std::upper_bound(busy_.begin(), busy_.end(), start,
-                             [](double t, const std::pair<double, double>& b) { return t < b.first; });
+  auto it =
+      std::upper_bound(busy_.begin(), busy_.end(), start,
+                       [](double t, const std::pair<double, double>& b) { return t < b.first; });
   const int position = static_cast<int>(it - busy_.begin());
   busy_.insert(it, {start, end});
   return position;

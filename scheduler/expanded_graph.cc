@@ -36,8 +36,9 @@ absl::Status ExpandedGraph::Build(const Problem& problem, std::span<const Partit
   } else {
     for (size_t k = 0; k < scope.size(); ++k) {
       if (scope[k] < 0 || scope[k] >= n || (k > 0 && scope[k] <= scope[k - 1])) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "scope entry ", k, " is op ", scope[k], ": need distinct ascending ops in [0, ", n, ")"));
+        return absl::InvalidArgumentError(absl::StrCat("scope entry ", k, " is op ", scope[k],
+                                                       ": need distinct ascending ops in [0, ", n,
+                                                       ")"));
       }
       ops_.push_back(scope[k]);
     }
@@ -47,34 +48,35 @@ absl::Status ExpandedGraph::Build(const Problem& problem, std::span<const Partit
     const PartitionPlan& p = plan(op);
     const int64_t total = problem.WorkSize(op, p.axis);
     if (total <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op),
-                                                     ") cannot be split along '",
-                                                     std::string(model::SplitAxisName(p.axis)), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op ", op, " (", problem.op_name(op), ") cannot be split along '",
+                       std::string(model::SplitAxisName(p.axis)), "'"));
     }
     if (p.work.empty() || static_cast<int>(p.work.size()) > problem.max_splits()) {
-      return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op), "): plan has ",
-                                                     p.work.size(), " slots; need 1..",
-                                                     problem.max_splits()));
+      return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op),
+                                                     "): plan has ", p.work.size(),
+                                                     " slots; need 1..", problem.max_splits()));
     }
     int64_t sum = 0;
     int active = 0;
     for (size_t q = 0; q < p.work.size(); ++q) {
       if (p.work[q] < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op), "): plan slot ", q,
-                                                       " has negative work ", p.work[q]));
+        return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op),
+                                                       "): plan slot ", q, " has negative work ",
+                                                       p.work[q]));
       }
       sum += p.work[q];
       active += p.work[q] > 0 ? 1 : 0;
     }
     if (sum != total) {
-      return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op), "): plan work sums to ",
-                                                     sum, ", U along '", std::string(model::SplitAxisName(p.axis)),
-                                                     "' is ", total));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op ", op, " (", problem.op_name(op), "): plan work sums to ", sum,
+                       ", U along '", std::string(model::SplitAxisName(p.axis)), "' is ", total));
     }
     if (active > limit) {
-      return absl::InvalidArgumentError(absl::StrCat("op ", op, " (", problem.op_name(op), "): plan has ",
-                                                     active, " active subtasks; at most ", limit,
-                                                     " fit on distinct devices"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op ", op, " (", problem.op_name(op), "): plan has ", active,
+                       " active subtasks; at most ", limit, " fit on distinct devices"));
     }
     task_begin_[static_cast<size_t>(op)] = static_cast<int>(tasks_.size());
     int64_t begin = 0;

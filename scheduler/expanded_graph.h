@@ -39,7 +39,8 @@ class ExpandedGraph {
   int num_devices() const { return num_devices_; }
   const Task& task(int t) const { return tasks_[static_cast<size_t>(t)]; }
   double cost(int t, int device) const {
-    return cost_[static_cast<size_t>(t) * static_cast<size_t>(num_devices_) + static_cast<size_t>(device)];
+    return cost_[static_cast<size_t>(t) * static_cast<size_t>(num_devices_) +
+                 static_cast<size_t>(device)];
   }
   double mean_cost(int t) const { return mean_cost_[static_cast<size_t>(t)]; }
   // The ops in scope, ascending (topological).

@@ -28,8 +28,9 @@ absl::Status PlaceHeft(const Problem& problem, ListWorkspace& ws) {
   for (int t : ws.order) {
     const Placement best = ws.BestEft(problem, t);
     if (best.device < 0) {
-      return absl::InternalError(absl::StrCat("heft: no free device for subtask ", ws.graph.task(t).slot,
-                                              " of op ", ws.graph.task(t).op));
+      return absl::InternalError(absl::StrCat("heft: no free device for subtask ",
+                                              ws.graph.task(t).slot, " of op ",
+                                              ws.graph.task(t).op));
     }
     ws.Place(t, best);
   }

@@ -29,8 +29,9 @@ void DynamicRanks(const Problem& problem, ListWorkspace& ws) {
         for (size_t k = 0; k < succs.size(); ++k) {
           for (int s = g.TaskBegin(succs[k]); s < g.TaskEnd(succs[k]); ++s) {
             const int dev_s = ws.task_device[static_cast<size_t>(s)];
-            const double edge = placed_on >= 0 && dev_s >= 0 ? problem.EdgeCostUs(transfer[k], dev_t, dev_s)
-                                                             : problem.MeanTransferUs(transfer[k]);
+            const double edge = placed_on >= 0 && dev_s >= 0
+                                    ? problem.EdgeCostUs(transfer[k], dev_t, dev_s)
+                                    : problem.MeanTransferUs(transfer[k]);
             tail = std::max(tail, edge + urank[static_cast<size_t>(s) * num_devices + p]);
           }
         }

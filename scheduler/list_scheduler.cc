@@ -20,8 +20,9 @@ absl::StatusOr<Schedule> ListScheduler::Schedule(const Problem& problem,
   return out;
 }
 
-absl::Status ListScheduler::ScheduleInto(const Problem& problem, std::span<const PartitionPlan> plans,
-                                         Workspace& ws, scheduler::Schedule& out,
+absl::Status ListScheduler::ScheduleInto(const Problem& problem,
+                                         std::span<const PartitionPlan> plans, Workspace& ws,
+                                         scheduler::Schedule& out,
                                          const ScheduleScope& scope) const {
   if (absl::Status s = ws.graph.Build(problem, plans, scope.ops); !s.ok()) return s;
   if (absl::Status s = ws.Prepare(problem, scope.fixed); !s.ok()) return s;

@@ -19,7 +19,8 @@ void BM_Stage21(benchmark::State& state) {
   std::vector<PartitionPlan> plans(static_cast<size_t>(p.num_ops()));
   plans[0] = PartitionPlan{model::SplitAxis::kOutputChannels, {32, 16, 16}};
   plans[5] = PartitionPlan{model::SplitAxis::kRows, {14, 14}};
-  plans[static_cast<size_t>(p.num_ops() - 1)] = PartitionPlan{model::SplitAxis::kInputChannels, {600, 552}};
+  plans[static_cast<size_t>(p.num_ops() - 1)] =
+      PartitionPlan{model::SplitAxis::kInputChannels, {600, 552}};
   auto list = *MakeListScheduler(kSchedulers[state.range(0)]);
   ListScheduler::Workspace ws;
   Schedule out;

@@ -72,15 +72,18 @@ TEST(ListSchedulerTest, BadPlansAreRejectedWithTheOpAndReason) {
     plans[static_cast<size_t>(op)] = std::move(plan);
     return std::string(heft->Schedule(p, plans).status().message());
   };
-  EXPECT_THAT(error(0, {model::SplitAxis::kOutputChannels, {70, -6}}), HasSubstr("negative work -6"));
+  EXPECT_THAT(error(0, {model::SplitAxis::kOutputChannels, {70, -6}}),
+              HasSubstr("negative work -6"));
   EXPECT_THAT(error(0, {model::SplitAxis::kOutputChannels, {30, 30}}), HasSubstr("sums to 60"));
-  EXPECT_THAT(error(3, {model::SplitAxis::kRows, {28}}), HasSubstr("op 3 (concat) cannot be split"));
+  EXPECT_THAT(error(3, {model::SplitAxis::kRows, {28}}),
+              HasSubstr("op 3 (concat) cannot be split"));
   EXPECT_THAT(error(0, {model::SplitAxis::kNone, {}}), HasSubstr("0 slots"));
   const std::vector<OpId> unsorted = {2, 1};
   ListScheduler::Workspace ws;
   Schedule out;
-  EXPECT_THAT(std::string(heft->ScheduleInto(p, {}, ws, out, ScheduleScope{unsorted, nullptr}).message()),
-              HasSubstr("distinct ascending ops"));
+  EXPECT_THAT(
+      std::string(heft->ScheduleInto(p, {}, ws, out, ScheduleScope{unsorted, nullptr}).message()),
+      HasSubstr("distinct ascending ops"));
 }
 
 TEST(ListSchedulerTest, WrongPlanCountIsRejected) {
@@ -118,7 +121,8 @@ class ConformanceTest : public ::testing::TestWithParam<std::string> {
 TEST_P(ConformanceTest, ChainRunsEachTaskOnItsFastestDevice) {
   // No communication cost: the optimum is the sum of per-task minima. CEFT keeps a whole
   // critical path on one device by design, so it gets the best single device (4+7+5+1).
-  const Problem p = TaskProblem({{4, 9}, {7, 2}, {5, 6}, {1, 3}}, {{0, 1, 0}, {1, 2, 0}, {2, 3, 0}});
+  const Problem p =
+      TaskProblem({{4, 9}, {7, 2}, {5, 6}, {1, 3}}, {{0, 1, 0}, {1, 2, 0}, {2, 3, 0}});
   EXPECT_DOUBLE_EQ(Run(p).makespan_us(), GetParam() == "ceft" ? 17 : 4 + 2 + 5 + 1);
 }
 
@@ -151,8 +155,8 @@ TEST_P(ConformanceTest, TopcuogluExampleIsValidAndWithinBounds) {
 TEST_P(ConformanceTest, TopcuogluExampleMakespan) {
   // Only HEFT's 80 is published (Topcuoglu et al. 2002, Fig. 2); the others pin this
   // implementation's results (docs/scheduling.md records the choices behind them).
-  const std::map<std::string, double> expected = {{"heft", 80},  {"lookahead-heft", 76}, {"peft", 85},
-                                                  {"ldcp", 80},  {"ceft", 85},           {"psls", 80}};
+  const std::map<std::string, double> expected = {
+      {"heft", 80}, {"lookahead-heft", 76}, {"peft", 85}, {"ldcp", 80}, {"ceft", 85}, {"psls", 80}};
   EXPECT_DOUBLE_EQ(Run(testing::TopcuogluExample()).makespan_us(), expected.at(GetParam()));
 }
 
@@ -174,7 +178,8 @@ TEST_P(ConformanceTest, PartitionedOpsPutSiblingsOnDistinctDevices) {
 }
 
 TEST_P(ConformanceTest, ScopedRunRespectsFixedEarlierStage) {
-  const Problem p = TaskProblem({{2, 2}, {3, 3}, {4, 4}, {1, 1}}, {{0, 1, 0}, {1, 2, 0}, {2, 3, 0}});
+  const Problem p =
+      TaskProblem({{2, 2}, {3, 3}, {4, 4}, {1, 1}}, {{0, 1, 0}, {1, 2, 0}, {2, 3, 0}});
   auto list = MakeListScheduler(GetParam());
   ASSERT_TRUE(list.ok());
   ListScheduler::Workspace ws;
@@ -212,8 +217,8 @@ TEST_P(ConformanceTest, WorkspaceReuseGivesTheSameSchedule) {
 TEST_P(ConformanceTest, TooManyActiveSlotsIsRejected) {
   const model::Graph g = testing::ConvForkJoin(1);
   absl::StatusOr<predictor::Profile> profile = predictor::LoadProfile("pixel4");
-  absl::StatusOr<Problem> p = Problem::FromGraph(g, profile->platform, *profile->model,
-                                                 ProblemOptions{.max_splits = 2});
+  absl::StatusOr<Problem> p =
+      Problem::FromGraph(g, profile->platform, *profile->model, ProblemOptions{.max_splits = 2});
   ASSERT_TRUE(p.ok());
   std::vector<PartitionPlan> plans(static_cast<size_t>(p->num_ops()));
   plans[0] = PartitionPlan{model::SplitAxis::kOutputChannels, {20, 20, 24}};
@@ -224,7 +229,8 @@ TEST_P(ConformanceTest, TooManyActiveSlotsIsRejected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllListSchedulers, ConformanceTest,
-                         ::testing::Values("heft", "lookahead-heft", "peft", "ldcp", "ceft", "psls"),
+                         ::testing::Values("heft", "lookahead-heft", "peft", "ldcp", "ceft",
+                                           "psls"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                            std::string name = param_info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -13,19 +13,21 @@ absl::Status ListWorkspace::Prepare(const Problem& problem, const Schedule* fixe
   num_devices_ = problem.num_devices();
   timelines.resize(static_cast<size_t>(num_devices_));
   for (DeviceTimeline& t : timelines) t.Clear();
-  placed_end_.assign(static_cast<size_t>(problem.num_ops()) * static_cast<size_t>(num_devices_), -1.0);
+  placed_end_.assign(static_cast<size_t>(problem.num_ops()) * static_cast<size_t>(num_devices_),
+                     -1.0);
   task_device.assign(static_cast<size_t>(graph.num_tasks()), -1);
   task_start.assign(static_cast<size_t>(graph.num_tasks()), 0.0);
   timeline_position_.assign(static_cast<size_t>(graph.num_tasks()), -1);
   if (fixed == nullptr) return absl::OkStatus();
   for (const ScheduledSubtask& s : fixed->subtasks()) {
     if (s.op < 0 || s.op >= problem.num_ops() || s.device < 0 || s.device >= num_devices_) {
-      return absl::InvalidArgumentError(absl::StrCat("fixed subtask of op ", s.op, " on device ", s.device,
-                                                     " is outside the problem"));
+      return absl::InvalidArgumentError(absl::StrCat("fixed subtask of op ", s.op, " on device ",
+                                                     s.device, " is outside the problem"));
     }
     if (graph.InScope(s.op)) {
-      return absl::InvalidArgumentError(absl::StrCat("op ", s.op, " (", problem.op_name(s.op),
-                                                     ") is both fixed and in the scope to schedule"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op ", s.op, " (", problem.op_name(s.op),
+                       ") is both fixed and in the scope to schedule"));
     }
     double& end = placed_end_[Index(s.op, s.device)];
     end = std::max(end, s.end_us);
@@ -69,7 +71,8 @@ void ListWorkspace::InitReady(const Problem& problem) {
   counts.assign(static_cast<size_t>(problem.num_ops()), 0);
   for (OpId op : graph.ops()) {
     for (OpId p : problem.preds(op)) {
-      if (graph.InScope(p)) counts[static_cast<size_t>(op)] += graph.TaskEnd(p) - graph.TaskBegin(p);
+      if (graph.InScope(p))
+        counts[static_cast<size_t>(op)] += graph.TaskEnd(p) - graph.TaskBegin(p);
     }
   }
   track_ready_ = true;

@@ -70,14 +70,15 @@ class ListWorkspace {
 
  private:
   size_t Index(OpId op, int device) const {
-    return static_cast<size_t>(op) * static_cast<size_t>(num_devices_) + static_cast<size_t>(device);
+    return static_cast<size_t>(op) * static_cast<size_t>(num_devices_) +
+           static_cast<size_t>(device);
   }
 
   const Problem* problem_ = nullptr;
   const Schedule* fixed_ = nullptr;
   bool track_ready_ = false;
   int num_devices_ = 0;
-  std::vector<double> placed_end_;  // [op * D + device]; -1: nothing there
+  std::vector<double> placed_end_;      // [op * D + device]; -1: nothing there
   std::vector<int> timeline_position_;  // per task, for Unplace
 };
 

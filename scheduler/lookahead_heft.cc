@@ -46,7 +46,8 @@ absl::Status LookaheadHeftScheduler::PlaceAll(const Problem& problem, Workspace&
         for (int k = placed - 1; k >= 0; --k) ws.Unplace(children[static_cast<size_t>(k)]);
         ws.Unplace(t);
       }
-      if (best.device < 0 || score < best_score || (score == best_score && own.end_us < best.end_us)) {
+      if (best.device < 0 || score < best_score ||
+          (score == best_score && own.end_us < best.end_us)) {
         best = own;
         best_score = score;
       }

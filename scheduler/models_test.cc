@@ -38,8 +38,8 @@ TEST_P(WorkloadTest, EveryScheduleOnlyMethodValidates) {
   absl::StatusOr<Problem> problem = Problem::FromGraph(*graph, profile->platform, *profile->model);
   ASSERT_TRUE(problem.ok()) << problem.status();
   std::map<std::string, double> makespan;
-  for (const std::string name : {"single:gpu", "single:cpu.l", "single:cpu.m", "heft", "lookahead-heft",
-                                 "peft", "ldcp", "ceft", "psls"}) {
+  for (const std::string name : {"single:gpu", "single:cpu.l", "single:cpu.m", "heft",
+                                 "lookahead-heft", "peft", "ldcp", "ceft", "psls"}) {
     auto scheduler = MakeScheduler(name);
     ASSERT_TRUE(scheduler.ok()) << scheduler.status();
     absl::StatusOr<Schedule> s = (*scheduler)->Plan(*problem, SchedulerOptions{});
@@ -57,14 +57,15 @@ TEST_P(WorkloadTest, EveryScheduleOnlyMethodValidates) {
   EXPECT_LE(makespan["heft"], makespan["single:gpu"] * 1.0001);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Workloads, WorkloadTest,
-    ::testing::Values(Case{"squeezenet_v1_1", "oneplus11"}, Case{"inceptionv3", "oneplus11"},
-                      Case{"peleenet", "motorola2022"}, Case{"hrnet_w18_small_v1", "pixel4"},
-                      Case{"squeezeresnet_v1_0", "pixel5"}),
-    [](const ::testing::TestParamInfo<Case>& param_info) {
-      return param_info.param.model + "_" + param_info.param.profile;
-    });
+INSTANTIATE_TEST_SUITE_P(Workloads, WorkloadTest,
+                         ::testing::Values(Case{"squeezenet_v1_1", "oneplus11"},
+                                           Case{"inceptionv3", "oneplus11"},
+                                           Case{"peleenet", "motorola2022"},
+                                           Case{"hrnet_w18_small_v1", "pixel4"},
+                                           Case{"squeezeresnet_v1_0", "pixel5"}),
+                         [](const ::testing::TestParamInfo<Case>& param_info) {
+                           return param_info.param.model + "_" + param_info.param.profile;
+                         });
 
 }  // namespace
 }  // namespace psched::scheduler

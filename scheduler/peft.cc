@@ -25,8 +25,8 @@ absl::Status PeftScheduler::PlaceAll(const Problem& problem, Workspace& ws) cons
         for (int c = g.TaskBegin(s); c < g.TaskEnd(s); ++c) {
           double cheapest = std::numeric_limits<double>::infinity();
           for (int w = 0; w < num_devices; ++w) {
-            cheapest = std::min(cheapest, oct[static_cast<size_t>(s) * num_devices + w] + g.cost(c, w) +
-                                              problem.EdgeCostUs(transfer[k], p, w));
+            cheapest = std::min(cheapest, oct[static_cast<size_t>(s) * num_devices + w] +
+                                              g.cost(c, w) + problem.EdgeCostUs(transfer[k], p, w));
           }
           worst = std::max(worst, cheapest);
         }
@@ -38,14 +38,17 @@ absl::Status PeftScheduler::PlaceAll(const Problem& problem, Workspace& ws) cons
   rank.assign(static_cast<size_t>(g.num_tasks()), 0.0);
   for (int t = 0; t < g.num_tasks(); ++t) {
     double sum = 0;
-    for (int p = 0; p < num_devices; ++p) sum += oct[static_cast<size_t>(g.task(t).op) * num_devices + p];
+    for (int p = 0; p < num_devices; ++p)
+      sum += oct[static_cast<size_t>(g.task(t).op) * num_devices + p];
     rank[static_cast<size_t>(t)] = sum / num_devices;
   }
   ws.InitReady(problem);
   for (int step = 0; step < g.num_tasks(); ++step) {
     int next = -1;
     for (int t = 0; t < g.num_tasks(); ++t) {
-      if (ws.IsReady(t) && (next < 0 || rank[static_cast<size_t>(t)] > rank[static_cast<size_t>(next)])) next = t;
+      if (ws.IsReady(t) &&
+          (next < 0 || rank[static_cast<size_t>(t)] > rank[static_cast<size_t>(next)]))
+        next = t;
     }
     if (next < 0) return absl::InternalError("peft: no ready task left");
     const OpId op = g.task(next).op;
@@ -55,7 +58,8 @@ absl::Status PeftScheduler::PlaceAll(const Problem& problem, Workspace& ws) cons
       if (ws.SiblingOn(op, d)) continue;
       const Placement p = ws.EftOn(problem, next, d);
       const double score = p.end_us + oct[static_cast<size_t>(op) * num_devices + d];
-      if (best.device < 0 || score < best_score || (score == best_score && p.end_us < best.end_us)) {
+      if (best.device < 0 || score < best_score ||
+          (score == best_score && p.end_us < best.end_us)) {
         best = p;
         best_score = score;
       }

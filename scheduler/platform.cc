@@ -11,7 +11,8 @@ std::string_view DeviceKindName(DeviceKind kind) {
 std::string Platform::Fingerprint() const {
   std::string out = absl::StrCat(name, ";bw=", transfer_bytes_per_us);
   for (const DeviceSpec& d : devices) {
-    absl::StrAppend(&out, ";", d.name, ":", std::string(DeviceKindName(d.kind)), ":", d.memory_domain);
+    absl::StrAppend(&out, ";", d.name, ":", std::string(DeviceKindName(d.kind)), ":",
+                    d.memory_domain);
   }
   return out;
 }

@@ -86,8 +86,8 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph, const Plat
         absl::StrCat("alignment must be >= 1, got ", options.alignment));
   }
   if (platform.transfer_bytes_per_us <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("platform '", platform.name,
-                                                   "': transfer_bytes_per_us must be > 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("platform '", platform.name, "': transfer_bytes_per_us must be > 0"));
   }
   const int n = static_cast<int>(graph.ops.size());
   std::vector<std::vector<std::pair<int, double>>> preds(static_cast<size_t>(n));
@@ -104,7 +104,8 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph, const Plat
       preds[static_cast<size_t>(op)].emplace_back(pred, bytes / platform.transfer_bytes_per_us);
     }
     for (model::SplitAxis a : model::kAllSplitAxes) {
-      work_size[static_cast<size_t>(op) * 4 + static_cast<size_t>(a)] = model::WorkSize(graph, op, a);
+      work_size[static_cast<size_t>(op) * 4 + static_cast<size_t>(a)] =
+          model::WorkSize(graph, op, a);
     }
     p.op_names_.push_back(graph.op(op).name);
     p.whole_configs_.push_back(predictor::WholeOpConfig(graph, op));
@@ -121,15 +122,16 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph, const Plat
 absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const Platform& platform) {
   const int n = static_cast<int>(tasks.cost.size());
   if (!tasks.names.empty() && tasks.names.size() != tasks.cost.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("task graph has ", tasks.names.size(),
-                                                   " names for ", n, " tasks"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("task graph has ", tasks.names.size(), " names for ", n, " tasks"));
   }
   std::vector<std::vector<std::pair<int, double>>> preds(static_cast<size_t>(n));
   for (size_t e = 0; e < tasks.edges.size(); ++e) {
     const TaskGraph::Edge& edge = tasks.edges[e];
     if (edge.from < 0 || edge.from >= n || edge.to < 0 || edge.to >= n) {
       return absl::InvalidArgumentError(absl::StrCat("task graph edge ", e, " (", edge.from, " -> ",
-                                                     edge.to, ") names a task outside [0, ", n, ")"));
+                                                     edge.to, ") names a task outside [0, ", n,
+                                                     ")"));
     }
     if (edge.from >= edge.to) {
       return absl::InvalidArgumentError(
@@ -137,15 +139,15 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const Pla
                        ") does not go forward: tasks must be listed in topological order"));
     }
     if (!std::isfinite(edge.transfer_us) || edge.transfer_us < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("task graph edge ", e, " (", edge.from, " -> ",
-                                                     edge.to, ") has transfer cost ",
-                                                     edge.transfer_us, "; need a finite cost >= 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("task graph edge ", e, " (", edge.from, " -> ", edge.to,
+                       ") has transfer cost ", edge.transfer_us, "; need a finite cost >= 0"));
     }
     auto& list = preds[static_cast<size_t>(edge.to)];
     for (const auto& [from, cost] : list) {
       if (from == edge.from) {
-        return absl::InvalidArgumentError(absl::StrCat("task graph edge ", edge.from, " -> ",
-                                                       edge.to, " is listed twice"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("task graph edge ", edge.from, " -> ", edge.to, " is listed twice"));
       }
     }
     list.emplace_back(edge.from, edge.transfer_us);
@@ -160,17 +162,18 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const Pla
   for (int t = 0; t < n; ++t) {
     const std::vector<double>& row = tasks.cost[static_cast<size_t>(t)];
     if (static_cast<int>(row.size()) != p.num_devices_) {
-      return absl::InvalidArgumentError(absl::StrCat("task ", t, " has ", row.size(),
-                                                     " costs for ", p.num_devices_, " devices"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("task ", t, " has ", row.size(), " costs for ", p.num_devices_, " devices"));
     }
     for (int d = 0; d < p.num_devices_; ++d) {
       const double c = row[static_cast<size_t>(d)];
       if (!std::isfinite(c) || c < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("task ", t, " device ", d, ": cost ", c,
-                                                       " is not a finite value >= 0"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("task ", t, " device ", d, ": cost ", c, " is not a finite value >= 0"));
       }
       // Slot of (kNone, work 1, d); work 0 is the zero slot.
-      p.table_[static_cast<size_t>(p.table_offset_[static_cast<size_t>(t) * 4] + p.num_devices_ + d)]
+      p.table_[static_cast<size_t>(p.table_offset_[static_cast<size_t>(t) * 4] + p.num_devices_ +
+                                   d)]
           .store(c);
       p.table_[static_cast<size_t>(p.table_offset_[static_cast<size_t>(t) * 4] + d)].store(0.0);
     }

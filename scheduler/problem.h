@@ -49,9 +49,9 @@ struct TaskGraph {
     int to = 0;
     double transfer_us = 0;  // paid when the two tasks run in different memory domains
   };
-  std::vector<std::string> names;       // one per task; empty: "t<index>"
+  std::vector<std::string> names;         // one per task; empty: "t<index>"
   std::vector<std::vector<double>> cost;  // [task][device], microseconds
-  std::vector<Edge> edges;              // REQUIRES: from < to (tasks in topological order)
+  std::vector<Edge> edges;                // REQUIRES: from < to (tasks in topological order)
 };
 
 class Problem {
@@ -102,9 +102,9 @@ class Problem {
   // `device`, in microseconds; 0 for work == 0.
   // REQUIRES: 0 <= work <= WorkSize(op, axis), WorkSize(op, axis) > 0.
   double LatencyUs(OpId op, model::SplitAxis axis, int64_t work, int device) const {
-    const size_t slot = static_cast<size_t>(table_offset_[static_cast<size_t>(op) * 4 +
-                                                          static_cast<size_t>(axis)] +
-                                            work * num_devices_ + device);
+    const size_t slot =
+        static_cast<size_t>(table_offset_[static_cast<size_t>(op) * 4 + static_cast<size_t>(axis)] +
+                            work * num_devices_ + device);
     const double v = table_[slot].load(std::memory_order_relaxed);
     return v >= 0.0 ? v : Fill(op, axis, work, device, slot);
   }
@@ -117,7 +117,8 @@ class Problem {
     return std::span<const T>(v.data() + begin[i], static_cast<size_t>(begin[i + 1] - begin[i]));
   }
   double Fill(OpId op, model::SplitAxis axis, int64_t work, int device, size_t slot) const;
-  absl::Status Init(const Platform& platform, std::vector<std::vector<std::pair<int, double>>> preds,
+  absl::Status Init(const Platform& platform,
+                    std::vector<std::vector<std::pair<int, double>>> preds,
                     std::vector<int64_t> work_size, int max_splits);
 
   int num_ops_ = 0;
@@ -131,8 +132,8 @@ class Problem {
   std::vector<int> pred_begin_, succ_begin_;
   std::vector<OpId> pred_ops_, succ_ops_;
   std::vector<double> pred_transfer_, succ_transfer_;
-  std::vector<int64_t> work_size_;     // [op * 4 + axis]
-  std::vector<int64_t> table_offset_;  // [op * 4 + axis] -> start of (U + 1) x D slots
+  std::vector<int64_t> work_size_;                // [op * 4 + axis]
+  std::vector<int64_t> table_offset_;             // [op * 4 + axis] -> start of (U + 1) x D slots
   std::unique_ptr<std::atomic<double>[]> table_;  // < 0: not yet predicted
   // FromGraph only: the configs subtasks derive from, and the model predicting them.
   std::vector<predictor::OpConfig> whole_configs_;

@@ -11,8 +11,8 @@
 namespace psched::scheduler {
 namespace {
 
-using ::testing::HasSubstr;
 using model::SplitAxis;
+using ::testing::HasSubstr;
 
 class FromGraphTest : public ::testing::Test {
  protected:
@@ -44,12 +44,14 @@ TEST_F(FromGraphTest, LatencyIsTheModelsPredictionOfTheSubtask) {
   for (int d = 0; d < 3; ++d) {
     EXPECT_DOUBLE_EQ(p->LatencyUs(1, SplitAxis::kNone, 1, d),
                      profile_.model->PredictUs(predictor::WholeOpConfig(graph_, 1), d));
-    EXPECT_DOUBLE_EQ(p->LatencyUs(1, SplitAxis::kOutputChannels, 24, d),
-                     profile_.model->PredictUs(
-                         predictor::SubtaskConfig(graph_, 1, SplitAxis::kOutputChannels, 0, 24), d));
+    EXPECT_DOUBLE_EQ(
+        p->LatencyUs(1, SplitAxis::kOutputChannels, 24, d),
+        profile_.model->PredictUs(
+            predictor::SubtaskConfig(graph_, 1, SplitAxis::kOutputChannels, 0, 24), d));
     // Spatial latency is that of the slice starting at row 0 (halo approximation).
-    EXPECT_DOUBLE_EQ(p->LatencyUs(1, SplitAxis::kRows, 10, d),
-                     profile_.model->PredictUs(predictor::SubtaskConfig(graph_, 1, SplitAxis::kRows, 0, 10), d));
+    EXPECT_DOUBLE_EQ(
+        p->LatencyUs(1, SplitAxis::kRows, 10, d),
+        profile_.model->PredictUs(predictor::SubtaskConfig(graph_, 1, SplitAxis::kRows, 0, 10), d));
     EXPECT_DOUBLE_EQ(p->LatencyUs(1, SplitAxis::kInputChannels, 0, d), 0.0);
   }
   // Memoised: the second call returns the same value.
@@ -61,25 +63,37 @@ TEST_F(FromGraphTest, ConcurrentLookupsAgree) {
   absl::StatusOr<Problem> p = Problem::FromGraph(graph_, profile_.platform, *profile_.model);
   ASSERT_TRUE(p.ok());
   std::vector<double> a(65), b(65);
-  std::thread t1([&] { for (int w = 0; w <= 64; ++w) a[w] = p->LatencyUs(0, SplitAxis::kOutputChannels, w, 0); });
-  std::thread t2([&] { for (int w = 64; w >= 0; --w) b[w] = p->LatencyUs(0, SplitAxis::kOutputChannels, w, 0); });
+  std::thread t1([&] {
+    for (int w = 0; w <= 64; ++w) a[w] = p->LatencyUs(0, SplitAxis::kOutputChannels, w, 0);
+  });
+  std::thread t2([&] {
+    for (int w = 64; w >= 0; --w) b[w] = p->LatencyUs(0, SplitAxis::kOutputChannels, w, 0);
+  });
   t1.join();
   t2.join();
   EXPECT_EQ(a, b);
 }
 
 TEST_F(FromGraphTest, MaxSplitsIsCappedByDeviceCount) {
-  EXPECT_EQ(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.max_splits = 2})->max_splits(), 2);
-  EXPECT_EQ(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.max_splits = 8})->max_splits(), 3);
+  EXPECT_EQ(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.max_splits = 2})
+                ->max_splits(),
+            2);
+  EXPECT_EQ(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.max_splits = 8})
+                ->max_splits(),
+            3);
 }
 
 TEST_F(FromGraphTest, RejectsBadOptionsAndMismatchedModel) {
-  EXPECT_THAT(std::string(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.max_splits = -1})
-                              .status().message()),
-              HasSubstr("max_splits must be >= 0"));
-  EXPECT_THAT(std::string(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.alignment = 0})
-                              .status().message()),
-              HasSubstr("alignment must be >= 1"));
+  EXPECT_THAT(
+      std::string(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.max_splits = -1})
+                      .status()
+                      .message()),
+      HasSubstr("max_splits must be >= 0"));
+  EXPECT_THAT(
+      std::string(Problem::FromGraph(graph_, profile_.platform, *profile_.model, {.alignment = 0})
+                      .status()
+                      .message()),
+      HasSubstr("alignment must be >= 1"));
   Platform two = profile_.platform;
   two.devices.pop_back();
   EXPECT_THAT(std::string(Problem::FromGraph(graph_, two, *profile_.model).status().message()),
@@ -92,10 +106,15 @@ TEST_F(FromGraphTest, RejectsBadOptionsAndMismatchedModel) {
 TEST_F(FromGraphTest, RejectsOpsOutOfTopologicalOrder) {
   std::swap(graph_.ops[0], graph_.ops[1]);
   for (model::Tensor& t : graph_.tensors) {
-    if (t.producer == 0) t.producer = 1; else if (t.producer == 1) t.producer = 0;
+    if (t.producer == 0)
+      t.producer = 1;
+    else if (t.producer == 1)
+      t.producer = 0;
   }
-  EXPECT_THAT(std::string(Problem::FromGraph(graph_, profile_.platform, *profile_.model).status().message()),
-              HasSubstr("not in topological order"));
+  EXPECT_THAT(
+      std::string(
+          Problem::FromGraph(graph_, profile_.platform, *profile_.model).status().message()),
+      HasSubstr("not in topological order"));
 }
 
 TEST(TransferTest, SeparateDomainsPayBytesOverBandwidth) {

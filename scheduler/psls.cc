@@ -20,7 +20,8 @@ absl::Status PslsScheduler::PlaceAll(const Problem& problem, Workspace& ws) cons
   pre_start.assign(ws.task_start.begin(), ws.task_start.end());
   double pre_makespan = 0;
   for (int t = 0; t < n; ++t) {
-    pre_makespan = std::max(pre_makespan, pre_start[static_cast<size_t>(t)] + g.cost(t, pre_device[static_cast<size_t>(t)]));
+    pre_makespan = std::max(pre_makespan, pre_start[static_cast<size_t>(t)] +
+                                              g.cost(t, pre_device[static_cast<size_t>(t)]));
   }
   // Phase 2: remaining length of every task under the pre-schedule's devices.
   std::vector<double>& rank = ws.rank;
@@ -34,8 +35,9 @@ absl::Status PslsScheduler::PlaceAll(const Problem& problem, Workspace& ws) cons
       double tail = 0;
       for (size_t k = 0; k < succs.size(); ++k) {
         for (int s = g.TaskBegin(succs[k]); s < g.TaskEnd(succs[k]); ++s) {
-          tail = std::max(tail, problem.EdgeCostUs(transfer[k], dt, pre_device[static_cast<size_t>(s)]) +
-                                    rank[static_cast<size_t>(s)]);
+          tail = std::max(tail,
+                          problem.EdgeCostUs(transfer[k], dt, pre_device[static_cast<size_t>(s)]) +
+                              rank[static_cast<size_t>(s)]);
         }
       }
       rank[static_cast<size_t>(t)] = g.cost(t, dt) + tail;
@@ -48,7 +50,9 @@ absl::Status PslsScheduler::PlaceAll(const Problem& problem, Workspace& ws) cons
   for (int step = 0; step < n; ++step) {
     int next = -1;
     for (int t = 0; t < n; ++t) {
-      if (ws.IsReady(t) && (next < 0 || rank[static_cast<size_t>(t)] > rank[static_cast<size_t>(next)])) next = t;
+      if (ws.IsReady(t) &&
+          (next < 0 || rank[static_cast<size_t>(t)] > rank[static_cast<size_t>(next)]))
+        next = t;
     }
     if (next < 0) return absl::InternalError("psls: no ready task left");
     const OpId op = g.task(next).op;
@@ -62,17 +66,20 @@ absl::Status PslsScheduler::PlaceAll(const Problem& problem, Workspace& ws) cons
       double tail = 0;
       for (size_t k = 0; k < succs.size(); ++k) {
         for (int s = g.TaskBegin(succs[k]); s < g.TaskEnd(succs[k]); ++s) {
-          tail = std::max(tail, problem.EdgeCostUs(transfer[k], d, pre_device[static_cast<size_t>(s)]) +
-                                    rank[static_cast<size_t>(s)]);
+          tail = std::max(tail,
+                          problem.EdgeCostUs(transfer[k], d, pre_device[static_cast<size_t>(s)]) +
+                              rank[static_cast<size_t>(s)]);
         }
       }
       const double score = p.end_us + tail;
-      if (best.device < 0 || score < best_score || (score == best_score && p.end_us < best.end_us)) {
+      if (best.device < 0 || score < best_score ||
+          (score == best_score && p.end_us < best.end_us)) {
         best = p;
         best_score = score;
       }
     }
-    if (best.device < 0) return absl::InternalError(absl::StrCat("psls: no free device for op ", op));
+    if (best.device < 0)
+      return absl::InternalError(absl::StrCat("psls: no free device for op ", op));
     ws.Place(next, best);
     makespan = std::max(makespan, best.end_us);
   }

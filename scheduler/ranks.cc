@@ -16,7 +16,8 @@ void UpwardRanks(const Problem& problem, const ExpandedGraph& graph, std::vector
     double tail = 0;
     for (size_t k = 0; k < succs.size(); ++k) {
       if (!graph.InScope(succs[k])) continue;
-      tail = std::max(tail, problem.MeanTransferUs(transfer[k]) + op_max[static_cast<size_t>(succs[k])]);
+      tail = std::max(tail,
+                      problem.MeanTransferUs(transfer[k]) + op_max[static_cast<size_t>(succs[k])]);
     }
     double best = 0;
     for (int t = graph.TaskBegin(op); t < graph.TaskEnd(op); ++t) {
@@ -37,7 +38,8 @@ void DownwardRanks(const Problem& problem, const ExpandedGraph& graph, std::vect
     double head = 0;
     for (size_t k = 0; k < preds.size(); ++k) {
       if (!graph.InScope(preds[k])) continue;
-      head = std::max(head, op_max[static_cast<size_t>(preds[k])] + problem.MeanTransferUs(transfer[k]));
+      head = std::max(head,
+                      op_max[static_cast<size_t>(preds[k])] + problem.MeanTransferUs(transfer[k]));
     }
     double best = 0;
     for (int t = graph.TaskBegin(op); t < graph.TaskEnd(op); ++t) {

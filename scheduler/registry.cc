@@ -33,13 +33,15 @@ void AddPartitionAwareEntries(std::vector<Entry>& e) {
   e.push_back(Entry{"partition-only", "", false, [](std::string_view) -> Made {
                       return std::make_unique<partition_aware::PartitionOnlyScheduler>();
                     }});
-  for (auto [name, rule] : {std::pair{"expanded-equal", partition_aware::ExpansionRule::kEqualSize},
-                            std::pair{"expanded-local", partition_aware::ExpansionRule::kMinLocalLatency}}) {
-    e.push_back(Entry{name, "<list>", false, [rule](std::string_view arg) -> Made {
-                        absl::StatusOr<std::unique_ptr<ListScheduler>> list = MakeListScheduler(arg);
-                        if (!list.ok()) return list.status();
-                        return std::make_unique<partition_aware::ExpandedDagScheduler>(rule, *std::move(list));
-                      }});
+  for (auto [name, rule] :
+       {std::pair{"expanded-equal", partition_aware::ExpansionRule::kEqualSize},
+        std::pair{"expanded-local", partition_aware::ExpansionRule::kMinLocalLatency}}) {
+    e.push_back(Entry{
+        name, "<list>", false, [rule](std::string_view arg) -> Made {
+          absl::StatusOr<std::unique_ptr<ListScheduler>> list = MakeListScheduler(arg);
+          if (!list.ok()) return list.status();
+          return std::make_unique<partition_aware::ExpandedDagScheduler>(rule, *std::move(list));
+        }});
   }
   e.push_back(Entry{"pa-heft", "", false, [](std::string_view) -> Made {
                       return std::make_unique<partition_aware::PaHeftScheduler>();
@@ -48,15 +50,17 @@ void AddPartitionAwareEntries(std::vector<Entry>& e) {
                       absl::StatusOr<std::unique_ptr<ListScheduler>> list =
                           MakeListScheduler(arg.empty() ? "heft" : arg);
                       if (!list.ok()) return list.status();
-                      return std::make_unique<partition_aware::IterativeScheduler>(*std::move(list));
+                      return std::make_unique<partition_aware::IterativeScheduler>(
+                          *std::move(list));
                     }});
 }
 
 const std::vector<Entry>& Entries() {
   static const std::vector<Entry> kEntries = [] {
     std::vector<Entry> e;
-    e.push_back(Entry{"single", "<device>", false,
-                 [](std::string_view arg) { return MakeScheduleOnly("single:" + std::string(arg)); }});
+    e.push_back(Entry{"single", "<device>", false, [](std::string_view arg) {
+                        return MakeScheduleOnly("single:" + std::string(arg));
+                      }});
     for (std::string_view list : {"heft", "lookahead-heft", "peft", "ldcp", "ceft", "psls"}) {
       e.push_back(Entry{std::string(list), "", false,
                         [list](std::string_view) { return MakeScheduleOnly(list); }});
@@ -91,17 +95,17 @@ absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler(std::string_view spec) 
   for (const Entry& e : Entries()) {
     if (e.name != name) continue;
     if (e.placeholder.empty() && has_arg) {
-      return absl::InvalidArgumentError(absl::StrCat("scheduler '", name, "' takes no argument, got '",
-                                                     std::string(spec), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("scheduler '", name, "' takes no argument, got '", std::string(spec), "'"));
     }
     if (!e.placeholder.empty() && !e.argument_optional && arg.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("scheduler '", name, "' needs an argument: ", name,
-                                                     ":", e.placeholder));
+      return absl::InvalidArgumentError(
+          absl::StrCat("scheduler '", name, "' needs an argument: ", name, ":", e.placeholder));
     }
     return e.make(arg);
   }
-  return absl::NotFoundError(absl::StrCat("unknown scheduler '", std::string(spec),
-                                          "'; known: ", absl::StrJoin(RegisteredSchedulers(), ", ")));
+  return absl::NotFoundError(absl::StrCat("unknown scheduler '", std::string(spec), "'; known: ",
+                                          absl::StrJoin(RegisteredSchedulers(), ", ")));
 }
 
 }  // namespace psched::scheduler

@@ -33,9 +33,12 @@ TEST(RegistryTest, RejectsUnknownAndMalformedSpecs) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("single:<device>"));
-  EXPECT_THAT(std::string(MakeScheduler("heft:3").status().message()), HasSubstr("takes no argument"));
-  EXPECT_THAT(std::string(MakeScheduler("single").status().message()), HasSubstr("needs an argument"));
-  EXPECT_THAT(std::string(MakeScheduler("single:").status().message()), HasSubstr("needs an argument"));
+  EXPECT_THAT(std::string(MakeScheduler("heft:3").status().message()),
+              HasSubstr("takes no argument"));
+  EXPECT_THAT(std::string(MakeScheduler("single").status().message()),
+              HasSubstr("needs an argument"));
+  EXPECT_THAT(std::string(MakeScheduler("single:").status().message()),
+              HasSubstr("needs an argument"));
 }
 
 }  // namespace

@@ -12,8 +12,8 @@
 namespace psched::scheduler {
 namespace {
 
-using ::testing::HasSubstr;
 using model::SplitAxis;
+using ::testing::HasSubstr;
 
 // A valid partitioned schedule of the 2-branch fork-join on oneplus11, by hand:
 // op 0 (stem) cout-split 32/32 on devices 0 and 1; everything else on device 0.
@@ -22,7 +22,8 @@ class ValidatorTest : public ::testing::Test {
   void SetUp() override {
     graph_ = testing::ConvForkJoin(2);
     profile_ = *predictor::LoadProfile("oneplus11");
-    problem_ = std::make_unique<Problem>(*Problem::FromGraph(graph_, profile_.platform, *profile_.model));
+    problem_ =
+        std::make_unique<Problem>(*Problem::FromGraph(graph_, profile_.platform, *profile_.model));
     plans_.assign(static_cast<size_t>(problem_->num_ops()), PartitionPlan::None());
     plans_[0] = PartitionPlan{SplitAxis::kOutputChannels, {32, 32}};
     auto heft = MakeListScheduler("heft");
@@ -44,7 +45,9 @@ class ValidatorTest : public ::testing::Test {
     return s;
   }
 
-  std::string Error(const Schedule& s) { return std::string(ValidateSchedule(*problem_, s).message()); }
+  std::string Error(const Schedule& s) {
+    return std::string(ValidateSchedule(*problem_, s).message());
+  }
 
   model::Graph graph_;
   predictor::Profile profile_;
@@ -78,13 +81,17 @@ TEST_F(ValidatorTest, RejectsDuplicateSubtask) {
 
 TEST_F(ValidatorTest, RejectsWorkNotSummingToU) {
   const Schedule s = Mutate([](ScheduledSubtask&) { return true; },
-                            [](std::vector<PartitionPlan>& p) { p[0].work = {32, 31}; });
+                            [](std::vector<PartitionPlan>& p) {
+                              p[0].work = {32, 31};
+                            });
   EXPECT_THAT(Error(s), HasSubstr("plan work sums to 63, U along 'cout' is 64"));
 }
 
 TEST_F(ValidatorTest, RejectsAxisTheOpCannotUse) {
   const Schedule s = Mutate([](ScheduledSubtask&) { return true; },
-                            [](std::vector<PartitionPlan>& p) { p[3] = {SplitAxis::kOutputChannels, {128}}; });
+                            [](std::vector<PartitionPlan>& p) {
+                              p[3] = {SplitAxis::kOutputChannels, {128}};
+                            });
   EXPECT_THAT(Error(s), HasSubstr("op 3 (concat) cannot be split along 'cout'"));
 }
 
@@ -127,7 +134,8 @@ TEST_F(ValidatorTest, RejectsTwoSubtasksOfOneOpOnOneDevice) {
     }
     return true;
   });
-  EXPECT_THAT(Error(s), ::testing::AnyOf(HasSubstr("both run on device 0"), HasSubstr("predicted latency")));
+  EXPECT_THAT(Error(s),
+              ::testing::AnyOf(HasSubstr("both run on device 0"), HasSubstr("predicted latency")));
 }
 
 TEST_F(ValidatorTest, RejectsSiblingsOnOneDeviceEvenWhenTimesFit) {

@@ -10,8 +10,8 @@ absl::Status SingleDeviceScheduler::PlaceAll(const Problem& problem, Workspace& 
   if (!device.has_value()) {
     std::vector<std::string> names;
     for (const DeviceSpec& d : problem.platform().devices) names.push_back(d.name);
-    return absl::NotFoundError(absl::StrCat("single:", device_, ": platform '", problem.platform().name,
-                                            "' has no device '", device_,
+    return absl::NotFoundError(absl::StrCat("single:", device_, ": platform '",
+                                            problem.platform().name, "' has no device '", device_,
                                             "'; it has: ", absl::StrJoin(names, ", ")));
   }
   for (int t = 0; t < ws.graph.num_tasks(); ++t) {

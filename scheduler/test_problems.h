@@ -19,7 +19,7 @@ Problem TopcuogluExample();
 model::Graph ConvForkJoin(int branches);
 
 // Builds a task graph problem from a cost table and (from, to, transfer) edges.
-Problem TaskProblem(std::vector<std::vector<double>> cost,
-                    std::vector<TaskGraph::Edge> edges, bool separate_domains = false);
+Problem TaskProblem(std::vector<std::vector<double>> cost, std::vector<TaskGraph::Edge> edges,
+                    bool separate_domains = false);
 
 }  // namespace psched::scheduler::testing
