@@ -428,6 +428,19 @@ TEST(OnnxImportOpsTest, IdentityAndDropoutDisappear) {
   EXPECT_EQ(g.ops[0].inputs[0], g.inputs[0].tensor);
 }
 
+TEST(OnnxImportOpsTest, GraphNameFromOptionsOrModel) {
+  OnnxBuilder b;
+  b.Input("x", {1, 3, 4, 4});
+  b.Node("Relu", {"x"}, {"y"}, "relu");
+  b.Output("y");
+  EXPECT_EQ(MustImport(b).name, "test_graph");
+  ImportOptions options;
+  options.name = "renamed";
+  auto g = ImportOnnx(b.Bytes(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->name, "renamed");
+}
+
 TEST(OnnxImportOpsTest, UnsortedNodesAreOrdered) {
   OnnxBuilder b;
   b.Input("x", {1, 3, 4, 4});
