@@ -182,6 +182,21 @@ TEST(ProfilesTest, GpuSubtasksPayTheDispatchOverhead) {
   EXPECT_LT(p->model->PredictUs(tiny, 1), 10.0);
 }
 
+TEST(ProfilesTest, GpuDispatchOverheadIsConfigurable) {
+  OpConfig tiny;
+  tiny.kind = OpKind::kAdd;
+  tiny.inputs = {Shape{1, 1, 1}, Shape{1, 1, 1}};
+  tiny.output = Shape{1, 1, 1};
+  ComputeCost(tiny);
+  absl::StatusOr<Profile> base = LoadProfile("pixel5");
+  absl::StatusOr<Profile> slow = LoadProfile("pixel5", ProfileOptions{.gpu_dispatch_us = 25.0});
+  ASSERT_TRUE(base.ok() && slow.ok());
+  EXPECT_NEAR(slow->model->PredictUs(tiny, 0) - base->model->PredictUs(tiny, 0), 15.0, 1e-9);
+  EXPECT_DOUBLE_EQ(slow->model->PredictUs(tiny, 1), base->model->PredictUs(tiny, 1));
+  EXPECT_NE(slow->model->Version(), base->model->Version());
+  EXPECT_FALSE(LoadProfile("pixel5", ProfileOptions{.gpu_dispatch_us = -1.0}).ok());
+}
+
 TEST(ProfilesTest, VersionsDifferAcrossProfilesAndAreStable) {
   absl::StatusOr<Profile> a = LoadProfile("pixel4");
   absl::StatusOr<Profile> b = LoadProfile("pixel5");

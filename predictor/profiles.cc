@@ -1,5 +1,6 @@
 #include "predictor/profiles.h"
 
+#include <cmath>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -35,14 +36,15 @@ constexpr PhoneSpec kPhones[] = {
     {"pixel5", 75.0, 28.0, 26.0, 16.0, 12.0},
 };
 
-AnalyticDeviceParams GpuParams(double conv, double bandwidth) {
+AnalyticDeviceParams GpuParams(double conv, double bandwidth, const ProfileOptions& options,
+                               double default_dispatch_us = 10.0) {
   AnalyticDeviceParams p;
   p.name = "gpu";
   p.gpu = true;
   p.SetThroughput(conv, conv / 6.0, conv / 4.0, conv / 8.0);
   p.bandwidth_gbps = bandwidth;
   p.overhead_us = 2.0;
-  p.dispatch_us = 10.0;
+  p.dispatch_us = options.gpu_dispatch_us.value_or(default_dispatch_us);
   p.half_parallelism = 4096.0;
   return p;
 }
@@ -57,7 +59,7 @@ AnalyticDeviceParams CpuParams(std::string name, double conv, double bandwidth, 
   return p;
 }
 
-Profile PhoneProfile(const PhoneSpec& spec) {
+Profile PhoneProfile(const PhoneSpec& spec, const ProfileOptions& options) {
   Profile profile;
   profile.platform.name = std::string(spec.name);
   profile.platform.devices = {DeviceSpec{"gpu", DeviceKind::kGpu, 0, {}, ""},
@@ -67,7 +69,7 @@ Profile PhoneProfile(const PhoneSpec& spec) {
   profile.model = std::make_shared<AnalyticModel>(
       std::string(spec.name),
       std::vector<AnalyticDeviceParams>{
-          GpuParams(spec.gpu_conv, spec.gpu_bandwidth),
+          GpuParams(spec.gpu_conv, spec.gpu_bandwidth, options),
           CpuParams("cpu.l", spec.big_conv, spec.cpu_bandwidth, 1),
           CpuParams("cpu.m", spec.mid_conv, spec.cpu_bandwidth, mid_threads)});
   return profile;
@@ -82,7 +84,7 @@ std::vector<std::string> ProfileNames() {
   return names;
 }
 
-Profile HostProfile(int cpu_cores, std::string opencl_device) {
+Profile HostProfile(int cpu_cores, std::string opencl_device, const ProfileOptions& options) {
   Profile profile;
   profile.platform.name = "host";
   std::vector<AnalyticDeviceParams> params;
@@ -94,19 +96,23 @@ Profile HostProfile(int cpu_cores, std::string opencl_device) {
   profile.platform.devices.push_back(
       DeviceSpec{"gpu", DeviceKind::kGpu, 0, {}, std::move(opencl_device)});
   // PoCL runs kernels on a CPU core: slow, and every enqueue costs more than on a phone.
-  AnalyticDeviceParams gpu = GpuParams(6.0, 8.0);
-  gpu.dispatch_us = 30.0;
+  AnalyticDeviceParams gpu = GpuParams(6.0, 8.0, options, 30.0);
   gpu.half_parallelism = 1024.0;
   params.push_back(gpu);
   profile.model = std::make_shared<AnalyticModel>("host", std::move(params));
   return profile;
 }
 
-absl::StatusOr<Profile> LoadProfile(std::string_view name) {
-  for (const PhoneSpec& p : kPhones) {
-    if (p.name == name) return PhoneProfile(p);
+absl::StatusOr<Profile> LoadProfile(std::string_view name, const ProfileOptions& options) {
+  if (options.gpu_dispatch_us.has_value() &&
+      !(std::isfinite(*options.gpu_dispatch_us) && *options.gpu_dispatch_us >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gpu_dispatch_us must be a finite value >= 0, got ", *options.gpu_dispatch_us));
   }
-  if (name == "host") return HostProfile();
+  for (const PhoneSpec& p : kPhones) {
+    if (p.name == name) return PhoneProfile(p, options);
+  }
+  if (name == "host") return HostProfile(2, "", options);
   const std::string known = absl::StrJoin(ProfileNames(), ", ");
   return absl::NotFoundError(
       absl::StrCat("unknown platform profile '", std::string(name), "'; known: ", known));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,14 +26,22 @@ struct Profile {
   std::shared_ptr<const LatencyModel> model;  // device i predicts platform.devices[i]
 };
 
+struct ProfileOptions {
+  // The constant added to every GPU subtask for its synchronisation kernel (paper sec.
+  // 2.1: 10 us on the phones). Unset: the profile's own value (10 us; 30 us for PoCL).
+  std::optional<double> gpu_dispatch_us;
+};
+
 // The names LoadProfile accepts.
 std::vector<std::string> ProfileNames();
 
-// NotFound (listing the known names) for an unknown profile.
-absl::StatusOr<Profile> LoadProfile(std::string_view name);
+// NotFound (listing the known names) for an unknown profile; InvalidArgument for a
+// negative or non-finite dispatch overhead.
+absl::StatusOr<Profile> LoadProfile(std::string_view name, const ProfileOptions& options = {});
 
 // The `host` profile: `cpu_cores` single-core CPU devices cpu.0..cpu.N-1 pinned to those
 // cores, plus a `gpu` on `opencl_device` (empty: the default OpenCL device).
-Profile HostProfile(int cpu_cores = 2, std::string opencl_device = "");
+Profile HostProfile(int cpu_cores = 2, std::string opencl_device = "",
+                    const ProfileOptions& options = {});
 
 }  // namespace psched::predictor

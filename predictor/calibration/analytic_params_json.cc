@@ -1,0 +1,124 @@
+#include "predictor/calibration/analytic_params_json.h"
+
+#include <cmath>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace psched::predictor::calibration {
+
+using nlohmann::json;
+
+std::string CalibratedModelName(std::string_view platform) {
+  return absl::StrCat(platform, "+calibrated");
+}
+
+std::shared_ptr<const AnalyticModel> AnalyticParams::MakeModel() const {
+  return std::make_shared<AnalyticModel>(CalibratedModelName(platform), devices);
+}
+
+json AnalyticParamsToJson(const AnalyticParams& params) {
+  json devices = json::array();
+  for (const AnalyticDeviceParams& d : params.devices) {
+    json gflops = json::object();
+    for (int k = 0; k < model::kNumOpKinds; ++k) {
+      gflops[std::string(model::OpKindName(static_cast<model::OpKind>(k)))] =
+          d.gflops[static_cast<size_t>(k)];
+    }
+    devices.push_back(json{{"name", d.name},
+                           {"gpu", d.gpu},
+                           {"gflops", std::move(gflops)},
+                           {"depthwise_gflops", d.depthwise_gflops},
+                           {"bandwidth_gbps", d.bandwidth_gbps},
+                           {"overhead_us", d.overhead_us},
+                           {"dispatch_us", d.dispatch_us},
+                           {"half_parallelism", d.half_parallelism}});
+  }
+  return json{{"platform", params.platform},
+              {"model_version", params.MakeModel()->Version()},
+              {"devices", std::move(devices)}};
+}
+
+namespace {
+
+// A number field that must be finite and > 0 (or >= 0 when `allow_zero`).
+absl::StatusOr<double> ReadNumber(const json& j, std::string_view field, bool allow_zero,
+                                  size_t device) {
+  const auto it = j.find(field);
+  const bool ok = it != j.end() && it->is_number() && std::isfinite(it->get<double>()) &&
+                  (allow_zero ? it->get<double>() >= 0 : it->get<double>() > 0);
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("analytic params device ", device, ": '", field, "' must be a finite number ",
+                     allow_zero ? ">= 0" : "> 0"));
+  }
+  return it->get<double>();
+}
+
+}  // namespace
+
+absl::StatusOr<AnalyticParams> AnalyticParamsFromJson(const json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("analytic params: expected an object");
+  AnalyticParams out;
+  if (const auto p = j.find("platform"); p != j.end() && p->is_string()) {
+    out.platform = p->get<std::string>();
+  }
+  const auto devices = j.find("devices");
+  if (devices == j.end() || !devices->is_array() || devices->empty()) {
+    return absl::InvalidArgumentError("analytic params: 'devices' missing or empty");
+  }
+  for (size_t i = 0; i < devices->size(); ++i) {
+    const json& d = (*devices)[i];
+    auto bad = [i](std::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("analytic params device ", i, ": ", why));
+    };
+    if (!d.is_object()) return bad("expected an object");
+    AnalyticDeviceParams p;
+    const auto name = d.find("name");
+    if (name == d.end() || !name->is_string() || name->get<std::string>().empty()) {
+      return bad("'name' missing or empty");
+    }
+    p.name = name->get<std::string>();
+    if (const auto gpu = d.find("gpu"); gpu != d.end()) {
+      if (!gpu->is_boolean()) return bad("'gpu' must be true or false");
+      p.gpu = gpu->get<bool>();
+    }
+    const auto gflops = d.find("gflops");
+    if (gflops == d.end() || !gflops->is_object()) return bad("'gflops' missing or not an object");
+    std::vector<bool> seen(model::kNumOpKinds, false);
+    for (const auto& [kind_name, value] : gflops->items()) {
+      const std::optional<model::OpKind> kind = model::OpKindFromName(kind_name);
+      if (!kind.has_value()) return bad(absl::StrCat("unknown op kind '", kind_name, "' in gflops"));
+      if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
+        return bad(absl::StrCat("gflops of '", kind_name, "' must be a finite number > 0"));
+      }
+      p.gflops[static_cast<size_t>(*kind)] = value.get<double>();
+      seen[static_cast<size_t>(*kind)] = true;
+    }
+    for (int k = 0; k < model::kNumOpKinds; ++k) {
+      if (!seen[static_cast<size_t>(k)]) {
+        return bad(absl::StrCat("gflops lacks op kind '",
+                                model::OpKindName(static_cast<model::OpKind>(k)), "'"));
+      }
+    }
+    struct Field {
+      std::string_view name;
+      double* value;
+      bool allow_zero;
+    };
+    for (const Field& f : {Field{"depthwise_gflops", &p.depthwise_gflops, false},
+                           Field{"bandwidth_gbps", &p.bandwidth_gbps, false},
+                           Field{"overhead_us", &p.overhead_us, true},
+                           Field{"dispatch_us", &p.dispatch_us, true},
+                           Field{"half_parallelism", &p.half_parallelism, true}}) {
+      absl::StatusOr<double> v = ReadNumber(d, f.name, f.allow_zero, i);
+      if (!v.ok()) return v.status();
+      *f.value = *v;
+    }
+    out.devices.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace psched::predictor::calibration

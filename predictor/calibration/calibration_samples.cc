@@ -1,0 +1,210 @@
+#include "predictor/calibration/calibration_samples.h"
+
+#include <array>
+#include <cmath>
+#include <optional>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace psched::predictor::calibration {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::pair<model::ActivationKind, std::string_view>, 6> kActivationNames = {{
+    {model::ActivationKind::kNone, "none"},
+    {model::ActivationKind::kRelu, "relu"},
+    {model::ActivationKind::kClip, "clip"},
+    {model::ActivationKind::kSigmoid, "sigmoid"},
+    {model::ActivationKind::kHardSigmoid, "hard_sigmoid"},
+    {model::ActivationKind::kHardSwish, "hard_swish"},
+}};
+
+std::string_view ActivationName(model::ActivationKind kind) {
+  for (const auto& [k, name] : kActivationNames) {
+    if (k == kind) return name;
+  }
+  return "none";
+}
+
+std::optional<model::ActivationKind> ActivationFromName(std::string_view name) {
+  for (const auto& [k, n] : kActivationNames) {
+    if (n == name) return k;
+  }
+  return std::nullopt;
+}
+
+json ShapeToJson(const model::Shape& s) { return json::array({s.h, s.w, s.c}); }
+
+absl::Status Bad(std::string_view field, std::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("op config field '", field, "': ", why));
+}
+
+absl::StatusOr<model::Shape> ShapeFromJson(const json& j, std::string_view field) {
+  if (!j.is_array() || j.size() != 3) return Bad(field, "expected [h, w, c]");
+  int64_t v[3];
+  for (size_t i = 0; i < 3; ++i) {
+    if (!j[i].is_number_integer() || j[i].get<int64_t>() < 1) {
+      return Bad(field, "dimensions must be integers >= 1");
+    }
+    v[i] = j[i].get<int64_t>();
+  }
+  return model::Shape{v[0], v[1], v[2]};
+}
+
+// Reads the optional integer array `field` (values in [min, 2^20]) into `out`; absent keeps
+// the defaults.
+absl::Status ReadInts(const json& j, std::string_view field, int32_t min,
+                      std::initializer_list<int32_t*> out) {
+  const auto it = j.find(field);
+  if (it == j.end()) return absl::OkStatus();
+  if (!it->is_array() || it->size() != out.size()) {
+    return Bad(field, absl::StrCat("expected an array of ", out.size(), " integers"));
+  }
+  size_t i = 0;
+  for (int32_t* o : out) {
+    const json& v = (*it)[i++];
+    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > (1 << 20)) {
+      return Bad(field, absl::StrCat("values must be integers in [", min, ", 2^20]"));
+    }
+    *o = static_cast<int32_t>(v.get<int64_t>());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+json OpConfigToJson(const OpConfig& c) {
+  json inputs = json::array();
+  for (const model::Shape& s : c.inputs) inputs.push_back(ShapeToJson(s));
+  const model::Window2d& w = c.window;
+  return json{{"kind", std::string(model::OpKindName(c.kind))},
+              {"inputs", std::move(inputs)},
+              {"output", ShapeToJson(c.output)},
+              {"kernel", {w.kernel_h, w.kernel_w}},
+              {"stride", {w.stride_h, w.stride_w}},
+              {"dilation", {w.dilation_h, w.dilation_w}},
+              {"pads", {w.pad_top, w.pad_left, w.pad_bottom, w.pad_right}},
+              {"groups", c.groups},
+              {"activation", std::string(ActivationName(c.activation))},
+              {"accumulate", c.accumulate},
+              {"flops", c.flops},
+              {"bytes", c.bytes}};
+}
+
+absl::StatusOr<OpConfig> OpConfigFromJson(const json& j) {
+  if (!j.is_object()) return Bad("(config)", "expected an object");
+  OpConfig c;
+  const auto kind = j.find("kind");
+  if (kind == j.end() || !kind->is_string()) return Bad("kind", "missing or not a string");
+  const std::optional<model::OpKind> k = model::OpKindFromName(kind->get<std::string>());
+  if (!k.has_value()) {
+    return Bad("kind", absl::StrCat("unknown op kind '", kind->get<std::string>(), "'"));
+  }
+  c.kind = *k;
+  const auto inputs = j.find("inputs");
+  if (inputs == j.end() || !inputs->is_array()) return Bad("inputs", "missing or not an array");
+  for (const json& s : *inputs) {
+    absl::StatusOr<model::Shape> shape = ShapeFromJson(s, "inputs");
+    if (!shape.ok()) return shape.status();
+    c.inputs.push_back(*shape);
+  }
+  const auto output = j.find("output");
+  if (output == j.end()) return Bad("output", "missing");
+  absl::StatusOr<model::Shape> out = ShapeFromJson(*output, "output");
+  if (!out.ok()) return out.status();
+  c.output = *out;
+  model::Window2d& w = c.window;
+  if (absl::Status s = ReadInts(j, "kernel", 1, {&w.kernel_h, &w.kernel_w}); !s.ok()) return s;
+  if (absl::Status s = ReadInts(j, "stride", 1, {&w.stride_h, &w.stride_w}); !s.ok()) return s;
+  if (absl::Status s = ReadInts(j, "dilation", 1, {&w.dilation_h, &w.dilation_w}); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ReadInts(j, "pads", 0, {&w.pad_top, &w.pad_left, &w.pad_bottom, &w.pad_right});
+      !s.ok()) {
+    return s;
+  }
+  if (const auto g = j.find("groups"); g != j.end()) {
+    if (!g->is_number_integer() || g->get<int64_t>() < 1 || g->get<int64_t>() > (1 << 20)) {
+      return Bad("groups", "expected an integer in [1, 2^20]");
+    }
+    c.groups = static_cast<int32_t>(g->get<int64_t>());
+  }
+  if (c.kind == model::OpKind::kConv2d &&
+      (c.inputs.size() != 1 || c.inputs[0].c % c.groups != 0 || c.output.c % c.groups != 0)) {
+    return Bad("groups", "a conv needs one input and channel counts divisible by groups");
+  }
+  if (const auto a = j.find("activation"); a != j.end()) {
+    const std::optional<model::ActivationKind> act =
+        a->is_string() ? ActivationFromName(a->get<std::string>()) : std::nullopt;
+    if (!act.has_value()) return Bad("activation", "unknown activation");
+    c.activation = *act;
+  }
+  if (const auto a = j.find("accumulate"); a != j.end()) {
+    if (!a->is_boolean()) return Bad("accumulate", "expected true or false");
+    c.accumulate = a->get<bool>();
+  }
+  ComputeCost(c);
+  return c;
+}
+
+json SamplesToJson(const CalibrationSamples& samples) {
+  json list = json::array();
+  for (const CalibrationSample& s : samples.samples) {
+    list.push_back(json{{"device", s.device},
+                        {"config", OpConfigToJson(s.config)},
+                        {"measured_us", s.measured_us},
+                        {"runs", s.runs},
+                        {"source", s.source}});
+  }
+  return json{{"platform", samples.platform}, {"samples", std::move(list)}};
+}
+
+absl::StatusOr<CalibrationSamples> SamplesFromJson(const json& j) {
+  if (!j.is_object()) return absl::InvalidArgumentError("calibration samples: expected an object");
+  CalibrationSamples out;
+  if (const auto p = j.find("platform"); p != j.end() && p->is_string()) {
+    out.platform = p->get<std::string>();
+  }
+  const auto list = j.find("samples");
+  if (list == j.end() || !list->is_array()) {
+    return absl::InvalidArgumentError("calibration samples: 'samples' missing or not an array");
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& s = (*list)[i];
+    auto bad = [i](std::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("calibration sample ", i, ": ", why));
+    };
+    if (!s.is_object()) return bad("expected an object");
+    CalibrationSample sample;
+    const auto device = s.find("device");
+    if (device == s.end() || !device->is_string() || device->get<std::string>().empty()) {
+      return bad("'device' missing or empty");
+    }
+    sample.device = device->get<std::string>();
+    const auto config = s.find("config");
+    if (config == s.end()) return bad("'config' missing");
+    absl::StatusOr<OpConfig> c = OpConfigFromJson(*config);
+    if (!c.ok()) return bad(c.status().message());
+    sample.config = std::move(*c);
+    const auto us = s.find("measured_us");
+    if (us == s.end() || !us->is_number() || !std::isfinite(us->get<double>()) ||
+        us->get<double>() <= 0) {
+      return bad("'measured_us' must be a finite number > 0");
+    }
+    sample.measured_us = us->get<double>();
+    if (const auto runs = s.find("runs"); runs != s.end() && runs->is_number_integer()) {
+      sample.runs = runs->get<int>();
+    }
+    if (const auto src = s.find("source"); src != s.end() && src->is_string()) {
+      sample.source = src->get<std::string>();
+    }
+    out.samples.push_back(std::move(sample));
+  }
+  return out;
+}
+
+}  // namespace psched::predictor::calibration
