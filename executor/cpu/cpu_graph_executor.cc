@@ -3,6 +3,7 @@
 #include <pthreadpool.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,7 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads) {
     if (auto s = (*kernel)->Setup(in_views, out_view); !s.ok()) return s;
     kernels_.push_back(std::move(*kernel));
   }
+  timings_.resize(kernels_.size());
   return absl::OkStatus();
 }
 
@@ -104,8 +106,16 @@ absl::Status CpuGraphExecutor::RunOnWorker(std::span<const float* const> inputs,
     const TensorView& v = inputs_[i].view;
     std::copy_n(inputs[i], v.shape.Elements(), v.data);
   }
-  for (const std::unique_ptr<CpuKernel>& kernel : kernels_) {
-    if (auto s = kernel->Run(); !s.ok()) return s;
+  const auto start = std::chrono::steady_clock::now();
+  auto since_start = [start] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  for (size_t i = 0; i < kernels_.size(); ++i) {
+    timings_[i].start_ns = since_start();
+    if (auto s = kernels_[i]->Run(); !s.ok()) return s;
+    timings_[i].end_ns = since_start();
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const TensorView& v = outputs_[i].view;

@@ -55,6 +55,13 @@ class CpuGraphExecutor {
   size_t num_inputs() const { return inputs_.size(); }
   size_t num_outputs() const { return outputs_.size(); }
   const ArenaPlan& arena_plan() const { return plan_; }
+  // Start and end of every op in the last successful Run, in ns since that Run began,
+  // indexed by OpId. Read it between Runs.
+  struct OpTiming {
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+  };
+  const std::vector<OpTiming>& last_op_timings() const { return timings_; }
 
   // For overhead measurements (bench/cpu_overhead): runs `job` on the pinned worker with the
   // compiled kernels in execution order and the XNNPACK threadpool (null for one thread).
@@ -82,6 +89,7 @@ class CpuGraphExecutor {
   std::unique_ptr<float, FreeDeleter> arena_;
   std::vector<Endpoint> inputs_, outputs_;
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // one per op, in op order
+  std::vector<OpTiming> timings_;
   pthreadpool_t threadpool_ = nullptr;
   std::unique_ptr<PinnedWorker> worker_;
 };

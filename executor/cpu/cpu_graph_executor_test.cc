@@ -308,6 +308,21 @@ TEST(CpuExecutor, TwoXnnpackThreadsGiveTheSameResult) {
   ExpectMatchesReference(b.Build(), 4, {.cores = {}, .threads = 2});
 }
 
+TEST(CpuExecutor, RecordsOpTimingsInOrder) {
+  GraphBuilder b;
+  auto x = b.AddInput({6, 6, 4});
+  auto a = b.AddOp(OpKind::kConv2d, {x}, {6, 6, 8}, PointwiseConv(b, 4, 8, 1));
+  b.MarkOutput(b.AddOp(OpKind::kGlobalAvgPool, {a}, {1, 1, 8}));
+  auto exec = CpuGraphExecutor::Create(b.Build(), {});
+  ASSERT_TRUE(exec.ok());
+  ASSERT_TRUE((*exec)->Run({RandomVector(144, 1)}).ok());
+  const auto& t = (*exec)->last_op_timings();
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_LE(t[0].start_ns, t[0].end_ns);
+  EXPECT_LE(t[0].end_ns, t[1].start_ns);
+  EXPECT_LE(t[1].start_ns, t[1].end_ns);
+}
+
 TEST(CpuExecutor, PinsToCoreZero) {
   GraphBuilder b;
   auto x = b.AddInput({2, 2, 2});
