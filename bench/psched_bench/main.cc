@@ -30,6 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Every practical method; the exact ones (minutes per model) are opt-in.
 constexpr char kDefaultMethods[] =
     "single:gpu,single:cpu.l,single:cpu.m,heft,lookahead-heft,peft,ldcp,ceft,psls,partition-only,"
     "expanded-equal:heft,expanded-local:heft,pa-heft,iterative";
@@ -81,16 +82,25 @@ absl::StatusOr<std::vector<std::string>> ModelFiles(const std::vector<std::strin
   return files;
 }
 
-absl::StatusOr<scheduler::SchedulerOptions> Options(const Flags& flags) {
+// The options for `method`: --param KEY=VALUE applies to every method, --param
+// PREFIX.KEY=VALUE only to methods whose name starts with PREFIX (e.g.
+// exact.stage_time_limit_s=2 for the exact methods).
+absl::StatusOr<scheduler::SchedulerOptions> Options(const Flags& flags, const std::string& method) {
   scheduler::SchedulerOptions options;
   options.seed = flags.seed;
   if (flags.stage_timeout_ms > 0) options.timeout = absl::Milliseconds(flags.stage_timeout_ms);
   for (const std::string& p : flags.params) {
     const size_t eq = p.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--param '", p, "' is not KEY=VALUE"));
+      return absl::InvalidArgumentError(absl::StrCat("--param '", p, "' is not [PREFIX.]KEY=VALUE"));
     }
-    options.params[p.substr(0, eq)] = p.substr(eq + 1);
+    std::string key = p.substr(0, eq);
+    const size_t dot = key.find('.');
+    if (dot != std::string::npos) {
+      if (method.rfind(key.substr(0, dot), 0) != 0) continue;
+      key = key.substr(dot + 1);
+    }
+    options.params[key] = p.substr(eq + 1);
   }
   return options;
 }
@@ -165,14 +175,14 @@ absl::Status RunModels(const Flags& flags, const std::vector<std::string>& metho
   if (!files.ok()) return files.status();
   absl::StatusOr<predictor::Profile> profile = predictor::LoadProfile(flags.platform);
   if (!profile.ok()) return profile.status();
-  absl::StatusOr<scheduler::SchedulerOptions> options = Options(flags);
-  if (!options.ok()) return options.status();
   std::vector<ResultRow> rows;
   for (size_t f = 0; f < files->size(); ++f) {
     const std::string& path = (*files)[f];
     absl::StatusOr<model::Graph> graph = model::ImportOnnxFile(path, model::ImportOptions{});
     if (!graph.ok()) return absl::Status(graph.status().code(), absl::StrCat(path, ": ", graph.status().message()));
     for (const std::string& method : methods) {
+      absl::StatusOr<scheduler::SchedulerOptions> options = Options(flags, method);
+      if (!options.ok()) return options.status();
       ResultRow row;
       row.model = graph->name;
       row.platform = flags.platform;
@@ -195,11 +205,11 @@ absl::Status RunTaskGraph(const Flags& flags, const std::vector<std::string>& me
   if (!input.ok()) return input.status();
   absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromTaskGraph(input->tasks, input->platform);
   if (!problem.ok()) return problem.status();
-  absl::StatusOr<scheduler::SchedulerOptions> options = Options(flags);
-  if (!options.ok()) return options.status();
   std::vector<ResultRow> rows;
   nlohmann::json schedules = nlohmann::json::object();
   for (const std::string& method : methods) {
+    absl::StatusOr<scheduler::SchedulerOptions> options = Options(flags, method);
+    if (!options.ok()) return options.status();
     ResultRow row;
     row.model = fs::path(flags.taskgraph).stem().string();
     row.platform = input->platform.name;
@@ -240,10 +250,10 @@ absl::Status RunPlanningTime(const Flags& flags, const std::vector<std::string>&
   if (!files.ok()) return files.status();
   absl::StatusOr<predictor::Profile> profile = predictor::LoadProfile(flags.platform);
   if (!profile.ok()) return profile.status();
-  absl::StatusOr<scheduler::SchedulerOptions> options = Options(flags);
-  if (!options.ok()) return options.status();
   nlohmann::json out = nlohmann::json::array();
   for (const std::string& method : methods) {
+    absl::StatusOr<scheduler::SchedulerOptions> options = Options(flags, method);
+    if (!options.ok()) return options.status();
     const std::vector<std::string> parts = absl::StrSplit(method, absl::MaxSplits(':', 1));
     if (parts[0] != "iterative") {
       return absl::InvalidArgumentError(absl::StrCat("--planning-time measures iterative[:<list>], got '", method, "'"));
@@ -322,7 +332,9 @@ int Main(int argc, char** argv) {
   app.add_option("-o,--output", flags.format, "stdout format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   app.add_option("--seed", flags.seed, "seed of randomised methods")->capture_default_str();
   app.add_option("--gantt", flags.gantt_dir, "write one Gantt chart SVG per model x method into this folder");
-  app.add_option("--param", flags.params, "method option KEY=VALUE (e.g. rho=0.5), repeatable");
+  app.add_option("--param", flags.params,
+                 "method option KEY=VALUE, or PREFIX.KEY=VALUE for methods named PREFIX* "
+                 "(e.g. iterative.rho=0.5, exact.stage_time_limit_s=2); repeatable");
   app.add_option("--stage-timeout-ms", flags.stage_timeout_ms, "per-stage search budget (0: none)");
   app.add_option("--splits", flags.splits, "max subtasks per op K (0: number of devices)");
   app.add_option("--alignment", flags.alignment, "work units per partition step")->check(CLI::PositiveNumber);
