@@ -60,6 +60,9 @@ class DeviceFit {
   DeviceFit(AnalyticDeviceParams prior, std::vector<const CalibrationSample*> train)
       : prior_(std::move(prior)), train_(std::move(train)) {
     prior_.dispatch_us = 0;
+    // A zero throughput (AnalyticDeviceParams' default) makes 0-flop kinds predict 0 / 0.
+    for (double& g : prior_.gflops) g = g > 0 ? g : 1.0;
+    if (!(prior_.depthwise_gflops > 0)) prior_.depthwise_gflops = 1.0;
     for (const CalibrationSample* s : train_) {
       const int cls = ClassOf(s->config);
       if (s->config.flops > 0 && class_slot_.find(cls) == class_slot_.end()) {
@@ -150,7 +153,7 @@ class DeviceFit {
         candidate = Clamp(candidate);
         std::vector<double> rc = Residuals(candidate, anchor);
         const double c = SquaredNorm(rc);
-        if (c < cost) {
+        if (c < cost || (std::isnan(cost) && !std::isnan(c))) {
           improved = (cost - c) > 1e-12 * std::max(cost, 1e-300);
           theta = std::move(candidate);
           r = std::move(rc);
@@ -350,7 +353,7 @@ absl::StatusOr<FitResult> FitAnalyticModel(std::string_view platform,
     for (double h : {prior.half_parallelism, 16.0, 256.0, 4096.0, 65536.0}) {
       if (!(h > 0)) continue;
       auto [theta, cost] = fit.Solve(fit.Start(h), options.max_iterations);
-      if (cost < best_cost) {
+      if (best.empty() || cost < best_cost) {
         best_cost = cost;
         best = std::move(theta);
       }

@@ -11,7 +11,7 @@ namespace psched::predictor::calibration {
 using nlohmann::json;
 
 std::string CalibratedModelName(std::string_view platform) {
-  return absl::StrCat(platform, "+calibrated");
+  return absl::StrCat(std::string(platform), "+calibrated");
 }
 
 std::shared_ptr<const AnalyticModel> AnalyticParams::MakeModel() const {
@@ -50,7 +50,7 @@ absl::StatusOr<double> ReadNumber(const json& j, std::string_view field, bool al
                   (allow_zero ? it->get<double>() >= 0 : it->get<double>() > 0);
   if (!ok) {
     return absl::InvalidArgumentError(
-        absl::StrCat("analytic params device ", device, ": '", field, "' must be a finite number ",
+        absl::StrCat("analytic params device ", device, ": '", std::string(field), "' must be a finite number ",
                      allow_zero ? ">= 0" : "> 0"));
   }
   return it->get<double>();
@@ -71,7 +71,7 @@ absl::StatusOr<AnalyticParams> AnalyticParamsFromJson(const json& j) {
   for (size_t i = 0; i < devices->size(); ++i) {
     const json& d = (*devices)[i];
     auto bad = [i](std::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat("analytic params device ", i, ": ", why));
+      return absl::InvalidArgumentError(absl::StrCat("analytic params device ", i, ": ", std::string(why)));
     };
     if (!d.is_object()) return bad("expected an object");
     AnalyticDeviceParams p;
@@ -99,7 +99,7 @@ absl::StatusOr<AnalyticParams> AnalyticParamsFromJson(const json& j) {
     for (int k = 0; k < model::kNumOpKinds; ++k) {
       if (!seen[static_cast<size_t>(k)]) {
         return bad(absl::StrCat("gflops lacks op kind '",
-                                model::OpKindName(static_cast<model::OpKind>(k)), "'"));
+                                std::string(model::OpKindName(static_cast<model::OpKind>(k))), "'"));
       }
     }
     struct Field {

@@ -39,7 +39,7 @@ std::optional<model::ActivationKind> ActivationFromName(std::string_view name) {
 json ShapeToJson(const model::Shape& s) { return json::array({s.h, s.w, s.c}); }
 
 absl::Status Bad(std::string_view field, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("op config field '", field, "': ", why));
+  return absl::InvalidArgumentError(absl::StrCat("op config field '", std::string(field), "': ", std::string(why)));
 }
 
 absl::StatusOr<model::Shape> ShapeFromJson(const json& j, std::string_view field) {
@@ -176,7 +176,7 @@ absl::StatusOr<CalibrationSamples> SamplesFromJson(const json& j) {
   for (size_t i = 0; i < list->size(); ++i) {
     const json& s = (*list)[i];
     auto bad = [i](std::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat("calibration sample ", i, ": ", why));
+      return absl::InvalidArgumentError(absl::StrCat("calibration sample ", i, ": ", std::string(why)));
     };
     if (!s.is_object()) return bad("expected an object");
     CalibrationSample sample;
@@ -188,7 +188,7 @@ absl::StatusOr<CalibrationSamples> SamplesFromJson(const json& j) {
     const auto config = s.find("config");
     if (config == s.end()) return bad("'config' missing");
     absl::StatusOr<OpConfig> c = OpConfigFromJson(*config);
-    if (!c.ok()) return bad(c.status().message());
+    if (!c.ok()) return bad(std::string(c.status().message()));
     sample.config = std::move(*c);
     const auto us = s.find("measured_us");
     if (us == s.end() || !us->is_number() || !std::isfinite(us->get<double>()) ||

@@ -1,0 +1,294 @@
+#include "predictor/calibration/analytic_fit.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "predictor/calibration/analytic_params_json.h"
+
+namespace psched::predictor::calibration {
+namespace {
+
+using model::OpKind;
+using model::Shape;
+
+OpConfig Conv(int64_t hw, int64_t cin, int64_t cout, int k, int stride, int groups = 1) {
+  OpConfig c;
+  c.kind = OpKind::kConv2d;
+  c.inputs = {Shape{hw * stride, hw * stride, cin}};
+  c.output = Shape{hw, hw, cout};
+  c.window.kernel_h = c.window.kernel_w = k;
+  c.window.stride_h = c.window.stride_w = stride;
+  c.groups = groups;
+  ComputeCost(c);
+  return c;
+}
+
+OpConfig Elementwise(OpKind kind, int64_t hw, int64_t c, int inputs) {
+  OpConfig config;
+  config.kind = kind;
+  config.inputs.assign(static_cast<size_t>(inputs), Shape{hw, hw, c});
+  config.output = Shape{hw, hw, kind == OpKind::kConcat ? c * inputs : c};
+  ComputeCost(config);
+  return config;
+}
+
+// A spread of configurations in both the compute- and memory-bound regimes.
+std::vector<OpConfig> Configs() {
+  std::vector<OpConfig> out;
+  for (int64_t hw : {7, 14, 28, 56}) {
+    for (int64_t c : {16, 64, 256}) {
+      out.push_back(Conv(hw, c, c, 1, 1));
+      out.push_back(Conv(hw, c, c / 2, 3, 1));
+      out.push_back(Conv(hw, c, c, 3, 2));
+      out.push_back(Conv(hw, c, c, 3, 1, static_cast<int>(c)));
+      out.push_back(Elementwise(OpKind::kAdd, hw, c, 2));
+      out.push_back(Elementwise(OpKind::kConcat, hw, c, 2));
+      OpConfig pool = Elementwise(OpKind::kMaxPool, hw, c, 1);
+      pool.window.kernel_h = pool.window.kernel_w = 3;
+      ComputeCost(pool);
+      out.push_back(pool);
+    }
+  }
+  for (int64_t in : {256, 1024, 4096}) {
+    for (int64_t o : {10, 1000}) {
+      OpConfig fc;
+      fc.kind = OpKind::kFullyConnected;
+      fc.inputs = {Shape{1, 1, in}};
+      fc.output = Shape{1, 1, o};
+      ComputeCost(fc);
+      out.push_back(fc);
+      out.push_back(SubtaskConfig(fc, model::SplitAxis::kInputChannels, 0, in / 2));
+    }
+  }
+  return out;
+}
+
+AnalyticDeviceParams TruthCpu() {
+  AnalyticDeviceParams p;
+  p.name = "cpu.0";
+  p.SetThroughput(40.0, 6.0, 15.0, 3.0);
+  p.gflops[static_cast<size_t>(OpKind::kMaxPool)] = 5.0;
+  p.bandwidth_gbps = 12.0;
+  p.overhead_us = 3.0;
+  p.half_parallelism = 300.0;
+  return p;
+}
+
+AnalyticDeviceParams TruthGpu() {
+  AnalyticDeviceParams p;
+  p.name = "gpu";
+  p.gpu = true;
+  p.SetThroughput(12.0, 2.0, 4.0, 1.5);
+  p.bandwidth_gbps = 6.0;
+  p.overhead_us = 25.0;
+  p.dispatch_us = 30.0;
+  p.half_parallelism = 2000.0;
+  return p;
+}
+
+// Samples of `truth` (without its dispatch, as a calibration run measures them) with
+// multiplicative log-normal noise of `sigma`.
+CalibrationSamples Generate(const std::vector<AnalyticDeviceParams>& truth, double sigma,
+                            uint64_t seed) {
+  AnalyticModel model("truth", truth);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, sigma);
+  CalibrationSamples samples;
+  samples.platform = "test";
+  for (int d = 0; d < static_cast<int>(truth.size()); ++d) {
+    for (const OpConfig& c : Configs()) {
+      const double us = model.PredictUs(c, d) - truth[static_cast<size_t>(d)].dispatch_us;
+      samples.samples.push_back({truth[static_cast<size_t>(d)].name, c, us * std::exp(noise(rng)), 5, ""});
+    }
+  }
+  return samples;
+}
+
+const ErrorStats* Row(const std::vector<ErrorStats>& rows, const std::string& device,
+                      const std::string& kind) {
+  for (const ErrorStats& r : rows) {
+    if (r.device == device && r.kind == kind) return &r;
+  }
+  return nullptr;
+}
+
+double Gflops(const AnalyticDeviceParams& p, OpKind kind) {
+  return p.gflops[static_cast<size_t>(kind)];
+}
+
+TEST(FitAnalyticModelTest, RecoversKnownParametersFromNoisySamples) {
+  const std::vector<AnalyticDeviceParams> truth = {TruthCpu(), TruthGpu()};
+  const CalibrationSamples samples = Generate(truth, 0.03, 7);
+  const std::vector<std::string> names = {"cpu.0", "gpu"};
+  FitOptions options;
+  AnalyticDeviceParams gpu_prior;
+  gpu_prior.name = "gpu";
+  gpu_prior.gpu = true;
+  gpu_prior.dispatch_us = 30.0;
+  options.priors = {gpu_prior};
+  absl::StatusOr<FitResult> fit = FitAnalyticModel("test", names, samples, options);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  ASSERT_EQ(fit->params.size(), 2u);
+  for (size_t d = 0; d < 2; ++d) {
+    const AnalyticDeviceParams& got = fit->params[d];
+    const AnalyticDeviceParams& want = truth[d];
+    SCOPED_TRACE(want.name);
+    EXPECT_NEAR(Gflops(got, OpKind::kConv2d), Gflops(want, OpKind::kConv2d),
+                0.1 * Gflops(want, OpKind::kConv2d));
+    EXPECT_NEAR(Gflops(got, OpKind::kFullyConnected), Gflops(want, OpKind::kFullyConnected),
+                0.15 * Gflops(want, OpKind::kFullyConnected));
+    EXPECT_NEAR(got.depthwise_gflops, want.depthwise_gflops, 0.15 * want.depthwise_gflops);
+    EXPECT_NEAR(got.bandwidth_gbps, want.bandwidth_gbps, 0.1 * want.bandwidth_gbps);
+    EXPECT_NEAR(got.overhead_us, want.overhead_us, 0.2 * want.overhead_us);
+    EXPECT_NEAR(std::log(got.half_parallelism), std::log(want.half_parallelism), std::log(1.5));
+    EXPECT_EQ(got.gpu, want.gpu);
+  }
+  EXPECT_DOUBLE_EQ(fit->params[1].dispatch_us, 30.0);
+  // 3% noise: held-out errors stay near the noise level.
+  const ErrorStats* cpu = Row(fit->report.heldout, "cpu.0", "all");
+  const ErrorStats* gpu = Row(fit->report.heldout, "gpu", "all");
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_LT(cpu->mape, 6.0);
+  EXPECT_LT(gpu->mape, 6.0);
+  EXPECT_GT(cpu->count, 12);
+  EXPECT_EQ(fit->report.train_samples + fit->report.heldout_samples,
+            static_cast<int>(samples.samples.size()));
+  EXPECT_NEAR(static_cast<double>(fit->report.heldout_samples) / samples.samples.size(), 0.2,
+              0.03);
+  EXPECT_THAT(fit->model->Version(), ::testing::HasSubstr("test+calibrated"));
+}
+
+TEST(FitAnalyticModelTest, ExactSamplesAreFittedAlmostExactly) {
+  const std::vector<AnalyticDeviceParams> truth = {TruthCpu()};
+  const std::vector<std::string> names = {"cpu.0"};
+  absl::StatusOr<FitResult> fit = FitAnalyticModel("test", names, Generate(truth, 0.0, 1));
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  const ErrorStats* all = Row(fit->report.heldout, "cpu.0", "all");
+  ASSERT_NE(all, nullptr);
+  EXPECT_LT(all->max_ape, 2.0);
+  EXPECT_NEAR(Gflops(fit->params[0], OpKind::kConv2d), 40.0, 0.4);
+}
+
+TEST(FitAnalyticModelTest, SplitAndModelAreReproducibleAndVersionFollowsParameters) {
+  const std::vector<std::string> names = {"cpu.0"};
+  const CalibrationSamples samples = Generate({TruthCpu()}, 0.05, 3);
+  FitOptions options;
+  options.seed = 11;
+  absl::StatusOr<FitResult> a = FitAnalyticModel("host", names, samples, options);
+  absl::StatusOr<FitResult> b = FitAnalyticModel("host", names, samples, options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->model->Version(), b->model->Version());
+  EXPECT_DOUBLE_EQ(a->report.heldout.back().mape, b->report.heldout.back().mape);
+
+  // Twice as slow a device: other parameters, another version.
+  CalibrationSamples slower = samples;
+  for (CalibrationSample& s : slower.samples) s.measured_us *= 2.0;
+  absl::StatusOr<FitResult> c = FitAnalyticModel("host", names, slower, options);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(a->model->Version(), c->model->Version());
+  EXPECT_LT(Gflops(c->params[0], OpKind::kConv2d), 0.6 * Gflops(a->params[0], OpKind::kConv2d));
+}
+
+TEST(FitAnalyticModelTest, BiggerConvIsPredictedSlower) {
+  const std::vector<std::string> names = {"cpu.0"};
+  absl::StatusOr<FitResult> fit =
+      FitAnalyticModel("host", names, Generate({TruthCpu()}, 0.05, 5));
+  ASSERT_TRUE(fit.ok());
+  EXPECT_LT(fit->model->PredictUs(Conv(14, 64, 64, 3, 1), 0),
+            fit->model->PredictUs(Conv(28, 64, 64, 3, 1), 0));
+  EXPECT_LT(fit->model->PredictUs(Conv(28, 64, 64, 1, 1), 0),
+            fit->model->PredictUs(Conv(28, 64, 64, 3, 1), 0));
+}
+
+TEST(FitAnalyticModelTest, DeviceWithoutSamplesKeepsItsPrior) {
+  const std::vector<std::string> names = {"cpu.0", "gpu"};
+  FitOptions options;
+  options.priors = {TruthGpu()};
+  absl::StatusOr<FitResult> fit =
+      FitAnalyticModel("host", names, Generate({TruthCpu()}, 0.02, 2), options);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_THAT(fit->report.unfitted_devices, ::testing::ElementsAre("gpu"));
+  EXPECT_DOUBLE_EQ(Gflops(fit->params[1], OpKind::kConv2d), 12.0);
+  EXPECT_EQ(Row(fit->report.heldout, "gpu", "all"), nullptr);
+}
+
+TEST(FitAnalyticModelTest, RejectsBadInput) {
+  const CalibrationSamples samples = Generate({TruthCpu()}, 0.0, 1);
+  const std::vector<std::string> names = {"cpu.0"};
+  const std::vector<std::string> none;
+  EXPECT_EQ(FitAnalyticModel("h", none, samples).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::vector<std::string> twice = {"cpu.0", "cpu.0"};
+  EXPECT_THAT(std::string(FitAnalyticModel("h", twice, samples).status().message()),
+              ::testing::HasSubstr("listed twice"));
+  const std::vector<std::string> other = {"gpu"};
+  EXPECT_THAT(std::string(FitAnalyticModel("h", other, samples).status().message()),
+              ::testing::HasSubstr("device 'cpu.0', which is not one of gpu"));
+  FitOptions bad_fraction;
+  bad_fraction.holdout_fraction = 1.5;
+  EXPECT_THAT(std::string(FitAnalyticModel("h", names, samples, bad_fraction).status().message()),
+              ::testing::HasSubstr("holdout_fraction"));
+  CalibrationSamples negative = samples;
+  negative.samples[4].measured_us = -1.0;
+  EXPECT_THAT(std::string(FitAnalyticModel("h", names, negative).status().message()),
+              ::testing::HasSubstr("sample 4"));
+}
+
+TEST(FitAnalyticModelTest, ErrorTableListsEveryRow) {
+  std::vector<ErrorStats> rows = {{"cpu.0", "conv2d", 12, 10.5, 8.25, 30.0},
+                                  {"cpu.0", "all", 20, 9.0, 7.0, 30.0}};
+  const std::string table = FormatErrorTable(rows);
+  EXPECT_THAT(table, ::testing::HasSubstr("MAPE"));
+  EXPECT_THAT(table, ::testing::HasSubstr("conv2d"));
+  EXPECT_THAT(table, ::testing::HasSubstr("10.5"));
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 3);
+}
+
+TEST(AnalyticParamsJsonTest, RoundTripKeepsParametersAndVersion) {
+  AnalyticParams params{"host", {TruthCpu(), TruthGpu()}};
+  const nlohmann::json json = AnalyticParamsToJson(params);
+  absl::StatusOr<AnalyticParams> back = AnalyticParamsFromJson(nlohmann::json::parse(json.dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->platform, "host");
+  ASSERT_EQ(back->devices.size(), 2u);
+  EXPECT_EQ(back->MakeModel()->Version(), params.MakeModel()->Version());
+  EXPECT_EQ(json["model_version"], params.MakeModel()->Version());
+  EXPECT_TRUE(back->devices[1].gpu);
+  EXPECT_DOUBLE_EQ(back->devices[1].dispatch_us, 30.0);
+  EXPECT_DOUBLE_EQ(Gflops(back->devices[0], OpKind::kMaxPool), 5.0);
+  OpConfig conv = Conv(28, 64, 64, 3, 1);
+  EXPECT_DOUBLE_EQ(back->MakeModel()->PredictUs(conv, 1), params.MakeModel()->PredictUs(conv, 1));
+}
+
+TEST(AnalyticParamsJsonTest, RejectsBadInput) {
+  const nlohmann::json good = AnalyticParamsToJson(AnalyticParams{"host", {TruthCpu()}});
+  EXPECT_FALSE(AnalyticParamsFromJson(nlohmann::json::array()).ok());
+  nlohmann::json no_devices = good;
+  no_devices["devices"] = nlohmann::json::array();
+  EXPECT_THAT(std::string(AnalyticParamsFromJson(no_devices).status().message()),
+              ::testing::HasSubstr("'devices' missing or empty"));
+  nlohmann::json zero_bw = good;
+  zero_bw["devices"][0]["bandwidth_gbps"] = 0.0;
+  EXPECT_THAT(std::string(AnalyticParamsFromJson(zero_bw).status().message()),
+              ::testing::HasSubstr("device 0: 'bandwidth_gbps' must be a finite number > 0"));
+  nlohmann::json unknown_kind = good;
+  unknown_kind["devices"][0]["gflops"]["lstm"] = 1.0;
+  EXPECT_THAT(std::string(AnalyticParamsFromJson(unknown_kind).status().message()),
+              ::testing::HasSubstr("unknown op kind 'lstm'"));
+  nlohmann::json missing_kind = good;
+  missing_kind["devices"][0]["gflops"].erase("softmax");
+  EXPECT_THAT(std::string(AnalyticParamsFromJson(missing_kind).status().message()),
+              ::testing::HasSubstr("lacks op kind 'softmax'"));
+  nlohmann::json negative_overhead = good;
+  negative_overhead["devices"][0]["overhead_us"] = -2.0;
+  EXPECT_FALSE(AnalyticParamsFromJson(negative_overhead).ok());
+}
+
+}  // namespace
+}  // namespace psched::predictor::calibration

@@ -1,0 +1,100 @@
+#include "predictor/calibration/calibration_samples.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace psched::predictor::calibration {
+namespace {
+
+using model::OpKind;
+using model::Shape;
+
+OpConfig StridedConv() {
+  OpConfig c;
+  c.kind = OpKind::kConv2d;
+  c.inputs = {Shape{57, 57, 32}};
+  c.output = Shape{28, 28, 32};
+  c.window = {3, 3, 2, 2, 1, 1, 0, 1, 0, 1};
+  c.groups = 32;
+  c.activation = model::ActivationKind::kClip;
+  ComputeCost(c);
+  return c;
+}
+
+TEST(CalibrationSamplesTest, JsonRoundTripKeepsEverything) {
+  CalibrationSamples samples;
+  samples.platform = "host";
+  OpConfig cin = SubtaskConfig(StridedConv(), model::SplitAxis::kRows, 3, 9);
+  OpConfig fc;
+  fc.kind = OpKind::kFullyConnected;
+  fc.inputs = {Shape{1, 1, 1024}};
+  fc.output = Shape{1, 1, 1000};
+  ComputeCost(fc);
+  fc = SubtaskConfig(fc, model::SplitAxis::kInputChannels, 0, 512);
+  samples.samples = {{"cpu.0", StridedConv(), 123.5, 7, "peleenet/op 3"},
+                     {"gpu", cin, 44.25, 5, "x/op 1 spatial[3,9)"},
+                     {"cpu.1", fc, 80.0, 9, ""}};
+  const std::string text = SamplesToJson(samples).dump();
+  absl::StatusOr<CalibrationSamples> back = SamplesFromJson(nlohmann::json::parse(text));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->platform, "host");
+  ASSERT_EQ(back->samples.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const OpConfig& a = samples.samples[i].config;
+    const OpConfig& b = back->samples[i].config;
+    EXPECT_EQ(back->samples[i].device, samples.samples[i].device);
+    EXPECT_DOUBLE_EQ(back->samples[i].measured_us, samples.samples[i].measured_us);
+    EXPECT_EQ(back->samples[i].runs, samples.samples[i].runs);
+    EXPECT_EQ(back->samples[i].source, samples.samples[i].source);
+    EXPECT_EQ(b.kind, a.kind);
+    EXPECT_EQ(b.inputs, a.inputs);
+    EXPECT_EQ(b.output, a.output);
+    EXPECT_EQ(b.window, a.window);
+    EXPECT_EQ(b.groups, a.groups);
+    EXPECT_EQ(b.activation, a.activation);
+    EXPECT_EQ(b.accumulate, a.accumulate);
+    EXPECT_DOUBLE_EQ(b.flops, a.flops);
+    EXPECT_DOUBLE_EQ(b.bytes, a.bytes);
+  }
+  EXPECT_TRUE(back->samples[0].config.IsDepthwise());
+  EXPECT_TRUE(back->samples[2].config.accumulate);
+  EXPECT_EQ(SamplesToJson(*back).dump(), text);
+}
+
+TEST(CalibrationSamplesTest, RejectsBadInputNamingTheSampleAndField) {
+  CalibrationSamples samples;
+  samples.samples = {{"cpu.0", StridedConv(), 10.0, 3, ""}, {"cpu.0", StridedConv(), 12.0, 3, ""}};
+  const nlohmann::json good = SamplesToJson(samples);
+  auto message = [](const nlohmann::json& j) {
+    return std::string(SamplesFromJson(j).status().message());
+  };
+  EXPECT_THAT(message(nlohmann::json::array()), ::testing::HasSubstr("expected an object"));
+  EXPECT_THAT(message(nlohmann::json::object()), ::testing::HasSubstr("'samples' missing"));
+  nlohmann::json j = good;
+  j["samples"][1]["measured_us"] = 0.0;
+  EXPECT_THAT(message(j), ::testing::HasSubstr("sample 1: 'measured_us' must be a finite number > 0"));
+  j = good;
+  j["samples"][0]["config"]["kind"] = "lstm";
+  EXPECT_THAT(message(j), ::testing::HasSubstr("sample 0: op config field 'kind': unknown op kind 'lstm'"));
+  j = good;
+  j["samples"][1]["config"]["output"] = {28, 28};
+  EXPECT_THAT(message(j), ::testing::HasSubstr("'output': expected [h, w, c]"));
+  j = good;
+  j["samples"][1]["config"]["inputs"][0] = {0, 5, 5};
+  EXPECT_THAT(message(j), ::testing::HasSubstr("dimensions must be integers >= 1"));
+  j = good;
+  j["samples"][0]["config"]["groups"] = 5;
+  EXPECT_THAT(message(j), ::testing::HasSubstr("divisible by groups"));
+  j = good;
+  j["samples"][0]["config"]["stride"] = {0, 1};
+  EXPECT_THAT(message(j), ::testing::HasSubstr("'stride'"));
+  j = good;
+  j["samples"][0].erase("device");
+  EXPECT_THAT(message(j), ::testing::HasSubstr("sample 0: 'device' missing"));
+  j = good;
+  j["samples"][0]["config"]["activation"] = "gelu";
+  EXPECT_THAT(message(j), ::testing::HasSubstr("unknown activation"));
+}
+
+}  // namespace
+}  // namespace psched::predictor::calibration
