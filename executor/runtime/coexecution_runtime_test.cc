@@ -1,14 +1,19 @@
 #include "executor/runtime/coexecution_runtime.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <random>
 #include <vector>
 
+#include "executor/layout.h"
+#include "executor/npy.h"
 #include "executor/reference/reference_kernels.h"
 #include "executor/runtime/cpu_device.h"
 #include "executor/testing/graph_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "model/onnx_import.h"
 
 namespace psched::executor::runtime {
 namespace {
@@ -153,6 +158,36 @@ TEST_F(CoExecutionTest, SingleDevicePlanMatches) {
     EXPECT_NEAR((*out)[0][i], (*expected)[0][i], 1e-4 * (1 + std::fabs((*expected)[0][i])));
   }
   EXPECT_EQ((*rt)->last_timings().size(), graph.ops.size());
+}
+
+std::string ReferenceDir() {
+  const char* dir = std::getenv("PSCHED_SHARED_DIR");
+  return std::string(dir != nullptr ? dir : PSCHED_SOURCE_DIR "/../shared") +
+         "/models/reference/";
+}
+
+TEST_F(CoExecutionTest, SplitSqueezenetMatchesPyTorch) {
+  const std::string stem = ReferenceDir() + "squeezenet_v1_1";
+  auto graph = model::ImportOnnxFile(stem + ".onnx", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto input = ReadNpy(stem + ".input.npy");
+  auto expected = ReadNpy(stem + ".output.npy");
+  ASSERT_TRUE(input.ok() && expected.ok());
+  const model::Shape in_shape = graph->tensor(graph->inputs[0].tensor).shape;
+  const model::Shape out_shape = graph->tensor(graph->outputs[0].tensor).shape;
+  for (uint32_t seed : {1u, 2u}) {
+    auto rt = CoExecutionRuntime::Create(*graph, devices_, RandomPlan(*graph, 2, seed));
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    auto out = (*rt)->Run({NchwToNhwc(in_shape, input->data)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<float> nchw = NhwcToNchw(out_shape, (*out)[0]);
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < nchw.size(); ++i) {
+      diff += (double{nchw[i]} - expected->data[i]) * (double{nchw[i]} - expected->data[i]);
+      norm += double{expected->data[i]} * expected->data[i];
+    }
+    EXPECT_LE(std::sqrt(diff / norm), 1e-4) << "plan seed " << seed;
+  }
 }
 
 TEST_F(CoExecutionTest, UsesTheCallersArena) {
