@@ -1,0 +1,563 @@
+// End-to-end tests of the real pschedd binary: each test starts it on a private socket and
+// state dir and drives it with pschedctl and the client library, playing systemd's part
+// (socket activation, NOTIFY_SOCKET) over real sockets where needed.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+#include "executor/npy.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace psched {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kTinyModel = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.onnx";
+const std::string kTinyInput = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.input.npy";
+const std::string kTinyOutput = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.output.npy";
+
+std::string SharedDir() {
+  const char* dir = std::getenv("PSCHED_SHARED_DIR");
+  return dir != nullptr ? dir : "";
+}
+
+std::string SqueezenetPath(const std::string& suffix) {
+  return SharedDir() + "/models/reference/squeezenet_v1_1" + suffix;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// Largest absolute difference, or infinity when sizes differ.
+double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::fabs(double{a[i]} - b[i]));
+  return diff;
+}
+
+v1::Tensor TensorFromNpy(const std::string& path) {
+  executor::NpyArray array = *executor::ReadNpy(path);
+  v1::Tensor tensor;
+  for (int64_t d : array.shape) tensor.add_dims(d);
+  tensor.set_data(std::string(reinterpret_cast<const char*>(array.data.data()),
+                              array.data.size() * sizeof(float)));
+  return tensor;
+}
+
+std::vector<float> Floats(const v1::Tensor& tensor) {
+  std::vector<float> values(tensor.data().size() / sizeof(float));
+  std::memcpy(values.data(), tensor.data().data(), values.size() * sizeof(float));
+  return values;
+}
+
+// Formats a non-negative integer without allocating (safe between fork and exec).
+void FormatPid(char* out, pid_t pid) {
+  char digits[16];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + pid % 10);
+    pid /= 10;
+  } while (pid > 0);
+  while (n > 0) *out++ = digits[--n];
+  *out = '\0';
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "psched_daemon_XXXXXX").string();
+    dir_ = mkdtemp(pattern.data());
+    socket_ = dir_ + "/run/pschedd.sock";
+    state_ = dir_ + "/state";
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    fs::remove_all(dir_);
+  }
+
+  // Starts pschedd with `extra_args`; `listen_fd` >= 0 is passed as socket activation fd 3.
+  pid_t Spawn(const std::vector<std::string>& extra_args,
+              const std::vector<std::string>& extra_env = {}, int listen_fd = -1,
+              bool with_listen_pid = false) {
+    std::vector<std::string> args = {PSCHEDD_PATH};
+    bool has_socket = false, has_state = false, has_level = false;
+    for (const std::string& a : extra_args) {
+      has_socket |= a == "--socket";
+      has_state |= a == "--state-dir";
+      has_level |= a == "--log-level";
+    }
+    if (!has_socket) args.insert(args.end(), {"--socket", socket_});
+    if (!has_state) args.insert(args.end(), {"--state-dir", state_});
+    if (!has_level) args.insert(args.end(), {"--log-level", "debug"});
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string entry = *e;
+      if (entry.rfind("NOTIFY_SOCKET=", 0) == 0 || entry.rfind("LISTEN_", 0) == 0 ||
+          entry.rfind("WATCHDOG_", 0) == 0 || entry.rfind("INVOCATION_ID=", 0) == 0 ||
+          entry.rfind("JOURNAL_STREAM=", 0) == 0) {
+        continue;
+      }
+      env.push_back(entry);
+    }
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    std::vector<char*> argv, envp;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    char listen_pid[32] = "LISTEN_PID=";
+    for (std::string& e : env) envp.push_back(e.data());
+    if (with_listen_pid) envp.push_back(listen_pid);
+    envp.push_back(nullptr);
+    std::string log_path = dir_ + "/pschedd.log";
+    int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    pid_t pid = fork();
+    if (pid == 0) {
+      FormatPid(listen_pid + std::strlen("LISTEN_PID="), getpid());
+      dup2(log_fd, 1);
+      dup2(log_fd, 2);
+      if (listen_fd >= 0) {
+        if (listen_fd != 3) {
+          dup2(listen_fd, 3);
+        } else {
+          fcntl(3, F_SETFD, 0);
+        }
+      }
+      execve(argv[0], argv.data(), envp.data());
+      _exit(127);
+    }
+    close(log_fd);
+    return pid;
+  }
+
+  // Starts pschedd on socket_ and waits until it answers Status.
+  void Start() {
+    pid_ = Spawn({});
+    ASSERT_TRUE(WaitServing(socket_)) << Log();
+  }
+
+  bool WaitServing(const std::string& socket) {
+    client::ClientOptions options;
+    options.socket = socket;
+    options.timeout = absl::Seconds(2);
+    for (int i = 0; i < 300; ++i) {
+      // A fresh channel per try: a failed channel waits out gRPC's reconnect backoff.
+      if (client::Client(options).Status().ok()) return true;
+      int status = 0;
+      if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return false;
+  }
+
+  // SIGTERM and wait; returns the exit code (-1 if killed by a signal).
+  int Stop() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  client::Client Client(absl::Duration timeout = absl::Seconds(120)) {
+    client::ClientOptions options;
+    options.socket = socket_;
+    options.timeout = timeout;
+    return client::Client(options);
+  }
+
+  // Runs pschedctl; returns (exit code, stdout). stderr goes to `err` when given.
+  std::pair<int, std::string> Ctl(const std::string& args, std::string* err = nullptr) {
+    std::string err_path = dir_ + "/ctl.err";
+    std::string command = absl::StrCat(PSCHEDCTL_PATH, " --socket ", socket_, " ", args, " 2>",
+                                       err_path);
+    FILE* pipe = popen(command.c_str(), "r");
+    std::string out;
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+    int status = pclose(pipe);
+    if (err != nullptr) *err = ReadFile(err_path);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  }
+
+  std::string Log() { return "pschedd log:\n" + ReadFile(dir_ + "/pschedd.log"); }
+
+  std::string dir_, socket_, state_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(DaemonTest, SqueezenetPlanCachedAcrossRestartAndInferenceMatchesReference) {
+  if (!fs::exists(SqueezenetPath(".onnx"))) GTEST_SKIP() << "no ../shared reference models";
+  Start();
+  auto [add_rc, id_line] = Ctl("model add " + SqueezenetPath(".onnx"));
+  ASSERT_EQ(add_rc, 0) << id_line << Log();
+  std::string id = id_line.substr(0, id_line.find('\n'));
+  ASSERT_EQ(id.size(), 64u) << id_line;
+
+  auto [plan_rc, plan_text] = Ctl("-o json plan show " + id);
+  ASSERT_EQ(plan_rc, 0) << plan_text;
+  json plan = json::parse(plan_text);
+  EXPECT_FALSE(plan["cached"].get<bool>());
+  EXPECT_GT(plan["makespan_us"].get<double>(), 0);
+  EXPECT_EQ(plan["scheduler"], "heft");
+  ASSERT_GE(plan["subtasks"].size(), 38u);
+  for (const json& s : plan["subtasks"]) {
+    for (const char* key : {"op", "device", "strategy", "work", "start_us", "end_us"}) {
+      EXPECT_TRUE(s.contains(key)) << key;
+    }
+  }
+
+  ASSERT_EQ(Stop(), 0) << Log();
+  Start();
+  auto [cached_rc, cached_text] = Ctl("-o json plan show " + id.substr(0, 12));
+  ASSERT_EQ(cached_rc, 0) << cached_text;
+  json cached = json::parse(cached_text);
+  EXPECT_TRUE(cached["cached"].get<bool>());
+  EXPECT_DOUBLE_EQ(cached["makespan_us"].get<double>(), plan["makespan_us"].get<double>());
+  EXPECT_EQ(cached["subtasks"].size(), plan["subtasks"].size());
+
+  std::string out_path = dir_ + "/out.npy";
+  auto [infer_rc, infer_text] = Ctl("-o json infer " + id + " --input " +
+                                    SqueezenetPath(".input.npy") + " --output " + out_path);
+  ASSERT_EQ(infer_rc, 0) << infer_text << Log();
+  json infer = json::parse(infer_text);
+  EXPECT_GT(infer["latency_us"].get<double>(), 0);
+  ASSERT_EQ(infer["outputs"].size(), 1u);
+  EXPECT_EQ(infer["outputs"][0]["dims"], json({1, 1000}));
+  executor::NpyArray got = *executor::ReadNpy(out_path);
+  executor::NpyArray want = *executor::ReadNpy(SqueezenetPath(".output.npy"));
+  EXPECT_EQ(got.shape, want.shape);
+  EXPECT_LT(MaxDiff(got.data, want.data), 1e-4);
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, EightClientsFiftyInferencesEach) {
+  Start();
+  auto registered = Client().RegisterModel(ReadFile(kTinyModel), "tiny", false);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  const std::string id = registered->model().id();
+  const std::vector<float> want = executor::ReadNpy(kTinyOutput)->data;
+  v1::InferRequest request;
+  request.set_model_id(id);
+  *request.add_inputs() = TensorFromNpy(kTinyInput);
+
+  std::atomic<int> correct{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c) {
+    clients.emplace_back([&] {
+      client::Client client = Client();
+      for (int i = 0; i < 50; ++i) {
+        auto response = client.Infer(request);
+        if (response.ok() && response->outputs_size() == 1 &&
+            MaxDiff(Floats(response->outputs(0)), want) < 1e-4) {
+          ++correct;
+        } else if (!response.ok()) {
+          ADD_FAILURE() << response.status();
+        }
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(correct.load(), 400);
+  auto status = Client().Status();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->inferences(), 400);
+  EXPECT_EQ(status->queue_depth(), 0);
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, SigtermDuringInferenceCompletesItAndExitsZero) {
+  // The reference executor needs about a second for squeezenet: long enough to signal
+  // mid-inference.
+  if (!fs::exists(SqueezenetPath(".onnx"))) GTEST_SKIP() << "no ../shared reference models";
+  Start();
+  auto registered = Client().RegisterModel(ReadFile(SqueezenetPath(".onnx")), "sq", false);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  v1::InferRequest request;
+  request.set_model_id(registered->model().id());
+  *request.add_inputs() = TensorFromNpy(SqueezenetPath(".input.npy"));
+  absl::StatusOr<v1::InferResponse> response = absl::UnknownError("not run");
+  std::thread infer([&] { response = Client().Infer(request); });
+  client::Client watcher = Client();
+  for (int i = 0; i < 200; ++i) {
+    auto status = watcher.Status();
+    if (status.ok() && status->queue_depth() == 1) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(Stop(), 0) << Log();
+  infer.join();
+  ASSERT_TRUE(response.ok()) << response.status() << Log();
+  EXPECT_LT(MaxDiff(Floats(response->outputs(0)), executor::ReadNpy(SqueezenetPath(".output.npy"))->data),
+            1e-4);
+  EXPECT_FALSE(fs::exists(socket_));
+}
+
+TEST_F(DaemonTest, SocketActivationAndNotifications) {
+  // systemd's side: a listening socket passed as fd 3 and a datagram notify socket.
+  std::string listen_path = dir_ + "/activated.sock";
+  int listen_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, listen_path.c_str());
+  ASSERT_EQ(bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listen_fd, 16), 0);
+
+  std::string notify_path = dir_ + "/notify.sock";
+  int notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_un notify_addr{};
+  notify_addr.sun_family = AF_UNIX;
+  std::strcpy(notify_addr.sun_path, notify_path.c_str());
+  ASSERT_EQ(bind(notify_fd, reinterpret_cast<sockaddr*>(&notify_addr), sizeof(notify_addr)), 0);
+
+  // --socket names a path nobody uses: the daemon must serve on the activated socket.
+  pid_ = Spawn({"--socket", dir_ + "/unused/x.sock"},
+               {"LISTEN_FDS=1", "NOTIFY_SOCKET=" + notify_path, "WATCHDOG_USEC=300000"},
+               listen_fd, /*with_listen_pid=*/true);
+  close(listen_fd);
+
+  std::vector<std::string> messages;
+  auto read_until = [&](const std::string& wanted, int timeout_ms) {
+    absl::Time end = absl::Now() + absl::Milliseconds(timeout_ms);
+    while (absl::Now() < end) {
+      pollfd p{notify_fd, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char buffer[4096];
+      ssize_t n = recv(notify_fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) continue;
+      std::string message(buffer, static_cast<size_t>(n));
+      messages.push_back(message);
+      if (message.find(wanted) != std::string::npos) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(read_until("READY=1", 15000)) << Log();
+  // STATUS= came before READY=1 while loading.
+  ASSERT_GE(messages.size(), 2u);
+  EXPECT_EQ(messages.front().rfind("STATUS=", 0), 0u) << messages.front();
+  EXPECT_FALSE(fs::exists(dir_ + "/unused/x.sock"));
+
+  client::ClientOptions options;
+  options.socket = listen_path;
+  client::Client client(options);
+  auto status = client.Status();
+  ASSERT_TRUE(status.ok()) << status.status() << Log();
+  EXPECT_EQ(status->version(), PSCHED_VERSION);
+
+  // The watchdog is fed (every 100 ms for WATCHDOG_USEC=300000) while the queue is idle.
+  EXPECT_TRUE(read_until("WATCHDOG=1", 2000)) << Log();
+
+  kill(pid_, SIGTERM);
+  EXPECT_TRUE(read_until("STOPPING=1", 10000)) << Log();
+  // Keep reading like systemd does: a full datagram queue would block the daemon's sends.
+  int wait_status = 0;
+  while (waitpid(pid_, &wait_status, WNOHANG) != pid_) read_until("\n\n", 50);
+  pid_ = -1;
+  EXPECT_TRUE(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) << Log();
+  // systemd owns an activated socket: the daemon leaves it in place.
+  EXPECT_TRUE(fs::exists(listen_path));
+  close(notify_fd);
+}
+
+TEST_F(DaemonTest, NoNotificationsWithoutNotifySocket) {
+  // Nothing to assert on the wire: the daemon must simply serve and stop cleanly.
+  Start();
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, BadInputsGetTheRightCodesWhileServing) {
+  std::string config_path = dir_ + "/pschedd.toml";
+  std::ofstream(config_path) << "max_model_bytes = 4000\n";
+  pid_ = Spawn({"--config", config_path});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  client::Client client = Client();
+
+  auto garbage = client.RegisterModel(std::string(1000, '\x07'), "junk", false);
+  EXPECT_EQ(garbage.status().code(), absl::StatusCode::kInvalidArgument) << garbage.status();
+  EXPECT_FALSE(garbage.status().message().empty());
+
+  auto oversize = client.RegisterModel(std::string(5000, 'x'), "big", false);
+  EXPECT_EQ(oversize.status().code(), absl::StatusCode::kResourceExhausted) << oversize.status();
+  EXPECT_NE(oversize.status().message().find("4000"), std::string::npos) << oversize.status();
+
+  auto unknown = client.GetPlan(std::string(64, 'a'), "heft");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound) << unknown.status();
+  v1::InferRequest unknown_infer;
+  unknown_infer.set_model_id("0123456789abcdef");
+  EXPECT_EQ(client.Infer(unknown_infer).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client.RemoveModel("deadbeefdeadbeef").status().code(), absl::StatusCode::kNotFound);
+
+  auto tiny = client.RegisterModel(ReadFile(kTinyModel), "tiny", false);
+  ASSERT_TRUE(tiny.ok()) << tiny.status();
+  v1::InferRequest wrong_size;
+  wrong_size.set_model_id(tiny->model().id());
+  v1::Tensor* input = wrong_size.add_inputs();
+  input->add_dims(1);
+  input->add_dims(3);
+  input->add_dims(16);
+  input->add_dims(16);
+  input->set_data(std::string(100 * sizeof(float), '\0'));
+  auto bad = client.Infer(wrong_size);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
+  EXPECT_NE(bad.status().message().find("768"), std::string::npos) << bad.status();
+  input->set_data(std::string(7, '\0'));
+  EXPECT_EQ(client.Infer(wrong_size).status().code(), absl::StatusCode::kInvalidArgument);
+
+  auto unknown_scheduler = client.GetPlan(tiny->model().id(), "no-such-method");
+  EXPECT_EQ(unknown_scheduler.status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Still serving after all of that.
+  v1::InferRequest good;
+  good.set_model_id(tiny->model().id());
+  *good.add_inputs() = TensorFromNpy(kTinyInput);
+  auto ok = client.Infer(good);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_LT(MaxDiff(Floats(ok->outputs(0)), executor::ReadNpy(kTinyOutput)->data), 1e-4);
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, DeadlineExceededWhileInferring) {
+  if (!fs::exists(SqueezenetPath(".onnx"))) GTEST_SKIP() << "no ../shared reference models";
+  Start();
+  auto registered = Client().RegisterModel(ReadFile(SqueezenetPath(".onnx")), "sq", false);
+  ASSERT_TRUE(registered.ok());
+  v1::InferRequest request;
+  request.set_model_id(registered->model().id());
+  auto late = Client(absl::Milliseconds(100)).Infer(request);
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, RefusesSecondDaemonAndReplacesStaleSocket) {
+  Start();
+  pid_t first = pid_;
+  pid_t second = Spawn({});
+  int status = 0;
+  waitpid(second, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+  EXPECT_NE(ReadFile(dir_ + "/pschedd.log").find("already answering"), std::string::npos)
+      << Log();
+  // Kill the first hard: its socket file stays behind, stale.
+  kill(first, SIGKILL);
+  waitpid(first, nullptr, 0);
+  pid_ = -1;
+  ASSERT_TRUE(fs::exists(socket_));
+  Start();
+  EXPECT_EQ(fs::status(socket_).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                fs::perms::group_write);
+  EXPECT_EQ(Stop(), 0);
+}
+
+TEST_F(DaemonTest, UnusableStateOrFlagsExitNonZeroWithOneLine) {
+  std::ofstream(dir_ + "/file") << "x";
+  pid_ = Spawn({"--state-dir", dir_ + "/file/sub"});
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  std::string log = ReadFile(dir_ + "/pschedd.log");
+  EXPECT_NE(log.find("pschedd: cannot create state dir"), std::string::npos) << log;
+
+  fs::create_directories(state_);
+  std::ofstream(state_ + "/psched.db") << std::string(4096, 'z');
+  pid_ = Spawn({});
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  log = ReadFile(dir_ + "/pschedd.log");
+  EXPECT_NE(log.find("corrupt"), std::string::npos) << log;
+
+  pid_ = Spawn({"--log-level", "loud"});
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+}
+
+TEST_F(DaemonTest, PschedctlWithoutDaemonSaysSoInOneLine) {
+  std::string err;
+  auto [rc, out] = Ctl("status", &err);
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(err.rfind("pschedctl: no pschedd answers on " + socket_, 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  // model inspect FILE works without a daemon.
+  auto [inspect_rc, inspect_text] = Ctl("model inspect " + kTinyModel);
+  ASSERT_EQ(inspect_rc, 0) << inspect_text;
+  json inspect = json::parse(inspect_text);
+  EXPECT_GE(inspect["ops"].get<int>(), 4);
+  EXPECT_TRUE(inspect["op_counts"].contains("conv2d"));
+  EXPECT_GT(inspect["flops"].get<int64_t>(), 0);
+  EXPECT_GT(inspect["params"].get<int64_t>(), 0);
+}
+
+TEST_F(DaemonTest, PschedctlCommandsTableAndJson) {
+  Start();
+  auto [add_rc, id_line] = Ctl("model add " + kTinyModel + " --name tiny");
+  ASSERT_EQ(add_rc, 0) << id_line;
+  std::string id = id_line.substr(0, 64);
+  auto [ls_rc, ls] = Ctl("model ls");
+  EXPECT_EQ(ls_rc, 0);
+  EXPECT_NE(ls.find("tiny"), std::string::npos) << ls;
+  EXPECT_NE(ls.find(id.substr(0, 12)), std::string::npos) << ls;
+  auto [inspect_rc, inspect] = Ctl("model inspect " + id.substr(0, 8));
+  EXPECT_EQ(inspect_rc, 0) << inspect;
+  EXPECT_TRUE(json::parse(inspect).contains("op_counts"));
+  std::string svg = dir_ + "/plan.svg";
+  auto [plan_rc, plan] = Ctl("plan show " + id + " --svg " + svg);
+  EXPECT_EQ(plan_rc, 0) << plan;
+  EXPECT_NE(plan.find("makespan"), std::string::npos) << plan;
+  EXPECT_NE(ReadFile(svg).find("<svg"), std::string::npos);
+  auto [infer_rc, infer] = Ctl("-o json infer " + id + " --repeat 3 --trace " + dir_ + "/t.json");
+  EXPECT_EQ(infer_rc, 0) << infer;
+  EXPECT_EQ(json::parse(infer)["repeat"], 3);
+  EXPECT_TRUE(json::parse(ReadFile(dir_ + "/t.json")).contains("traceEvents"));
+  auto [status_rc, status] = Ctl("-o json status");
+  EXPECT_EQ(status_rc, 0);
+  json s = json::parse(status);
+  EXPECT_EQ(s["models"], 1);
+  EXPECT_EQ(s["inferences"], 3);
+  auto [stats_rc, stats] = Ctl("-o json cache stats");
+  EXPECT_EQ(json::parse(stats)["plans"], 1);
+  auto [cls_rc, cls] = Ctl("cache ls");
+  EXPECT_NE(cls.find("heft"), std::string::npos) << cls;
+  auto [purge_rc, purge] = Ctl("-o json cache purge");
+  EXPECT_EQ(json::parse(purge)["plans_removed"], 1);
+  auto [rm_rc, rm] = Ctl("model rm " + id.substr(0, 10));
+  EXPECT_EQ(rm_rc, 0) << rm;
+  auto [rm2_rc, rm2] = Ctl("model rm " + id.substr(0, 10));
+  EXPECT_EQ(rm2_rc, 1);
+  EXPECT_EQ(Stop(), 0);
+}
+
+}  // namespace
+}  // namespace psched
