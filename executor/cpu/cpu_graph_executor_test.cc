@@ -337,6 +337,20 @@ model::Graph SmallGraph() {
   return b.Build();
 }
 
+TEST(CpuExecutor, GraphNeedNotOutliveTheExecutor) {
+  // Weights are packed or copied at Create, so the temporary graph may go away.
+  auto exec = CpuGraphExecutor::Create(SmallGraph(), {});
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  const std::vector<std::vector<float>> input{RandomVector(12, 9)};
+  auto actual = (*exec)->Run(input);
+  ASSERT_TRUE(actual.ok());
+  auto expected = reference::RunGraph(SmallGraph(), input);
+  ASSERT_TRUE(expected.ok());
+  for (size_t i = 0; i < (*expected)[0].size(); ++i) {
+    EXPECT_NEAR((*actual)[0][i], (*expected)[0][i], 1e-5);
+  }
+}
+
 TEST(CpuExecutorErrors, WrongInputSizeAndCount) {
   auto exec = CpuGraphExecutor::Create(SmallGraph(), {});
   ASSERT_TRUE(exec.ok()) << exec.status();
