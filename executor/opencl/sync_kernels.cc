@@ -7,13 +7,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "executor/opencl/embedded_kernels.h"
+#include "spdlog/spdlog.h"
 
 namespace psched::executor::opencl {
 namespace {
 
 absl::StatusOr<cl_program> SyncProgram(OpenClDevice* device) {
-  // C11 atomics with SVM scopes need OpenCL C 2.0+; sync.cl falls back to 1.x atomics.
-  return device->BuildProgram("psched_sync", embedded::kSyncClSource, device->StdOption());
+  // C11 atomics with SVM scopes need OpenCL C 2.0+; sync.cl falls back to 1.x atomics, which
+  // is also the way out when a 3.0 compiler lacks the optional atomic-order features.
+  absl::StatusOr<cl_program> program =
+      device->BuildProgram("psched_sync", embedded::kSyncClSource, device->StdOption());
+  if (program.ok() || device->StdOption().empty()) return program;
+  spdlog::warn("opencl: sync kernels with C11 atomics failed to build, using OpenCL C 1.2 "
+               "atomics: {}", program.status().ToString());
+  return device->BuildProgram("psched_sync_cl12", embedded::kSyncClSource, "-cl-std=CL1.2");
 }
 
 absl::StatusOr<cl_kernel> SyncKernel(OpenClDevice* device, const char* name) {
