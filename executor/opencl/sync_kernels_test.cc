@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "executor/opencl/embedded_kernels.h"
 #include "executor/opencl/opencl_kernels.h"
 #include "executor/opencl/opencl_test_util.h"
 #include "executor/testing/graph_builder.h"
@@ -144,6 +145,53 @@ TEST(DependencyCountersTest, BadArgumentsAreRejected) {
   EXPECT_EQ((*counters)->EnqueueWait(7, 1).code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ((*counters)->WaitAtLeast(2, 1, absl::Milliseconds(1)).code(),
             absl::StatusCode::kOutOfRange);
+}
+
+// The OpenCL C 1.2 variant of the sync kernels (used when the C11-atomics build fails).
+TEST(SyncKernelSourceTest, OpenClC12VariantSignalsAndWaits) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  if (!device->info().svm_atomics) GTEST_SKIP() << "device has no SVM atomics";
+  absl::StatusOr<cl_program> program =
+      device->BuildProgram("sync_cl12_test", embedded::kSyncClSource, "-cl-std=CL1.2");
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto* words = static_cast<int32_t*>(clSVMAlloc(
+      device->context(), CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS,
+      3 * sizeof(int32_t), 0));
+  ASSERT_NE(words, nullptr);
+  std::fill_n(words, 3, 0);
+  cl_int err = CL_SUCCESS;
+  cl_kernel signal = clCreateKernel(*program, "psched_signal", &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  cl_kernel wait = clCreateKernel(*program, "psched_wait", &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  const size_t one = 1;
+  auto enqueue_signal = [&](cl_int index, cl_int delta) {
+    clSetKernelArgSVMPointer(signal, 0, words);
+    clSetKernelArg(signal, 1, sizeof(index), &index);
+    clSetKernelArg(signal, 2, sizeof(delta), &delta);
+    return clEnqueueNDRangeKernel(device->queue(), signal, 1, nullptr, &one, nullptr, 0,
+                                  nullptr, nullptr);
+  };
+  const cl_int index = 0, target = 1, max_spins = 100'000'000, timeout_slot = 2;
+  clSetKernelArgSVMPointer(wait, 0, words);
+  clSetKernelArg(wait, 1, sizeof(index), &index);
+  clSetKernelArg(wait, 2, sizeof(target), &target);
+  clSetKernelArg(wait, 3, sizeof(max_spins), &max_spins);
+  clSetKernelArg(wait, 4, sizeof(timeout_slot), &timeout_slot);
+  ASSERT_EQ(clEnqueueNDRangeKernel(device->queue(), wait, 1, nullptr, &one, nullptr, 0, nullptr,
+                                   nullptr),
+            CL_SUCCESS);
+  ASSERT_EQ(enqueue_signal(1, 5), CL_SUCCESS);
+  ASSERT_EQ(clFlush(device->queue()), CL_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(std::atomic_ref<int32_t>(words[1]).load(), 0);  // still behind the wait
+  std::atomic_ref<int32_t>(words[0]).fetch_add(1);
+  ASSERT_EQ(clFinish(device->queue()), CL_SUCCESS);
+  EXPECT_EQ(words[1], 5);
+  EXPECT_EQ(words[2], 0);  // no timeout
+  clReleaseKernel(signal);
+  clReleaseKernel(wait);
+  clSVMFree(device->context(), words);
 }
 
 TEST(DispatchOverheadTest, MeasuresAPositiveFiniteOverhead) {
