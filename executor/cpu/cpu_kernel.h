@@ -60,7 +60,9 @@ class CpuKernel {
   virtual ~CpuKernel() = default;
 
   // Binds buffers. `inputs` holds one view per activation input in op.inputs order.
-  // REQUIRES: shapes equal the graph's; the buffers stay valid until the next Setup.
+  // REQUIRES: shapes equal the graph's; the buffers stay valid until the next Setup; 16
+  // bytes (XNN_EXTRA_BYTES) past each input's last element are readable (XNNPACK's vector
+  // loads may touch them; ArenaPlan leaves that slack after every block).
   virtual absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) = 0;
   // Computes the slice. REQUIRES: Setup succeeded.
   virtual absl::Status Run() = 0;
