@@ -8,7 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "executor/layout.h"
-#include "executor/reference/reference_kernels.h"
+#include "executor/cpu/cpu_graph_executor.h"
 #include "model/graph.h"
 #include "model/inspect.h"
 #include "model/onnx_import.h"
@@ -24,11 +24,15 @@ class GraphHandle final : public ModelHandle {
  public:
   explicit GraphHandle(model::Graph g) : graph(std::move(g)) {}
   const model::Graph graph;
+  // Compiled once per model (kernels created, weights packed); null without weights.
+  std::unique_ptr<executor::cpu::CpuGraphExecutor> executor;
 };
 
-const model::Graph& GraphOf(const LoadedModel& model) {
-  return static_cast<const GraphHandle&>(*model.handle).graph;
+const GraphHandle& HandleOf(const LoadedModel& model) {
+  return static_cast<const GraphHandle&>(*model.handle);
 }
+
+const model::Graph& GraphOf(const LoadedModel& model) { return HandleOf(model).graph; }
 
 // Options every scheduler understands; the rest are passed through as method params.
 absl::StatusOr<scheduler::SchedulerOptions> ParseOptions(
@@ -80,13 +84,17 @@ class HostBackend final : public Backend {
       platform_.devices.push_back(DeviceInfo{spec.name,
                                              std::string(scheduler::DeviceKindName(spec.kind)),
                                              spec.cpu_cores, spec.opencl_device});
+      if (run_device_.empty() && spec.kind == scheduler::DeviceKind::kCpu) {
+        run_device_ = spec.name;
+        run_cores_ = spec.cpu_cores;
+      }
     }
   }
 
   const PlatformInfo& platform() const override { return platform_; }
-  // The reference executor runs the whole graph op by op on the calling thread; it is
-  // replaced by the XNNPACK CPU executor and the co-execution runtime as they land.
-  std::string executor_name() const override { return "reference"; }
+  // The whole graph on the first CPU device's cores with XNNPACK; the co-execution runtime
+  // (executing the plan across devices) replaces it once wired in.
+  std::string executor_name() const override { return "cpu"; }
   bool RunUsesPlan() const override { return false; }
 
   absl::StatusOr<LoadedModel> Load(std::string_view onnx, const std::string& name,
@@ -103,7 +111,16 @@ class HostBackend final : public Backend {
     for (const model::GraphIO& io : graph->outputs) {
       loaded.outputs.push_back({io.name, io.onnx_dims});
     }
-    loaded.handle = std::make_shared<GraphHandle>(std::move(*graph));
+    auto handle = std::make_shared<GraphHandle>(std::move(*graph));
+    if (handle->graph.has_weights) {
+      executor::cpu::CpuExecutorOptions executor_options;
+      executor_options.cores = run_cores_;
+      absl::StatusOr<std::unique_ptr<executor::cpu::CpuGraphExecutor>> compiled =
+          executor::cpu::CpuGraphExecutor::Create(handle->graph, executor_options);
+      if (!compiled.ok()) return compiled.status();
+      handle->executor = std::move(*compiled);
+    }
+    loaded.handle = std::move(handle);
     return loaded;
   }
 
@@ -164,15 +181,18 @@ class HostBackend final : public Backend {
 
   absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput*,
                                 const std::vector<HostTensor>& inputs) override {
-    const model::Graph& graph = GraphOf(model);
+    const GraphHandle& handle = HandleOf(model);
+    const model::Graph& graph = handle.graph;
+    if (handle.executor == nullptr) {
+      return absl::FailedPreconditionError("model has no weights to run");
+    }
     std::vector<std::vector<float>> nhwc;
     for (size_t i = 0; i < graph.inputs.size(); ++i) {
       const model::Shape& shape = graph.tensor(graph.inputs[i].tensor).shape;
       nhwc.push_back(executor::NchwToNhwc(shape, inputs[i].data));
     }
     auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<std::vector<std::vector<float>>> outputs =
-        executor::reference::RunGraph(graph, nhwc);
+    absl::StatusOr<std::vector<std::vector<float>>> outputs = handle.executor->Run(nhwc);
     double execute_us = std::chrono::duration<double, std::micro>(
                             std::chrono::steady_clock::now() - start)
                             .count();
@@ -184,13 +204,21 @@ class HostBackend final : public Backend {
       out.outputs.push_back(HostTensor{graph.outputs[i].name, graph.outputs[i].onnx_dims,
                                        executor::NhwcToNchw(shape, (*outputs)[i])});
     }
-    out.trace.push_back({"<whole graph>", "cpu", 0.0, execute_us});
+    const auto& timings = handle.executor->last_op_timings();
+    for (size_t op = 0; op < timings.size() && op < graph.ops.size(); ++op) {
+      out.trace.push_back({graph.ops[op].name, run_device_,
+                           static_cast<double>(timings[op].start_ns) / 1e3,
+                           static_cast<double>(timings[op].end_ns) / 1e3});
+    }
     return out;
   }
 
  private:
   predictor::Profile profile_;
   PlatformInfo platform_;
+  // The CPU device inference runs on (the platform's first).
+  std::string run_device_;
+  std::vector<int> run_cores_;
 };
 
 }  // namespace

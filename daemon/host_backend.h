@@ -4,8 +4,9 @@
 // The platform is the `host` profile (predictor::HostProfile) shaped by the config's
 // [[devices]] (CPU devices by core set, an optional OpenCL GPU) or, with `platform = NAME`,
 // a named simulated profile (planning only makes sense there; inference still runs on this
-// machine's CPU). Inference runs the whole graph with the executor available in this build
-// (see executor_name()); the co-execution runtime replaces it when it lands.
+// machine's CPU). Inference runs the whole graph with XNNPACK on the first CPU device's
+// cores (executor::cpu::CpuGraphExecutor, compiled once when the model loads); executing
+// the plan across devices with the co-execution runtime is the next step.
 //
 // Thread-safety: Load/CheckScheduler/Plan are thread-safe; Run is called by one thread.
 #pragma once
