@@ -119,7 +119,7 @@ std::vector<Outcome> RunAll(const Problem& problem, const std::vector<std::strin
   return out;
 }
 
-class ConformanceTest : public ::testing::Test {
+class MethodConformanceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto profile = predictor::LoadProfile("oneplus11");
@@ -136,14 +136,14 @@ class ConformanceTest : public ::testing::Test {
   std::vector<std::string> methods_;
 };
 
-TEST_F(ConformanceTest, EveryRegisteredNameIsCovered) {
+TEST_F(MethodConformanceTest, EveryRegisteredNameIsCovered) {
   for (const char* expected : {"partition-only", "pa-heft", "iterative", "iterative:peft",
                                       "expanded-equal:heft", "expanded-local:psls", "single:gpu", "heft"}) {
     EXPECT_NE(std::find(methods_.begin(), methods_.end(), expected), methods_.end()) << expected;
   }
 }
 
-TEST_F(ConformanceTest, ChainsNeverLoseToTheFastestSingleDevice) {
+TEST_F(MethodConformanceTest, ChainsNeverLoseToTheFastestSingleDevice) {
   for (int n : {1, 2, 7}) {
     const Problem problem = Make(pt::ConvChain(n));
     const std::vector<Outcome> out = RunAll(problem, methods_, "chain" + std::to_string(n));
@@ -162,7 +162,7 @@ TEST_F(ConformanceTest, ChainsNeverLoseToTheFastestSingleDevice) {
   }
 }
 
-TEST_F(ConformanceTest, ForkJoinsDiamondsAndRandomDags) {
+TEST_F(MethodConformanceTest, ForkJoinsDiamondsAndRandomDags) {
   RunAll(Make(pt::ForkJoin(4, 2)), methods_, "fork_join");
   RunAll(Make(pt::Diamonds(3)), methods_, "diamonds");
   for (uint64_t seed : {1, 2, 3}) {
@@ -170,7 +170,7 @@ TEST_F(ConformanceTest, ForkJoinsDiamondsAndRandomDags) {
   }
 }
 
-TEST_F(ConformanceTest, TaskGraphWithTransferCostsAcrossDomains) {
+TEST_F(MethodConformanceTest, TaskGraphWithTransferCostsAcrossDomains) {
   // Nothing is partitionable, devices sit in two memory domains, edges cost 3 us across.
   Platform platform;
   platform.name = "two_domains";
@@ -199,7 +199,7 @@ TEST_F(ConformanceTest, TaskGraphWithTransferCostsAcrossDomains) {
   RunAll(*problem, methods, "task_graph");
 }
 
-TEST_F(ConformanceTest, EighteenModelsOnAThreeDeviceProfile) {
+TEST_F(MethodConformanceTest, EighteenModelsOnAThreeDeviceProfile) {
   const char* shared = std::getenv("PSCHED_SHARED_DIR");
   const std::filesystem::path dir =
       std::filesystem::path(shared != nullptr ? shared : PSCHED_SOURCE_DIR "/../shared") / "models" / "graph-only";
