@@ -4,11 +4,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/numbers.h"
 
 namespace psched::executor {
 namespace {
@@ -28,7 +28,8 @@ absl::StatusOr<absl::string_view> HeaderValue(absl::string_view header, absl::st
     return absl::InvalidArgumentError(absl::StrCat("npy header: no ':' after ", quoted));
   }
   rest = absl::StripLeadingAsciiWhitespace(rest);
-  if (rest.empty()) return absl::InvalidArgumentError(absl::StrCat("npy header: no value for ", quoted));
+  if (rest.empty())
+    return absl::InvalidArgumentError(absl::StrCat("npy header: no value for ", quoted));
   const size_t end = rest.front() == '(' ? rest.find(')') + 1 : rest.find_first_of(",}");
   if (end == absl::string_view::npos || end == 0) {
     return absl::InvalidArgumentError(absl::StrCat("npy header: unterminated ", quoted));
@@ -53,7 +54,8 @@ absl::StatusOr<NpyArray> ParseNpy(std::string_view std_bytes) {
   const auto major = static_cast<uint8_t>(bytes[6]);
   size_t header_len = 0, header_start = 0;
   if (major == 1) {
-    header_len = static_cast<uint8_t>(bytes[8]) | static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8;
+    header_len =
+        static_cast<uint8_t>(bytes[8]) | static_cast<size_t>(static_cast<uint8_t>(bytes[9])) << 8;
     header_start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) return absl::InvalidArgumentError("npy file truncated in its preamble");
@@ -63,7 +65,8 @@ absl::StatusOr<NpyArray> ParseNpy(std::string_view std_bytes) {
     }
     header_start = 12;
   } else {
-    return absl::UnimplementedError(absl::StrCat("npy format version ", major, " is not supported"));
+    return absl::UnimplementedError(
+        absl::StrCat("npy format version ", major, " is not supported"));
   }
   if (bytes.size() < header_start + header_len) {
     return absl::InvalidArgumentError("npy file truncated inside its header");
@@ -90,8 +93,8 @@ absl::StatusOr<NpyArray> ParseNpy(std::string_view std_bytes) {
   for (absl::string_view part : absl::StrSplit(dims, ',', absl::SkipWhitespace())) {
     int64_t d = 0;
     if (!absl::SimpleAtoi(part, &d) || d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("npy shape ", *shape_text,
-                                                     " has a bad dimension '", part, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("npy shape ", *shape_text, " has a bad dimension '", part, "'"));
     }
     if (d > 0 && Product(array.shape) > (int64_t{1} << 40) / d) {
       return absl::InvalidArgumentError(absl::StrCat("npy shape ", *shape_text, " is too large"));
@@ -101,9 +104,9 @@ absl::StatusOr<NpyArray> ParseNpy(std::string_view std_bytes) {
   const int64_t count = Product(array.shape);
   const absl::string_view payload = bytes.substr(header_start + header_len);
   if (payload.size() != static_cast<size_t>(count) * sizeof(float)) {
-    return absl::InvalidArgumentError(absl::StrCat("npy data holds ", payload.size(),
-                                                   " bytes, shape (", absl::StrJoin(array.shape, ","),
-                                                   ") needs ", count * 4));
+    return absl::InvalidArgumentError(
+        absl::StrCat("npy data holds ", payload.size(), " bytes, shape (",
+                     absl::StrJoin(array.shape, ","), ") needs ", count * 4));
   }
   array.data.resize(static_cast<size_t>(count));
   std::memcpy(array.data.data(), payload.data(), payload.size());
@@ -117,8 +120,7 @@ absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
   content << in.rdbuf();
   auto array = ParseNpy(content.str());
   if (!array.ok()) {
-    return absl::Status(array.status().code(),
-                        absl::StrCat(path, ": ", array.status().message()));
+    return absl::Status(array.status().code(), absl::StrCat(path, ": ", array.status().message()));
   }
   return array;
 }

@@ -43,8 +43,10 @@ int main(int argc, char** argv) {
   int core = 0;
   int threads = 1;
   app.add_option("--model", model_path, "ONNX model (graph-only models get synthetic weights)");
-  app.add_option("--iterations", iterations, "timed inferences per side")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "untimed inferences per side first")->check(CLI::NonNegativeNumber);
+  app.add_option("--iterations", iterations, "timed inferences per side")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", warmup, "untimed inferences per side first")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--core", core, "CPU the worker is pinned to (-1: no pinning)");
   app.add_option("--threads", threads, "XNNPACK threadpool size")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
@@ -100,8 +102,8 @@ int main(int argc, char** argv) {
     for (int side = 0; side < 2; ++side) {
       const bool executor_side = (side == 0) == (i % 2 == 0);
       const auto t0 = Clock::now();
-      const absl::Status s = executor_side ? (*exec)->Run(in_ptrs, out_ptrs)
-                                           : (*exec)->CallOnWorker(bare_run);
+      const absl::Status s =
+          executor_side ? (*exec)->Run(in_ptrs, out_ptrs) : (*exec)->CallOnWorker(bare_run);
       const double ms = Ms(Clock::now() - t0);
       if (!s.ok()) {
         std::fprintf(stderr, "%s run failed: %s\n", executor_side ? "executor" : "bare",
@@ -112,10 +114,10 @@ int main(int argc, char** argv) {
     }
   }
   const double e = Median(exec_ms), b = Median(bare_ms);
-  std::printf("model %s: %zu ops (%d XNNPACK operators, %d hand-written kernels), core %d, "
-              "%d XNNPACK thread(s), %d iterations\n",
-              graph->name.c_str(), graph->ops.size(), bare_ops, kernel_ops, core, threads,
-              iterations);
+  std::printf(
+      "model %s: %zu ops (%d XNNPACK operators, %d hand-written kernels), core %d, "
+      "%d XNNPACK thread(s), %d iterations\n",
+      graph->name.c_str(), graph->ops.size(), bare_ops, kernel_ops, core, threads, iterations);
   std::printf("%-34s %12s %12s %12s\n", "", "median ms", "min ms", "max ms");
   std::printf("%-34s %12.2f %12.2f %12.2f\n", "psched CpuGraphExecutor::Run", e,
               *std::min_element(exec_ms.begin(), exec_ms.end()),

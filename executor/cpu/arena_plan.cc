@@ -34,7 +34,8 @@ ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
     for (model::TensorId t : graph.op(id).inputs) consumers[static_cast<size_t>(t)].push_back(id);
   }
   std::vector<bool> is_graph_input(n, false);
-  for (const model::GraphIO& io : graph.inputs) is_graph_input[static_cast<size_t>(io.tensor)] = true;
+  for (const model::GraphIO& io : graph.inputs)
+    is_graph_input[static_cast<size_t>(io.tensor)] = true;
 
   // Alias concat inputs into their output, outermost concat first so its own root is final.
   std::vector<model::TensorId> root(n);
@@ -67,7 +68,8 @@ ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
 
   // One block per root, live from the first producer to the last consumer of any tensor in it.
   std::vector<bool> is_graph_output(n, false);
-  for (const model::GraphIO& io : graph.outputs) is_graph_output[static_cast<size_t>(io.tensor)] = true;
+  for (const model::GraphIO& io : graph.outputs)
+    is_graph_output[static_cast<size_t>(io.tensor)] = true;
   std::vector<int> block_of(n, -1);
   std::vector<Block> blocks;
   for (size_t t = 0; t < n; ++t) {

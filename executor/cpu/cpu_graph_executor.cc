@@ -42,11 +42,13 @@ absl::StatusOr<std::unique_ptr<CpuGraphExecutor>> CpuGraphExecutor::Create(
 CpuGraphExecutor::~CpuGraphExecutor() {
   if (worker_ == nullptr) return;
   // Kernels and the threadpool are torn down on the worker that created them.
-  worker_->Call([this] {
-    kernels_.clear();
-    if (threadpool_ != nullptr) pthreadpool_destroy(threadpool_);
-    return absl::OkStatus();
-  }).IgnoreError();
+  worker_
+      ->Call([this] {
+        kernels_.clear();
+        if (threadpool_ != nullptr) pthreadpool_destroy(threadpool_);
+        return absl::OkStatus();
+      })
+      .IgnoreError();
 }
 
 TensorView CpuGraphExecutor::ViewOf(const model::Graph& graph, model::TensorId t) const {
@@ -63,8 +65,8 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads) {
     }
   }
   plan_ = PlanArena(graph);
-  arena_.reset(static_cast<float*>(
-      std::aligned_alloc(64, static_cast<size_t>(plan_.size) * sizeof(float))));
+  arena_.reset(
+      static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(plan_.size) * sizeof(float))));
   if (arena_ == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate a ", plan_.size * 4, "-byte activation arena"));
@@ -108,8 +110,8 @@ absl::Status CpuGraphExecutor::RunOnWorker(std::span<const float* const> inputs,
   }
   const auto start = std::chrono::steady_clock::now();
   auto since_start = [start] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now() - start)
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                start)
         .count();
   };
   for (size_t i = 0; i < kernels_.size(); ++i) {
@@ -132,9 +134,9 @@ absl::Status CpuGraphExecutor::RunOnWorker(std::span<const float* const> inputs,
 absl::Status CpuGraphExecutor::Run(std::span<const float* const> inputs_nhwc,
                                    std::span<float* const> outputs_nhwc) {
   if (inputs_nhwc.size() != inputs_.size() || outputs_nhwc.size() != outputs_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "graph takes ", inputs_.size(), " inputs and ", outputs_.size(), " outputs, got ",
-        inputs_nhwc.size(), " and ", outputs_nhwc.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph takes ", inputs_.size(), " inputs and ", outputs_.size(),
+                     " outputs, got ", inputs_nhwc.size(), " and ", outputs_nhwc.size()));
   }
   for (const float* p : inputs_nhwc) {
     if (p == nullptr) return absl::InvalidArgumentError("null input buffer");
@@ -146,8 +148,8 @@ absl::Status CpuGraphExecutor::Run(std::span<const float* const> inputs_nhwc,
 }
 
 absl::Status CpuGraphExecutor::CallOnWorker(
-    const std::function<absl::Status(std::span<const std::unique_ptr<CpuKernel>>,
-                                     pthreadpool_t)>& job) {
+    const std::function<absl::Status(std::span<const std::unique_ptr<CpuKernel>>, pthreadpool_t)>&
+        job) {
   return worker_->Call([&] { return job(kernels_, threadpool_); });
 }
 
@@ -161,8 +163,7 @@ absl::StatusOr<std::vector<std::vector<float>>> CpuGraphExecutor::Run(
   for (size_t i = 0; i < inputs_nhwc.size(); ++i) {
     const int64_t expected = inputs_[i].shape.Elements();
     if (static_cast<int64_t>(inputs_nhwc[i].size()) != expected) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", i, " holds ",
-                                                     inputs_nhwc[i].size(),
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " holds ", inputs_nhwc[i].size(),
                                                      " floats, expected ", expected));
     }
     in_ptrs.push_back(inputs_nhwc[i].data());

@@ -44,8 +44,7 @@ class CpuGraphExecutor {
 
   // One NHWC buffer per graph input / output in graph order, sized as input_shape(i) /
   // output_shape(i).
-  absl::Status Run(std::span<const float* const> inputs_nhwc,
-                   std::span<float* const> outputs_nhwc);
+  absl::Status Run(std::span<const float* const> inputs_nhwc, std::span<float* const> outputs_nhwc);
   // As above with owned buffers; checks every input's size.
   absl::StatusOr<std::vector<std::vector<float>>> Run(
       const std::vector<std::vector<float>>& inputs_nhwc);
@@ -67,8 +66,8 @@ class CpuGraphExecutor {
   // compiled kernels in execution order and the XNNPACK threadpool (null for one thread).
   // The job must not keep the pointers.
   absl::Status CallOnWorker(
-      const std::function<absl::Status(std::span<const std::unique_ptr<CpuKernel>>,
-                                       pthreadpool_t)>& job);
+      const std::function<absl::Status(std::span<const std::unique_ptr<CpuKernel>>, pthreadpool_t)>&
+          job);
 
  private:
   struct Endpoint {
@@ -78,8 +77,7 @@ class CpuGraphExecutor {
 
   CpuGraphExecutor() = default;
   absl::Status Compile(const model::Graph& graph, int threads);
-  absl::Status RunOnWorker(std::span<const float* const> inputs,
-                           std::span<float* const> outputs);
+  absl::Status RunOnWorker(std::span<const float* const> inputs, std::span<float* const> outputs);
   TensorView ViewOf(const model::Graph& graph, model::TensorId t) const;
 
   ArenaPlan plan_;

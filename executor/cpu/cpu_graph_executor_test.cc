@@ -18,8 +18,8 @@ using model::ActivationKind;
 using model::OpKind;
 using model::Shape;
 using testing::GraphBuilder;
-using testing::RandomVector;
 using ::testing::HasSubstr;
+using testing::RandomVector;
 
 // Runs `graph` through the CPU executor and the reference kernels on seeded random inputs
 // and expects every output element to agree to 1e-4 relative.
@@ -53,12 +53,18 @@ void ExpectMatchesReference(const model::Graph& graph, uint32_t seed,
 
 model::Activation RandomActivation(std::mt19937& rng) {
   switch (rng() % 6) {
-    case 0: return {.kind = ActivationKind::kRelu};
-    case 1: return {.kind = ActivationKind::kClip, .min = -0.5f, .max = 0.5f};
-    case 2: return {.kind = ActivationKind::kSigmoid};
-    case 3: return {.kind = ActivationKind::kHardSigmoid, .alpha = 0.2f, .beta = 0.5f};
-    case 4: return {.kind = ActivationKind::kHardSwish};
-    default: return {};
+    case 0:
+      return {.kind = ActivationKind::kRelu};
+    case 1:
+      return {.kind = ActivationKind::kClip, .min = -0.5f, .max = 0.5f};
+    case 2:
+      return {.kind = ActivationKind::kSigmoid};
+    case 3:
+      return {.kind = ActivationKind::kHardSigmoid, .alpha = 0.2f, .beta = 0.5f};
+    case 4:
+      return {.kind = ActivationKind::kHardSwish};
+    default:
+      return {};
   }
 }
 
@@ -101,20 +107,20 @@ TEST(CpuExecutorConv, RandomShapesMatchReference) {
     win.pad_left = static_cast<int>(rng() % 3);
     win.pad_bottom = static_cast<int>(rng() % 3);
     win.pad_right = static_cast<int>(rng() % 3);
-    const int64_t oh = OutSize(h, win.kernel_h, win.stride_h, win.dilation_h, win.pad_top,
-                               win.pad_bottom);
-    const int64_t ow = OutSize(w, win.kernel_w, win.stride_w, win.dilation_w, win.pad_left,
-                               win.pad_right);
+    const int64_t oh =
+        OutSize(h, win.kernel_h, win.stride_h, win.dilation_h, win.pad_top, win.pad_bottom);
+    const int64_t ow =
+        OutSize(w, win.kernel_w, win.stride_w, win.dilation_w, win.pad_left, win.pad_right);
     if (oh < 1 || ow < 1) continue;
     GraphBuilder b(absl::StrCat("conv_trial", trial));
     auto x = b.AddInput({h, w, cin});
     model::ConvAttrs conv;
     conv.window = win;
     conv.groups = static_cast<int32_t>(groups);
-    conv.filter = b.AddConstant({cout, win.kernel_h, win.kernel_w, cin / groups},
-                                RandomVector(static_cast<size_t>(cout * win.kernel_h *
-                                                                 win.kernel_w * cin / groups),
-                                             static_cast<uint32_t>(trial)));
+    conv.filter = b.AddConstant(
+        {cout, win.kernel_h, win.kernel_w, cin / groups},
+        RandomVector(static_cast<size_t>(cout * win.kernel_h * win.kernel_w * cin / groups),
+                     static_cast<uint32_t>(trial)));
     if (rng() % 2) conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), 99));
     b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {oh, ow, cout}, conv, RandomActivation(rng)));
     ExpectMatchesReference(b.Build(), static_cast<uint32_t>(trial));
@@ -167,14 +173,12 @@ TEST(CpuExecutorPool, RandomWindowsCeilModeAndCountIncludePad) {
       if (span_h % win.stride_h) win.pad_bottom += win.stride_h - span_h % win.stride_h;
       if (span_w % win.stride_w) win.pad_right += win.stride_w - span_w % win.stride_w;
     }
-    const int64_t oh = OutSize(h, win.kernel_h, win.stride_h, win.dilation_h, win.pad_top,
-                               win.pad_bottom);
-    const int64_t ow = OutSize(w, win.kernel_w, win.stride_w, win.dilation_w, win.pad_left,
-                               win.pad_right);
-    if (!EveryWindowTouchesInput(h, oh, win.kernel_h, win.stride_h, win.dilation_h,
-                                 win.pad_top) ||
-        !EveryWindowTouchesInput(w, ow, win.kernel_w, win.stride_w, win.dilation_w,
-                                 win.pad_left)) {
+    const int64_t oh =
+        OutSize(h, win.kernel_h, win.stride_h, win.dilation_h, win.pad_top, win.pad_bottom);
+    const int64_t ow =
+        OutSize(w, win.kernel_w, win.stride_w, win.dilation_w, win.pad_left, win.pad_right);
+    if (!EveryWindowTouchesInput(h, oh, win.kernel_h, win.stride_h, win.dilation_h, win.pad_top) ||
+        !EveryWindowTouchesInput(w, ow, win.kernel_w, win.stride_w, win.dilation_w, win.pad_left)) {
       continue;
     }
     GraphBuilder b(absl::StrCat("pool_trial", trial));
@@ -190,8 +194,8 @@ TEST(CpuExecutorPool, RandomWindowsCeilModeAndCountIncludePad) {
 TEST(CpuExecutorPool, GlobalAverage) {
   GraphBuilder b;
   auto x = b.AddInput({5, 3, 7});
-  b.MarkOutput(b.AddOp(OpKind::kGlobalAvgPool, {x}, {1, 1, 7}, {},
-                       {.kind = ActivationKind::kRelu}));
+  b.MarkOutput(
+      b.AddOp(OpKind::kGlobalAvgPool, {x}, {1, 1, 7}, {}, {.kind = ActivationKind::kRelu}));
   ExpectMatchesReference(b.Build(), 1);
 }
 
@@ -205,8 +209,8 @@ TEST(CpuExecutorBinary, BroadcastsAndConstants) {
         GraphBuilder b(absl::StrCat("binary", seed));
         auto x = b.AddInput(out);
         auto c = b.AddConstantTensor(s, RandomVector(static_cast<size_t>(s.Elements()), seed));
-        b.MarkOutput(b.AddOp(kind, constant_first ? std::vector{c, x} : std::vector{x, c}, out,
-                             {}, {.kind = ActivationKind::kRelu}));
+        b.MarkOutput(b.AddOp(kind, constant_first ? std::vector{c, x} : std::vector{x, c}, out, {},
+                             {.kind = ActivationKind::kRelu}));
         ExpectMatchesReference(b.Build(), ++seed);
       }
     }
@@ -220,8 +224,8 @@ TEST(CpuExecutorBinary, BroadcastsAndConstants) {
 
 model::ConvAttrs PointwiseConv(GraphBuilder& b, int64_t cin, int64_t cout, uint32_t seed) {
   model::ConvAttrs conv;
-  conv.filter = b.AddConstant({cout, 1, 1, cin},
-                              RandomVector(static_cast<size_t>(cin * cout), seed));
+  conv.filter =
+      b.AddConstant({cout, 1, 1, cin}, RandomVector(static_cast<size_t>(cin * cout), seed));
   return conv;
 }
 
@@ -232,8 +236,8 @@ TEST(CpuExecutorConcat, BranchesWriteInPlaceAndNestedConcatsChain) {
                    {.kind = ActivationKind::kRelu});
   auto c = b.AddOp(OpKind::kConv2d, {x}, {5, 6, 2}, PointwiseConv(b, 3, 2, 2));
   model::PoolAttrs pool;
-  pool.window = {.kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1,
-                 .pad_right = 1};
+  pool.window = {
+      .kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
   auto p = b.AddOp(OpKind::kMaxPool, {x}, {5, 6, 3}, pool);
   auto inner = b.AddOp(OpKind::kConcat, {a, c}, {5, 6, 6});
   auto outer = b.AddOp(OpKind::kConcat, {inner, p}, {5, 6, 9});
@@ -267,11 +271,16 @@ TEST(CpuExecutorConcat, ContiguousConsumerForcesACopy) {
 TEST(CpuExecutorHandKernels, PadResizeFlattenActivationSoftmax) {
   GraphBuilder b;
   auto x = b.AddInput({3, 5, 4});
-  model::PadAttrs pad{.top = 1, .left = 2, .bottom = 0, .right = 1, .channels_before = 1,
-                      .channels_after = 2, .value = 0.5f};
+  model::PadAttrs pad{.top = 1,
+                      .left = 2,
+                      .bottom = 0,
+                      .right = 1,
+                      .channels_before = 1,
+                      .channels_after = 2,
+                      .value = 0.5f};
   auto padded = b.AddOp(OpKind::kPad, {x}, {4, 8, 7}, pad);
-  auto act = b.AddOp(OpKind::kActivation, {padded}, {4, 8, 7}, {},
-                     {.kind = ActivationKind::kHardSwish});
+  auto act =
+      b.AddOp(OpKind::kActivation, {padded}, {4, 8, 7}, {}, {.kind = ActivationKind::kHardSwish});
   auto sm = b.AddOp(OpKind::kSoftmax, {act}, {4, 8, 7});
   b.MarkOutput(b.AddOp(OpKind::kFlatten, {sm}, {1, 1, 4 * 8 * 7}));
   ExpectMatchesReference(b.Build(), 3);
@@ -373,8 +382,9 @@ TEST(CpuExecutorErrors, RejectsGraphsWithoutWeightsBadOptionsAndBadOps) {
               HasSubstr("has no weights"));
   EXPECT_THAT(CpuGraphExecutor::Create(SmallGraph(), {.cores = {-3}}).status().ToString(),
               HasSubstr("core id -3"));
-  EXPECT_THAT(CpuGraphExecutor::Create(SmallGraph(), {.cores = {}, .threads = 0}).status().ToString(),
-              HasSubstr("threads must be >= 1"));
+  EXPECT_THAT(
+      CpuGraphExecutor::Create(SmallGraph(), {.cores = {}, .threads = 0}).status().ToString(),
+      HasSubstr("threads must be >= 1"));
   model::Graph bad = SmallGraph();
   bad.constants[0].dims = {2, 1, 1, 4};
   EXPECT_THAT(CpuGraphExecutor::Create(bad, {}).status().ToString(),

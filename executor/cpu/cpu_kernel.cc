@@ -1,10 +1,10 @@
 #include "executor/cpu/cpu_kernel.h"
 
+#include <xnnpack.h>
+
 #include <cmath>
 #include <limits>
 #include <mutex>
-
-#include <xnnpack.h>
 
 #include "absl/strings/str_cat.h"
 #include "executor/cpu/kernel_base.h"
@@ -17,8 +17,8 @@ KernelBase::KernelBase(const model::Graph& graph, model::OpId id, WorkSlice slic
                        const KernelLayout& layout)
     : activation_(graph.op(id).activation), slice_(slice) {
   const model::Op& op = graph.op(id);
-  name_ = absl::StrCat("op ", id, " '", op.name, "' (", std::string(model::OpKindName(op.kind)),
-                       ")");
+  name_ =
+      absl::StrCat("op ", id, " '", op.name, "' (", std::string(model::OpKindName(op.kind)), ")");
   const std::vector<model::TensorId> acts = graph.ActivationInputs(id);
   for (size_t i = 0; i < acts.size(); ++i) {
     const model::Shape& s = graph.tensor(acts[i]).shape;
@@ -36,26 +36,24 @@ absl::Status KernelBase::Error(const std::string& what) const {
 
 absl::Status KernelBase::BindViews(std::span<const TensorView> inputs, const TensorView& output) {
   if (inputs.size() != input_shapes_.size()) {
-    return Error(absl::StrCat("Setup got ", inputs.size(), " inputs, expected ",
-                              input_shapes_.size()));
+    return Error(
+        absl::StrCat("Setup got ", inputs.size(), " inputs, expected ", input_shapes_.size()));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorView& v = inputs[i];
     if (v.data == nullptr || v.shape != input_shapes_[i] || v.pixel_stride != input_strides_[i]) {
-      return Error(absl::StrCat("input ", i, " view [", v.shape.h, "x", v.shape.w, "x",
-                                v.shape.c, "] stride ", v.pixel_stride,
-                                v.data == nullptr ? " (null)" : "", " does not match [",
-                                input_shapes_[i].h, "x", input_shapes_[i].w, "x",
-                                input_shapes_[i].c, "] stride ", input_strides_[i]));
+      return Error(absl::StrCat("input ", i, " view [", v.shape.h, "x", v.shape.w, "x", v.shape.c,
+                                "] stride ", v.pixel_stride, v.data == nullptr ? " (null)" : "",
+                                " does not match [", input_shapes_[i].h, "x", input_shapes_[i].w,
+                                "x", input_shapes_[i].c, "] stride ", input_strides_[i]));
     }
   }
   if (output.data == nullptr || output.shape != output_shape_ ||
       output.pixel_stride != output_stride_) {
-    return Error(absl::StrCat("output view [", output.shape.h, "x", output.shape.w, "x",
-                              output.shape.c, "] stride ", output.pixel_stride,
-                              output.data == nullptr ? " (null)" : "", " does not match [",
-                              output_shape_.h, "x", output_shape_.w, "x", output_shape_.c,
-                              "] stride ", output_stride_));
+    return Error(absl::StrCat(
+        "output view [", output.shape.h, "x", output.shape.w, "x", output.shape.c, "] stride ",
+        output.pixel_stride, output.data == nullptr ? " (null)" : "", " does not match [",
+        output_shape_.h, "x", output_shape_.w, "x", output_shape_.c, "] stride ", output_stride_));
   }
   inputs_.assign(inputs.begin(), inputs.end());
   output_ = output;
@@ -64,9 +62,12 @@ absl::Status KernelBase::BindViews(std::span<const TensorView> inputs, const Ten
 
 float FusedMin(const model::Activation& a) {
   switch (a.kind) {
-    case model::ActivationKind::kRelu: return 0.0f;
-    case model::ActivationKind::kClip: return a.min;
-    default: return -std::numeric_limits<float>::infinity();
+    case model::ActivationKind::kRelu:
+      return 0.0f;
+    case model::ActivationKind::kClip:
+      return a.min;
+    default:
+      return -std::numeric_limits<float>::infinity();
   }
 }
 
@@ -82,8 +83,8 @@ bool NeedsActivationPass(const model::Activation& a) {
 
 absl::Status XnnStatusToError(const std::string& where, const char* call, int status) {
   if (status == xnn_status_success) return absl::OkStatus();
-  const char* names[] = {"success",           "uninitialized",         "invalid_parameter",
-                         "invalid_state",     "unsupported_parameter", "unsupported_hardware",
+  const char* names[] = {"success",       "uninitialized",         "invalid_parameter",
+                         "invalid_state", "unsupported_parameter", "unsupported_hardware",
                          "out_of_memory"};
   const char* name = status >= 0 && status <= 6 ? names[status] : "unknown";
   const std::string message = absl::StrCat(where, ": ", call, " failed: xnn_status_", name);
@@ -107,8 +108,10 @@ bool SupportsStridedInput(model::OpKind kind) {
   switch (kind) {
     case model::OpKind::kAdd:
     case model::OpKind::kMul:
-    case model::OpKind::kSub: return false;
-    default: return true;
+    case model::OpKind::kSub:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -117,8 +120,10 @@ bool SupportsStridedOutput(model::OpKind kind) {
     case model::OpKind::kAdd:
     case model::OpKind::kMul:
     case model::OpKind::kSub:
-    case model::OpKind::kFlatten: return false;
-    default: return true;
+    case model::OpKind::kFlatten:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -153,15 +158,14 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
     const int64_t c = graph.tensor(graph.ActivationInputs(id)[i]).shape.c;
     const int64_t stride = layout.input_pixel_strides[i];
     if (stride < c || (stride != c && !SupportsStridedInput(op.kind))) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": input ", i, " pixel stride ",
-                                                     stride, " is unusable for ", c,
-                                                     " channels"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": input ", i, " pixel stride ", stride,
+                                                     " is unusable for ", c, " channels"));
     }
   }
   const int64_t out_c = graph.output_shape(id).c;
   const int64_t out_stride = layout.output_pixel_stride;
-  if (out_stride != 0 && (out_stride < out_c || (out_stride != out_c &&
-                                                 !SupportsStridedOutput(op.kind)))) {
+  if (out_stride != 0 &&
+      (out_stride < out_c || (out_stride != out_c && !SupportsStridedOutput(op.kind)))) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": output pixel stride ", out_stride,
                                                    " is unusable for ", out_c, " channels"));
   }
@@ -185,13 +189,16 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
     case model::OpKind::kFullyConnected:
       return internal::CreateFullyConnectedKernel(graph, id, slice, layout, threadpool);
     case model::OpKind::kMaxPool:
-    case model::OpKind::kAvgPool: return internal::CreatePoolKernel(graph, id, layout, threadpool);
+    case model::OpKind::kAvgPool:
+      return internal::CreatePoolKernel(graph, id, layout, threadpool);
     case model::OpKind::kGlobalAvgPool:
       return internal::CreateGlobalAvgPoolKernel(graph, id, layout, threadpool);
     case model::OpKind::kAdd:
     case model::OpKind::kMul:
-    case model::OpKind::kSub: return internal::CreateBinaryKernel(graph, id, layout, threadpool);
-    default: return internal::CreateHandKernel(graph, id, layout);
+    case model::OpKind::kSub:
+      return internal::CreateBinaryKernel(graph, id, layout, threadpool);
+    default:
+      return internal::CreateHandKernel(graph, id, layout);
   }
 }
 

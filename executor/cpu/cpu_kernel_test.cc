@@ -14,8 +14,8 @@ namespace {
 using model::OpKind;
 using model::SplitAxis;
 using testing::GraphBuilder;
-using testing::RandomVector;
 using ::testing::HasSubstr;
+using testing::RandomVector;
 
 struct SlicedOp {
   model::Graph graph;
@@ -28,12 +28,20 @@ SlicedOp ConvOp(int64_t groups, model::Activation act) {
   const model::Shape in{7, 6, 4 * groups};
   auto x = b.AddInput(in);
   model::ConvAttrs conv;
-  conv.window = {.kernel_h = 3, .kernel_w = 2, .stride_h = 2, .stride_w = 1, .dilation_h = 1,
-                 .dilation_w = 2, .pad_top = 1, .pad_left = 1, .pad_bottom = 2, .pad_right = 0};
+  conv.window = {.kernel_h = 3,
+                 .kernel_w = 2,
+                 .stride_h = 2,
+                 .stride_w = 1,
+                 .dilation_h = 1,
+                 .dilation_w = 2,
+                 .pad_top = 1,
+                 .pad_left = 1,
+                 .pad_bottom = 2,
+                 .pad_right = 0};
   conv.groups = static_cast<int32_t>(groups);
   const int64_t cout = 3 * groups;
-  conv.filter = b.AddConstant({cout, 3, 2, 4},
-                              RandomVector(static_cast<size_t>(cout * 3 * 2 * 4), 1));
+  conv.filter =
+      b.AddConstant({cout, 3, 2, 4}, RandomVector(static_cast<size_t>(cout * 3 * 2 * 4), 1));
   conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), 2));
   // Rows: (7 + 3 - 3) / 2 + 1 = 4; columns: (6 + 1 - 3) / 1 + 1 = 5.
   b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {4, 5, cout}, conv, act));
@@ -109,10 +117,9 @@ TEST(CpuKernelSlices, FullyConnectedCoutAndCin) {
 
 TEST(CpuKernelSlices, RejectsSlicesOutsideTheWork) {
   const SlicedOp op = ConvOp(1, kRelu);
-  EXPECT_THAT(CreateCpuKernel(op.graph, 0, {SplitAxis::kRows, 2, 5}, {}, nullptr)
-                  .status()
-                  .ToString(),
-              HasSubstr("outside [0, 4)"));
+  EXPECT_THAT(
+      CreateCpuKernel(op.graph, 0, {SplitAxis::kRows, 2, 5}, {}, nullptr).status().ToString(),
+      HasSubstr("outside [0, 4)"));
   EXPECT_THAT(CreateCpuKernel(op.graph, 0, {SplitAxis::kOutputChannels, 2, 2}, {}, nullptr)
                   .status()
                   .ToString(),

@@ -87,10 +87,12 @@ double SourceCoordinate(model::CoordinateTransform t, int64_t x, double scale, i
                         int64_t out) {
   const double xd = static_cast<double>(x);
   switch (t) {
-    case model::CoordinateTransform::kHalfPixel: return (xd + 0.5) / scale - 0.5;
+    case model::CoordinateTransform::kHalfPixel:
+      return (xd + 0.5) / scale - 0.5;
     case model::CoordinateTransform::kPytorchHalfPixel:
       return out > 1 ? (xd + 0.5) / scale - 0.5 : 0.0;
-    case model::CoordinateTransform::kAsymmetric: return xd / scale;
+    case model::CoordinateTransform::kAsymmetric:
+      return xd / scale;
     case model::CoordinateTransform::kAlignCorners:
       return out > 1 ? xd * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
   }
@@ -112,9 +114,14 @@ std::vector<ResizeTap> ResizeTaps(const model::ResizeAttrs& attrs, float attr_sc
         case model::NearestRounding::kRoundPreferFloor:
           r = src - fl > 0.5 ? fl + 1.0 : fl;
           break;
-        case model::NearestRounding::kRoundPreferCeil: r = src - fl >= 0.5 ? fl + 1.0 : fl; break;
-        case model::NearestRounding::kFloor: break;
-        case model::NearestRounding::kCeil: r = std::ceil(src); break;
+        case model::NearestRounding::kRoundPreferCeil:
+          r = src - fl >= 0.5 ? fl + 1.0 : fl;
+          break;
+        case model::NearestRounding::kFloor:
+          break;
+        case model::NearestRounding::kCeil:
+          r = std::ceil(src);
+          break;
       }
       tap.lo = tap.hi = std::clamp(static_cast<int64_t>(r), int64_t{0}, in - 1);
       continue;
@@ -244,8 +251,7 @@ class PoolKernel final : public HandKernel {
       const int64_t h0 = oh * win.stride_h - win.pad_top;
       for (int64_t ow = 0; ow < output_shape_.w; ++ow) {
         const int64_t w0 = ow * win.stride_w - win.pad_left;
-        std::fill(acc.begin(), acc.end(),
-                  is_max_ ? -std::numeric_limits<float>::infinity() : 0.0f);
+        std::fill(acc.begin(), acc.end(), is_max_ ? -std::numeric_limits<float>::infinity() : 0.0f);
         for (int64_t kh = 0; kh < win.kernel_h; ++kh) {
           const int64_t ih = h0 + kh * win.dilation_h;
           if (ih < 0 || ih >= in.shape.h) continue;
@@ -265,14 +271,13 @@ class PoolKernel final : public HandKernel {
           continue;
         }
         // count_include_pad counts declared padding but never the ceil_mode extension.
-        const int64_t count =
-            pool_.count_include_pad
-                ? TapsWithin(h0, win.kernel_h, win.dilation_h, -win.pad_top,
-                             in.shape.h + pool_.declared_pad_bottom) *
-                      TapsWithin(w0, win.kernel_w, win.dilation_w, -win.pad_left,
-                                 in.shape.w + pool_.declared_pad_right)
-                : TapsWithin(h0, win.kernel_h, win.dilation_h, 0, in.shape.h) *
-                      TapsWithin(w0, win.kernel_w, win.dilation_w, 0, in.shape.w);
+        const int64_t count = pool_.count_include_pad
+                                  ? TapsWithin(h0, win.kernel_h, win.dilation_h, -win.pad_top,
+                                               in.shape.h + pool_.declared_pad_bottom) *
+                                        TapsWithin(w0, win.kernel_w, win.dilation_w, -win.pad_left,
+                                                   in.shape.w + pool_.declared_pad_right)
+                                  : TapsWithin(h0, win.kernel_h, win.dilation_h, 0, in.shape.h) *
+                                        TapsWithin(w0, win.kernel_w, win.dilation_w, 0, in.shape.w);
         const float inv = count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
         for (int64_t c = 0; c < channels; ++c) dst[c] = acc[static_cast<size_t>(c)] * inv;
       }
@@ -289,14 +294,21 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateHandKernel(const model::Graph& 
                                                             model::OpId id,
                                                             const KernelLayout& layout) {
   switch (graph.op(id).kind) {
-    case model::OpKind::kConcat: return std::make_unique<ConcatKernel>(graph, id, layout);
-    case model::OpKind::kPad: return std::make_unique<PadKernel>(graph, id, layout);
-    case model::OpKind::kResize: return std::make_unique<ResizeKernel>(graph, id, layout);
-    case model::OpKind::kFlatten: return std::make_unique<FlattenKernel>(graph, id, layout);
-    case model::OpKind::kActivation: return std::make_unique<CopyKernel>(graph, id, layout);
-    case model::OpKind::kSoftmax: return std::make_unique<SoftmaxKernel>(graph, id, layout);
+    case model::OpKind::kConcat:
+      return std::make_unique<ConcatKernel>(graph, id, layout);
+    case model::OpKind::kPad:
+      return std::make_unique<PadKernel>(graph, id, layout);
+    case model::OpKind::kResize:
+      return std::make_unique<ResizeKernel>(graph, id, layout);
+    case model::OpKind::kFlatten:
+      return std::make_unique<FlattenKernel>(graph, id, layout);
+    case model::OpKind::kActivation:
+      return std::make_unique<CopyKernel>(graph, id, layout);
+    case model::OpKind::kSoftmax:
+      return std::make_unique<SoftmaxKernel>(graph, id, layout);
     case model::OpKind::kMaxPool:
-    case model::OpKind::kAvgPool: return std::make_unique<PoolKernel>(graph, id, layout);
+    case model::OpKind::kAvgPool:
+      return std::make_unique<PoolKernel>(graph, id, layout);
     default:
       return absl::UnimplementedError(
           absl::StrCat("op ", id, " '", graph.op(id).name, "': no hand-written CPU kernel for ",

@@ -52,9 +52,11 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateConvKernel(const model::Graph& 
                                                             model::OpId id, WorkSlice slice,
                                                             const KernelLayout& layout,
                                                             pthreadpool_t threadpool);
-absl::StatusOr<std::unique_ptr<CpuKernel>> CreateFullyConnectedKernel(
-    const model::Graph& graph, model::OpId id, WorkSlice slice, const KernelLayout& layout,
-    pthreadpool_t threadpool);
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateFullyConnectedKernel(const model::Graph& graph,
+                                                                      model::OpId id,
+                                                                      WorkSlice slice,
+                                                                      const KernelLayout& layout,
+                                                                      pthreadpool_t threadpool);
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreatePoolKernel(const model::Graph& graph,
                                                             model::OpId id,
                                                             const KernelLayout& layout,

@@ -17,8 +17,7 @@ namespace {
 
 std::string ReferenceDir() {
   const char* dir = std::getenv("PSCHED_SHARED_DIR");
-  return std::string(dir != nullptr ? dir : PSCHED_SOURCE_DIR "/../shared") +
-         "/models/reference/";
+  return std::string(dir != nullptr ? dir : PSCHED_SOURCE_DIR "/../shared") + "/models/reference/";
 }
 
 struct ErrorStats {
@@ -62,12 +61,13 @@ TEST_P(ReferenceModelTest, MatchesPyTorchOutput) {
   auto outputs = (*exec)->Run({NchwToNhwc(in_shape, input->data)});
   ASSERT_TRUE(outputs.ok()) << outputs.status();
   const ErrorStats stats = Compare(NhwcToNchw(out_shape, (*outputs)[0]), expected->data);
-  std::printf("%s: %zu ops, arena %.1f MiB, %lld concat inputs in place, relative L2 %.3g, "
-              "max abs error %.3g\n",
-              GetParam(), graph->ops.size(),
-              static_cast<double>((*exec)->arena_plan().size) * 4.0 / (1 << 20),
-              static_cast<long long>((*exec)->arena_plan().in_place_concat_inputs),
-              stats.relative_l2, stats.max_abs);
+  std::printf(
+      "%s: %zu ops, arena %.1f MiB, %lld concat inputs in place, relative L2 %.3g, "
+      "max abs error %.3g\n",
+      GetParam(), graph->ops.size(),
+      static_cast<double>((*exec)->arena_plan().size) * 4.0 / (1 << 20),
+      static_cast<long long>((*exec)->arena_plan().in_place_concat_inputs), stats.relative_l2,
+      stats.max_abs);
   EXPECT_LE(stats.relative_l2, 1e-4);
 }
 

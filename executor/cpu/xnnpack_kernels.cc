@@ -1,13 +1,13 @@
 // CPU kernels backed by XNNPACK operators: conv (with cout / spatial / cin slices), fully
 // connected (cout / cin slices), max / average pooling, global average pooling and
 // broadcasting add / mul / sub.
+#include <xnnpack.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <mutex>
-
-#include <xnnpack.h>
 
 #include "absl/strings/str_cat.h"
 #include "executor/cpu/kernel_base.h"
@@ -63,8 +63,8 @@ class ConvKernel final : public KernelBase {
   }
 
   absl::Status Run() override {
-    if (auto s = XnnStatusToError(name_, "xnn_run_operator",
-                                  xnn_run_operator(op_.get(), threadpool_));
+    if (auto s =
+            XnnStatusToError(name_, "xnn_run_operator", xnn_run_operator(op_.get(), threadpool_));
         !s.ok()) {
       return s;
     }
@@ -82,8 +82,8 @@ class ConvKernel final : public KernelBase {
   void SetAccumulationMutex(std::mutex* mu) override { accumulate_mu_ = mu; }
 
  private:
-  ConvKernel(const model::Graph& graph, model::OpId id, WorkSlice slice,
-             const KernelLayout& layout, pthreadpool_t threadpool)
+  ConvKernel(const model::Graph& graph, model::OpId id, WorkSlice slice, const KernelLayout& layout,
+             pthreadpool_t threadpool)
       : KernelBase(graph, id, slice, layout), threadpool_(threadpool) {}
 
   TensorView SliceView() const {
@@ -110,7 +110,8 @@ class ConvKernel final : public KernelBase {
     float out_min = FusedMin(activation_), out_max = FusedMax(activation_);
     std::vector<float> cin_filter;
     switch (slice_.axis) {
-      case model::SplitAxis::kNone: break;
+      case model::SplitAxis::kNone:
+        break;
       case model::SplitAxis::kOutputChannels: {
         // WorkSize counts output channels for dense conv and whole groups otherwise.
         const int64_t unit = groups == 1 ? 1 : cout_g;
@@ -141,8 +142,7 @@ class ConvKernel final : public KernelBase {
         group_in = slice_.end - slice_.begin;
         cin_filter.resize(static_cast<size_t>(out.c * taps * group_in));
         for (int64_t o = 0; o < out.c * taps; ++o) {
-          std::copy_n(filter + o * in.c + slice_.begin, group_in,
-                      cin_filter.data() + o * group_in);
+          std::copy_n(filter + o * in.c + slice_.begin, group_in, cin_filter.data() + o * group_in);
         }
         filter = cin_filter.data();
         if (slice_.begin != 0) bias = nullptr;
@@ -164,8 +164,8 @@ class ConvKernel final : public KernelBase {
         static_cast<uint32_t>(w.stride_h), static_cast<uint32_t>(w.stride_w),
         static_cast<uint32_t>(w.dilation_h), static_cast<uint32_t>(w.dilation_w),
         static_cast<uint32_t>(xnn_groups), static_cast<size_t>(group_in),
-        static_cast<size_t>(group_out), static_cast<size_t>(input_strides_[0]), out_stride,
-        filter, bias, out_min, out_max, 0, &op);
+        static_cast<size_t>(group_out), static_cast<size_t>(input_strides_[0]), out_stride, filter,
+        bias, out_min, out_max, 0, &op);
     op_.reset(op);
     return XnnStatusToError(name_, "xnn_create_convolution2d_nhwc_f32", status);
   }
@@ -192,15 +192,14 @@ class FullyConnectedKernel final : public KernelBase {
   absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) override {
     if (auto s = BindViews(inputs, output); !s.ok()) return s;
     float* out = partial_.empty() ? output_.data + out_offset_ : partial_.data();
-    return XnnStatusToError(
-        name_, "xnn_setup_fully_connected_nc_f32",
-        xnn_setup_fully_connected_nc_f32(op_.get(), 1, inputs_[0].data + in_offset_, out,
-                                         threadpool_));
+    return XnnStatusToError(name_, "xnn_setup_fully_connected_nc_f32",
+                            xnn_setup_fully_connected_nc_f32(
+                                op_.get(), 1, inputs_[0].data + in_offset_, out, threadpool_));
   }
 
   absl::Status Run() override {
-    if (auto s = XnnStatusToError(name_, "xnn_run_operator",
-                                  xnn_run_operator(op_.get(), threadpool_));
+    if (auto s =
+            XnnStatusToError(name_, "xnn_run_operator", xnn_run_operator(op_.get(), threadpool_));
         !s.ok()) {
       return s;
     }
@@ -288,8 +287,8 @@ class PoolingKernel final : public KernelBase {
     xnn_status status = xnn_status_success;
     switch (kind_) {
       case Kind::kMax:
-        status = xnn_setup_max_pooling2d_nhwc_f32(op_.get(), 1, h, w, inputs_[0].data,
-                                                  output_.data, threadpool_);
+        status = xnn_setup_max_pooling2d_nhwc_f32(op_.get(), 1, h, w, inputs_[0].data, output_.data,
+                                                  threadpool_);
         break;
       case Kind::kAvg:
         status = xnn_setup_average_pooling2d_nhwc_f32(op_.get(), 1, h, w, inputs_[0].data,
@@ -304,8 +303,8 @@ class PoolingKernel final : public KernelBase {
   }
 
   absl::Status Run() override {
-    if (auto s = XnnStatusToError(name_, "xnn_run_operator",
-                                  xnn_run_operator(op_.get(), threadpool_));
+    if (auto s =
+            XnnStatusToError(name_, "xnn_run_operator", xnn_run_operator(op_.get(), threadpool_));
         !s.ok()) {
       return s;
     }
@@ -346,8 +345,8 @@ class BinaryKernel final : public KernelBase {
     const size_t* s1 = dims_[1].data();
     switch (kind_) {
       case model::OpKind::kAdd:
-        status = xnn_setup_add_nd_f32(op_.get(), 3, s0, 3, s1, operand[0], operand[1],
-                                      output_.data, threadpool_);
+        status = xnn_setup_add_nd_f32(op_.get(), 3, s0, 3, s1, operand[0], operand[1], output_.data,
+                                      threadpool_);
         break;
       case model::OpKind::kMul:
         status = xnn_setup_multiply_nd_f32(op_.get(), 3, s0, 3, s1, operand[0], operand[1],
@@ -362,8 +361,8 @@ class BinaryKernel final : public KernelBase {
   }
 
   absl::Status Run() override {
-    if (auto s = XnnStatusToError(name_, "xnn_run_operator",
-                                  xnn_run_operator(op_.get(), threadpool_));
+    if (auto s =
+            XnnStatusToError(name_, "xnn_run_operator", xnn_run_operator(op_.get(), threadpool_));
         !s.ok()) {
       return s;
     }
@@ -400,9 +399,15 @@ class BinaryKernel final : public KernelBase {
     xnn_operator_t xop = nullptr;
     xnn_status status = xnn_status_success;
     switch (kind_) {
-      case model::OpKind::kAdd: status = xnn_create_add_nd_f32(lo, hi, 0, &xop); break;
-      case model::OpKind::kMul: status = xnn_create_multiply_nd_f32(lo, hi, 0, &xop); break;
-      default: status = xnn_create_subtract_nd_f32(lo, hi, 0, &xop); break;
+      case model::OpKind::kAdd:
+        status = xnn_create_add_nd_f32(lo, hi, 0, &xop);
+        break;
+      case model::OpKind::kMul:
+        status = xnn_create_multiply_nd_f32(lo, hi, 0, &xop);
+        break;
+      default:
+        status = xnn_create_subtract_nd_f32(lo, hi, 0, &xop);
+        break;
     }
     op_.reset(xop);
     return XnnStatusToError(name_, "xnn_create_*_nd_f32", status);
@@ -425,9 +430,11 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateConvKernel(const model::Graph& 
   return ConvKernel::Create(graph, id, slice, layout, threadpool);
 }
 
-absl::StatusOr<std::unique_ptr<CpuKernel>> CreateFullyConnectedKernel(
-    const model::Graph& graph, model::OpId id, WorkSlice slice, const KernelLayout& layout,
-    pthreadpool_t threadpool) {
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateFullyConnectedKernel(const model::Graph& graph,
+                                                                      model::OpId id,
+                                                                      WorkSlice slice,
+                                                                      const KernelLayout& layout,
+                                                                      pthreadpool_t threadpool) {
   return FullyConnectedKernel::Create(graph, id, slice, layout, threadpool);
 }
 
@@ -439,9 +446,9 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreatePoolKernel(const model::Graph& 
   const auto& pool = std::get<model::PoolAttrs>(op.attrs);
   const model::Window2d& w = pool.window;
   const model::Shape& in = graph.tensor(graph.ActivationInputs(id)[0]).shape;
-  const size_t in_stride =
-      layout.input_pixel_strides.empty() ? static_cast<size_t>(in.c)
-                                         : static_cast<size_t>(layout.input_pixel_strides[0]);
+  const size_t in_stride = layout.input_pixel_strides.empty()
+                               ? static_cast<size_t>(in.c)
+                               : static_cast<size_t>(layout.input_pixel_strides[0]);
   const size_t out_stride = layout.output_pixel_stride == 0
                                 ? static_cast<size_t>(in.c)
                                 : static_cast<size_t>(layout.output_pixel_stride);

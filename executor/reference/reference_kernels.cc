@@ -23,8 +23,8 @@ std::string ShapeString(const Shape& s) { return absl::StrCat("[", s.h, "x", s.w
 
 absl::Status OpError(const Graph& graph, OpId id, const std::string& what) {
   const Op& op = graph.op(id);
-  return absl::InvalidArgumentError(absl::StrCat("op ", id, " '", op.name, "' (",
-                                                 std::string(model::OpKindName(op.kind)), "): ", what));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "op ", id, " '", op.name, "' (", std::string(model::OpKindName(op.kind)), "): ", what));
 }
 
 // Output extent of a sliding window along one axis (pads already include any ceil_mode
@@ -36,42 +36,42 @@ int64_t WindowOutputSize(int64_t in, int32_t kernel, int32_t stride, int32_t dil
   return span < 0 ? 0 : span / stride + 1;
 }
 
-absl::Status ValidateWindow(const Graph& graph, OpId id, const model::Window2d& w,
-                            const Shape& in, const Shape& out) {
-  if (w.kernel_h < 1 || w.kernel_w < 1 || w.stride_h < 1 || w.stride_w < 1 ||
-      w.dilation_h < 1 || w.dilation_w < 1 || w.pad_top < 0 || w.pad_left < 0 ||
-      w.pad_bottom < 0 || w.pad_right < 0) {
-    return OpError(graph, id,
-                   absl::StrCat("bad window: kernel ", w.kernel_h, "x", w.kernel_w, " stride ",
-                                w.stride_h, "x", w.stride_w, " dilation ", w.dilation_h, "x",
-                                w.dilation_w, " pads ", w.pad_top, ",", w.pad_left, ",",
-                                w.pad_bottom, ",", w.pad_right,
-                                " (kernel/stride/dilation must be >= 1, pads >= 0)"));
+absl::Status ValidateWindow(const Graph& graph, OpId id, const model::Window2d& w, const Shape& in,
+                            const Shape& out) {
+  if (w.kernel_h < 1 || w.kernel_w < 1 || w.stride_h < 1 || w.stride_w < 1 || w.dilation_h < 1 ||
+      w.dilation_w < 1 || w.pad_top < 0 || w.pad_left < 0 || w.pad_bottom < 0 || w.pad_right < 0) {
+    return OpError(
+        graph, id,
+        absl::StrCat("bad window: kernel ", w.kernel_h, "x", w.kernel_w, " stride ", w.stride_h,
+                     "x", w.stride_w, " dilation ", w.dilation_h, "x", w.dilation_w, " pads ",
+                     w.pad_top, ",", w.pad_left, ",", w.pad_bottom, ",", w.pad_right,
+                     " (kernel/stride/dilation must be >= 1, pads >= 0)"));
   }
-  const int64_t oh = WindowOutputSize(in.h, w.kernel_h, w.stride_h, w.dilation_h, w.pad_top,
-                                      w.pad_bottom);
-  const int64_t ow = WindowOutputSize(in.w, w.kernel_w, w.stride_w, w.dilation_w, w.pad_left,
-                                      w.pad_right);
+  const int64_t oh =
+      WindowOutputSize(in.h, w.kernel_h, w.stride_h, w.dilation_h, w.pad_top, w.pad_bottom);
+  const int64_t ow =
+      WindowOutputSize(in.w, w.kernel_w, w.stride_w, w.dilation_w, w.pad_left, w.pad_right);
   if (oh != out.h || ow != out.w || oh < 1 || ow < 1) {
-    return OpError(graph, id,
-                   absl::StrCat("output ", ShapeString(out), " does not match input ",
-                                ShapeString(in), " under the window (expected ", oh, "x", ow,
-                                " pixels)"));
+    return OpError(
+        graph, id,
+        absl::StrCat("output ", ShapeString(out), " does not match input ", ShapeString(in),
+                     " under the window (expected ", oh, "x", ow, " pixels)"));
   }
   return absl::OkStatus();
 }
 
-absl::Status ValidateConstant(const Graph& graph, OpId id, model::ConstantId cid,
-                              const char* role, const std::vector<int64_t>& expected_dims) {
+absl::Status ValidateConstant(const Graph& graph, OpId id, model::ConstantId cid, const char* role,
+                              const std::vector<int64_t>& expected_dims) {
   if (cid < 0 || static_cast<size_t>(cid) >= graph.constants.size()) {
-    return OpError(graph, id, absl::StrCat(role, " constant id ", cid, " is out of range (",
-                                           graph.constants.size(), " constants)"));
+    return OpError(graph, id,
+                   absl::StrCat(role, " constant id ", cid, " is out of range (",
+                                graph.constants.size(), " constants)"));
   }
   const model::Constant& c = graph.constants[static_cast<size_t>(cid)];
   if (c.dims != expected_dims) {
-    return OpError(graph, id, absl::StrCat(role, " '", c.name, "' has dims [",
-                                           absl::StrJoin(c.dims, ","), "], expected [",
-                                           absl::StrJoin(expected_dims, ","), "]"));
+    return OpError(graph, id,
+                   absl::StrCat(role, " '", c.name, "' has dims [", absl::StrJoin(c.dims, ","),
+                                "], expected [", absl::StrJoin(expected_dims, ","), "]"));
   }
   if (static_cast<int64_t>(c.data.size()) != c.Elements()) {
     return OpError(graph, id,
@@ -95,13 +95,19 @@ const T* AttrsOf(const Op& op) {
 // Whether op.attrs holds the alternative its kind reads, so later std::get calls cannot throw.
 bool HasExpectedAttrs(const Op& op) {
   switch (op.kind) {
-    case OpKind::kConv2d: return AttrsOf<model::ConvAttrs>(op) != nullptr;
-    case OpKind::kFullyConnected: return AttrsOf<model::FullyConnectedAttrs>(op) != nullptr;
+    case OpKind::kConv2d:
+      return AttrsOf<model::ConvAttrs>(op) != nullptr;
+    case OpKind::kFullyConnected:
+      return AttrsOf<model::FullyConnectedAttrs>(op) != nullptr;
     case OpKind::kMaxPool:
-    case OpKind::kAvgPool: return AttrsOf<model::PoolAttrs>(op) != nullptr;
-    case OpKind::kPad: return AttrsOf<model::PadAttrs>(op) != nullptr;
-    case OpKind::kResize: return AttrsOf<model::ResizeAttrs>(op) != nullptr;
-    default: return true;
+    case OpKind::kAvgPool:
+      return AttrsOf<model::PoolAttrs>(op) != nullptr;
+    case OpKind::kPad:
+      return AttrsOf<model::PadAttrs>(op) != nullptr;
+    case OpKind::kResize:
+      return AttrsOf<model::ResizeAttrs>(op) != nullptr;
+    default:
+      return true;
   }
 }
 
@@ -114,13 +120,14 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
     case OpKind::kConv2d: {
       const auto& conv = *AttrsOf<model::ConvAttrs>(op);
       if (conv.groups < 1 || in.c % conv.groups != 0 || out.c % conv.groups != 0) {
-        return OpError(graph, id, absl::StrCat("groups ", conv.groups, " must divide cin ", in.c,
-                                               " and cout ", out.c));
+        return OpError(
+            graph, id,
+            absl::StrCat("groups ", conv.groups, " must divide cin ", in.c, " and cout ", out.c));
       }
       if (auto s = ValidateWindow(graph, id, conv.window, in, out); !s.ok()) return s;
-      if (auto s = ValidateConstant(graph, id, conv.filter, "filter",
-                                    {out.c, conv.window.kernel_h, conv.window.kernel_w,
-                                     in.c / conv.groups});
+      if (auto s = ValidateConstant(
+              graph, id, conv.filter, "filter",
+              {out.c, conv.window.kernel_h, conv.window.kernel_w, in.c / conv.groups});
           !s.ok()) {
         return s;
       }
@@ -132,9 +139,9 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
     case OpKind::kFullyConnected: {
       const auto& fc = *AttrsOf<model::FullyConnectedAttrs>(op);
       if (in.h != 1 || in.w != 1 || out.h != 1 || out.w != 1) {
-        return OpError(graph, id, absl::StrCat("input ", ShapeString(in), " and output ",
-                                               ShapeString(out),
-                                               " must be 1x1xK (a flatten precedes it)"));
+        return OpError(graph, id,
+                       absl::StrCat("input ", ShapeString(in), " and output ", ShapeString(out),
+                                    " must be 1x1xK (a flatten precedes it)"));
       }
       if (auto s = ValidateConstant(graph, id, fc.weight, "weight", {out.c, in.c}); !s.ok()) {
         return s;
@@ -162,8 +169,9 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
     }
     case OpKind::kGlobalAvgPool:
       if (out != Shape{1, 1, in.c}) {
-        return OpError(graph, id, absl::StrCat("output ", ShapeString(out), " for input ",
-                                               ShapeString(in), ", expected [1x1x", in.c, "]"));
+        return OpError(graph, id,
+                       absl::StrCat("output ", ShapeString(out), " for input ", ShapeString(in),
+                                    ", expected [1x1x", in.c, "]"));
       }
       return absl::OkStatus();
     case OpKind::kAdd:
@@ -175,15 +183,16 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
       for (model::TensorId t : op.inputs) {
         const model::Tensor& operand = graph.tensor(t);
         if (!Broadcasts(operand.shape, out)) {
-          return OpError(graph, id, absl::StrCat("operand '", operand.name, "' ",
-                                                 ShapeString(operand.shape),
-                                                 " does not broadcast to ", ShapeString(out)));
+          return OpError(graph, id,
+                         absl::StrCat("operand '", operand.name, "' ", ShapeString(operand.shape),
+                                      " does not broadcast to ", ShapeString(out)));
         }
         if (operand.constant != model::kInvalidId) {
           const model::ConstantId cid = operand.constant;
           if (cid < 0 || static_cast<size_t>(cid) >= graph.constants.size()) {
-            return OpError(graph, id, absl::StrCat("operand '", operand.name, "' names constant ",
-                                                   cid, ", out of range"));
+            return OpError(graph, id,
+                           absl::StrCat("operand '", operand.name, "' names constant ", cid,
+                                        ", out of range"));
           }
           const model::Constant& c = graph.constants[static_cast<size_t>(cid)];
           if (static_cast<int64_t>(c.data.size()) != operand.shape.Elements()) {
@@ -198,8 +207,9 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
       const Shape& b = graph.tensor(op.inputs[1]).shape;
       const Shape expected{std::max(a.h, b.h), std::max(a.w, b.w), std::max(a.c, b.c)};
       if (expected != out) {
-        return OpError(graph, id, absl::StrCat("output ", ShapeString(out), " is not the broadcast ",
-                                               ShapeString(expected), " of its operands"));
+        return OpError(graph, id,
+                       absl::StrCat("output ", ShapeString(out), " is not the broadcast ",
+                                    ShapeString(expected), " of its operands"));
       }
       return absl::OkStatus();
     }
@@ -211,15 +221,16 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
       for (model::TensorId t : acts) {
         const Shape& s = graph.tensor(t).shape;
         if (s.h != out.h || s.w != out.w) {
-          return OpError(graph, id, absl::StrCat("input ", ShapeString(s),
-                                                 " differs spatially from output ",
-                                                 ShapeString(out)));
+          return OpError(graph, id,
+                         absl::StrCat("input ", ShapeString(s), " differs spatially from output ",
+                                      ShapeString(out)));
         }
         channels += s.c;
       }
       if (channels != out.c) {
-        return OpError(graph, id, absl::StrCat("inputs have ", channels,
-                                               " channels in all, output has ", out.c));
+        return OpError(
+            graph, id,
+            absl::StrCat("inputs have ", channels, " channels in all, output has ", out.c));
       }
       return absl::OkStatus();
     }
@@ -232,8 +243,9 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
       const Shape expected{in.h + pad.top + pad.bottom, in.w + pad.left + pad.right,
                            in.c + pad.channels_before + pad.channels_after};
       if (expected != out) {
-        return OpError(graph, id, absl::StrCat("output ", ShapeString(out), ", expected ",
-                                               ShapeString(expected)));
+        return OpError(
+            graph, id,
+            absl::StrCat("output ", ShapeString(out), ", expected ", ShapeString(expected)));
       }
       return absl::OkStatus();
     }
@@ -244,15 +256,17 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
       return absl::OkStatus();
     case OpKind::kFlatten:
       if (out != Shape{1, 1, in.Elements()}) {
-        return OpError(graph, id, absl::StrCat("output ", ShapeString(out), ", expected [1x1x",
-                                               in.Elements(), "]"));
+        return OpError(
+            graph, id,
+            absl::StrCat("output ", ShapeString(out), ", expected [1x1x", in.Elements(), "]"));
       }
       return absl::OkStatus();
     case OpKind::kActivation:
     case OpKind::kSoftmax:
       if (in != out) {
-        return OpError(graph, id, absl::StrCat("output ", ShapeString(out),
-                                               " differs from input ", ShapeString(in)));
+        return OpError(
+            graph, id,
+            absl::StrCat("output ", ShapeString(out), " differs from input ", ShapeString(in)));
       }
       return absl::OkStatus();
   }
@@ -337,14 +351,13 @@ void Pool(const Op& op, const Shape& in, const Shape& out, const float* x, float
         }
         if (!is_max) {
           // count_include_pad counts taps on declared padding, never the ceil_mode extension.
-          const int64_t count =
-              pool.count_include_pad
-                  ? TapsWithin(h0, w.kernel_h, w.dilation_h, -w.pad_top,
-                               in.h + pool.declared_pad_bottom) *
-                        TapsWithin(w0, w.kernel_w, w.dilation_w, -w.pad_left,
-                                   in.w + pool.declared_pad_right)
-                  : TapsWithin(h0, w.kernel_h, w.dilation_h, 0, in.h) *
-                        TapsWithin(w0, w.kernel_w, w.dilation_w, 0, in.w);
+          const int64_t count = pool.count_include_pad
+                                    ? TapsWithin(h0, w.kernel_h, w.dilation_h, -w.pad_top,
+                                                 in.h + pool.declared_pad_bottom) *
+                                          TapsWithin(w0, w.kernel_w, w.dilation_w, -w.pad_left,
+                                                     in.w + pool.declared_pad_right)
+                                    : TapsWithin(h0, w.kernel_h, w.dilation_h, 0, in.h) *
+                                          TapsWithin(w0, w.kernel_w, w.dilation_w, 0, in.w);
           acc = count > 0 ? acc / static_cast<double>(count) : 0.0;
         }
         y[(oh * out.w + ow) * out.c + c] = static_cast<float>(acc);
@@ -366,8 +379,8 @@ float Index(const float* data, const Shape& s, int64_t h, int64_t w, int64_t c) 
   return data[((s.h == 1 ? 0 : h) * s.w + (s.w == 1 ? 0 : w)) * s.c + (s.c == 1 ? 0 : c)];
 }
 
-void Binary(const Graph& graph, const Op& op, std::span<const float* const> acts,
-            const Shape& out, float* y) {
+void Binary(const Graph& graph, const Op& op, std::span<const float* const> acts, const Shape& out,
+            float* y) {
   const float* operands[2];
   Shape shapes[2];
   size_t next_act = 0;
@@ -385,9 +398,15 @@ void Binary(const Graph& graph, const Op& op, std::span<const float* const> acts
         const float b = Index(operands[1], shapes[1], h, w, c);
         float r = 0.0f;
         switch (op.kind) {
-          case OpKind::kAdd: r = a + b; break;
-          case OpKind::kMul: r = a * b; break;
-          default: r = a - b; break;
+          case OpKind::kAdd:
+            r = a + b;
+            break;
+          case OpKind::kMul:
+            r = a * b;
+            break;
+          default:
+            r = a - b;
+            break;
         }
         y[(h * out.w + w) * out.c + c] = r;
       }
@@ -395,8 +414,8 @@ void Binary(const Graph& graph, const Op& op, std::span<const float* const> acts
   }
 }
 
-void Concat(const Graph& graph, const Op& op, std::span<const float* const> acts,
-            const Shape& out, float* y) {
+void Concat(const Graph& graph, const Op& op, std::span<const float* const> acts, const Shape& out,
+            float* y) {
   int64_t offset = 0;
   for (size_t i = 0; i < acts.size(); ++i) {
     const Shape& s = graph.tensor(op.inputs[i]).shape;
@@ -423,10 +442,12 @@ double SourceCoordinate(model::CoordinateTransform transform, int64_t x_out, dou
                         int64_t in, int64_t out) {
   const double x = static_cast<double>(x_out);
   switch (transform) {
-    case model::CoordinateTransform::kHalfPixel: return (x + 0.5) / scale - 0.5;
+    case model::CoordinateTransform::kHalfPixel:
+      return (x + 0.5) / scale - 0.5;
     case model::CoordinateTransform::kPytorchHalfPixel:
       return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-    case model::CoordinateTransform::kAsymmetric: return x / scale;
+    case model::CoordinateTransform::kAsymmetric:
+      return x / scale;
     case model::CoordinateTransform::kAlignCorners:
       return out > 1 ? x * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
   }
@@ -438,10 +459,18 @@ int64_t NearestIndex(model::NearestRounding rounding, double x, int64_t in) {
   const bool half = x - fl == 0.5;
   double r = 0.0;
   switch (rounding) {
-    case model::NearestRounding::kRoundPreferFloor: r = half ? fl : std::round(x); break;
-    case model::NearestRounding::kRoundPreferCeil: r = half ? fl + 1.0 : std::round(x); break;
-    case model::NearestRounding::kFloor: r = fl; break;
-    case model::NearestRounding::kCeil: r = std::ceil(x); break;
+    case model::NearestRounding::kRoundPreferFloor:
+      r = half ? fl : std::round(x);
+      break;
+    case model::NearestRounding::kRoundPreferCeil:
+      r = half ? fl + 1.0 : std::round(x);
+      break;
+    case model::NearestRounding::kFloor:
+      r = fl;
+      break;
+    case model::NearestRounding::kCeil:
+      r = std::ceil(x);
+      break;
   }
   return std::clamp(static_cast<int64_t>(r), int64_t{0}, in - 1);
 }
@@ -462,10 +491,8 @@ LinearTap LinearIndex(double x, int64_t in) {
 
 void Resize(const Op& op, const Shape& in, const Shape& out, const float* x, float* y) {
   const auto& resize = std::get<model::ResizeAttrs>(op.attrs);
-  const double scale_h = resize.scale_h > 0.0f ? resize.scale_h
-                                                : static_cast<double>(out.h) / in.h;
-  const double scale_w = resize.scale_w > 0.0f ? resize.scale_w
-                                                : static_cast<double>(out.w) / in.w;
+  const double scale_h = resize.scale_h > 0.0f ? resize.scale_h : static_cast<double>(out.h) / in.h;
+  const double scale_w = resize.scale_w > 0.0f ? resize.scale_w : static_cast<double>(out.w) / in.w;
   for (int64_t oh = 0; oh < out.h; ++oh) {
     const double sh = SourceCoordinate(resize.transform, oh, scale_h, in.h, out.h);
     for (int64_t ow = 0; ow < out.w; ++ow) {
@@ -513,13 +540,18 @@ void Softmax(const Shape& in, const float* x, float* y) {
 
 float ApplyActivation(const model::Activation& activation, float x) {
   switch (activation.kind) {
-    case model::ActivationKind::kNone: return x;
-    case model::ActivationKind::kRelu: return x > 0.0f ? x : 0.0f;
-    case model::ActivationKind::kClip: return std::min(std::max(x, activation.min), activation.max);
-    case model::ActivationKind::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case model::ActivationKind::kNone:
+      return x;
+    case model::ActivationKind::kRelu:
+      return x > 0.0f ? x : 0.0f;
+    case model::ActivationKind::kClip:
+      return std::min(std::max(x, activation.min), activation.max);
+    case model::ActivationKind::kSigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
     case model::ActivationKind::kHardSigmoid:
       return std::clamp(activation.alpha * x + activation.beta, 0.0f, 1.0f);
-    case model::ActivationKind::kHardSwish: return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
+    case model::ActivationKind::kHardSwish:
+      return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
   }
   return x;
 }
@@ -540,12 +572,11 @@ absl::Status ValidateOp(const Graph& graph, OpId id) {
   }
   if (!HasExpectedAttrs(op)) return OpError(graph, id, "attrs do not match the op kind");
   const size_t acts = graph.ActivationInputs(id).size();
-  const bool binary =
-      op.kind == OpKind::kAdd || op.kind == OpKind::kMul || op.kind == OpKind::kSub;
+  const bool binary = op.kind == OpKind::kAdd || op.kind == OpKind::kMul || op.kind == OpKind::kSub;
   if (acts == 0 || (!binary && op.kind != OpKind::kConcat && acts != 1)) {
-    return OpError(graph, id, absl::StrCat("has ", acts, " activation inputs, expected ",
-                                           binary || op.kind == OpKind::kConcat ? "at least 1"
-                                                                                : "exactly 1"));
+    return OpError(graph, id,
+                   absl::StrCat("has ", acts, " activation inputs, expected ",
+                                binary || op.kind == OpKind::kConcat ? "at least 1" : "exactly 1"));
   }
   return ValidateShapes(graph, id);
 }
@@ -556,8 +587,8 @@ absl::Status RunOp(const Graph& graph, OpId id, std::span<const float* const> in
   const Op& op = graph.op(id);
   const std::vector<model::TensorId> acts = graph.ActivationInputs(id);
   if (inputs.size() != acts.size()) {
-    return OpError(graph, id, absl::StrCat("got ", inputs.size(), " input buffers, expected ",
-                                           acts.size()));
+    return OpError(graph, id,
+                   absl::StrCat("got ", inputs.size(), " input buffers, expected ", acts.size()));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i] == nullptr) return OpError(graph, id, absl::StrCat("input ", i, " is null"));
@@ -567,20 +598,42 @@ absl::Status RunOp(const Graph& graph, OpId id, std::span<const float* const> in
   const Shape& out = graph.output_shape(id);
   const float* x = inputs[0];
   switch (op.kind) {
-    case OpKind::kConv2d: Conv2d(graph, op, in, out, x, output); break;
-    case OpKind::kFullyConnected: FullyConnected(graph, op, in, out, x, output); break;
+    case OpKind::kConv2d:
+      Conv2d(graph, op, in, out, x, output);
+      break;
+    case OpKind::kFullyConnected:
+      FullyConnected(graph, op, in, out, x, output);
+      break;
     case OpKind::kMaxPool:
-    case OpKind::kAvgPool: Pool(op, in, out, x, output); break;
-    case OpKind::kGlobalAvgPool: GlobalAvgPool(in, x, output); break;
+    case OpKind::kAvgPool:
+      Pool(op, in, out, x, output);
+      break;
+    case OpKind::kGlobalAvgPool:
+      GlobalAvgPool(in, x, output);
+      break;
     case OpKind::kAdd:
     case OpKind::kMul:
-    case OpKind::kSub: Binary(graph, op, inputs, out, output); break;
-    case OpKind::kConcat: Concat(graph, op, inputs, out, output); break;
-    case OpKind::kPad: Pad(op, in, out, x, output); break;
-    case OpKind::kResize: Resize(op, in, out, x, output); break;
-    case OpKind::kFlatten: Flatten(in, x, output); break;
-    case OpKind::kActivation: std::copy_n(x, in.Elements(), output); break;
-    case OpKind::kSoftmax: Softmax(in, x, output); break;
+    case OpKind::kSub:
+      Binary(graph, op, inputs, out, output);
+      break;
+    case OpKind::kConcat:
+      Concat(graph, op, inputs, out, output);
+      break;
+    case OpKind::kPad:
+      Pad(op, in, out, x, output);
+      break;
+    case OpKind::kResize:
+      Resize(op, in, out, x, output);
+      break;
+    case OpKind::kFlatten:
+      Flatten(in, x, output);
+      break;
+    case OpKind::kActivation:
+      std::copy_n(x, in.Elements(), output);
+      break;
+    case OpKind::kSoftmax:
+      Softmax(in, x, output);
+      break;
   }
   if (op.activation.kind != model::ActivationKind::kNone) {
     for (int64_t i = 0; i < out.Elements(); ++i) {
@@ -601,9 +654,8 @@ absl::StatusOr<std::vector<std::vector<float>>> RunGraph(
   for (size_t i = 0; i < inputs_nhwc.size(); ++i) {
     const model::GraphIO& io = graph.inputs[i];
     if (io.tensor < 0 || static_cast<size_t>(io.tensor) >= graph.tensors.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("graph input '", io.name,
-                                                     "' names tensor id ", io.tensor,
-                                                     ", out of range"));
+      return absl::InvalidArgumentError(absl::StrCat("graph input '", io.name, "' names tensor id ",
+                                                     io.tensor, ", out of range"));
     }
     const int64_t expected = graph.tensor(io.tensor).shape.Elements();
     if (static_cast<int64_t>(inputs_nhwc[i].size()) != expected) {
@@ -619,9 +671,10 @@ absl::StatusOr<std::vector<std::vector<float>>> RunGraph(
     for (model::TensorId t : graph.ActivationInputs(id)) {
       const std::vector<float>& v = values[static_cast<size_t>(t)];
       if (static_cast<int64_t>(v.size()) != graph.tensor(t).shape.Elements()) {
-        return OpError(graph, id, absl::StrCat("input tensor '", graph.tensor(t).name,
-                                               "' is not computed before the op (ops out of "
-                                               "topological order or a missing graph input)"));
+        return OpError(graph, id,
+                       absl::StrCat("input tensor '", graph.tensor(t).name,
+                                    "' is not computed before the op (ops out of "
+                                    "topological order or a missing graph input)"));
       }
       ptrs.push_back(v.data());
     }
@@ -633,8 +686,8 @@ absl::StatusOr<std::vector<std::vector<float>>> RunGraph(
   for (const model::GraphIO& io : graph.outputs) {
     if (io.tensor < 0 || static_cast<size_t>(io.tensor) >= graph.tensors.size() ||
         values[static_cast<size_t>(io.tensor)].empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("graph output '", io.name,
-                                                     "' is never computed"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", io.name, "' is never computed"));
     }
     outputs.push_back(values[static_cast<size_t>(io.tensor)]);
   }

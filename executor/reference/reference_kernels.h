@@ -27,8 +27,8 @@ absl::Status ValidateOp(const model::Graph& graph, model::OpId id);
 // Computes op `id`. `inputs` holds one pointer per activation (non-constant) input, in
 // `op.inputs` order, each to graph.tensor(t).shape.Elements() floats; `output` receives
 // graph.output_shape(id).Elements() floats. Validates the op first.
-absl::Status RunOp(const model::Graph& graph, model::OpId id,
-                   std::span<const float* const> inputs, float* output);
+absl::Status RunOp(const model::Graph& graph, model::OpId id, std::span<const float* const> inputs,
+                   float* output);
 
 // Runs the whole graph op by op. `inputs_nhwc` holds one NHWC buffer per graph input in
 // `graph.inputs` order; the result holds one NHWC buffer per graph output in `graph.outputs`

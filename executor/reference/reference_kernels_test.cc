@@ -13,9 +13,9 @@ namespace {
 
 using model::OpKind;
 using model::Shape;
-using testing::GraphBuilder;
 using ::testing::ElementsAre;
 using ::testing::FloatNear;
+using testing::GraphBuilder;
 using ::testing::HasSubstr;
 using ::testing::Pointwise;
 
@@ -49,8 +49,8 @@ model::ConvAttrs Conv(GraphBuilder& b, model::Window2d w, int groups, std::vecto
 TEST(ReferenceConv, SamePaddingWithBias) {
   GraphBuilder b;
   auto x = b.AddInput({3, 3, 1});
-  model::Window2d w{.kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1,
-                    .pad_right = 1};
+  model::Window2d w{
+      .kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
   auto y = b.AddOp(OpKind::kConv2d, {x}, {3, 3, 1},
                    Conv(b, w, 1, {1, 3, 3, 1}, std::vector<float>(9, 1.0f), {1.0f}));
   // Each output is 1 + the sum of the in-bounds 3x3 neighbourhood of 1..9.
@@ -60,8 +60,8 @@ TEST(ReferenceConv, SamePaddingWithBias) {
 TEST(ReferenceConv, AsymmetricPadsAndStride) {
   GraphBuilder b;
   auto x = b.AddInput({4, 4, 1});
-  model::Window2d w{.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2, .pad_top = 1,
-                    .pad_right = 1};
+  model::Window2d w{
+      .kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_right = 1};
   auto y = b.AddOp(OpKind::kConv2d, {x}, {2, 2, 1},
                    Conv(b, w, 1, {1, 2, 2, 1}, std::vector<float>(4, 1.0f)));
   EXPECT_THAT(RunSingle(b, y, {Iota(16, 0.0f)}), ElementsAre(1, 5, 26, 34));
@@ -87,8 +87,8 @@ TEST(ReferenceConv, GroupedWithFusedRelu) {
   GraphBuilder b;
   auto x = b.AddInput({1, 1, 4});
   model::Activation relu{.kind = model::ActivationKind::kRelu};
-  auto y = b.AddOp(OpKind::kConv2d, {x}, {1, 1, 2}, Conv(b, {}, 2, {2, 1, 1, 2}, {1, 1, 1, -1}),
-                   relu);
+  auto y =
+      b.AddOp(OpKind::kConv2d, {x}, {1, 1, 2}, Conv(b, {}, 2, {2, 1, 1, 2}, {1, 1, 1, -1}), relu);
   // Group 0: 1 + 2; group 1: 3 - 4 -> relu -> 0.
   EXPECT_THAT(RunSingle(b, y, {{1, 2, 3, 4}}), ElementsAre(3, 0));
 }
@@ -108,8 +108,8 @@ TEST(ReferenceFullyConnected, BiasAndClip) {
 model::PoolAttrs CeilModePool(bool count_include_pad) {
   // 3x3 input, 2x2 window, stride 2, ceil_mode: one extra bottom row / right column.
   model::PoolAttrs pool;
-  pool.window = {.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2, .pad_bottom = 1,
-                 .pad_right = 1};
+  pool.window = {
+      .kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2, .pad_bottom = 1, .pad_right = 1};
   pool.count_include_pad = count_include_pad;
   return pool;
 }
@@ -133,8 +133,8 @@ TEST(ReferencePool, AvgCountIncludePad) {
     GraphBuilder b;
     auto x = b.AddInput({3, 3, 1});
     model::PoolAttrs pool;
-    pool.window = {.kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1,
-                   .pad_right = 1};
+    pool.window = {
+        .kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
     pool.declared_pad_bottom = 1;
     pool.declared_pad_right = 1;
     pool.count_include_pad = include;
@@ -212,19 +212,23 @@ TEST(ReferenceResize, NearestRoundingModes) {
   using model::CoordinateTransform;
   using model::NearestRounding;
   using model::ResizeMode;
-  EXPECT_THAT(Resize1d({1, 2}, 4, {ResizeMode::kNearest, CoordinateTransform::kAsymmetric,
-                                   NearestRounding::kFloor}),
-              ElementsAre(1, 1, 2, 2));
+  EXPECT_THAT(
+      Resize1d({1, 2}, 4,
+               {ResizeMode::kNearest, CoordinateTransform::kAsymmetric, NearestRounding::kFloor}),
+      ElementsAre(1, 1, 2, 2));
   // Half-pixel, 6 -> 3... sources (x + 0.5) * 2 - 0.5 = 0.5, 2.5: exact halves.
-  EXPECT_THAT(Resize1d({1, 2, 3, 4}, 2, {ResizeMode::kNearest, CoordinateTransform::kHalfPixel,
-                                         NearestRounding::kRoundPreferFloor}),
+  EXPECT_THAT(Resize1d({1, 2, 3, 4}, 2,
+                       {ResizeMode::kNearest, CoordinateTransform::kHalfPixel,
+                        NearestRounding::kRoundPreferFloor}),
               ElementsAre(1, 3));
-  EXPECT_THAT(Resize1d({1, 2, 3, 4}, 2, {ResizeMode::kNearest, CoordinateTransform::kHalfPixel,
-                                         NearestRounding::kRoundPreferCeil}),
+  EXPECT_THAT(Resize1d({1, 2, 3, 4}, 2,
+                       {ResizeMode::kNearest, CoordinateTransform::kHalfPixel,
+                        NearestRounding::kRoundPreferCeil}),
               ElementsAre(2, 4));
-  EXPECT_THAT(Resize1d({1, 2, 3, 4}, 2, {ResizeMode::kNearest, CoordinateTransform::kAsymmetric,
-                                         NearestRounding::kCeil}),
-              ElementsAre(1, 3));
+  EXPECT_THAT(
+      Resize1d({1, 2, 3, 4}, 2,
+               {ResizeMode::kNearest, CoordinateTransform::kAsymmetric, NearestRounding::kCeil}),
+      ElementsAre(1, 3));
 }
 
 TEST(ReferenceResize, LinearCoordinateTransforms) {
@@ -243,8 +247,7 @@ TEST(ReferenceResize, LinearCoordinateTransforms) {
   EXPECT_THAT(Resize1d({1, 2}, 4, linear(CoordinateTransform::kAsymmetric)),
               Pointwise(FloatNear(1e-6), {1.0f, 1.5f, 2.0f, 2.0f}));
   // A single output pixel: pytorch_half_pixel reads index 0, half_pixel the midpoint.
-  EXPECT_THAT(Resize1d({1, 2}, 1, linear(CoordinateTransform::kPytorchHalfPixel)),
-              ElementsAre(1));
+  EXPECT_THAT(Resize1d({1, 2}, 1, linear(CoordinateTransform::kPytorchHalfPixel)), ElementsAre(1));
   EXPECT_THAT(Resize1d({1, 2}, 1, linear(CoordinateTransform::kHalfPixel)), ElementsAre(1.5));
 }
 
@@ -346,8 +349,7 @@ TEST(ReferenceErrors, WrongConvOutputShape) {
 TEST(ReferenceErrors, FilterDimsMismatch) {
   GraphBuilder b;
   auto x = b.AddInput({2, 2, 3});
-  auto y = b.AddOp(OpKind::kConv2d, {x}, {2, 2, 1},
-                   Conv(b, {}, 1, {1, 1, 1, 2}, {1.0f, 1.0f}));
+  auto y = b.AddOp(OpKind::kConv2d, {x}, {2, 2, 1}, Conv(b, {}, 1, {1, 1, 1, 2}, {1.0f, 1.0f}));
   b.MarkOutput(y);
   auto result = RunGraph(b.Build(), {Iota(12)});
   ASSERT_FALSE(result.ok());

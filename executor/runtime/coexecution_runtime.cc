@@ -45,8 +45,7 @@ absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> CoExecutionRuntime::Create(
 
 CoExecutionRuntime::~CoExecutionRuntime() = default;
 
-absl::Status CoExecutionRuntime::Compile(const model::Graph& graph,
-                                         const RuntimeOptions& options) {
+absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const RuntimeOptions& options) {
   arena_plan_ = cpu::PlanArena(graph, /*reuse_memory=*/false);
   const auto floats = static_cast<size_t>(arena_plan_.size);
   if (options.allocate_arena) {
@@ -96,13 +95,12 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph,
       s.cin_split |= step.axis == model::SplitAxis::kInputChannels;
       std::vector<cpu::TensorView> in_views;
       for (model::TensorId t : graph.ActivationInputs(step.op)) in_views.push_back(view(t));
-      auto subtask =
-          devices_[d]->Compile(graph, step.op, {step.axis, step.begin, step.end}, in_views,
-                               s.output, s.accumulate_mu.get());
+      auto subtask = devices_[d]->Compile(graph, step.op, {step.axis, step.begin, step.end},
+                                          in_views, s.output, s.accumulate_mu.get());
       if (!subtask.ok()) {
-        return absl::Status(subtask.status().code(),
-                            absl::StrCat("device ", devices_[d]->name(), ": ",
-                                         subtask.status().message()));
+        return absl::Status(
+            subtask.status().code(),
+            absl::StrCat("device ", devices_[d]->name(), ": ", subtask.status().message()));
       }
       queues_[d].push_back({step, std::move(*subtask), timings_.size()});
       timings_.push_back({static_cast<int>(d), step, 0, 0});
@@ -148,8 +146,9 @@ void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
     absl::Status status = q.subtask->Run();
     timing.end_ns = NowNs() - start_ns;
     if (!status.ok()) {
-      Abort(absl::Status(status.code(), absl::StrCat("device ", devices_[static_cast<size_t>(device)]->name(),
-                                                     ": ", status.message())));
+      Abort(absl::Status(status.code(),
+                         absl::StrCat("device ", devices_[static_cast<size_t>(device)]->name(),
+                                      ": ", status.message())));
       return;
     }
     FinishSubtask(q.step.op);
@@ -159,9 +158,9 @@ void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
 absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
                                      std::span<float* const> outputs_nhwc) {
   if (inputs_nhwc.size() != inputs_.size() || outputs_nhwc.size() != outputs_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "graph takes ", inputs_.size(), " inputs and ", outputs_.size(), " outputs, got ",
-        inputs_nhwc.size(), " and ", outputs_nhwc.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph takes ", inputs_.size(), " inputs and ", outputs_.size(),
+                     " outputs, got ", inputs_nhwc.size(), " and ", outputs_nhwc.size()));
   }
   for (const float* p : inputs_nhwc) {
     if (p == nullptr) return absl::InvalidArgumentError("null input buffer");
@@ -218,8 +217,7 @@ absl::StatusOr<std::vector<std::vector<float>>> CoExecutionRuntime::Run(
   for (size_t i = 0; i < inputs_nhwc.size(); ++i) {
     const int64_t expected = inputs_[i].shape.Elements();
     if (static_cast<int64_t>(inputs_nhwc[i].size()) != expected) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", i, " holds ",
-                                                     inputs_nhwc[i].size(),
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " holds ", inputs_nhwc[i].size(),
                                                      " floats, expected ", expected));
     }
     in_ptrs.push_back(inputs_nhwc[i].data());

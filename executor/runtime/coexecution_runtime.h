@@ -55,8 +55,7 @@ class CoExecutionRuntime {
   ~CoExecutionRuntime();
 
   // One NHWC buffer per graph input / output in graph order.
-  absl::Status Run(std::span<const float* const> inputs_nhwc,
-                   std::span<float* const> outputs_nhwc);
+  absl::Status Run(std::span<const float* const> inputs_nhwc, std::span<float* const> outputs_nhwc);
   absl::StatusOr<std::vector<std::vector<float>>> Run(
       const std::vector<std::vector<float>>& inputs_nhwc);
 

@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "executor/layout.h"
@@ -22,15 +22,22 @@ using model::ActivationKind;
 using model::OpKind;
 using model::SplitAxis;
 using testing::GraphBuilder;
-using testing::RandomVector;
 using ::testing::HasSubstr;
+using testing::RandomVector;
 
 model::ConvAttrs MakeConv(GraphBuilder& b, int64_t cin, int64_t cout, int k, int stride,
                           int dilation, int pad, int groups, uint32_t seed) {
   model::ConvAttrs conv;
-  conv.window = {.kernel_h = k, .kernel_w = k, .stride_h = stride, .stride_w = stride,
-                 .dilation_h = dilation, .dilation_w = dilation, .pad_top = pad,
-                 .pad_left = pad, .pad_bottom = pad, .pad_right = pad};
+  conv.window = {.kernel_h = k,
+                 .kernel_w = k,
+                 .stride_h = stride,
+                 .stride_w = stride,
+                 .dilation_h = dilation,
+                 .dilation_w = dilation,
+                 .pad_top = pad,
+                 .pad_left = pad,
+                 .pad_bottom = pad,
+                 .pad_right = pad};
   conv.groups = groups;
   const int64_t n = cout * k * k * (cin / groups);
   conv.filter = b.AddConstant({cout, k, k, cin / groups},
@@ -62,8 +69,8 @@ model::Graph TestGraph() {
   model::FullyConnectedAttrs fc;
   fc.weight = b.AddConstant({10, 8}, RandomVector(80, 7));
   fc.bias = b.AddConstant({10}, RandomVector(10, 8));
-  b.MarkOutput(b.AddOp(OpKind::kFullyConnected, {f}, {1, 1, 10}, fc,
-                       {.kind = ActivationKind::kHardSwish}));
+  b.MarkOutput(
+      b.AddOp(OpKind::kFullyConnected, {f}, {1, 1, 10}, fc, {.kind = ActivationKind::kHardSwish}));
   return b.Build();
 }
 
@@ -162,8 +169,7 @@ TEST_F(CoExecutionTest, SingleDevicePlanMatches) {
 
 std::string ReferenceDir() {
   const char* dir = std::getenv("PSCHED_SHARED_DIR");
-  return std::string(dir != nullptr ? dir : PSCHED_SOURCE_DIR "/../shared") +
-         "/models/reference/";
+  return std::string(dir != nullptr ? dir : PSCHED_SOURCE_DIR "/../shared") + "/models/reference/";
 }
 
 TEST_F(CoExecutionTest, SplitSqueezenetMatchesPyTorch) {
@@ -257,10 +263,9 @@ TEST_F(CoExecutionTest, RejectsWrongInputs) {
   const model::Graph graph = TestGraph();
   auto rt = CoExecutionRuntime::Create(graph, devices_, RandomPlan(graph, 2, 3));
   ASSERT_TRUE(rt.ok());
-  EXPECT_THAT((*rt)->Run(std::vector<std::vector<float>>{std::vector<float>(5)})
-                  .status()
-                  .ToString(),
-              HasSubstr("holds 5 floats, expected 256"));
+  EXPECT_THAT(
+      (*rt)->Run(std::vector<std::vector<float>>{std::vector<float>(5)}).status().ToString(),
+      HasSubstr("holds 5 floats, expected 256"));
   EXPECT_THAT(CoExecutionRuntime::Create(graph, {}, SingleDevicePlan(graph)).status().ToString(),
               HasSubstr("at least one device"));
 }

@@ -19,8 +19,7 @@ class CpuSubtask final : public Subtask {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CpuDevice>> CpuDevice::Create(std::string name,
-                                                             std::vector<int> cores,
-                                                             int threads) {
+                                                             std::vector<int> cores, int threads) {
   if (threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("device ", name, ": threads must be >= 1, got ", threads));
@@ -51,10 +50,11 @@ CpuDevice::~CpuDevice() {
   if (threadpool_ != nullptr) pthreadpool_destroy(threadpool_);
 }
 
-absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(
-    const model::Graph& graph, model::OpId id, cpu::WorkSlice slice,
-    std::span<const cpu::TensorView> inputs, const cpu::TensorView& output,
-    std::mutex* accumulate_mu) {
+absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& graph,
+                                                            model::OpId id, cpu::WorkSlice slice,
+                                                            std::span<const cpu::TensorView> inputs,
+                                                            const cpu::TensorView& output,
+                                                            std::mutex* accumulate_mu) {
   std::unique_ptr<Subtask> subtask;
   const absl::Status status = worker_->Call([&]() -> absl::Status {
     cpu::KernelLayout layout;

@@ -17,8 +17,7 @@ namespace psched::executor::runtime {
 class CpuDevice final : public Device {
  public:
   // `name` is the logical device name (e.g. "cpu.0").
-  static absl::StatusOr<std::unique_ptr<CpuDevice>> Create(std::string name,
-                                                           std::vector<int> cores,
+  static absl::StatusOr<std::unique_ptr<CpuDevice>> Create(std::string name, std::vector<int> cores,
                                                            int threads = 1);
   ~CpuDevice() override;
 

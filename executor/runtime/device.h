@@ -42,10 +42,11 @@ class Device {
   // order) and writing `output` (the whole op's output view). cin slices add into the
   // output while holding `accumulate_mu`, which all slices of that op share; the runtime
   // zeroes the output before and applies the fused activation after them.
-  virtual absl::StatusOr<std::unique_ptr<Subtask>> Compile(
-      const model::Graph& graph, model::OpId id, cpu::WorkSlice slice,
-      std::span<const cpu::TensorView> inputs, const cpu::TensorView& output,
-      std::mutex* accumulate_mu) = 0;
+  virtual absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph,
+                                                           model::OpId id, cpu::WorkSlice slice,
+                                                           std::span<const cpu::TensorView> inputs,
+                                                           const cpu::TensorView& output,
+                                                           std::mutex* accumulate_mu) = 0;
   // Runs `job` on the device's thread without waiting; jobs run in submission order.
   virtual void Post(std::function<void()> job) = 0;
 };

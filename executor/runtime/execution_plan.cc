@@ -55,8 +55,8 @@ absl::Status ValidateExecutionPlan(const model::Graph& graph, const ExecutionPla
     }
     const int64_t work = model::WorkSize(graph, id, axis);
     if (work == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          OpLabel(graph, id), " cannot be split along ", std::string(model::SplitAxisName(axis))));
+      return absl::InvalidArgumentError(absl::StrCat(OpLabel(graph, id), " cannot be split along ",
+                                                     std::string(model::SplitAxisName(axis))));
     }
     std::sort(steps.begin(), steps.end(),
               [](const PlanStep& a, const PlanStep& b) { return a.begin < b.begin; });
@@ -70,8 +70,8 @@ absl::Status ValidateExecutionPlan(const model::Graph& graph, const ExecutionPla
       covered = s.end;
     }
     if (covered != work) {
-      return absl::InvalidArgumentError(absl::StrCat(OpLabel(graph, id), ": steps cover [0, ",
-                                                     covered, ") of [0, ", work, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(OpLabel(graph, id), ": steps cover [0, ", covered, ") of [0, ", work, ")"));
     }
   }
 
