@@ -164,9 +164,13 @@ absl::Status WriteOutputs(std::vector<ResultRow>& rows, const Flags& flags) {
   } else {
     std::cout << TextTable(rows, summary);
   }
+  int failed = 0;
   for (const ResultRow& r : rows) {
-    if (!r.ok) fmt::print(stderr, "{} / {}: {}\n", r.model, r.method, r.error);
+    if (r.ok) continue;
+    ++failed;
+    fmt::print(stderr, "{} / {}: {}\n", r.model, r.method, r.error);
   }
+  if (failed > 0) return absl::InternalError(absl::StrCat(failed, " of ", rows.size(), " runs failed"));
   return absl::OkStatus();
 }
 
@@ -178,8 +182,9 @@ absl::Status RunModels(const Flags& flags, const std::vector<std::string>& metho
   std::vector<ResultRow> rows;
   for (size_t f = 0; f < files->size(); ++f) {
     const std::string& path = (*files)[f];
+    // The importer's messages name the file already.
     absl::StatusOr<model::Graph> graph = model::ImportOnnxFile(path, model::ImportOptions{});
-    if (!graph.ok()) return absl::Status(graph.status().code(), absl::StrCat(path, ": ", graph.status().message()));
+    if (!graph.ok()) return graph.status();
     for (const std::string& method : methods) {
       absl::StatusOr<scheduler::SchedulerOptions> options = Options(flags, method);
       if (!options.ok()) return options.status();
@@ -234,9 +239,13 @@ absl::Status RunTaskGraph(const Flags& flags, const std::vector<std::string>& me
       if (schedules.contains(r["method"].get<std::string>())) r["subtasks"] = schedules[r["method"].get<std::string>()];
     }
     std::cout << j.dump(2) << "\n";
+    int failed = 0;
     for (const ResultRow& r : rows) {
-      if (!r.ok) fmt::print(stderr, "{}: {}\n", r.method, r.error);
+      if (r.ok) continue;
+      ++failed;
+      fmt::print(stderr, "{}: {}\n", r.method, r.error);
     }
+    if (failed > 0) return absl::InternalError(absl::StrCat(failed, " of ", rows.size(), " runs failed"));
     return absl::OkStatus();
   }
   return WriteOutputs(rows, flags);
@@ -272,7 +281,7 @@ absl::Status RunPlanningTime(const Flags& flags, const std::vector<std::string>&
     double worst = 0;
     for (const std::string& path : *files) {
       absl::StatusOr<model::Graph> graph = model::ImportOnnxFile(path, model::ImportOptions{});
-      if (!graph.ok()) return absl::Status(graph.status().code(), absl::StrCat(path, ": ", graph.status().message()));
+      if (!graph.ok()) return graph.status();
       double best_total = 1e300;
       scheduler::partition_aware::IterativeStats stats;
       for (int r = 0; r < std::max(1, flags.repeat); ++r) {
