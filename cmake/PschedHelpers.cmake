@@ -1,7 +1,8 @@
-# psched_test(NAME SOURCES... LIBS ...): a GoogleTest binary registered with CTest.
+# psched_test(NAME SOURCES... LIBS ... [LABELS label]): a GoogleTest binary registered with
+# CTest. One label: gtest_discover_tests would split a list and drop the ENVIRONMENT property.
 # Unit tests sit beside the code they test (foo.cc, foo_test.cc).
 function(psched_test name)
-  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "LABELS" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
   include(GoogleTest)
