@@ -1,0 +1,83 @@
+// Host latency calibration: times op configurations on the host's own devices.
+//
+// Calibrate runs the cases of calibration_cases.h on each device in turn: a CPU device on a
+// PinnedWorker bound to its cores, with a one-thread XNNPACK kernel (no threadpool) bound to
+// the case's slice; the GPU device through the OpenCL kernels of executor/opencl on one
+// in-order queue. Each case gets synthetic weights and seeded random inputs, `warmup_runs`
+// untimed runs (the first OpenCL launch JIT-compiles on PoCL), then `runs` timed runs whose
+// median becomes the sample. CPU times are one kernel Run(); GPU times are Enqueue() until
+// the queue has finished, i.e. launch plus execution as a scheduled subtask sees it (the
+// synchronisation kernel is not included; the fitted model adds it as dispatch_us).
+//
+// Each device gets `budget_s` seconds of timing (kernel creation included, device and
+// program setup excluded); cases are taken in BuildCases' round-robin order until it runs
+// out. A device that cannot be opened (no OpenCL platform, core not usable) is skipped and
+// reported, not an error. Calibrate blocks the calling thread; the progress callback runs on
+// it. Not reentrant for the same OpenCL device.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "executor/calibration/calibration_cases.h"
+#include "predictor/calibration/calibration_samples.h"
+#include "predictor/latency_model.h"
+#include "scheduler/platform.h"
+
+namespace psched::executor::calibration {
+
+struct CalibrationProgress {
+  std::string device;
+  int cases_done = 0;     // measured so far on this device
+  int cases_skipped = 0;  // unsupported, failed or over max_case_ms
+  double elapsed_s = 0;
+  double budget_s = 0;
+  // The sample just measured; null for the device's start and end notifications.
+  const predictor::calibration::CalibrationSample* sample = nullptr;
+  bool finished = false;  // the device is done (budget spent or cases exhausted)
+};
+
+struct CalibrationOptions {
+  std::string platform = "host";
+  // Timing budget per device, seconds. Longer gives more samples and a better fit.
+  double budget_s = 3.0;
+  int warmup_runs = 1;
+  // Timed runs per case; the sample is their median.
+  int runs = 5;
+  // Cases whose `prior` prediction on a device exceeds this are skipped: one huge conv
+  // would otherwise eat the whole budget. <= 0 or no prior: no limit.
+  double max_case_ms = 30.0;
+  // Predicts devices by platform index (the order of Calibrate's `devices`); may be null.
+  std::shared_ptr<const predictor::LatencyModel> prior;
+  uint64_t seed = 1;  // inputs and weights
+  std::function<void(const CalibrationProgress&)> progress;
+};
+
+struct DeviceOutcome {
+  std::string device;
+  bool skipped = false;
+  std::string reason;  // why the device was skipped
+  int cases_done = 0;
+  int cases_skipped = 0;
+  double elapsed_s = 0;
+};
+
+struct CalibrationRun {
+  predictor::calibration::CalibrationSamples samples;
+  std::vector<DeviceOutcome> devices;
+};
+
+// Times `cases` on every device of `devices` (CPU: its cpu_cores, which must not be empty;
+// GPU: its opencl_device selector text, empty meaning the first GPU-type device, else the
+// first OpenCL device of any type). InvalidArgument for no devices, duplicate names, a CPU
+// device without cores, budget_s <= 0, runs < 1 or warmup_runs < 0.
+absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> devices,
+                                         std::span<const CalibrationCase> cases,
+                                         const CalibrationOptions& options);
+
+}  // namespace psched::executor::calibration

@@ -1,0 +1,182 @@
+#include "executor/calibration/calibrate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "executor/opencl/opencl_device.h"
+#include "model/onnx_import.h"
+#include "predictor/calibration/analytic_fit.h"
+
+namespace psched::executor::calibration {
+namespace {
+
+using predictor::calibration::CalibrationSample;
+
+std::vector<CalibrationCase> Cases() {
+  const char* dir = std::getenv("PSCHED_SHARED_DIR");
+  std::vector<model::Graph> models;
+  for (const char* name : {"squeezenet_v1_1", "peleenet"}) {
+    absl::StatusOr<model::Graph> g = model::ImportOnnxFile(
+        std::string(dir != nullptr ? dir : "/work/shared") + "/models/graph-only/" + name + ".onnx",
+        model::ImportOptions{});
+    EXPECT_TRUE(g.ok()) << g.status();
+    if (g.ok()) models.push_back(std::move(*g));
+  }
+  return BuildCases(models);
+}
+
+scheduler::DeviceSpec Cpu(std::string name, int core) {
+  return scheduler::DeviceSpec{std::move(name), scheduler::DeviceKind::kCpu, 0, {core}, ""};
+}
+
+predictor::OpConfig Conv3x3(int64_t hw, int64_t c) {
+  predictor::OpConfig conv;
+  conv.kind = model::OpKind::kConv2d;
+  conv.inputs = {model::Shape{hw, hw, c}};
+  conv.output = model::Shape{hw, hw, c};
+  conv.window = {3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  predictor::ComputeCost(conv);
+  return conv;
+}
+
+TEST(CalibrateTest, TinyRunOnOneCoreFitsAUsefulModel) {
+  const std::vector<CalibrationCase> cases = Cases();
+  ASSERT_FALSE(cases.empty());
+  const std::vector<scheduler::DeviceSpec> devices = {Cpu("cpu.0", 0)};
+  CalibrationOptions options;
+  options.budget_s = 1.5;
+  options.runs = 3;
+  int starts = 0, samples_seen = 0, finishes = 0;
+  options.progress = [&](const CalibrationProgress& p) {
+    EXPECT_EQ(p.device, "cpu.0");
+    if (p.finished) {
+      ++finishes;
+    } else if (p.sample == nullptr) {
+      ++starts;
+    } else {
+      ++samples_seen;
+      EXPECT_EQ(p.cases_done, samples_seen);
+    }
+  };
+  absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->devices.size(), 1u);
+  EXPECT_FALSE(run->devices[0].skipped) << run->devices[0].reason;
+  const std::vector<CalibrationSample>& samples = run->samples.samples;
+  ASSERT_GE(samples.size(), 20u);
+  EXPECT_EQ(starts, 1);
+  EXPECT_EQ(finishes, 1);
+  EXPECT_EQ(samples_seen, static_cast<int>(samples.size()));
+  for (const CalibrationSample& s : samples) {
+    EXPECT_EQ(s.device, "cpu.0");
+    EXPECT_GT(s.measured_us, 0.0) << s.source;
+    EXPECT_TRUE(std::isfinite(s.measured_us)) << s.source;
+    EXPECT_EQ(s.runs, 3);
+  }
+
+  const std::vector<std::string> names = {"cpu.0"};
+  absl::StatusOr<predictor::calibration::FitResult> fit =
+      predictor::calibration::FitAnalyticModel("host", names, run->samples);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  ASSERT_GT(fit->report.heldout_samples, 0);
+  // Loose: the fitted model lands within a factor of the measurement for most held-out
+  // configurations (timing noise on a shared 2-core machine is large for tiny ops).
+  const predictor::calibration::ErrorStats& all = fit->report.heldout.back();
+  EXPECT_EQ(all.kind, "all");
+  EXPECT_LT(all.median_ape, 75.0);
+  EXPECT_LT(all.mape, 300.0);
+  EXPECT_GT(fit->model->PredictUs(Conv3x3(28, 64), 0), fit->model->PredictUs(Conv3x3(14, 64), 0));
+  EXPECT_GT(fit->model->PredictUs(Conv3x3(28, 128), 0), fit->model->PredictUs(Conv3x3(28, 32), 0));
+}
+
+TEST(CalibrateTest, GpuRunsThroughOpenClOrIsSkippedCleanly) {
+  std::vector<CalibrationCase> cases = Cases();
+  ASSERT_FALSE(cases.empty());
+  std::vector<scheduler::DeviceSpec> devices = {
+      scheduler::DeviceSpec{"gpu", scheduler::DeviceKind::kGpu, 0, {}, ""}};
+  setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
+  CalibrationOptions options;
+  // Cold PoCL caches JIT-compile each new kernel shape, so this may time only a few cases.
+  options.budget_s = 1.5;
+  options.runs = 2;
+  absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->devices.size(), 1u);
+  if (!executor::opencl::ListDevices().ok()) {
+    EXPECT_TRUE(run->devices[0].skipped);
+    EXPECT_FALSE(run->devices[0].reason.empty());
+    EXPECT_TRUE(run->samples.samples.empty());
+    GTEST_SKIP() << "no OpenCL: " << run->devices[0].reason;
+  }
+  EXPECT_FALSE(run->devices[0].skipped) << run->devices[0].reason;
+  EXPECT_GE(run->samples.samples.size(), 1u);
+  for (const CalibrationSample& s : run->samples.samples) {
+    EXPECT_EQ(s.device, "gpu");
+    EXPECT_GT(s.measured_us, 0.0) << s.source;
+  }
+}
+
+TEST(CalibrateTest, MissingDevicesAreSkippedNotFatal) {
+  const std::vector<CalibrationCase> cases = Cases();
+  const std::vector<scheduler::DeviceSpec> devices = {
+      Cpu("cpu.999", 999),
+      scheduler::DeviceSpec{"gpu", scheduler::DeviceKind::kGpu, 0, {}, "no-such-platform:no-such-device"}};
+  CalibrationOptions options;
+  options.budget_s = 0.2;
+  absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->devices.size(), 2u);
+  for (const DeviceOutcome& o : run->devices) {
+    EXPECT_TRUE(o.skipped) << o.device;
+    EXPECT_FALSE(o.reason.empty()) << o.device;
+  }
+  EXPECT_TRUE(run->samples.samples.empty());
+}
+
+TEST(CalibrateTest, OverBudgetCasesAreSkippedByThePrior) {
+  const std::vector<CalibrationCase> cases = Cases();
+  CalibrationOptions options;
+  options.budget_s = 0.5;
+  options.max_case_ms = 1.0;
+  predictor::AnalyticDeviceParams slow;
+  slow.SetThroughput(1.0, 1.0, 1.0, 1.0);
+  slow.overhead_us = 2e3;  // every case predicted slower than 2 ms
+  options.prior = std::make_shared<predictor::AnalyticModel>(
+      "prior", std::vector<predictor::AnalyticDeviceParams>{slow});
+  const std::vector<scheduler::DeviceSpec> devices = {Cpu("cpu.0", 0)};
+  absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->samples.samples.empty());
+  EXPECT_EQ(run->devices[0].cases_skipped, static_cast<int>(cases.size()));
+}
+
+TEST(CalibrateTest, RejectsBadOptions) {
+  const std::vector<CalibrationCase> cases;
+  const std::vector<scheduler::DeviceSpec> none;
+  EXPECT_THAT(std::string(Calibrate(none, cases, {}).status().message()),
+              ::testing::HasSubstr("no devices"));
+  const std::vector<scheduler::DeviceSpec> twice = {Cpu("cpu.0", 0), Cpu("cpu.0", 1)};
+  EXPECT_THAT(std::string(Calibrate(twice, cases, {}).status().message()),
+              ::testing::HasSubstr("listed twice"));
+  const std::vector<scheduler::DeviceSpec> coreless = {
+      scheduler::DeviceSpec{"cpu.x", scheduler::DeviceKind::kCpu, 0, {}, ""}};
+  EXPECT_THAT(std::string(Calibrate(coreless, cases, {}).status().message()),
+              ::testing::HasSubstr("no cores"));
+  const std::vector<scheduler::DeviceSpec> one = {Cpu("cpu.0", 0)};
+  CalibrationOptions zero_budget;
+  zero_budget.budget_s = 0;
+  EXPECT_THAT(std::string(Calibrate(one, cases, zero_budget).status().message()),
+              ::testing::HasSubstr("budget_s"));
+  CalibrationOptions no_runs;
+  no_runs.runs = 0;
+  EXPECT_EQ(Calibrate(one, cases, no_runs).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace psched::executor::calibration

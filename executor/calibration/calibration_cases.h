@@ -1,0 +1,51 @@
+// The op configurations a calibration run times, drawn from real models.
+//
+// BuildCases takes every op of the given graphs, keeps one op per distinct configuration
+// (predictor::OpConfig), and adds partition slices of convs and fully-connected ops (cout,
+// cin and spatial slices of a quarter, half and three quarters of the work, one of them in
+// the middle of the rows so the halo is exercised) - a subtask is predicted as its own
+// smaller op, so the fitted model must see small ones. Cases are grouped by category (1x1,
+// 3x3, depthwise, strided and other convs, FC, pools, element-wise, concat, the rest),
+// shuffled within a category with a fixed seed and interleaved round-robin, so any prefix
+// of the list - what a time budget allows - covers every category.
+//
+// A case owns a one-op graph (op 0, no weights: the runner synthesises them when it times
+// the case). Functions are pure and thread-safe; cases are immutable values.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/graph.h"
+#include "model/split.h"
+#include "predictor/op_config.h"
+
+namespace psched::executor::calibration {
+
+struct CalibrationCase {
+  std::shared_ptr<const model::Graph> graph;  // one op (id 0); constants without data
+  model::SplitAxis axis = model::SplitAxis::kNone;
+  int64_t begin = 0;
+  int64_t end = 1;
+  predictor::OpConfig config;  // the subtask's own configuration
+  std::string category;
+  std::string source;  // "squeezenet_v1_1/op 12 'conv3' cout[0,32)"
+};
+
+struct CaseOptions {
+  uint64_t seed = 1;
+  // Add cout / cin / spatial slices of partitionable ops.
+  bool include_slices = true;
+};
+
+// Op `id` of `graph` as a graph of its own: its activation inputs become graph inputs, its
+// constant operands and weights are copied (data included when present).
+model::Graph ExtractOp(const model::Graph& graph, model::OpId id);
+
+std::vector<CalibrationCase> BuildCases(std::span<const model::Graph> models,
+                                        const CaseOptions& options = {});
+
+}  // namespace psched::executor::calibration

@@ -1,0 +1,96 @@
+#include "executor/calibration/calibration_cases.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "model/onnx_import.h"
+#include "predictor/calibration/calibration_samples.h"
+
+namespace psched::executor::calibration {
+namespace {
+
+std::string SharedDir() {
+  const char* dir = std::getenv("PSCHED_SHARED_DIR");
+  return dir != nullptr ? dir : "/work/shared";
+}
+
+model::Graph Squeezenet() {
+  absl::StatusOr<model::Graph> g = model::ImportOnnxFile(
+      SharedDir() + "/models/graph-only/squeezenet_v1_1.onnx", model::ImportOptions{});
+  EXPECT_TRUE(g.ok()) << g.status();
+  return g.ok() ? std::move(*g) : model::Graph{};
+}
+
+std::string Key(const predictor::OpConfig& c) {
+  return predictor::calibration::OpConfigToJson(c).dump();
+}
+
+TEST(ExtractOpTest, OneOpGraphHasTheSameConfiguration) {
+  const model::Graph g = Squeezenet();
+  ASSERT_FALSE(g.ops.empty());
+  for (model::OpId id = 0; id < static_cast<model::OpId>(g.ops.size()); ++id) {
+    const model::Graph one = ExtractOp(g, id);
+    ASSERT_EQ(one.ops.size(), 1u);
+    EXPECT_EQ(Key(predictor::WholeOpConfig(one, 0)), Key(predictor::WholeOpConfig(g, id)))
+        << g.op(id).name;
+    for (model::TensorId t : one.ActivationInputs(0)) {
+      EXPECT_TRUE(std::any_of(one.inputs.begin(), one.inputs.end(),
+                              [t](const model::GraphIO& io) { return io.tensor == t; }));
+    }
+    EXPECT_EQ(one.output_shape(0), g.output_shape(id));
+    for (model::SplitAxis axis : model::kAllSplitAxes) {
+      EXPECT_EQ(model::WorkSize(one, 0, axis), model::WorkSize(g, id, axis));
+    }
+  }
+}
+
+TEST(BuildCasesTest, DistinctConfigurationsWithSlicesInterleavedByCategory) {
+  const model::Graph g = Squeezenet();
+  const std::vector<model::Graph> models = {g, g};  // the second copy adds nothing
+  const std::vector<CalibrationCase> cases = BuildCases(models);
+  ASSERT_GT(cases.size(), 20u);
+  std::set<std::string> keys;
+  std::set<std::string> categories;
+  int slices = 0;
+  for (const CalibrationCase& c : cases) {
+    EXPECT_TRUE(keys.insert(Key(c.config)).second) << "duplicate " << c.source;
+    categories.insert(c.category);
+    ASSERT_EQ(c.graph->ops.size(), 1u);
+    EXPECT_EQ(Key(c.config), Key(predictor::SubtaskConfig(*c.graph, 0, c.axis, c.begin, c.end)));
+    if (c.axis != model::SplitAxis::kNone) {
+      ++slices;
+      EXPECT_LT(c.begin, c.end);
+      EXPECT_LE(c.end, model::WorkSize(*c.graph, 0, c.axis));
+      EXPECT_THAT(c.category, ::testing::EndsWith("/slice"));
+    }
+  }
+  EXPECT_GT(slices, 10);
+  EXPECT_TRUE(categories.contains("conv_1x1"));
+  EXPECT_TRUE(categories.contains("conv_3x3"));
+  EXPECT_TRUE(categories.contains("concat"));
+  EXPECT_TRUE(categories.contains("pool"));
+  // Round-robin: the first |categories| cases cover every category.
+  std::set<std::string> head;
+  for (size_t i = 0; i < categories.size(); ++i) head.insert(cases[i].category);
+  EXPECT_EQ(head, categories);
+}
+
+TEST(BuildCasesTest, SeededAndOptionalSlices) {
+  const std::vector<model::Graph> models = {Squeezenet()};
+  const std::vector<CalibrationCase> a = BuildCases(models, {.seed = 3, .include_slices = true});
+  const std::vector<CalibrationCase> b = BuildCases(models, {.seed = 3, .include_slices = true});
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].source, b[i].source);
+  const std::vector<CalibrationCase> whole = BuildCases(models, {.seed = 3, .include_slices = false});
+  EXPECT_LT(whole.size(), a.size());
+  for (const CalibrationCase& c : whole) EXPECT_EQ(c.axis, model::SplitAxis::kNone);
+  EXPECT_TRUE(BuildCases(std::vector<model::Graph>{}).empty());
+}
+
+}  // namespace
+}  // namespace psched::executor::calibration

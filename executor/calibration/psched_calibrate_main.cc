@@ -1,0 +1,294 @@
+// psched-calibrate: measures op latencies on this machine's devices, fits the analytic
+// latency model to them and prints the held-out error table.
+//
+//   psched-calibrate --devices cpu.0,cpu.1,gpu --budget-s 5 --out calibration.json
+//   psched-calibrate --samples calibration.json --out refit.json   (fit only, no timing)
+//
+// Devices: `cpu.N` is a single-core CPU device pinned to core N (XNNPACK, one thread);
+// `gpu` is the OpenCL device (--opencl-device, default: a GPU, else the first device; PoCL
+// on development machines, kept to one thread unless POCL_MAX_PTHREAD_COUNT is set). The
+// output file holds the samples, the fitted parameters, the error report and what happened
+// per device. Exit status: 0 on success, 1 with a one-line reason otherwise.
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "executor/calibration/calibrate.h"
+#include "executor/calibration/calibration_cases.h"
+#include "model/onnx_import.h"
+#include "predictor/analytic_model.h"
+#include "predictor/calibration/analytic_fit.h"
+#include "predictor/calibration/analytic_params_json.h"
+#include "predictor/calibration/calibration_samples.h"
+#include "predictor/profiles.h"
+#include "spdlog/spdlog.h"
+
+namespace psched {
+namespace {
+
+namespace fs = std::filesystem;
+using predictor::calibration::CalibrationSamples;
+
+struct Flags {
+  std::string devices = "cpu.0,cpu.1,gpu";
+  double budget_s = 3.0;
+  std::vector<std::string> models;
+  std::string out;
+  std::string samples_in;
+  std::string opencl_device;
+  uint64_t seed = 1;
+  int runs = 5;
+  int warmup = 1;
+  double max_case_ms = 30.0;
+  double holdout = 0.2;
+  std::string log_level = "warn";
+};
+
+// cpu.N -> core N; gpu -> the OpenCL device.
+absl::StatusOr<std::vector<scheduler::DeviceSpec>> ParseDevices(const std::string& text,
+                                                                const std::string& opencl) {
+  std::vector<scheduler::DeviceSpec> out;
+  const std::vector<std::string> parts = absl::StrSplit(text, ',', absl::SkipWhitespace());
+  for (const std::string& part : parts) {
+    const std::string_view name = part;
+    scheduler::DeviceSpec spec;
+    spec.name = std::string(name);
+    if (name == "gpu") {
+      spec.kind = scheduler::DeviceKind::kGpu;
+      spec.opencl_device = opencl;
+    } else {
+      int core = -1;
+      const std::string_view digits = name.substr(std::min<size_t>(4, name.size()));
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), core);
+      if (!name.starts_with("cpu.") || digits.empty() || ec != std::errc() ||
+          end != digits.data() + digits.size() || core < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--devices: '", part, "' is neither cpu.N (N a core id) nor gpu"));
+      }
+      spec.cpu_cores = {core};
+    }
+    out.push_back(std::move(spec));
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--devices lists no device");
+  return out;
+}
+
+// The host profile's parameters for each device: the fit's starting point and fallback.
+std::vector<predictor::AnalyticDeviceParams> Priors(
+    const std::vector<scheduler::DeviceSpec>& devices) {
+  int cores = 1;
+  for (const scheduler::DeviceSpec& d : devices) {
+    for (int c : d.cpu_cores) cores = std::max(cores, c + 1);
+  }
+  const predictor::Profile host = predictor::HostProfile(cores);
+  const auto* model = dynamic_cast<const predictor::AnalyticModel*>(host.model.get());
+  std::vector<predictor::AnalyticDeviceParams> priors;
+  for (const scheduler::DeviceSpec& d : devices) {
+    predictor::AnalyticDeviceParams p;
+    p.name = d.name;
+    p.gpu = d.kind == scheduler::DeviceKind::kGpu;
+    if (model != nullptr) {
+      const std::optional<int> index = host.platform.DeviceIndex(p.gpu ? "gpu" : d.name);
+      if (index.has_value()) p = model->device(*index);
+      p.name = d.name;
+    }
+    priors.push_back(std::move(p));
+  }
+  return priors;
+}
+
+absl::StatusOr<std::vector<model::Graph>> LoadModels(std::vector<std::string> paths) {
+  if (paths.empty()) {
+    const char* shared = std::getenv("PSCHED_SHARED_DIR");
+    paths.push_back((fs::path(shared != nullptr ? shared : "/work/shared") / "models/graph-only")
+                        .string());
+  }
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      for (const fs::directory_entry& e : fs::directory_iterator(p, ec)) {
+        if (e.path().extension() == ".onnx") files.push_back(e.path().string());
+      }
+    } else {
+      files.push_back(p);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return absl::NotFoundError("no .onnx models found in --models");
+  std::vector<model::Graph> graphs;
+  for (const std::string& f : files) {
+    absl::StatusOr<model::Graph> g = model::ImportOnnxFile(f, model::ImportOptions{});
+    if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat(f, ": ", g.status().message()));
+    graphs.push_back(std::move(*g));
+  }
+  return graphs;
+}
+
+absl::StatusOr<nlohmann::json> ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON"));
+  return j;
+}
+
+absl::Status Run(const Flags& flags) {
+  absl::StatusOr<std::vector<scheduler::DeviceSpec>> devices =
+      ParseDevices(flags.devices, flags.opencl_device);
+  if (!devices.ok()) return devices.status();
+  const std::vector<predictor::AnalyticDeviceParams> priors = Priors(*devices);
+  std::vector<std::string> names;
+  for (const scheduler::DeviceSpec& d : *devices) names.push_back(d.name);
+
+  CalibrationSamples samples;
+  nlohmann::json outcomes = nlohmann::json::array();
+  if (!flags.samples_in.empty()) {
+    absl::StatusOr<nlohmann::json> j = ReadJson(flags.samples_in);
+    if (!j.ok()) return j.status();
+    absl::StatusOr<CalibrationSamples> s = predictor::calibration::SamplesFromJson(*j);
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(flags.samples_in, ": ", s.status().message()));
+    samples = std::move(*s);
+    std::erase_if(samples.samples, [&](const auto& sample) {
+      return std::find(names.begin(), names.end(), sample.device) == names.end();
+    });
+    std::printf("loaded %zu samples from %s\n", samples.samples.size(), flags.samples_in.c_str());
+  } else {
+    const auto load_start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<model::Graph>> models = LoadModels(flags.models);
+    if (!models.ok()) return models.status();
+    const std::vector<executor::calibration::CalibrationCase> cases =
+        executor::calibration::BuildCases(*models, {.seed = flags.seed, .include_slices = true});
+    std::printf("%zu models, %zu distinct op configurations and slices (%.1f s)\n", models->size(),
+                cases.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+    executor::calibration::CalibrationOptions options;
+    options.budget_s = flags.budget_s;
+    options.runs = flags.runs;
+    options.warmup_runs = flags.warmup;
+    options.max_case_ms = flags.max_case_ms;
+    options.seed = flags.seed;
+    options.prior = std::make_shared<predictor::AnalyticModel>("prior", priors);
+    double last_print = -1.0;
+    options.progress = [&](const executor::calibration::CalibrationProgress& p) {
+      if (p.sample != nullptr && p.elapsed_s - last_print < 1.0) return;
+      last_print = p.sample != nullptr ? p.elapsed_s : -1.0;
+      if (p.finished) {
+        std::printf("[%s] done: %d samples, %d skipped in %.1f s\n", p.device.c_str(),
+                    p.cases_done, p.cases_skipped, p.elapsed_s);
+      } else if (p.sample == nullptr) {
+        std::printf("[%s] calibrating for %.1f s\n", p.device.c_str(), p.budget_s);
+      } else {
+        std::printf("[%s] %5.1f/%.1f s  %4d samples  last %-16s %10.1f us  %s\n",
+                    p.device.c_str(), p.elapsed_s, p.budget_s, p.cases_done,
+                    std::string(model::OpKindName(p.sample->config.kind)).c_str(),
+                    p.sample->measured_us, p.sample->source.c_str());
+      }
+      std::fflush(stdout);
+    };
+    absl::StatusOr<executor::calibration::CalibrationRun> run =
+        executor::calibration::Calibrate(*devices, cases, options);
+    if (!run.ok()) return run.status();
+    for (const executor::calibration::DeviceOutcome& o : run->devices) {
+      if (o.skipped) std::printf("[%s] skipped: %s\n", o.device.c_str(), o.reason.c_str());
+      outcomes.push_back({{"device", o.device},
+                          {"skipped", o.skipped},
+                          {"reason", o.reason},
+                          {"samples", o.cases_done},
+                          {"cases_skipped", o.cases_skipped},
+                          {"elapsed_s", o.elapsed_s}});
+    }
+    samples = std::move(run->samples);
+  }
+
+  predictor::calibration::FitOptions fit_options;
+  fit_options.seed = flags.seed;
+  fit_options.holdout_fraction = flags.holdout;
+  fit_options.priors = priors;
+  absl::StatusOr<predictor::calibration::FitResult> fit =
+      predictor::calibration::FitAnalyticModel("host", names, samples, fit_options);
+  if (!fit.ok()) return fit.status();
+  std::printf("\nheld-out errors (%d held out, %d trained on):\n%s",
+              fit->report.heldout_samples, fit->report.train_samples,
+              predictor::calibration::FormatErrorTable(fit->report.heldout).c_str());
+  for (const std::string& d : fit->report.unfitted_devices) {
+    std::printf("%s: no samples, host profile parameters kept\n", d.c_str());
+  }
+  std::printf("model version %s\n", fit->model->Version().c_str());
+
+  if (!flags.out.empty()) {
+    nlohmann::json out = predictor::calibration::SamplesToJson(samples);
+    out["params"] = predictor::calibration::AnalyticParamsToJson({"host", fit->params});
+    out["report"] = predictor::calibration::FitReportToJson(fit->report);
+    out["devices"] = std::move(outcomes);
+    std::ofstream file(flags.out);
+    file << out.dump(1) << "\n";
+    if (!file) return absl::InternalError(absl::StrCat("cannot write ", flags.out));
+    std::printf("wrote %s\n", flags.out.c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace psched
+
+int main(int argc, char** argv) {
+  psched::Flags flags;
+  CLI::App app{"Measure op latencies on this machine's devices and fit the analytic model."};
+  app.add_option("--devices", flags.devices, "comma-separated cpu.N (core N) and gpu")
+      ->capture_default_str();
+  app.add_option("--budget-s", flags.budget_s, "timing budget per device, seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--models", flags.models,
+                 "ONNX files or folders (default $PSCHED_SHARED_DIR/models/graph-only)");
+  app.add_option("--out", flags.out, "write samples, parameters and report as JSON");
+  app.add_option("--samples", flags.samples_in,
+                 "fit samples from a previous --out file instead of measuring")
+      ->check(CLI::ExistingFile);
+  app.add_option("--opencl-device", flags.opencl_device,
+                 "OpenCL device selector (platform:device:index); default a GPU, else the first");
+  app.add_option("--seed", flags.seed, "case order, inputs, weights, held-out split")
+      ->capture_default_str();
+  app.add_option("--runs", flags.runs, "timed runs per case (median)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--warmup", flags.warmup, "untimed runs per case")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--max-case-ms", flags.max_case_ms,
+                 "skip cases the host profile predicts slower than this (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--holdout", flags.holdout, "share of samples held out for the error table")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.9));
+  app.add_option("--log-level", flags.log_level, "trace|debug|info|warn|error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+  // PoCL spreads a kernel over every core by default, which would run on the CPU devices'
+  // cores too; calibrate the GPU device as the co-execution runtime uses it: one thread.
+  setenv("POCL_MAX_PTHREAD_COUNT", "1", /*overwrite=*/0);
+  const absl::Status status = psched::Run(flags);
+  if (!status.ok()) {
+    std::fprintf(stderr, "psched-calibrate: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
