@@ -231,7 +231,7 @@ void CmdModelLs(const Globals& g) {
                     std::to_string(m.size_bytes()), m.has_weights() ? "yes" : "no",
                     m.inputs_size() > 0 ? Dims(m.inputs(0).dims()) : ""});
   }
-  PrintTable({"ID", "NAME", "OPS", "GFLOPS", "BYTES", "WEIGHTS", "INPUT"}, rows);
+  PrintTable({"ID", "NAME", "OPS", "GFLOP", "BYTES", "WEIGHTS", "INPUT"}, rows);
 }
 
 void CmdModelRm(const Globals& g, const std::string& id) {
