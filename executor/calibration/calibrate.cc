@@ -53,7 +53,8 @@ absl::StatusOr<double> TimeRuns(int warmup, int runs, Fn run) {
   for (int i = 0; i < warmup; ++i) {
     if (absl::Status s = run(); !s.ok()) return s;
   }
-  spdlog::debug("calibration: {} warm-up runs took {:.1f} ms", warmup, Micros(Clock::now() - start) / 1e3);
+  spdlog::debug("calibration: {} warm-up runs took {:.1f} ms", warmup,
+                Micros(Clock::now() - start) / 1e3);
   std::vector<double> times;
   for (int i = 0; i < runs; ++i) {
     const Clock::time_point run_start = Clock::now();
@@ -75,7 +76,8 @@ absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOp
     const model::Shape& shape = graph.tensor(t).shape;
     std::vector<float>& data = buffers[t];
     if (data.empty()) {
-      data = RandomData(static_cast<size_t>(shape.Elements()), options.seed + static_cast<uint64_t>(t));
+      data = RandomData(static_cast<size_t>(shape.Elements()),
+                        options.seed + static_cast<uint64_t>(t));
     }
     inputs.push_back(cpu::TensorView{data.data(), shape, shape.c});
   }
@@ -94,7 +96,8 @@ absl::StatusOr<std::unique_ptr<opencl::OpenClDevice>> OpenGpu(const std::string&
   if (!selector.ok()) return selector.status();
   absl::StatusOr<std::unique_ptr<opencl::OpenClDevice>> device =
       opencl::OpenClDevice::Open(*selector);
-  if (device.ok() || !selector->IsDefault() || device.status().code() != absl::StatusCode::kNotFound) {
+  if (device.ok() || !selector->IsDefault() ||
+      device.status().code() != absl::StatusCode::kNotFound) {
     return device;
   }
   opencl::DeviceSelector any;
@@ -121,7 +124,8 @@ absl::StatusOr<double> TimeGpuCase(opencl::OpenClDevice* device, const Calibrati
     const std::vector<float> data =
         RandomData(static_cast<size_t>(graph.tensor(in.tensor).shape.Elements()),
                    options.seed + static_cast<uint64_t>(in.tensor));
-    if (absl::Status s = (*arena)->Write(static_cast<size_t>(offsets[static_cast<size_t>(in.tensor)]), data);
+    if (absl::Status s =
+            (*arena)->Write(static_cast<size_t>(offsets[static_cast<size_t>(in.tensor)]), data);
         !s.ok()) {
       return s;
     }
@@ -187,13 +191,15 @@ absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> 
         absl::StrCat("Calibrate: budget_s must be > 0, got ", options.budget_s));
   }
   if (options.runs < 1 || options.warmup_runs < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("Calibrate: need runs >= 1 and warmup_runs >= 0, got ",
-                                                   options.runs, " and ", options.warmup_runs));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Calibrate: need runs >= 1 and warmup_runs >= 0, got ", options.runs, " and ",
+                     options.warmup_runs));
   }
   std::set<std::string> names;
   for (const scheduler::DeviceSpec& d : devices) {
     if (!names.insert(d.name).second) {
-      return absl::InvalidArgumentError(absl::StrCat("Calibrate: device '", d.name, "' listed twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Calibrate: device '", d.name, "' listed twice"));
     }
     if (d.kind == scheduler::DeviceKind::kCpu && d.cpu_cores.empty()) {
       return absl::InvalidArgumentError(
@@ -213,17 +219,18 @@ absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> 
         outcome.skipped = true;
         outcome.reason = std::string(worker.status().message());
       } else {
-        RunDevice(spec.name, static_cast<int>(i), cases, options,
-                  [&](const CalibrationCase& c) -> absl::StatusOr<double> {
-                    absl::StatusOr<double> us;
-                    const absl::Status s = (*worker)->Call([&] {
-                      us = TimeCpuCase(c, options);
-                      return absl::OkStatus();
-                    });
-                    if (!s.ok()) return s;
-                    return us;
-                  },
-                  outcome, run.samples.samples);
+        RunDevice(
+            spec.name, static_cast<int>(i), cases, options,
+            [&](const CalibrationCase& c) -> absl::StatusOr<double> {
+              absl::StatusOr<double> us;
+              const absl::Status s = (*worker)->Call([&] {
+                us = TimeCpuCase(c, options);
+                return absl::OkStatus();
+              });
+              if (!s.ok()) return s;
+              return us;
+            },
+            outcome, run.samples.samples);
       }
     } else {
       absl::StatusOr<std::unique_ptr<opencl::OpenClDevice>> device = OpenGpu(spec.opencl_device);
@@ -239,9 +246,10 @@ absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> 
           once.runs = 1;
           (void)TimeGpuCase(device->get(), first, once);
         }
-        RunDevice(spec.name, static_cast<int>(i), cases, options,
-                  [&](const CalibrationCase& c) { return TimeGpuCase(device->get(), c, options); },
-                  outcome, run.samples.samples);
+        RunDevice(
+            spec.name, static_cast<int>(i), cases, options,
+            [&](const CalibrationCase& c) { return TimeGpuCase(device->get(), c, options); },
+            outcome, run.samples.samples);
       }
     }
     if (outcome.skipped) {

@@ -126,7 +126,8 @@ TEST(CalibrateTest, MissingDevicesAreSkippedNotFatal) {
   const std::vector<CalibrationCase> cases = Cases();
   const std::vector<scheduler::DeviceSpec> devices = {
       Cpu("cpu.999", 999),
-      scheduler::DeviceSpec{"gpu", scheduler::DeviceKind::kGpu, 0, {}, "no-such-platform:no-such-device"}};
+      scheduler::DeviceSpec{
+          "gpu", scheduler::DeviceKind::kGpu, 0, {}, "no-such-platform:no-such-device"}};
   CalibrationOptions options;
   options.budget_s = 0.2;
   absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);

@@ -118,8 +118,7 @@ std::vector<CalibrationCase> BuildCases(std::span<const model::Graph> models,
       const predictor::OpConfig whole = predictor::WholeOpConfig(graph, id);
       if (seen.contains(predictor::calibration::OpConfigToJson(whole).dump())) continue;
       auto extracted = std::make_shared<const model::Graph>(ExtractOp(graph, id));
-      const std::string where =
-          absl::StrCat(graph.name, "/op ", id, " '", graph.op(id).name, "'");
+      const std::string where = absl::StrCat(graph.name, "/op ", id, " '", graph.op(id).name, "'");
       add(CalibrationCase{extracted, model::SplitAxis::kNone, 0, 1, whole, "", where}, false);
       if (!options.include_slices || !model::IsPartitionable(graph.op(id).kind)) continue;
       for (model::SplitAxis axis : {model::SplitAxis::kOutputChannels,
@@ -138,8 +137,8 @@ std::vector<CalibrationCase> BuildCases(std::span<const model::Graph> models,
         const int64_t end = begin + size;
         add(CalibrationCase{extracted, axis, begin, end,
                             predictor::SubtaskConfig(whole, axis, begin, end), "",
-                            absl::StrCat(where, " ", std::string(model::SplitAxisName(axis)), "[", begin, ",",
-                                         end, ")")},
+                            absl::StrCat(where, " ", std::string(model::SplitAxisName(axis)), "[",
+                                         begin, ",", end, ")")},
             true);
       }
     }

@@ -86,7 +86,8 @@ TEST(BuildCasesTest, SeededAndOptionalSlices) {
   const std::vector<CalibrationCase> b = BuildCases(models, {.seed = 3, .include_slices = true});
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].source, b[i].source);
-  const std::vector<CalibrationCase> whole = BuildCases(models, {.seed = 3, .include_slices = false});
+  const std::vector<CalibrationCase> whole =
+      BuildCases(models, {.seed = 3, .include_slices = false});
   EXPECT_LT(whole.size(), a.size());
   for (const CalibrationCase& c : whole) EXPECT_EQ(c.axis, model::SplitAxis::kNone);
   EXPECT_TRUE(BuildCases(std::vector<model::Graph>{}).empty());

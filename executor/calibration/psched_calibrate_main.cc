@@ -116,8 +116,8 @@ std::vector<predictor::AnalyticDeviceParams> Priors(
 absl::StatusOr<std::vector<model::Graph>> LoadModels(std::vector<std::string> paths) {
   if (paths.empty()) {
     const char* shared = std::getenv("PSCHED_SHARED_DIR");
-    paths.push_back((fs::path(shared != nullptr ? shared : "/work/shared") / "models/graph-only")
-                        .string());
+    paths.push_back(
+        (fs::path(shared != nullptr ? shared : "/work/shared") / "models/graph-only").string());
   }
   std::vector<std::string> files;
   for (const std::string& p : paths) {
@@ -135,7 +135,8 @@ absl::StatusOr<std::vector<model::Graph>> LoadModels(std::vector<std::string> pa
   std::vector<model::Graph> graphs;
   for (const std::string& f : files) {
     absl::StatusOr<model::Graph> g = model::ImportOnnxFile(f, model::ImportOptions{});
-    if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat(f, ": ", g.status().message()));
+    if (!g.ok())
+      return absl::Status(g.status().code(), absl::StrCat(f, ": ", g.status().message()));
     graphs.push_back(std::move(*g));
   }
   return graphs;
@@ -163,7 +164,8 @@ absl::Status Run(const Flags& flags) {
     absl::StatusOr<nlohmann::json> j = ReadJson(flags.samples_in);
     if (!j.ok()) return j.status();
     absl::StatusOr<CalibrationSamples> s = predictor::calibration::SamplesFromJson(*j);
-    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(flags.samples_in, ": ", s.status().message()));
+    if (!s.ok())
+      return absl::InvalidArgumentError(absl::StrCat(flags.samples_in, ": ", s.status().message()));
     samples = std::move(*s);
     std::erase_if(samples.samples, [&](const auto& sample) {
       return std::find(names.begin(), names.end(), sample.device) == names.end();
@@ -175,9 +177,10 @@ absl::Status Run(const Flags& flags) {
     if (!models.ok()) return models.status();
     const std::vector<executor::calibration::CalibrationCase> cases =
         executor::calibration::BuildCases(*models, {.seed = flags.seed, .include_slices = true});
-    std::printf("%zu models, %zu distinct op configurations and slices (%.1f s)\n", models->size(),
-                cases.size(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+    std::printf(
+        "%zu models, %zu distinct op configurations and slices (%.1f s)\n", models->size(),
+        cases.size(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
     executor::calibration::CalibrationOptions options;
     options.budget_s = flags.budget_s;
     options.runs = flags.runs;
@@ -190,13 +193,13 @@ absl::Status Run(const Flags& flags) {
       if (p.sample != nullptr && p.elapsed_s - last_print < 1.0) return;
       last_print = p.sample != nullptr ? p.elapsed_s : -1.0;
       if (p.finished) {
-        std::printf("[%s] done: %d samples, %d skipped in %.1f s\n", p.device.c_str(),
-                    p.cases_done, p.cases_skipped, p.elapsed_s);
+        std::printf("[%s] done: %d samples, %d skipped in %.1f s\n", p.device.c_str(), p.cases_done,
+                    p.cases_skipped, p.elapsed_s);
       } else if (p.sample == nullptr) {
         std::printf("[%s] calibrating for %.1f s\n", p.device.c_str(), p.budget_s);
       } else {
-        std::printf("[%s] %5.1f/%.1f s  %4d samples  last %-16s %10.1f us  %s\n",
-                    p.device.c_str(), p.elapsed_s, p.budget_s, p.cases_done,
+        std::printf("[%s] %5.1f/%.1f s  %4d samples  last %-16s %10.1f us  %s\n", p.device.c_str(),
+                    p.elapsed_s, p.budget_s, p.cases_done,
                     std::string(model::OpKindName(p.sample->config.kind)).c_str(),
                     p.sample->measured_us, p.sample->source.c_str());
       }
@@ -224,8 +227,8 @@ absl::Status Run(const Flags& flags) {
   absl::StatusOr<predictor::calibration::FitResult> fit =
       predictor::calibration::FitAnalyticModel("host", names, samples, fit_options);
   if (!fit.ok()) return fit.status();
-  std::printf("\nheld-out errors (%d held out, %d trained on):\n%s",
-              fit->report.heldout_samples, fit->report.train_samples,
+  std::printf("\nheld-out errors (%d held out, %d trained on):\n%s", fit->report.heldout_samples,
+              fit->report.train_samples,
               predictor::calibration::FormatErrorTable(fit->report.heldout).c_str());
   for (const std::string& d : fit->report.unfitted_devices) {
     std::printf("%s: no samples, host profile parameters kept\n", d.c_str());
@@ -255,7 +258,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--budget-s", flags.budget_s, "timing budget per device, seconds")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1e-3, 86400.0));
   app.add_option("--models", flags.models,
                  "ONNX files or folders (default $PSCHED_SHARED_DIR/models/graph-only)");
   app.add_option("--out", flags.out, "write samples, parameters and report as JSON");

@@ -102,7 +102,8 @@ class DeviceFit {
     for (const CalibrationSample* s : train_) {
       const double busy_us = std::max(s->measured_us - overhead, 0.05 * s->measured_us);
       bandwidth.push_back(s->config.bytes / (busy_us * 1e3));
-      if (s->config.flops > 0) rates[ClassOf(s->config)].push_back(s->config.flops / (busy_us * 1e3));
+      if (s->config.flops > 0)
+        rates[ClassOf(s->config)].push_back(s->config.flops / (busy_us * 1e3));
     }
     theta[kLogBandwidth] = std::log(std::max(Percentile(bandwidth, 0.9), 1e-3));
     theta[kLogOverhead] = std::log(overhead);
@@ -114,7 +115,8 @@ class DeviceFit {
   }
 
   // Levenberg-Marquardt from `theta`; returns the end point and its cost.
-  std::pair<std::vector<double>, double> Solve(std::vector<double> theta, int max_iterations) const {
+  std::pair<std::vector<double>, double> Solve(std::vector<double> theta,
+                                               int max_iterations) const {
     const std::vector<double> anchor = theta;
     const size_t n = theta.size();
     std::vector<double> r = Residuals(theta, anchor);
@@ -191,7 +193,8 @@ class DeviceFit {
 
   // Gaussian elimination with partial pivoting; `a` is small (<= 3 + kNumClasses rows) and
   // positive definite after damping.
-  static std::vector<double> SolveLinear(std::vector<std::vector<double>> a, std::vector<double> b) {
+  static std::vector<double> SolveLinear(std::vector<std::vector<double>> a,
+                                         std::vector<double> b) {
     const size_t n = b.size();
     for (size_t col = 0; col < n; ++col) {
       size_t pivot = col;
@@ -273,7 +276,8 @@ std::vector<ErrorStats> EvaluateErrors(const AnalyticModel& model,
     }
     if (all.empty()) continue;
     for (auto& [cls, apes] : by_class) {
-      rows.push_back(Summarise(device_names[static_cast<size_t>(d)], ClassName(cls), std::move(apes)));
+      rows.push_back(
+          Summarise(device_names[static_cast<size_t>(d)], ClassName(cls), std::move(apes)));
     }
     rows.push_back(Summarise(device_names[static_cast<size_t>(d)], "all", std::move(all)));
   }

@@ -103,7 +103,8 @@ CalibrationSamples Generate(const std::vector<AnalyticDeviceParams>& truth, doub
   for (int d = 0; d < static_cast<int>(truth.size()); ++d) {
     for (const OpConfig& c : Configs()) {
       const double us = model.PredictUs(c, d) - truth[static_cast<size_t>(d)].dispatch_us;
-      samples.samples.push_back({truth[static_cast<size_t>(d)].name, c, us * std::exp(noise(rng)), 5, ""});
+      samples.samples.push_back(
+          {truth[static_cast<size_t>(d)].name, c, us * std::exp(noise(rng)), 5, ""});
     }
   }
   return samples;
@@ -159,8 +160,7 @@ TEST(FitAnalyticModelTest, RecoversKnownParametersFromNoisySamples) {
   EXPECT_GT(cpu->count, 12);
   EXPECT_EQ(fit->report.train_samples + fit->report.heldout_samples,
             static_cast<int>(samples.samples.size()));
-  EXPECT_NEAR(static_cast<double>(fit->report.heldout_samples) / samples.samples.size(), 0.2,
-              0.03);
+  EXPECT_NEAR(static_cast<double>(fit->report.heldout_samples) / samples.samples.size(), 0.2, 0.03);
   EXPECT_THAT(fit->model->Version(), ::testing::HasSubstr("test+calibrated"));
 }
 
@@ -197,8 +197,7 @@ TEST(FitAnalyticModelTest, SplitAndModelAreReproducibleAndVersionFollowsParamete
 
 TEST(FitAnalyticModelTest, BiggerConvIsPredictedSlower) {
   const std::vector<std::string> names = {"cpu.0"};
-  absl::StatusOr<FitResult> fit =
-      FitAnalyticModel("host", names, Generate({TruthCpu()}, 0.05, 5));
+  absl::StatusOr<FitResult> fit = FitAnalyticModel("host", names, Generate({TruthCpu()}, 0.05, 5));
   ASSERT_TRUE(fit.ok());
   EXPECT_LT(fit->model->PredictUs(Conv(14, 64, 64, 3, 1), 0),
             fit->model->PredictUs(Conv(28, 64, 64, 3, 1), 0));

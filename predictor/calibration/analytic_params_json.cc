@@ -49,9 +49,9 @@ absl::StatusOr<double> ReadNumber(const json& j, std::string_view field, bool al
   const bool ok = it != j.end() && it->is_number() && std::isfinite(it->get<double>()) &&
                   (allow_zero ? it->get<double>() >= 0 : it->get<double>() > 0);
   if (!ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("analytic params device ", device, ": '", std::string(field), "' must be a finite number ",
-                     allow_zero ? ">= 0" : "> 0"));
+    return absl::InvalidArgumentError(absl::StrCat("analytic params device ", device, ": '",
+                                                   std::string(field), "' must be a finite number ",
+                                                   allow_zero ? ">= 0" : "> 0"));
   }
   return it->get<double>();
 }
@@ -71,7 +71,8 @@ absl::StatusOr<AnalyticParams> AnalyticParamsFromJson(const json& j) {
   for (size_t i = 0; i < devices->size(); ++i) {
     const json& d = (*devices)[i];
     auto bad = [i](std::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat("analytic params device ", i, ": ", std::string(why)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("analytic params device ", i, ": ", std::string(why)));
     };
     if (!d.is_object()) return bad("expected an object");
     AnalyticDeviceParams p;
@@ -89,7 +90,8 @@ absl::StatusOr<AnalyticParams> AnalyticParamsFromJson(const json& j) {
     std::vector<bool> seen(model::kNumOpKinds, false);
     for (const auto& [kind_name, value] : gflops->items()) {
       const std::optional<model::OpKind> kind = model::OpKindFromName(kind_name);
-      if (!kind.has_value()) return bad(absl::StrCat("unknown op kind '", kind_name, "' in gflops"));
+      if (!kind.has_value())
+        return bad(absl::StrCat("unknown op kind '", kind_name, "' in gflops"));
       if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
         return bad(absl::StrCat("gflops of '", kind_name, "' must be a finite number > 0"));
       }
@@ -99,7 +101,8 @@ absl::StatusOr<AnalyticParams> AnalyticParamsFromJson(const json& j) {
     for (int k = 0; k < model::kNumOpKinds; ++k) {
       if (!seen[static_cast<size_t>(k)]) {
         return bad(absl::StrCat("gflops lacks op kind '",
-                                std::string(model::OpKindName(static_cast<model::OpKind>(k))), "'"));
+                                std::string(model::OpKindName(static_cast<model::OpKind>(k))),
+                                "'"));
       }
     }
     struct Field {
@@ -107,11 +110,11 @@ absl::StatusOr<AnalyticParams> AnalyticParamsFromJson(const json& j) {
       double* value;
       bool allow_zero;
     };
-    for (const Field& f : {Field{"depthwise_gflops", &p.depthwise_gflops, false},
-                           Field{"bandwidth_gbps", &p.bandwidth_gbps, false},
-                           Field{"overhead_us", &p.overhead_us, true},
-                           Field{"dispatch_us", &p.dispatch_us, true},
-                           Field{"half_parallelism", &p.half_parallelism, true}}) {
+    for (const Field& f :
+         {Field{"depthwise_gflops", &p.depthwise_gflops, false},
+          Field{"bandwidth_gbps", &p.bandwidth_gbps, false},
+          Field{"overhead_us", &p.overhead_us, true}, Field{"dispatch_us", &p.dispatch_us, true},
+          Field{"half_parallelism", &p.half_parallelism, true}}) {
       absl::StatusOr<double> v = ReadNumber(d, f.name, f.allow_zero, i);
       if (!v.ok()) return v.status();
       *f.value = *v;

@@ -39,7 +39,8 @@ std::optional<model::ActivationKind> ActivationFromName(std::string_view name) {
 json ShapeToJson(const model::Shape& s) { return json::array({s.h, s.w, s.c}); }
 
 absl::Status Bad(std::string_view field, std::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("op config field '", std::string(field), "': ", std::string(why)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("op config field '", std::string(field), "': ", std::string(why)));
 }
 
 absl::StatusOr<model::Shape> ShapeFromJson(const json& j, std::string_view field) {
@@ -176,7 +177,8 @@ absl::StatusOr<CalibrationSamples> SamplesFromJson(const json& j) {
   for (size_t i = 0; i < list->size(); ++i) {
     const json& s = (*list)[i];
     auto bad = [i](std::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat("calibration sample ", i, ": ", std::string(why)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("calibration sample ", i, ": ", std::string(why)));
     };
     if (!s.is_object()) return bad("expected an object");
     CalibrationSample sample;

@@ -22,7 +22,7 @@ struct CalibrationSample {
   OpConfig config;
   double measured_us = 0;  // median over the timed runs
   int runs = 0;            // timed runs behind the median (warm-up excluded)
-  std::string source;      // where the configuration came from, e.g. "squeezenet_v1_1/op 12 cout[0,32)"
+  std::string source;  // where the configuration came from, e.g. "squeezenet_v1_1/op 12 cout[0,32)"
 };
 
 struct CalibrationSamples {

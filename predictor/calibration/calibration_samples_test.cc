@@ -72,10 +72,12 @@ TEST(CalibrationSamplesTest, RejectsBadInputNamingTheSampleAndField) {
   EXPECT_THAT(message(nlohmann::json::object()), ::testing::HasSubstr("'samples' missing"));
   nlohmann::json j = good;
   j["samples"][1]["measured_us"] = 0.0;
-  EXPECT_THAT(message(j), ::testing::HasSubstr("sample 1: 'measured_us' must be a finite number > 0"));
+  EXPECT_THAT(message(j),
+              ::testing::HasSubstr("sample 1: 'measured_us' must be a finite number > 0"));
   j = good;
   j["samples"][0]["config"]["kind"] = "lstm";
-  EXPECT_THAT(message(j), ::testing::HasSubstr("sample 0: op config field 'kind': unknown op kind 'lstm'"));
+  EXPECT_THAT(message(j),
+              ::testing::HasSubstr("sample 0: op config field 'kind': unknown op kind 'lstm'"));
   j = good;
   j["samples"][1]["config"]["output"] = {28, 28};
   EXPECT_THAT(message(j), ::testing::HasSubstr("'output': expected [h, w, c]"));
