@@ -1,6 +1,7 @@
 #include "scheduler/partition_aware/iterative_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <utility>
@@ -23,13 +24,39 @@ bool Improves(double candidate, double current) {
   return candidate < current - 1e-9 * std::max(1.0, current);
 }
 
+// A neighbour of `plan` on its own axis: log-uniformly between one alignment unit and
+// all of a random donor part moves to another part, or to a new part while the plan has
+// fewer than `slots`. False (and `out` untouched) for an unpartitioned plan.
+bool LocalMove(const PartitionPlan& plan, int slots, int64_t alignment, std::mt19937_64& rng,
+               PartitionPlan& out) {
+  const int parts = static_cast<int>(plan.work.size());
+  if (plan.axis == model::SplitAxis::kNone || parts < 2) return false;
+  const int targets = std::max(parts, slots);
+  const int donor = std::uniform_int_distribution<int>(0, parts - 1)(rng);
+  int receiver = std::uniform_int_distribution<int>(0, targets - 2)(rng);
+  if (receiver >= donor) ++receiver;
+  const int64_t available = plan.work[static_cast<size_t>(donor)];
+  const double max_units = static_cast<double>((available + alignment - 1) / alignment);
+  const double log_units = std::uniform_real_distribution<double>(0.0, std::log(max_units + 1))(rng);
+  const int64_t units = std::max<int64_t>(1, static_cast<int64_t>(std::floor(std::exp(log_units))));
+  const int64_t amount = std::min(available, units * alignment);
+  out = plan;
+  if (receiver >= parts) out.work.push_back(0);
+  out.work[static_cast<size_t>(donor)] -= amount;
+  out.work[static_cast<size_t>(receiver)] += amount;
+  Canonicalize(out);
+  return true;
+}
+
 // The search state of one call; buffers are reused across stages and evaluations.
 class Search {
  public:
   Search(const Problem& problem, const ListScheduler& list, const IterativeOptions& options,
          IterativeStats& stats)
       : problem_(problem), list_(list), options_(options), stats_(stats),
-        fast_heft_(list.name() == "heft"), sampler_(options.splits, options.alignment), rng_(options.seed),
+        fast_heft_(list.name() == "heft"), sampler_(options.splits, options.alignment),
+        move_slots_(options.splits > 0 ? std::min(options.splits, PlanSlots(problem)) : PlanSlots(problem)),
+        move_alignment_(options.alignment > 0 ? options.alignment : problem.alignment()), rng_(options.seed),
         plans_(static_cast<size_t>(problem.num_ops())),
         completion_(static_cast<size_t>(problem.num_ops()), 0.0),
         in_stage_(static_cast<size_t>(problem.num_ops()), false) {}
@@ -184,8 +211,12 @@ class Search {
       OpId best_op = -1;
       for (OpId op : sampled_) {
         PartitionPlan& plan = plans_[static_cast<size_t>(op)];
-        for (int c = 0; c < options_.plans_per_op; ++c) {
-          sampler_.Sample(problem_, op, rng_, candidate_);
+        for (int c = 0; c < options_.plans_per_op + options_.local_moves; ++c) {
+          if (c < options_.plans_per_op) {
+            sampler_.Sample(problem_, op, rng_, candidate_);
+          } else if (!LocalMove(plan, move_slots_, move_alignment_, rng_, candidate_)) {
+            break;
+          }
           if (candidate_ == plan) continue;
           std::swap(plan, candidate_);
           const double makespan = EvaluateCandidate(scope, op);
@@ -219,6 +250,8 @@ class Search {
   bool fast_heft_;
   StageHeft stage_heft_;
   PlanSampler sampler_;
+  int move_slots_;
+  int64_t move_alignment_;
   std::mt19937_64 rng_;
   ListScheduler::Workspace workspace_;
   SlackAnalysis slack_;
@@ -241,12 +274,12 @@ absl::Status BadParam(const std::string& key, const std::string& value, const ch
 absl::StatusOr<Schedule> IterativeSearch(const Problem& problem, const ListScheduler& list,
                                          const IterativeOptions& options, IterativeStats* stats) {
   if (options.rho < 0 || options.rho > 1 || !(options.epsilon > 0) || options.plans_per_op < 0 ||
-      options.ops_per_iteration < 0 || options.max_stage_size < 1 || options.splits < 0 ||
+      options.local_moves < 0 || options.ops_per_iteration < 0 || options.max_stage_size < 1 || options.splits < 0 ||
       options.alignment < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "iterative: need 0 <= rho <= 1 (got ", options.rho, "), epsilon > 0 (got ", options.epsilon,
         "), max_stage_size >= 1 (got ", options.max_stage_size,
-        ") and non-negative plans_per_op, ops_per_iteration, splits, alignment"));
+        ") and non-negative plans_per_op, local_moves, ops_per_iteration, splits, alignment"));
   }
   IterativeStats local;
   IterativeStats& s = stats != nullptr ? *stats : local;
@@ -266,7 +299,7 @@ absl::StatusOr<IterativeOptions> ApplySchedulerOptions(IterativeOptions base,
     int i = 0;
     double d = 0;
     if (key == "max_stage_size" || key == "ops_per_iteration" || key == "plans_per_op" ||
-        key == "max_iterations" || key == "splits" || key == "alignment") {
+        key == "max_iterations" || key == "splits" || key == "alignment" || key == "local_moves") {
       if (!absl::SimpleAtoi(value, &i) || i < 0) return BadParam(key, value, "a non-negative integer");
       if (key == "max_stage_size") base.max_stage_size = i;
       if (key == "ops_per_iteration") base.ops_per_iteration = i;
@@ -274,6 +307,7 @@ absl::StatusOr<IterativeOptions> ApplySchedulerOptions(IterativeOptions base,
       if (key == "max_iterations") base.max_iterations = i;
       if (key == "splits") base.splits = i;
       if (key == "alignment") base.alignment = i;
+      if (key == "local_moves") base.local_moves = i;
     } else if (key == "rho" || key == "epsilon") {
       if (!absl::SimpleAtod(value, &d)) return BadParam(key, value, "a number");
       (key == "rho" ? base.rho : base.epsilon) = d;
@@ -292,7 +326,7 @@ absl::StatusOr<IterativeOptions> ApplySchedulerOptions(IterativeOptions base,
       return absl::InvalidArgumentError(absl::StrCat(
           "iterative: unknown option '", key,
           "'; known: max_stage_size, staging, ops_per_iteration, plans_per_op, rho, epsilon, "
-          "max_iterations, initial, splits, alignment"));
+          "max_iterations, initial, splits, alignment, local_moves"));
     }
   }
   return base;

@@ -49,6 +49,11 @@ struct IterativeOptions {
   // (paper: 5 x 10). More widens each iteration's neighbourhood at linear cost.
   int ops_per_iteration = 5;
   int plans_per_op = 10;
+  // Extra candidates per sampled operator that move work between the parts of its current
+  // plan (log-uniform amount, so both coarse and one-unit moves occur). Not in the paper
+  // (0): uniformly drawn divisions rarely land next to a balanced one, which matters when
+  // latency varies smoothly with work; local moves let the search refine a good split.
+  int local_moves = 0;
   // Weight of slack-biased sampling against uniform sampling, and the slack offset that
   // keeps zero-slack weights finite (paper: 0.8 and 1e-12).
   double rho = 0.8;
@@ -84,7 +89,7 @@ absl::StatusOr<Schedule> IterativeSearch(const Problem& problem, const ListSched
 
 // Applies SchedulerOptions to `base`: seed, timeout (per stage) and params "max_stage_size",
 // "staging" (true|false), "ops_per_iteration", "plans_per_op", "rho", "epsilon",
-// "max_iterations", "initial" (none|min-local-latency), "splits", "alignment".
+// "max_iterations", "initial" (none|min-local-latency), "splits", "alignment", "local_moves".
 // InvalidArgument names an unknown key or a bad value.
 absl::StatusOr<IterativeOptions> ApplySchedulerOptions(IterativeOptions base,
                                                        const SchedulerOptions& options);

@@ -370,6 +370,36 @@ TEST_F(ProfileTest, IterativeFromMinLocalAndWithoutStagingStayValid) {
   }
 }
 
+TEST_F(ProfileTest, LocalMovesRefineSplitPlansOnlyAndStayValidAndDeterministic) {
+  const Problem problem = Make(testing::RandomDag(30, 5));
+  HeftScheduler heft;
+  SchedulerOptions params;
+  params.seed = 3;
+  params.params = {{"local_moves", "4"}, {"plans_per_op", "0"}, {"max_stage_size", "8"}};
+  auto options = ApplySchedulerOptions(IterativeOptions{}, params);
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_EQ(options->local_moves, 4);
+  // Local moves only: from unpartitioned plans there is nothing to move.
+  IterativeStats unsplit;
+  ASSERT_TRUE(IterativeSearch(problem, heft, *options, &unsplit).ok());
+  EXPECT_EQ(unsplit.evaluations, 0);
+  // From min-local-latency plans they are the search's only candidates.
+  options->initial = InitialPlans::kMinLocalLatency;
+  IterativeStats moved;
+  auto a = IterativeSearch(problem, heft, *options, &moved);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(ValidateSchedule(problem, *a).ok()) << ValidateSchedule(problem, *a);
+  EXPECT_GT(moved.evaluations, 0);
+  EXPECT_LE(a->makespan_us(), moved.initial_makespan_us);
+  auto b = IterativeSearch(problem, heft, *options);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->makespan_us(), b->makespan_us());
+  params.params = {{"local_moves", "-1"}};
+  auto bad = ApplySchedulerOptions(IterativeOptions{}, params);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("local_moves"), std::string::npos);
+}
+
 TEST_F(ProfileTest, PartitionOnlyOnAChainIsTheSumOfLocalCosts) {
   const Problem problem = Make(testing::ConvChain(5));
   auto s = PartitionOnlyScheduler().Plan(problem, SchedulerOptions{});
