@@ -32,6 +32,28 @@ void BM_Stage21(benchmark::State& state) {
 }
 BENCHMARK(BM_Stage21)->DenseRange(0, 5);
 
+// One 20-op stage at the end of a 503-op graph, the 483 ops before it fixed: the per-call
+// cost must stay close to that of a standalone stage.
+void BM_LateStageOf503(benchmark::State& state) {
+  const model::Graph g = testing::ConvForkJoin(500);
+  const predictor::Profile profile = *predictor::LoadProfile("oneplus11");
+  const Problem p = *Problem::FromGraph(g, profile.platform, *profile.model);
+  auto list = *MakeListScheduler(kSchedulers[state.range(0)]);
+  std::vector<OpId> early, stage;
+  for (OpId op = 0; op < p.num_ops(); ++op) (op < p.num_ops() - 20 ? early : stage).push_back(op);
+  ListScheduler::Workspace ws;
+  Schedule fixed, out;
+  if (!list->ScheduleInto(p, {}, ws, fixed, ScheduleScope{early, nullptr}).ok()) {
+    state.SkipWithError("early stage failed");
+    return;
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(list->ScheduleInto(p, {}, ws, out, ScheduleScope{stage, &fixed}));
+  }
+  state.SetLabel(kSchedulers[state.range(0)]);
+}
+BENCHMARK(BM_LateStageOf503)->DenseRange(0, 5);
+
 void BM_Topcuoglu(benchmark::State& state) {
   const Problem p = testing::TopcuogluExample();
   auto list = *MakeListScheduler(kSchedulers[state.range(0)]);

@@ -86,6 +86,26 @@ TEST(ListSchedulerTest, BadPlansAreRejectedWithTheOpAndReason) {
       HasSubstr("distinct ascending ops"));
 }
 
+TEST(ListSchedulerTest, BadFixedSchedulesAreRejected) {
+  const Problem p = testing::TaskProblem({{2, 2}, {3, 3}, {4, 4}}, {{0, 1, 0}, {1, 2, 0}});
+  auto heft = *MakeListScheduler("heft");
+  ListScheduler::Workspace ws;
+  Schedule out;
+  const std::vector<OpId> stage = {2};
+  Schedule overlapping(3, 2);
+  overlapping.Add({0, 0, 0, model::SplitAxis::kNone, 0, 1, 0, 2});
+  overlapping.Add({1, 0, 0, model::SplitAxis::kNone, 0, 1, 1, 4});
+  EXPECT_THAT(std::string(heft->ScheduleInto(p, {}, ws, out, {stage, &overlapping}).message()),
+              HasSubstr("fixed subtasks overlap on device 0 at 1 us"));
+  Schedule in_scope(3, 2);
+  in_scope.Add({2, 0, 1, model::SplitAxis::kNone, 0, 1, 0, 4});
+  EXPECT_THAT(std::string(heft->ScheduleInto(p, {}, ws, out, {stage, &in_scope}).message()),
+              HasSubstr("both fixed and in the scope"));
+  Schedule wrong_devices(3, 3);
+  EXPECT_THAT(std::string(heft->ScheduleInto(p, {}, ws, out, {stage, &wrong_devices}).message()),
+              HasSubstr("fixed schedule is for 3 devices"));
+}
+
 TEST(ListSchedulerTest, WrongPlanCountIsRejected) {
   const Problem problem = testing::TopcuogluExample();
   auto heft = MakeListScheduler("heft");

@@ -19,7 +19,12 @@ absl::Status ListWorkspace::Prepare(const Problem& problem, const Schedule* fixe
   task_start.assign(static_cast<size_t>(graph.num_tasks()), 0.0);
   timeline_position_.assign(static_cast<size_t>(graph.num_tasks()), -1);
   if (fixed == nullptr) return absl::OkStatus();
-  for (const ScheduledSubtask& s : fixed->subtasks()) {
+  if (fixed->num_devices() != num_devices_) {
+    return absl::InvalidArgumentError(absl::StrCat("fixed schedule is for ", fixed->num_devices(),
+                                                   " devices, problem has ", num_devices_));
+  }
+  const auto subtasks = fixed->subtasks();
+  for (const ScheduledSubtask& s : subtasks) {
     if (s.op < 0 || s.op >= problem.num_ops() || s.device < 0 || s.device >= num_devices_) {
       return absl::InvalidArgumentError(absl::StrCat("fixed subtask of op ", s.op, " on device ",
                                                      s.device, " is outside the problem"));
@@ -31,7 +36,16 @@ absl::Status ListWorkspace::Prepare(const Problem& problem, const Schedule* fixe
     }
     double& end = placed_end_[Index(s.op, s.device)];
     end = std::max(end, s.end_us);
-    timelines[static_cast<size_t>(s.device)].Insert(s.start_us, s.end_us);
+  }
+  // Device order is sorted by start, so each timeline loads in linear time.
+  for (int d = 0; d < num_devices_; ++d) {
+    for (int i : fixed->device_order(d)) {
+      const ScheduledSubtask& s = subtasks[static_cast<size_t>(i)];
+      if (!timelines[static_cast<size_t>(d)].Append(s.start_us, s.end_us)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("fixed subtasks overlap on device ", d, " at ", s.start_us, " us"));
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -15,8 +15,9 @@ TEST(RanksTest, UpwardRanksOfTheTopcuogluExample) {
   ASSERT_TRUE(g.Build(p, {}).ok());
   std::vector<double> rank, op_max;
   UpwardRanks(p, g, rank, op_max);
-  const double expected[] = {108.0, 77.0, 80.0, 80.0, 69.0, 63.0 + 1.0 / 3, 42.0 + 2.0 / 3,
-                             35.0 + 2.0 / 3, 44.0 + 1.0 / 3, 14.0 + 2.0 / 3};
+  const double expected[] = {108.0,          77.0,           80.0,           80.0,
+                             69.0,           63.0 + 1.0 / 3, 42.0 + 2.0 / 3, 35.0 + 2.0 / 3,
+                             44.0 + 1.0 / 3, 14.0 + 2.0 / 3};
   for (int t = 0; t < 10; ++t) EXPECT_NEAR(rank[static_cast<size_t>(t)], expected[t], 1e-9) << t;
 }
 
@@ -61,6 +62,9 @@ TEST(DeviceTimelineTest, InsertsIntoTheFirstGapThatFits) {
   EXPECT_DOUBLE_EQ(t.EarliestStart(0, 1), 12);
   t.Erase(position);
   EXPECT_DOUBLE_EQ(t.EarliestStart(0, 1), 4);
+  EXPECT_FALSE(t.Append(11, 13));
+  EXPECT_TRUE(t.Append(12, 13));
+  EXPECT_DOUBLE_EQ(t.AvailableAt(), 13);
   t.Clear();
   EXPECT_EQ(t.size(), 0);
 }
