@@ -9,7 +9,6 @@
 // on development machines, kept to one thread unless POCL_MAX_PTHREAD_COUNT is set). The
 // output file holds the samples, the fitted parameters, the error report and what happened
 // per device. Exit status: 0 on success, 1 with a one-line reason otherwise.
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -18,9 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 

@@ -95,7 +95,7 @@ class DeviceFit {
   // percentiles of the implied rates are close to (and below) the true ones.
   std::vector<double> Start(double half_parallelism) const {
     std::vector<double> theta(static_cast<size_t>(num_params()));
-    double fastest = std::exp(*std::min_element(log_measured_.begin(), log_measured_.end()));
+    const double fastest = std::exp(*std::min_element(log_measured_.begin(), log_measured_.end()));
     const double overhead = std::max(0.5 * fastest, 0.01);
     std::vector<double> bandwidth;
     std::map<int, std::vector<double>> rates;
