@@ -49,6 +49,16 @@ CREATE TABLE counters (
 );
 INSERT INTO counters(name, value) VALUES ('plan_hits', 0), ('plan_misses', 0);
 )sql",
+    // 2 -> 3
+    R"sql(
+CREATE TABLE calibrations (
+  platform_key TEXT PRIMARY KEY,
+  predictor_version TEXT NOT NULL,
+  params_json TEXT NOT NULL,
+  report_json TEXT NOT NULL,
+  created_unix_s INTEGER NOT NULL
+);
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -16,7 +16,7 @@ namespace psched::cache {
 
 // Version 1: models + plans. Version 2: model flags, per-plan hit counts, usage stats and
 // global hit/miss counters.
-inline constexpr int64_t kSchemaVersion = 2;
+inline constexpr int64_t kSchemaVersion = 3;
 
 // Brings the database at `db` up to kSchemaVersion.
 absl::Status Migrate(Connection& db);

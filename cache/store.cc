@@ -349,6 +349,40 @@ absl::StatusOr<UsageRecord> Store::GetUsage(const std::string& model_id) {
   return usage;
 }
 
+absl::Status Store::PutCalibration(const CalibrationRecord& record) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt = db_.Prepare(
+      "INSERT OR REPLACE INTO calibrations(platform_key, predictor_version, params_json, "
+      "report_json, created_unix_s) VALUES (?, ?, ?, ?, ?)");
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->Bind(1, record.platform_key)
+      .Bind(2, record.predictor_version)
+      .Bind(3, record.params_json)
+      .Bind(4, record.report_json)
+      .Bind(5, record.created_unix_s != 0 ? record.created_unix_s : NowUnixSeconds());
+  return Annotate(stmt->Run());
+}
+
+absl::StatusOr<std::optional<CalibrationRecord>> Store::LookupCalibration(
+    const std::string& platform_key) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt = db_.Prepare(
+      "SELECT platform_key, predictor_version, params_json, report_json, created_unix_s "
+      "FROM calibrations WHERE platform_key = ?");
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->Bind(1, platform_key);
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return Annotate(row.status());
+  if (!*row) return std::optional<CalibrationRecord>();
+  CalibrationRecord record;
+  record.platform_key = stmt->ColumnText(0);
+  record.predictor_version = stmt->ColumnText(1);
+  record.params_json = stmt->ColumnText(2);
+  record.report_json = stmt->ColumnText(3);
+  record.created_unix_s = stmt->ColumnInt(4);
+  return std::optional<CalibrationRecord>(std::move(record));
+}
+
 absl::StatusOr<CacheStats> Store::Stats() {
   absl::MutexLock lock(&mu_);
   CacheStats stats;

@@ -72,6 +72,16 @@ struct UsageRecord {
   int64_t last_unix_s = 0;
 };
 
+// A fitted latency model of one platform (calibration), as the backend serialises it.
+struct CalibrationRecord {
+  // The devices it was measured on (names, kinds, cores, OpenCL selector).
+  std::string platform_key;
+  std::string predictor_version;  // Version() of the fitted model
+  std::string params_json;
+  std::string report_json;  // held-out error report
+  int64_t created_unix_s = 0;
+};
+
 struct CacheStats {
   int64_t models = 0;
   int64_t plans = 0;
@@ -117,6 +127,12 @@ class Store {
   absl::Status RecordInference(const std::string& model_id, double latency_us);
   // NOT_FOUND when the model has never run.
   absl::StatusOr<UsageRecord> GetUsage(const std::string& model_id);
+
+  // Inserts or replaces the calibration of `record.platform_key`.
+  absl::Status PutCalibration(const CalibrationRecord& record);
+  // The calibration stored for `platform_key`, if any.
+  absl::StatusOr<std::optional<CalibrationRecord>> LookupCalibration(
+      const std::string& platform_key);
 
   absl::StatusOr<CacheStats> Stats();
   // Removes every plan, and every model too when `include_models`.

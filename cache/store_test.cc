@@ -289,9 +289,36 @@ PRAGMA user_version = 1;
   sqlite3_stmt* stmt = nullptr;
   sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 2);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 3);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
+}
+
+TEST(StoreTest, CalibrationsAreKeptPerPlatformAndReplaced) {
+  TempDir dir;
+  {
+    auto store = Store::Open(dir.path());
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto none = (*store)->LookupCalibration("host;cpu.0:0");
+    ASSERT_TRUE(none.ok()) << none.status();
+    EXPECT_FALSE(none->has_value());
+    ASSERT_TRUE((*store)
+                    ->PutCalibration({"host;cpu.0:0", "analytic-v1/a", "{\"p\":1}", "{}", 1700000000})
+                    .ok());
+    ASSERT_TRUE((*store)->PutCalibration({"host;cpu.1:1", "analytic-v1/b", "{}", "{}", 0}).ok());
+    ASSERT_TRUE((*store)->PutCalibration({"host;cpu.0:0", "analytic-v1/c", "{\"p\":2}", "{}", 0}).ok());
+  }
+  // Survives reopening; the second put for cpu.0 replaced the first.
+  auto store = Store::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto got = (*store)->LookupCalibration("host;cpu.0:0");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->predictor_version, "analytic-v1/c");
+  EXPECT_EQ((*got)->params_json, "{\"p\":2}");
+  EXPECT_GT((*got)->created_unix_s, 1700000000);
+  auto other = (*store)->LookupCalibration("host;cpu.1:1");
+  ASSERT_TRUE(other.ok() && other->has_value());
+  EXPECT_EQ((*other)->predictor_version, "analytic-v1/b");
 }
 
 TEST(StoreTest, RefusesNewerSchema) {
