@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Turns psched-bench CSV files into the evaluation tables of docs/evaluation.md.
+
+`platforms` prints, per method, the average and worst normalised makespan on each
+platform (one psched-bench CSV per platform, normalised as psched-bench wrote it) beside
+the paper's figures from paper-tables/simulation_full.csv.
+
+`ablation` compares search configurations that psched-bench ran separately: each
+LABEL=FILE.csv[#METHOD] holds one configuration's rows (those of METHOD if given); the reference per model is the smallest
+makespan over every file given (configurations and any `--reference` CSV), so the
+configurations share one yardstick. Planning time is psched-bench's planning_ms (fresh
+problem: predictions + search), averaged over the models.
+
+Standard library only, so `make bench` needs nothing beyond the build.
+"""
+import argparse
+import csv
+import os
+import sys
+
+LIST_NAMES = {
+    "heft": "HEFT",
+    "lookahead-heft": "Lookahead-HEFT",
+    "peft": "PEFT",
+    "ldcp": "LDCP",
+    "ceft": "CEFT",
+    "psls": "PSLS",
+}
+
+
+def paper_row(method):
+    """The (approach, variant) of simulation_full.csv that `method` reproduces, or None."""
+    fixed = {
+        "exact": ("Joint-search", "Gurobi"),
+        "single:gpu": ("Single-device", "GPU"),
+        "single:cpu.l": ("Single-device", "CPU (L)"),
+        "single:cpu.m": ("Single-device", "CPU (M)"),
+        "partition-only": ("Partition-only", "Min-local-latency"),
+        "exact-schedule-only": ("Schedule-only", "Gurobi"),
+        "exact-expanded-local": ("Expanded-DAG (Min-local-latency)", "Gurobi"),
+        "pa-heft": ("Partition-aware heuristic", "HEFT"),
+        "iterative": ("Iterative search", "HEFT"),
+    }
+    if method in fixed:
+        return fixed[method]
+    if method in LIST_NAMES:
+        return ("Schedule-only", LIST_NAMES[method])
+    prefix, _, inner = method.partition(":")
+    approach = {
+        "expanded-local": "Expanded-DAG (Min-local-latency)",
+        "expanded-equal": "Expanded-DAG (Equal-size)",
+        "iterative": "Iterative search",
+    }.get(prefix)
+    if approach is None or inner not in LIST_NAMES:
+        return None
+    return (approach, LIST_NAMES[inner])
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        sys.exit(f"eval_tables: {path} holds no rows")
+    for r in rows:
+        if r["ok"] != "true":
+            sys.exit(f"eval_tables: {path}: {r['model']} / {r['method']} failed: {r['error']}")
+    return rows
+
+
+def summarize(values):
+    return sum(values) / len(values), max(values)
+
+
+def platforms(args):
+    paper = {}
+    with open(args.paper, newline="") as f:
+        for r in csv.DictReader(f):
+            paper[(r["approach"], r["variant"])] = r
+    per_platform = {}
+    methods = []
+    for path in args.csv:
+        rows = read_rows(path)
+        platform = rows[0]["platform"]
+        by_method = {}
+        for r in rows:
+            by_method.setdefault(r["method"], []).append(float(r["normalized"]))
+            if r["method"] not in methods:
+                methods.append(r["method"])
+        per_platform[platform] = {m: summarize(v) for m, v in by_method.items()}
+    names = list(per_platform)
+    header = "| method | paper row | " + " | ".join(f"{p} ours | {p} paper" for p in names) + " |"
+    print(header)
+    print("|" + " --- |" * (2 + 2 * len(names)))
+    for m in methods:
+        row = paper_row(m)
+        cells = [f"`{m}`", " / ".join(row) if row else "-"]
+        for p in names:
+            ours = per_platform[p].get(m)
+            cells.append(f"{ours[0]:.3f} / {ours[1]:.3f}" if ours else "-")
+            theirs = paper.get(row) if row else None
+            cells.append(f"{theirs[p + '_avg']} / {theirs[p + '_worst']}" if theirs else "-")
+        print("| " + " | ".join(cells) + " |")
+
+
+def ablation(args):
+    configs = []
+    for spec in args.config:
+        label, sep, path = spec.rpartition("=")
+        path, _, method = path.partition("#")
+        if not sep or not label or not path:
+            sys.exit(f"eval_tables: --config '{spec}' is not LABEL=FILE.csv[#METHOD]")
+        rows = [r for r in read_rows(path) if not method or r["method"] == method]
+        if not rows:
+            sys.exit(f"eval_tables: {path} has no rows of method '{method}'")
+        configs.append((label, rows))
+    reference = {}
+    for _, rows in configs:
+        for r in rows:
+            ms = float(r["makespan_us"])
+            reference[r["model"]] = min(reference.get(r["model"], ms), ms)
+    for path in args.reference or []:
+        for r in read_rows(path):
+            if r["model"] in reference:
+                reference[r["model"]] = min(reference[r["model"]], float(r["makespan_us"]))
+    print("| configuration | avg | worst | planning ms (avg) | planning ms (max) |")
+    print("| --- | --- | --- | --- | --- |")
+    for label, rows in configs:
+        missing = set(reference) - {r["model"] for r in rows}
+        if missing:
+            sys.exit(f"eval_tables: configuration '{label}' lacks models {sorted(missing)}")
+        norm = [float(r["makespan_us"]) / reference[r["model"]] for r in rows]
+        plan = [float(r["planning_ms"]) for r in rows]
+        avg, worst = summarize(norm)
+        print(f"| {label} | {avg:.3f} | {worst:.3f} | {sum(plan) / len(plan):.1f} | {max(plan):.1f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("platforms", help="methods x platforms beside the paper's simulation table")
+    p.add_argument("csv", nargs="+", help="one psched-bench CSV per platform")
+    p.add_argument("--paper", default=os.path.join(
+        os.environ.get("PSCHED_SHARED_DIR", "/work/shared"), "paper-tables", "simulation_full.csv"))
+    a = sub.add_parser("ablation", help="search configurations on one shared reference")
+    a.add_argument("--config", action="append", required=True, metavar="LABEL=FILE.csv[#METHOD]")
+    a.add_argument("--reference", action="append", metavar="FILE.csv",
+                   help="further runs whose makespans count for the per-model reference")
+    args = parser.parse_args()
+    {"platforms": platforms, "ablation": ablation}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
