@@ -69,5 +69,16 @@ TEST(DeviceTimelineTest, InsertsIntoTheFirstGapThatFits) {
   EXPECT_EQ(t.size(), 0);
 }
 
+TEST(DeviceTimelineTest, ErasingInTheMiddleOpensALargerGap) {
+  DeviceTimeline t;
+  for (double start : {0.0, 2.0, 4.0}) ASSERT_TRUE(t.Append(start, start + 2));
+  ASSERT_TRUE(t.Append(10, 11));  // largest gap: [6, 10)
+  EXPECT_DOUBLE_EQ(t.EarliestStart(0, 8), 11);
+  t.Erase(1);
+  t.Erase(1);  // now [0, 2) [10, 11): gap [2, 10)
+  EXPECT_DOUBLE_EQ(t.EarliestStart(0, 8), 2);
+  EXPECT_DOUBLE_EQ(t.EarliestStart(0, 9), 11);
+}
+
 }  // namespace
 }  // namespace psched::scheduler
