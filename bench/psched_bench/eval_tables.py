@@ -56,9 +56,20 @@ def paper_row(method):
     return (approach, LIST_NAMES[inner])
 
 
+REQUIRED = ("model", "platform", "method", "makespan_us", "planning_ms", "normalized", "ok", "error")
+
+
 def read_rows(path):
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            columns = reader.fieldnames or []
+    except OSError as e:
+        sys.exit(f"eval_tables: cannot read {path}: {e.strerror}")
+    missing = [c for c in REQUIRED if c not in columns]
+    if missing:
+        sys.exit(f"eval_tables: {path} is not a psched-bench CSV (no column {', '.join(missing)})")
     if not rows:
         sys.exit(f"eval_tables: {path} holds no rows")
     for r in rows:
@@ -98,7 +109,8 @@ def platforms(args):
             ours = per_platform[p].get(m)
             cells.append(f"{ours[0]:.3f} / {ours[1]:.3f}" if ours else "-")
             theirs = paper.get(row) if row else None
-            cells.append(f"{theirs[p + '_avg']} / {theirs[p + '_worst']}" if theirs else "-")
+            known = theirs is not None and (p + "_avg") in theirs
+            cells.append(f"{theirs[p + '_avg']} / {theirs[p + '_worst']}" if known else "-")
         print("| " + " | ".join(cells) + " |")
 
 
