@@ -2,7 +2,7 @@
 # The benchmark suite (`make bench`): scheduler quality and planning cost with psched-bench
 # on one platform profile, the iterative search's ablation, and the executor and daemon
 # overhead benchmarks when their binaries were built. Results go to BUILD/bench-results/;
-# every table is also printed. About 5-10 minutes on 2 cores.
+# every table is also printed. About 5 minutes on 2 shared cores.
 #
 # Usage: scripts/bench.sh BUILD_DIR
 # Environment: PSCHED_BENCH_PLATFORM (default oneplus11), PSCHED_SHARED_DIR (default ../shared).
