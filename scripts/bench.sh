@@ -12,6 +12,10 @@ if [[ $# -ne 1 ]]; then
   echo "usage: $0 BUILD_DIR" >&2
   exit 2
 fi
+if [[ ! -d "$1" ]]; then
+  echo "bench.sh: build directory $1 does not exist; run make build first" >&2
+  exit 1
+fi
 build="$(cd "$1" && pwd)"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="${PSCHED_SHARED_DIR:-$root/../shared}"
