@@ -37,7 +37,8 @@ bool LocalMove(const PartitionPlan& plan, int slots, int64_t alignment, std::mt1
   if (receiver >= donor) ++receiver;
   const int64_t available = plan.work[static_cast<size_t>(donor)];
   const double max_units = static_cast<double>((available + alignment - 1) / alignment);
-  const double log_units = std::uniform_real_distribution<double>(0.0, std::log(max_units + 1))(rng);
+  const double log_units =
+      std::uniform_real_distribution<double>(0.0, std::log(max_units + 1))(rng);
   const int64_t units = std::max<int64_t>(1, static_cast<int64_t>(std::floor(std::exp(log_units))));
   const int64_t amount = std::min(available, units * alignment);
   out = plan;
@@ -53,10 +54,16 @@ class Search {
  public:
   Search(const Problem& problem, const ListScheduler& list, const IterativeOptions& options,
          IterativeStats& stats)
-      : problem_(problem), list_(list), options_(options), stats_(stats),
-        fast_heft_(list.name() == "heft"), sampler_(options.splits, options.alignment),
-        move_slots_(options.splits > 0 ? std::min(options.splits, PlanSlots(problem)) : PlanSlots(problem)),
-        move_alignment_(options.alignment > 0 ? options.alignment : problem.alignment()), rng_(options.seed),
+      : problem_(problem),
+        list_(list),
+        options_(options),
+        stats_(stats),
+        fast_heft_(list.name() == "heft"),
+        sampler_(options.splits, options.alignment),
+        move_slots_(options.splits > 0 ? std::min(options.splits, PlanSlots(problem))
+                                       : PlanSlots(problem)),
+        move_alignment_(options.alignment > 0 ? options.alignment : problem.alignment()),
+        rng_(options.seed),
         plans_(static_cast<size_t>(problem.num_ops())),
         completion_(static_cast<size_t>(problem.num_ops()), 0.0),
         in_stage_(static_cast<size_t>(problem.num_ops()), false) {}
@@ -64,7 +71,8 @@ class Search {
   absl::StatusOr<Schedule> Run() {
     const int n = problem_.num_ops();
     if (options_.initial == InitialPlans::kMinLocalLatency) {
-      for (OpId op = 0; op < n; ++op) plans_[static_cast<size_t>(op)] = MinLocalLatencyPlan(problem_, op).plan;
+      for (OpId op = 0; op < n; ++op)
+        plans_[static_cast<size_t>(op)] = MinLocalLatencyPlan(problem_, op).plan;
     }
     Schedule start;
     if (absl::Status s = list_.ScheduleInto(problem_, plans_, workspace_, start); !s.ok()) return s;
@@ -198,12 +206,14 @@ class Search {
     partitionable_.clear();
     std::array<model::SplitAxis, 3> axes;
     for (OpId op : stage) {
-      if (PlanSlots(problem_) >= 2 && SplitAxes(problem_, op, axes) > 0) partitionable_.push_back(op);
+      if (PlanSlots(problem_) >= 2 && SplitAxes(problem_, op, axes) > 0)
+        partitionable_.push_back(op);
     }
     const absl::Time deadline = options_.stage_timeout == absl::InfiniteDuration()
                                     ? absl::InfiniteFuture()
                                     : absl::Now() + options_.stage_timeout;
-    for (int iteration = 0; iteration < options_.max_iterations && !partitionable_.empty(); ++iteration) {
+    for (int iteration = 0; iteration < options_.max_iterations && !partitionable_.empty();
+         ++iteration) {
       ++stats_.iterations;
       slack_.Compute(problem_, current_);
       SampleOps();
@@ -274,8 +284,8 @@ absl::Status BadParam(const std::string& key, const std::string& value, const ch
 absl::StatusOr<Schedule> IterativeSearch(const Problem& problem, const ListScheduler& list,
                                          const IterativeOptions& options, IterativeStats* stats) {
   if (options.rho < 0 || options.rho > 1 || !(options.epsilon > 0) || options.plans_per_op < 0 ||
-      options.local_moves < 0 || options.ops_per_iteration < 0 || options.max_stage_size < 1 || options.splits < 0 ||
-      options.alignment < 0) {
+      options.local_moves < 0 || options.ops_per_iteration < 0 || options.max_stage_size < 1 ||
+      options.splits < 0 || options.alignment < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "iterative: need 0 <= rho <= 1 (got ", options.rho, "), epsilon > 0 (got ", options.epsilon,
         "), max_stage_size >= 1 (got ", options.max_stage_size,
@@ -300,7 +310,8 @@ absl::StatusOr<IterativeOptions> ApplySchedulerOptions(IterativeOptions base,
     double d = 0;
     if (key == "max_stage_size" || key == "ops_per_iteration" || key == "plans_per_op" ||
         key == "max_iterations" || key == "splits" || key == "alignment" || key == "local_moves") {
-      if (!absl::SimpleAtoi(value, &i) || i < 0) return BadParam(key, value, "a non-negative integer");
+      if (!absl::SimpleAtoi(value, &i) || i < 0)
+        return BadParam(key, value, "a non-negative integer");
       if (key == "max_stage_size") base.max_stage_size = i;
       if (key == "ops_per_iteration") base.ops_per_iteration = i;
       if (key == "plans_per_op") base.plans_per_op = i;

@@ -6,10 +6,10 @@
 // predecessor completion times), repeat: compute slack on the stage's scheduled-subtask
 // graph (slack.h); draw `ops_per_iteration` partitionable ops of the stage (with
 // replacement) from the mixture P(i) = rho * w_i / sum w + (1 - rho) / |V_p|, w_i = total
-// subtask duration / (slack + epsilon); for each, draw `plans_per_op` candidate plans (PlanSampler); re-run
-// the inner list scheduler on the stage for every candidate that differs from the
-// current plan; accept the candidate that lowers the stage's finish time most; stop when
-// none does, after `max_iterations` or when the stage's timeout passes.
+// subtask duration / (slack + epsilon); for each, draw `plans_per_op` candidate plans
+// (PlanSampler); re-run the inner list scheduler on the stage for every candidate that differs from
+// the current plan; accept the candidate that lowers the stage's finish time most; stop when none
+// does, after `max_iterations` or when the stage's timeout passes.
 //
 // Evaluation is stage-local: a candidate reschedules only the stage's ops, and the fixed
 // part handed to the list scheduler holds only the earlier subtasks that can matter - the
@@ -73,13 +73,13 @@ struct IterativeOptions {
 
 struct IterativeStats {
   int stages = 0;
-  int iterations = 0;          // over all stages, the final non-improving one included
-  int64_t evaluations = 0;     // inner list-scheduler runs on candidate plans
-  int accepted = 0;            // candidate updates accepted
+  int iterations = 0;       // over all stages, the final non-improving one included
+  int64_t evaluations = 0;  // inner list-scheduler runs on candidate plans
+  int accepted = 0;         // candidate updates accepted
   double initial_makespan_us = 0;
   double staged_makespan_us = 0;
-  double makespan_us = 0;      // of the returned schedule
-  double search_ms = 0;        // wall time of the whole call
+  double makespan_us = 0;  // of the returned schedule
+  double search_ms = 0;    // wall time of the whole call
 };
 
 // Runs the search with `list` as the inner SCHEDULE routine. `stats` may be null.
@@ -99,7 +99,8 @@ class IterativeScheduler final : public Scheduler {
   explicit IterativeScheduler(std::unique_ptr<ListScheduler> list, IterativeOptions options = {})
       : list_(std::move(list)), options_(options) {}
   std::string name() const override { return "iterative:" + list_->name(); }
-  absl::StatusOr<Schedule> Plan(const Problem& problem, const SchedulerOptions& options) const override;
+  absl::StatusOr<Schedule> Plan(const Problem& problem,
+                                const SchedulerOptions& options) const override;
 
  private:
   std::unique_ptr<ListScheduler> list_;

@@ -55,8 +55,8 @@ TEST(MinMaxDivisionTest, MatchesBruteForceOnLinearCosts) {
 TEST(MinMaxDivisionTest, OffsetsKeepALateDeviceIdle) {
   std::vector<double> offsets = {0, 10, 1e6};
   std::vector<int64_t> work(3);
-  const double got =
-      MinMaxDivision(64, 1, 3, offsets, [](int, int64_t w) { return static_cast<double>(w); }, work);
+  const double got = MinMaxDivision(
+      64, 1, 3, offsets, [](int, int64_t w) { return static_cast<double>(w); }, work);
   // Devices 0 and 1 share the work so that both finish at (64 + 10) / 2 = 37.
   EXPECT_DOUBLE_EQ(got, 37.0);
   EXPECT_EQ(work[0], 37);
@@ -298,13 +298,16 @@ TEST_F(ProfileTest, MethodsProduceValidSchedulesOnAForkJoin) {
   std::vector<std::unique_ptr<Scheduler>> methods;
   methods.push_back(std::make_unique<PartitionOnlyScheduler>());
   methods.push_back(std::make_unique<PaHeftScheduler>());
-  methods.push_back(std::make_unique<ExpandedDagScheduler>(ExpansionRule::kEqualSize, std::make_unique<HeftScheduler>()));
-  methods.push_back(std::make_unique<ExpandedDagScheduler>(ExpansionRule::kMinLocalLatency, std::make_unique<HeftScheduler>()));
+  methods.push_back(std::make_unique<ExpandedDagScheduler>(ExpansionRule::kEqualSize,
+                                                           std::make_unique<HeftScheduler>()));
+  methods.push_back(std::make_unique<ExpandedDagScheduler>(ExpansionRule::kMinLocalLatency,
+                                                           std::make_unique<HeftScheduler>()));
   methods.push_back(std::make_unique<IterativeScheduler>(std::make_unique<HeftScheduler>()));
   for (const auto& m : methods) {
     auto s = m->Plan(problem, options);
     ASSERT_TRUE(s.ok()) << m->name() << ": " << s.status();
-    EXPECT_TRUE(ValidateSchedule(problem, *s).ok()) << m->name() << ": " << ValidateSchedule(problem, *s);
+    EXPECT_TRUE(ValidateSchedule(problem, *s).ok())
+        << m->name() << ": " << ValidateSchedule(problem, *s);
     EXPECT_GT(s->makespan_us(), 0) << m->name();
   }
 }
@@ -350,7 +353,8 @@ TEST_F(ProfileTest, IterativeOptionsAreParsedAndCheckedWithClearErrors) {
   wrong.rho = 2;
   HeftScheduler heft;
   const Problem problem = Make(testing::ConvChain(2));
-  EXPECT_EQ(IterativeSearch(problem, heft, wrong).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(IterativeSearch(problem, heft, wrong).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(ProfileTest, IterativeFromMinLocalAndWithoutStagingStayValid) {
@@ -405,7 +409,8 @@ TEST_F(ProfileTest, PartitionOnlyOnAChainIsTheSumOfLocalCosts) {
   auto s = PartitionOnlyScheduler().Plan(problem, SchedulerOptions{});
   ASSERT_TRUE(s.ok()) << s.status();
   double sum = 0;
-  for (OpId op = 0; op < problem.num_ops(); ++op) sum += MinLocalLatencyPlan(problem, op).local_cost_us;
+  for (OpId op = 0; op < problem.num_ops(); ++op)
+    sum += MinLocalLatencyPlan(problem, op).local_cost_us;
   EXPECT_NEAR(s->makespan_us(), sum, 1e-6 * sum);
   int split = 0;
   for (OpId op = 0; op < problem.num_ops(); ++op) split += s->plan(op).ActiveSubtasks() > 1 ? 1 : 0;
@@ -415,11 +420,11 @@ TEST_F(ProfileTest, PartitionOnlyOnAChainIsTheSumOfLocalCosts) {
 TEST(PaHeftTest, EqualsHeftWhenNothingIsPartitionable) {
   // Costs of Topcuoglu et al. (2002), edges with transfer costs across two domains.
   TaskGraph tg;
-  tg.cost = {{14, 16, 9}, {13, 19, 18}, {11, 13, 19}, {13, 8, 17}, {12, 13, 10},
-             {13, 16, 9}, {7, 15, 11}, {5, 11, 14}, {18, 12, 20}, {21, 7, 16}};
-  tg.edges = {{0, 1, 18}, {0, 2, 12}, {0, 3, 9}, {0, 4, 11}, {0, 5, 14}, {1, 7, 19}, {1, 8, 16},
-              {2, 6, 23}, {3, 7, 27}, {3, 8, 23}, {4, 8, 13}, {5, 7, 15}, {6, 9, 17}, {7, 9, 11},
-              {8, 9, 13}};
+  tg.cost = {{14, 16, 9}, {13, 19, 18}, {11, 13, 19}, {13, 8, 17},  {12, 13, 10},
+             {13, 16, 9}, {7, 15, 11},  {5, 11, 14},  {18, 12, 20}, {21, 7, 16}};
+  tg.edges = {{0, 1, 18}, {0, 2, 12}, {0, 3, 9},  {0, 4, 11}, {0, 5, 14},
+              {1, 7, 19}, {1, 8, 16}, {2, 6, 23}, {3, 7, 27}, {3, 8, 23},
+              {4, 8, 13}, {5, 7, 15}, {6, 9, 17}, {7, 9, 11}, {8, 9, 13}};
   Platform platform = Devices(3);
   platform.devices[2].memory_domain = 1;
   auto problem = Problem::FromTaskGraph(tg, platform);
@@ -430,7 +435,8 @@ TEST(PaHeftTest, EqualsHeftWhenNothingIsPartitionable) {
   EXPECT_TRUE(ValidateSchedule(*problem, *pa).ok()) << ValidateSchedule(*problem, *pa);
   EXPECT_DOUBLE_EQ(pa->makespan_us(), heft->makespan_us());
   // Nothing to partition: the iterative search returns its starting schedule.
-  auto it = IterativeScheduler(std::make_unique<HeftScheduler>()).Plan(*problem, SchedulerOptions{});
+  auto it =
+      IterativeScheduler(std::make_unique<HeftScheduler>()).Plan(*problem, SchedulerOptions{});
   ASSERT_TRUE(it.ok());
   EXPECT_DOUBLE_EQ(it->makespan_us(), heft->makespan_us());
 }
@@ -461,7 +467,8 @@ TEST_F(ProfileTest, ExactMethodsAreValidAndNoWorseThanTheirHeuristics) {
     ExactScheduler exact(mode);
     auto s = exact.Plan(problem, options);
     ASSERT_TRUE(s.ok()) << exact.name() << ": " << s.status();
-    EXPECT_TRUE(ValidateSchedule(problem, *s).ok()) << exact.name() << ": " << ValidateSchedule(problem, *s);
+    EXPECT_TRUE(ValidateSchedule(problem, *s).ok())
+        << exact.name() << ": " << ValidateSchedule(problem, *s);
   }
   auto heft = HeftScheduler().Schedule(problem);
   auto exact_only = ExactScheduler(ExactMode::kScheduleOnly).Plan(problem, options);
@@ -479,7 +486,8 @@ TEST_F(ProfileTest, StageHeftMatchesScopedHeftAndPrefixReuse) {
   std::mt19937_64 rng(5);
   PlanSampler sampler;
   std::vector<PartitionPlan> plans(static_cast<size_t>(problem.num_ops()));
-  for (OpId op = 0; op < problem.num_ops(); ++op) sampler.Sample(problem, op, rng, plans[static_cast<size_t>(op)]);
+  for (OpId op = 0; op < problem.num_ops(); ++op)
+    sampler.Sample(problem, op, rng, plans[static_cast<size_t>(op)]);
   std::vector<double> rank(static_cast<size_t>(problem.num_ops()));
   for (OpId op = 0; op < problem.num_ops(); ++op) rank[static_cast<size_t>(op)] = -op;
   const auto stages = BuildStages(problem, rank, 7);
