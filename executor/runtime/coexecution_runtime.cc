@@ -145,6 +145,7 @@ void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
     timing.start_ns = NowNs() - start_ns;
     absl::Status status = q.subtask->Run();
     timing.end_ns = NowNs() - start_ns;
+    timing.device_us = q.subtask->last_device_us().value_or(-1.0);
     if (!status.ok()) {
       Abort(absl::Status(status.code(),
                          absl::StrCat("device ", devices_[static_cast<size_t>(device)]->name(),

@@ -38,6 +38,8 @@ struct SubtaskTiming {
   PlanStep step;
   int64_t start_ns = 0;  // since the start of Run
   int64_t end_ns = 0;
+  // The device's own execution time (GPU event profiling); negative when it reports none.
+  double device_us = -1;
 };
 
 struct RuntimeOptions {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -28,6 +29,9 @@ class Subtask {
  public:
   virtual ~Subtask() = default;
   virtual absl::Status Run() = 0;
+  // The device's own measure of the last Run's execution time (a GPU kernel's profiled
+  // duration), in microseconds; nullopt when the device has none beyond wall-clock time.
+  virtual std::optional<double> last_device_us() const { return std::nullopt; }
 };
 
 class Device {

@@ -1,0 +1,459 @@
+// Co-execution on real devices: CPU workers and the OpenCL device (PoCL here) running any valid
+// plan over one fine-grained SVM arena must reproduce single-device outputs. Plans come from
+// seeded random splits and from every registered scheduler on the host profile.
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "executor/cpu/cpu_graph_executor.h"
+#include "executor/layout.h"
+#include "executor/npy.h"
+#include "executor/reference/reference_kernels.h"
+#include "executor/runtime/coexecution_runtime.h"
+#include "executor/runtime/cpu_device.h"
+#include "executor/runtime/opencl_device.h"
+#include "executor/runtime/plan_from_schedule.h"
+#include "executor/runtime/trace.h"
+#include "executor/testing/graph_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/onnx_import.h"
+#include "predictor/profiles.h"
+#include "scheduler/problem.h"
+#include "scheduler/registry.h"
+
+namespace psched::executor::runtime {
+namespace {
+
+using model::ActivationKind;
+using model::OpKind;
+using model::SplitAxis;
+using testing::GraphBuilder;
+using ::testing::HasSubstr;
+using testing::RandomVector;
+
+// PoCL stays on one thread, like a GPU queue beside the CPU workers; set before OpenCL loads.
+const bool kPoclOneThread = setenv("POCL_MAX_PTHREAD_COUNT", "1", /*overwrite=*/0) == 0;
+
+std::string SharedDir() {
+  const char* dir = std::getenv("PSCHED_SHARED_DIR");
+  return std::string(dir != nullptr ? dir : PSCHED_SOURCE_DIR "/../shared");
+}
+
+double RelativeL2(const std::vector<float>& actual, const std::vector<float>& expected) {
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double d = double{actual[i]} - expected[i];
+    diff += d * d;
+    norm += double{expected[i]} * expected[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+model::ConvAttrs MakeConv(GraphBuilder& b, int64_t cin, int64_t cout, int k, int stride, int pad,
+                          int groups, uint32_t seed) {
+  model::ConvAttrs conv;
+  conv.window = {.kernel_h = k,
+                 .kernel_w = k,
+                 .stride_h = stride,
+                 .stride_w = stride,
+                 .pad_top = pad,
+                 .pad_left = pad,
+                 .pad_bottom = pad,
+                 .pad_right = pad};
+  conv.groups = groups;
+  const int64_t n = cout * k * k * (cin / groups);
+  conv.filter = b.AddConstant({cout, k, k, cin / groups},
+                              RandomVector(static_cast<size_t>(n), seed, -0.5f, 0.5f));
+  conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), seed + 100));
+  return conv;
+}
+
+// Branches into an in-place concat, grouped and depthwise convs, pooling, a constant add, and
+// a classifier with a fused activation (which a cin split must apply after all partial sums).
+model::Graph TestGraph() {
+  GraphBuilder b("coexec_opencl");
+  auto x = b.AddInput({12, 12, 8});
+  const model::Activation relu{.kind = ActivationKind::kRelu};
+  auto t1 = b.AddOp(OpKind::kConv2d, {x}, {12, 12, 16}, MakeConv(b, 8, 16, 3, 1, 1, 1, 1), relu);
+  auto t2 = b.AddOp(OpKind::kConv2d, {x}, {12, 12, 8}, MakeConv(b, 8, 8, 1, 1, 0, 2, 2));
+  auto t3 = b.AddOp(OpKind::kConv2d, {t1}, {12, 12, 16}, MakeConv(b, 16, 16, 3, 1, 1, 1, 3),
+                    {.kind = ActivationKind::kSigmoid});
+  auto cat = b.AddOp(OpKind::kConcat, {t2, t3, t1}, {12, 12, 40});
+  model::PoolAttrs pool;
+  pool.window = {.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2};
+  auto p = b.AddOp(OpKind::kMaxPool, {cat}, {6, 6, 40}, pool);
+  auto t4 = b.AddOp(OpKind::kConv2d, {p}, {6, 6, 40}, MakeConv(b, 40, 40, 3, 1, 1, 40, 4),
+                    {.kind = ActivationKind::kClip, .min = -0.5f, .max = 0.5f});
+  auto t5 = b.AddOp(OpKind::kConv2d, {t4}, {3, 3, 24}, MakeConv(b, 40, 24, 3, 2, 1, 1, 5), relu);
+  auto c = b.AddConstantTensor({1, 1, 24}, RandomVector(24, 6));
+  auto sum = b.AddOp(OpKind::kAdd, {t5, c}, {3, 3, 24});
+  auto g = b.AddOp(OpKind::kGlobalAvgPool, {sum}, {1, 1, 24});
+  auto f = b.AddOp(OpKind::kFlatten, {g}, {1, 1, 24});
+  model::FullyConnectedAttrs fc;
+  fc.weight = b.AddConstant({10, 24}, RandomVector(240, 7));
+  fc.bias = b.AddConstant({10}, RandomVector(10, 8));
+  b.MarkOutput(
+      b.AddOp(OpKind::kFullyConnected, {f}, {1, 1, 10}, fc, {.kind = ActivationKind::kHardSwish}));
+  return b.Build();
+}
+
+// Splits every partitionable op along a random axis into up to `max_pieces` random pieces on
+// random devices; queues follow op order, so the plan is always valid.
+ExecutionPlan RandomPlan(const model::Graph& graph, int num_devices, int max_pieces,
+                         uint32_t seed) {
+  std::mt19937 rng(seed);
+  ExecutionPlan plan;
+  plan.device_steps.resize(static_cast<size_t>(num_devices));
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    std::vector<SplitAxis> axes{SplitAxis::kNone};
+    for (SplitAxis a : {SplitAxis::kOutputChannels, SplitAxis::kInputChannels, SplitAxis::kRows}) {
+      if (model::WorkSize(graph, id, a) > 0) axes.push_back(a);
+    }
+    const SplitAxis axis = axes[rng() % axes.size()];
+    const int64_t work = model::WorkSize(graph, id, axis);
+    const int64_t pieces = std::min<int64_t>(work, 1 + rng() % static_cast<uint32_t>(max_pieces));
+    std::vector<int64_t> cuts{0, work};
+    while (static_cast<int64_t>(cuts.size()) < pieces + 1) {
+      const int64_t cut = 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(work - 1));
+      if (std::find(cuts.begin(), cuts.end(), cut) == cuts.end()) cuts.push_back(cut);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    // Distinct devices per op, as the scheduler's plans have.
+    std::vector<int> order(static_cast<size_t>(num_devices));
+    for (int d = 0; d < num_devices; ++d) order[static_cast<size_t>(d)] = d;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      plan.device_steps[static_cast<size_t>(order[k % order.size()])].push_back(
+          {id, axis, cuts[k], cuts[k + 1]});
+    }
+  }
+  return plan;
+}
+
+// Devices shared by every test: opening PoCL and building its program costs seconds.
+struct Devices {
+  std::unique_ptr<CpuDevice> cpu0, cpu1;
+  std::unique_ptr<OpenClRuntimeDevice> gpu;
+  std::string skip_reason;
+};
+
+Devices& SharedDevices() {
+  static Devices* devices = [] {
+    EXPECT_TRUE(kPoclOneThread);
+    auto* d = new Devices();
+    auto gpu = OpenClRuntimeDevice::Create("gpu", {.selector = "pthread", .core = 1});
+    if (!gpu.ok()) {
+      d->skip_reason = std::string(gpu.status().message());
+      return d;
+    }
+    d->gpu = std::move(*gpu);
+    d->cpu0 = std::move(*CpuDevice::Create("cpu.0", {0}));
+    d->cpu1 = std::move(*CpuDevice::Create("cpu.1", {1}));
+    return d;
+  }();
+  return *devices;
+}
+
+class CoExecOpenClTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Devices& d = SharedDevices();
+    if (d.gpu == nullptr) GTEST_SKIP() << "no usable OpenCL device: " << d.skip_reason;
+    two_ = {d.cpu0.get(), d.gpu.get()};
+    three_ = {d.cpu0.get(), d.cpu1.get(), d.gpu.get()};
+  }
+  RuntimeOptions Options() const {
+    return {.allocate_arena = SharedDevices().gpu->ArenaAllocator()};
+  }
+  // Host profile with the device's measured dispatch overhead, `cpus` CPU devices + gpu.
+  predictor::Profile Profile(int cpus) const {
+    return predictor::HostProfile(cpus, "pthread",
+                                  {.gpu_dispatch_us = SharedDevices().gpu->dispatch_overhead_us()});
+  }
+
+  std::vector<Device*> two_, three_;
+};
+
+TEST_F(CoExecOpenClTest, DeviceReportsItsCapabilitiesAndOverhead) {
+  const OpenClRuntimeDevice& gpu = *SharedDevices().gpu;
+  EXPECT_EQ(gpu.name(), "gpu");
+  EXPECT_TRUE(gpu.info().svm_fine_grain);
+  ASSERT_TRUE(gpu.dispatch_overhead_us().has_value());
+  EXPECT_GT(*gpu.dispatch_overhead_us(), 0.0);
+  EXPECT_LT(*gpu.dispatch_overhead_us(), 1e5);
+}
+
+TEST_F(CoExecOpenClTest, RandomPlansMatchTheReference) {
+  const model::Graph graph = TestGraph();
+  const std::vector<std::vector<float>> input{RandomVector(12 * 12 * 8, 42)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  int cin_across_devices = 0;
+  for (const auto* devices : {&two_, &three_}) {
+    const int n = static_cast<int>(devices->size());
+    for (uint32_t seed = 0; seed < 6; ++seed) {
+      const ExecutionPlan plan = RandomPlan(graph, n, n, seed);
+      auto rt = CoExecutionRuntime::Create(graph, *devices, plan, Options());
+      ASSERT_TRUE(rt.ok()) << rt.status();
+      for (int run = 0; run < 2; ++run) {
+        auto out = (*rt)->Run(input);
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_LE(RelativeL2((*out)[0], (*expected)[0]), 1e-4)
+            << n << " devices, plan seed " << seed << ", run " << run;
+      }
+      std::map<model::OpId, std::set<int>> cin_devices;
+      for (const SubtaskTiming& t : (*rt)->last_timings()) {
+        if (t.step.axis == SplitAxis::kInputChannels) cin_devices[t.step.op].insert(t.device);
+        // The GPU reports each kernel's profiled time; CPU devices report none.
+        EXPECT_EQ(t.device_us >= 0, t.device == n - 1) << "device " << t.device;
+      }
+      for (const auto& [op, devs] : cin_devices)
+        cin_across_devices += devs.count(n - 1) > 0 && devs.size() > 1;
+    }
+  }
+  // The seeds exercise GPU and CPU partial sums combined into one output.
+  EXPECT_GE(cin_across_devices, 3);
+}
+
+TEST_F(CoExecOpenClTest, ArenaMustComeFromTheDevice) {
+  const model::Graph graph = TestGraph();
+  auto rt = CoExecutionRuntime::Create(graph, two_, SingleDevicePlan(graph, 2));
+  ASSERT_FALSE(rt.ok());
+  EXPECT_EQ(rt.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(rt.status().message(), HasSubstr("ArenaAllocator"));
+}
+
+TEST(CoExecOpenClDeviceTest, UnknownDeviceIsAClearError) {
+  auto gpu = OpenClRuntimeDevice::Create("gpu", {.selector = "no-such-device-xyz"});
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_THAT(gpu.status().message(), HasSubstr("gpu"));
+  auto bad = OpenClRuntimeDevice::Create("gpu", {.selector = "a:b:c:d"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CoExecPlatformTest, TwoGpusAndEmptyPlatformsAreRejected) {
+  scheduler::Platform two_gpus;
+  two_gpus.name = "two";
+  for (const char* name : {"gpu.0", "gpu.1"}) {
+    scheduler::DeviceSpec gpu;
+    gpu.name = name;
+    gpu.kind = scheduler::DeviceKind::kGpu;
+    two_gpus.devices.push_back(gpu);
+  }
+  auto devices = PlatformDevices::Create(two_gpus);
+  ASSERT_FALSE(devices.ok());
+  EXPECT_EQ(devices.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(devices.status().message(), HasSubstr("2 GPUs"));
+  scheduler::Platform none;
+  none.name = "none";
+  auto empty = PlatformDevices::Create(none);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_THAT(empty.status().message(), HasSubstr("no devices"));
+}
+
+TEST_F(CoExecOpenClTest, ScheduleForAnotherGraphIsRejected) {
+  const model::Graph graph = TestGraph();
+  const predictor::Profile profile = Profile(1);
+  auto problem = scheduler::Problem::FromGraph(graph, profile.platform, *profile.model);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  auto schedule = (*scheduler::MakeScheduler("heft"))->Plan(*problem, {});
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  GraphBuilder b("tiny");
+  auto x = b.AddInput({2, 2, 3});
+  b.MarkOutput(b.AddOp(OpKind::kActivation, {x}, {2, 2, 3}, model::OpAttrs{},
+                       {.kind = ActivationKind::kRelu}));
+  auto plan = PlanFromSchedule(b.Build(), *schedule);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(), HasSubstr("tiny"));
+}
+
+// Every registered method's scheduler names, arguments filled in for `platform`.
+std::vector<std::string> Methods(const scheduler::Platform& platform) {
+  std::vector<std::string> methods;
+  for (const std::string& name : scheduler::RegisteredSchedulers()) {
+    if (name == "single:<device>") {
+      for (const auto& d : platform.devices) methods.push_back("single:" + d.name);
+    } else if (const size_t p = name.find("[:<list>]"); p != std::string::npos) {
+      methods.push_back(name.substr(0, p));
+      methods.push_back(name.substr(0, p) + ":peft");
+    } else if (const size_t q = name.find(":<list>"); q != std::string::npos) {
+      methods.push_back(name.substr(0, q) + ":heft");
+    } else {
+      methods.push_back(name);
+    }
+  }
+  return methods;
+}
+
+// Plans `graph` with `method` on `profile`, runs it on `devices`, and returns the output.
+std::vector<float> PlanAndRun(const model::Graph& graph, const predictor::Profile& profile,
+                              const std::string& method, const std::vector<Device*>& devices,
+                              const RuntimeOptions& options, const std::vector<float>& input) {
+  auto problem = scheduler::Problem::FromGraph(graph, profile.platform, *profile.model);
+  EXPECT_TRUE(problem.ok()) << problem.status();
+  auto scheduler = scheduler::MakeScheduler(method);
+  EXPECT_TRUE(scheduler.ok()) << scheduler.status();
+  if (!problem.ok() || !scheduler.ok()) return {};
+  scheduler::SchedulerOptions sched_options;
+  sched_options.seed = 7;
+  sched_options.timeout = absl::Seconds(2);
+  auto schedule = (*scheduler)->Plan(*problem, sched_options);
+  EXPECT_TRUE(schedule.ok()) << method << ": " << schedule.status();
+  if (!schedule.ok()) return {};
+  auto plan = PlanFromSchedule(graph, *schedule);
+  EXPECT_TRUE(plan.ok()) << method << ": " << plan.status();
+  if (!plan.ok()) return {};
+  auto rt = CoExecutionRuntime::Create(graph, devices, *plan, options);
+  EXPECT_TRUE(rt.ok()) << method << ": " << rt.status();
+  if (!rt.ok()) return {};
+  auto out = (*rt)->Run({input});
+  EXPECT_TRUE(out.ok()) << method << ": " << out.status();
+  return out.ok() ? (*out)[0] : std::vector<float>{};
+}
+
+struct Reference {
+  model::Graph graph;
+  std::vector<float> input_nhwc;
+  std::vector<float> expected_nchw;
+};
+
+Reference LoadReference(const std::string& stem) {
+  const std::string path = SharedDir() + "/models/reference/" + stem;
+  auto graph = model::ImportOnnxFile(path + ".onnx", {});
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  auto input = ReadNpy(path + ".input.npy");
+  auto expected = ReadNpy(path + ".output.npy");
+  EXPECT_TRUE(input.ok() && expected.ok());
+  const model::Shape in_shape = graph->tensor(graph->inputs[0].tensor).shape;
+  return {std::move(*graph), NchwToNhwc(in_shape, input->data), expected->data};
+}
+
+TEST_F(CoExecOpenClTest, EveryMethodOnSqueezenetMatchesPyTorch) {
+  const Reference ref = LoadReference("squeezenet_v1_1");
+  const model::Shape out_shape = ref.graph.tensor(ref.graph.outputs[0].tensor).shape;
+  for (const auto* devices : {&two_, &three_}) {
+    const predictor::Profile profile = Profile(static_cast<int>(devices->size()) - 1);
+    for (const std::string& method : Methods(profile.platform)) {
+      const std::vector<float> out =
+          PlanAndRun(ref.graph, profile, method, *devices, Options(), ref.input_nhwc);
+      ASSERT_EQ(out.size(), ref.expected_nchw.size()) << method;
+      EXPECT_LE(RelativeL2(NhwcToNchw(out_shape, out), ref.expected_nchw), 1e-4)
+          << method << " on " << devices->size() << " devices";
+    }
+  }
+}
+
+TEST_F(CoExecOpenClTest, PeleenetPlansMatchPyTorch) {
+  const Reference ref = LoadReference("peleenet");
+  const model::Shape out_shape = ref.graph.tensor(ref.graph.outputs[0].tensor).shape;
+  for (const auto* devices : {&two_, &three_}) {
+    const predictor::Profile profile = Profile(static_cast<int>(devices->size()) - 1);
+    for (const std::string method : {"iterative"}) {
+      const std::vector<float> out =
+          PlanAndRun(ref.graph, profile, method, *devices, Options(), ref.input_nhwc);
+      ASSERT_EQ(out.size(), ref.expected_nchw.size()) << method;
+      EXPECT_LE(RelativeL2(NhwcToNchw(out_shape, out), ref.expected_nchw), 1e-4)
+          << method << " on " << devices->size() << " devices";
+    }
+    const int n = static_cast<int>(devices->size());
+    auto rt =
+        CoExecutionRuntime::Create(ref.graph, *devices, RandomPlan(ref.graph, n, n, 3), Options());
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    auto out = (*rt)->Run({ref.input_nhwc});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_LE(RelativeL2(NhwcToNchw(out_shape, (*out)[0]), ref.expected_nchw), 1e-4)
+        << "random plan on " << n << " devices";
+  }
+}
+
+// Graph-only paper models with synthetic weights, against XNNPACK on one core.
+class PaperModelTest : public CoExecOpenClTest,
+                       public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(PaperModelTest, PlansMatchTheSingleDeviceOutput) {
+  model::ImportOptions import;
+  import.synthesize_weights = true;
+  import.seed = 1;
+  auto graph =
+      model::ImportOnnxFile(SharedDir() + "/models/graph-only/" + GetParam() + ".onnx", import);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const model::Shape in_shape = graph->tensor(graph->inputs[0].tensor).shape;
+  const std::vector<float> input =
+      RandomVector(static_cast<size_t>(in_shape.Elements()), 11, 0.0f, 1.0f);
+  auto single = cpu::CpuGraphExecutor::Create(*graph, {.cores = {0}, .threads = 1});
+  ASSERT_TRUE(single.ok()) << single.status();
+  auto expected = (*single)->Run({input});
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (const auto* devices : {&two_, &three_}) {
+    const predictor::Profile profile = Profile(static_cast<int>(devices->size()) - 1);
+    for (const std::string method : {"heft", "pa-heft", "iterative"}) {
+      const std::vector<float> out =
+          PlanAndRun(*graph, profile, method, *devices, Options(), input);
+      ASSERT_EQ(out.size(), (*expected)[0].size()) << method;
+      EXPECT_LE(RelativeL2(out, (*expected)[0]), 1e-4)
+          << GetParam() << " " << method << " on " << devices->size() << " devices";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PaperModelTest,
+                         ::testing::Values("squeezenet_v1_1", "inceptionv3"));
+
+TEST_F(CoExecOpenClTest, TraceShowsMeasuredAndPredictedSubtasks) {
+  const model::Graph graph = TestGraph();
+  const predictor::Profile profile = Profile(2);
+  auto problem = scheduler::Problem::FromGraph(graph, profile.platform, *profile.model);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  auto schedule = (*scheduler::MakeScheduler("pa-heft"))->Plan(*problem, {});
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  auto plan = PlanFromSchedule(graph, *schedule);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto rt = CoExecutionRuntime::Create(graph, three_, *plan, Options());
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  ASSERT_TRUE((*rt)->Run({RandomVector(12 * 12 * 8, 3)}).ok());
+
+  const std::vector<std::string> names{"cpu.0", "cpu.1", "gpu"};
+  const nlohmann::json trace = ChromeTrace(graph, names, (*rt)->last_timings(), &*schedule);
+  int measured = 0, predicted = 0, tracks = 0, with_prediction = 0;
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e["ph"] == "M") ++tracks;
+    if (e["ph"] != "X") continue;
+    if (e["cat"] == "measured") {
+      ++measured;
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+      EXPECT_EQ(e["args"]["op"], graph.op(e["args"]["op_id"].get<model::OpId>()).name);
+      with_prediction += e["args"].contains("predicted_start_us");
+    } else {
+      ++predicted;
+    }
+  }
+  EXPECT_EQ(tracks, 6);
+  EXPECT_EQ(measured, static_cast<int>(schedule->subtasks().size()));
+  EXPECT_EQ(predicted, measured);
+  EXPECT_EQ(with_prediction, measured);
+
+  const MakespanComparison makespan = CompareMakespan((*rt)->last_timings(), &*schedule);
+  EXPECT_GT(makespan.measured_us, 0.0);
+  EXPECT_DOUBLE_EQ(makespan.predicted_us, schedule->makespan_us());
+  EXPECT_DOUBLE_EQ(trace["otherData"]["measured_makespan_us"].get<double>(), makespan.measured_us);
+
+  const std::string path = ::testing::TempDir() + "/coexec_trace.json";
+  ASSERT_TRUE(WriteChromeTrace(path, graph, **rt, names, &*schedule).ok());
+  std::ifstream in(path);
+  EXPECT_EQ(nlohmann::json::parse(in)["traceEvents"].size(), trace["traceEvents"].size());
+  const std::vector<std::string> too_few{"cpu.0"};
+  auto bad = WriteChromeTrace(path, graph, **rt, too_few);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  auto unwritable = WriteChromeTrace("/nonexistent-dir/trace.json", graph, **rt, names);
+  EXPECT_EQ(unwritable.code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace psched::executor::runtime

@@ -1,0 +1,97 @@
+// OpenClRuntimeDevice: the GPU as a co-execution runtime Device, backed by one OpenCL device
+// (opencl::OpenClDevice) whose kernels read and write the runtime's shared arena in place.
+//
+// The arena must be fine-grained SVM so CPU kernels and GPU kernels touch it concurrently with
+// no copies (paper sec. 2.1): pass ArenaAllocator() as RuntimeOptions::allocate_arena. Compile
+// turns the runtime's views into arena offsets and pixel strides and builds one
+// opencl::OpKernel per subtask (weights uploaded once per op). The device's dispatcher thread
+// runs the queue in plan order; a subtask's Run enqueues its kernel and waits for its event
+// (host-side synchronisation: the runtime's atomic counters publish completion and gate the
+// next subtask), and records the kernel's profiled device time. A cin slice holds the op's
+// accumulation mutex while its kernel runs, so GPU and CPU partial sums never interleave.
+//
+// Create measures the dispatch + sync overhead of one kernel round trip
+// (opencl::MeasureDispatchOverheadUs), which planning uses as the predictor's per-GPU-subtask
+// constant (predictor::ProfileOptions::gpu_dispatch_us).
+//
+// Ownership: owns the OpenCL device and its dispatcher thread; an arena handed out by
+// ArenaAllocator lives until the subtasks compiled against it are gone and another arena has
+// been bound. Thread-safety: as Device; ArenaAllocator's function may be called from any thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "executor/cpu/pinned_worker.h"
+#include "executor/opencl/opencl_device.h"
+#include "executor/opencl/svm_arena.h"
+#include "executor/runtime/device.h"
+
+namespace psched::executor::runtime {
+
+struct OpenClRuntimeDeviceOptions {
+  // Which OpenCL device (opencl::DeviceSelector::Parse syntax): "" picks the first GPU-type
+  // device; "pthread" picks PoCL's CPU device on development machines.
+  std::string selector;
+  // Core the dispatcher thread is pinned to; the OpenCL driver's own worker threads started
+  // while opening the device are pinned there too (PoCL's pthread device computes on them, so
+  // this is what keeps the "GPU" on its own core). Negative: no pinning.
+  int core = -1;
+  // Iterations of the dispatch-overhead measurement at creation; 0 skips it.
+  int overhead_iterations = 200;
+};
+
+class OpenClRuntimeDevice final : public Device {
+ public:
+  // `name` is the logical device name ("gpu"). kNotFound / kUnavailable when no OpenCL device
+  // matches; kFailedPrecondition when it lacks fine-grained SVM.
+  static absl::StatusOr<std::unique_ptr<OpenClRuntimeDevice>> Create(
+      std::string name, const OpenClRuntimeDeviceOptions& options = {});
+  ~OpenClRuntimeDevice() override;
+
+  const std::string& name() const override { return name_; }
+  absl::Status BindArena(float* base, size_t floats) override;
+  absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
+                                                   cpu::WorkSlice slice,
+                                                   std::span<const cpu::TensorView> inputs,
+                                                   const cpu::TensorView& output,
+                                                   std::mutex* accumulate_mu) override;
+  void Post(std::function<void()> job) override;
+
+  // RuntimeOptions::allocate_arena for runtimes this device takes part in: fine-grained SVM.
+  std::function<absl::StatusOr<float*>(size_t floats)> ArenaAllocator();
+
+  // Mean wall-clock cost of one kernel dispatch + completion, in microseconds, measured at
+  // creation; nullopt when the measurement was skipped or failed.
+  std::optional<double> dispatch_overhead_us() const { return dispatch_overhead_us_; }
+  const opencl::DeviceInfo& info() const { return device_->info(); }
+  // Driver threads pinned to options.core at creation (0 when none started or no pinning).
+  int pinned_driver_threads() const { return pinned_driver_threads_; }
+
+ private:
+  struct Binding;
+
+  OpenClRuntimeDevice(std::string name, std::unique_ptr<cpu::PinnedWorker> worker)
+      : name_(std::move(name)), worker_(std::move(worker)) {}
+  absl::StatusOr<float*> AllocateArena(size_t floats);
+
+  const std::string name_;
+  std::unique_ptr<cpu::PinnedWorker> worker_;
+  std::unique_ptr<opencl::OpenClDevice> device_;
+  std::optional<double> dispatch_overhead_us_;
+  int pinned_driver_threads_ = 0;
+
+  std::mutex mu_;
+  // Arenas allocated but not yet bound, by host pointer.
+  std::map<const float*, std::unique_ptr<opencl::SvmArena>> unbound_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<Binding> current_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace psched::executor::runtime
