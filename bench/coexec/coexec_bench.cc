@@ -1,0 +1,202 @@
+// psched_coexec_bench: measured latency of co-execution plans on this host, side by side with
+// XNNPACK alone (1 and 2 threads) and PyTorch (2 threads, bench/coexec/torch_peer.py).
+//
+// Platform A: cpu.0 + cpu.1 (one core each). Platform B: cpu.0 + PoCL as the GPU, its
+// dispatcher and worker thread pinned to core 1. Plans come from the `host` analytic profile
+// (GPU dispatch overhead measured on the device). Every latency is the median of --runs runs
+// after one warm-up; predicted is the schedule's makespan.
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "executor/cpu/cpu_graph_executor.h"
+#include "executor/runtime/coexecution_runtime.h"
+#include "executor/runtime/plan_from_schedule.h"
+#include "executor/runtime/trace.h"
+#include "model/onnx_import.h"
+#include "predictor/profiles.h"
+#include "scheduler/problem.h"
+#include "scheduler/registry.h"
+
+namespace psched {
+namespace {
+
+using executor::runtime::CoExecutionRuntime;
+using executor::runtime::PlatformDevices;
+
+template <typename F>
+double MedianMs(int runs, F&& run) {
+  std::vector<double> ms;
+  run();  // warm-up
+  for (int i = 0; i < runs; ++i) {
+    const absl::Time start = absl::Now();
+    run();
+    ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+struct PlatformSetup {
+  std::string name;
+  predictor::Profile profile;
+  std::unique_ptr<PlatformDevices> devices;
+};
+
+// Median ms per model from the PyTorch peer; empty (and a note on stderr) when unavailable.
+std::map<std::string, double> TorchPeer(const std::string& script,
+                                        const std::vector<std::string>& paths, int runs) {
+  std::map<std::string, double> result;
+  const std::string cmd = absl::StrCat("/usr/bin/python3 ", script, " --threads 2 --runs ", runs,
+                                       " ", absl::StrJoin(paths, " "));
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char name[256];
+  double ms = 0;
+  while (std::fscanf(pipe, "%255s %lf", name, &ms) == 2) result[name] = ms;
+  const int rc = pclose(pipe);
+  if (rc != 0) std::fprintf(stderr, "torch peer: exit status %d (torch missing?)\n", rc);
+  return result;
+}
+
+int Main(int argc, char** argv) {
+  // Before OpenCL loads: PoCL keeps one worker thread, the "GPU" of platform B.
+  setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
+  CLI::App app{"psched co-execution benchmark"};
+  std::vector<std::string> models{"squeezenet_v1_1", "peleenet", "inceptionv3",
+                                  "hrnet_w18_small_v1"};
+  std::string models_dir = std::string(PSCHED_SHARED_DIR_DEFAULT) + "/models/graph-only";
+  std::vector<std::string> methods{"heft", "partition-only", "iterative"};
+  int runs = 5;
+  double iterative_timeout_s = 10;
+  bool torch = true;
+  std::string opencl = "pthread";
+  app.add_option("--models", models, "model names (graph-only, synthetic weights)");
+  app.add_option("--models-dir", models_dir);
+  app.add_option("--methods", methods, "co-execution methods besides single:<device>");
+  app.add_option("--runs", runs, "timed runs per configuration (median reported)");
+  app.add_option("--timeout", iterative_timeout_s, "planning timeout per stage, seconds");
+  app.add_option("--opencl", opencl, "OpenCL device selector for platform B's GPU");
+  app.add_flag("!--no-torch", torch, "skip the PyTorch peer");
+  CLI11_PARSE(app, argc, argv);
+
+  // B first: PoCL's worker thread starts when the device opens and is pinned to core 1.
+  predictor::Profile profile_b = predictor::HostProfile(1, opencl);
+  auto devices_b = PlatformDevices::Create(profile_b.platform, {.gpu_core = 1});
+  std::vector<PlatformSetup> platforms;
+  predictor::Profile profile_a = predictor::HostProfile(2, opencl);
+  profile_a.platform.devices.pop_back();  // drop the gpu: cpu.0 + cpu.1
+  profile_a.platform.name = "host-cpu";
+  auto devices_a = PlatformDevices::Create(profile_a.platform);
+  if (!devices_a.ok()) {
+    std::fprintf(stderr, "platform A: %s\n", devices_a.status().ToString().c_str());
+    return 1;
+  }
+  platforms.push_back({"A", profile_a, std::move(*devices_a)});
+  if (devices_b.ok()) {
+    const std::optional<double> overhead = (*devices_b)->gpu_dispatch_overhead_us();
+    profile_b = predictor::HostProfile(1, opencl, {.gpu_dispatch_us = overhead});
+    std::printf(
+        "platform B gpu: '%s', dispatch+sync overhead %.1f us (planned with it), %d "
+        "driver threads pinned to core 1\n",
+        (*devices_b)->gpu()->info().name.c_str(), overhead.value_or(-1),
+        (*devices_b)->gpu()->pinned_driver_threads());
+    platforms.push_back({"B", profile_b, std::move(*devices_b)});
+  } else {
+    std::printf("platform B skipped: %s\n", devices_b.status().ToString().c_str());
+  }
+  std::printf("latency model: `host` analytic profile (no calibrated host model in the tree)\n");
+
+  std::vector<std::string> paths;
+  for (const std::string& m : models) paths.push_back(models_dir + "/" + m + ".onnx");
+  std::map<std::string, double> torch_ms;
+  if (torch) torch_ms = TorchPeer(PSCHED_TORCH_PEER, paths, runs);
+
+  std::printf("\n%-20s %-4s %-22s %12s %12s %8s\n", "model", "plat", "plan", "measured_ms",
+              "predicted_ms", "speedup");
+  for (size_t mi = 0; mi < models.size(); ++mi) {
+    model::ImportOptions import;
+    import.synthesize_weights = true;
+    import.seed = 1;
+    auto graph = model::ImportOnnxFile(paths[mi], import);
+    if (!graph.ok()) {
+      std::fprintf(stderr, "%s: %s\n", models[mi].c_str(), graph.status().ToString().c_str());
+      return 1;
+    }
+    const model::Shape in_shape = graph->tensor(graph->inputs[0].tensor).shape;
+    const std::vector<std::vector<float>> input{
+        std::vector<float>(static_cast<size_t>(in_shape.Elements()), 0.5f)};
+    double one_core_ms = 0;
+    for (int threads : {1, 2}) {
+      std::vector<int> cores{0};
+      if (threads == 2) cores.push_back(1);
+      auto exec = executor::cpu::CpuGraphExecutor::Create(*graph, {cores, threads});
+      if (!exec.ok()) continue;
+      const double ms = MedianMs(runs, [&] { (void)(*exec)->Run(input); });
+      if (threads == 1) one_core_ms = ms;
+      std::printf("%-20s %-4s %-22s %12.2f %12s %8.2f\n", models[mi].c_str(), "-",
+                  absl::StrCat("xnnpack ", threads, " thread").c_str(), ms, "-", one_core_ms / ms);
+    }
+    if (auto it = torch_ms.find(models[mi]); it != torch_ms.end()) {
+      std::printf("%-20s %-4s %-22s %12.2f %12s %8.2f\n", models[mi].c_str(), "-",
+                  "pytorch 2 threads", it->second, "-", one_core_ms / it->second);
+    }
+    for (PlatformSetup& p : platforms) {
+      auto problem = scheduler::Problem::FromGraph(*graph, p.profile.platform, *p.profile.model);
+      if (!problem.ok()) {
+        std::fprintf(stderr, "%s: %s\n", models[mi].c_str(), problem.status().ToString().c_str());
+        continue;
+      }
+      std::vector<std::string> plan_names;
+      for (const auto& d : p.profile.platform.devices) plan_names.push_back("single:" + d.name);
+      plan_names.insert(plan_names.end(), methods.begin(), methods.end());
+      double best_single_ms = 1e300;
+      for (const std::string& method : plan_names) {
+        auto scheduler = scheduler::MakeScheduler(method);
+        if (!scheduler.ok()) {
+          std::fprintf(stderr, "%s\n", scheduler.status().ToString().c_str());
+          continue;
+        }
+        scheduler::SchedulerOptions options;
+        options.seed = 1;
+        options.timeout = absl::Seconds(iterative_timeout_s);
+        auto schedule = (*scheduler)->Plan(*problem, options);
+        absl::StatusOr<executor::runtime::ExecutionPlan> plan =
+            schedule.ok() ? executor::runtime::PlanFromSchedule(*graph, *schedule)
+                          : absl::StatusOr<executor::runtime::ExecutionPlan>(schedule.status());
+        absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> rt =
+            plan.ok() ? CoExecutionRuntime::Create(*graph, p.devices->devices(), *plan,
+                                                   p.devices->runtime_options())
+                      : absl::StatusOr<std::unique_ptr<CoExecutionRuntime>>(plan.status());
+        if (!rt.ok()) {
+          std::printf("%-20s %-4s %-22s failed: %s\n", models[mi].c_str(), p.name.c_str(),
+                      method.c_str(), rt.status().ToString().c_str());
+          continue;
+        }
+        bool ok = true;
+        const double ms = MedianMs(runs, [&] { ok &= (*rt)->Run(input).ok(); });
+        if (method.rfind("single:", 0) == 0) best_single_ms = std::min(best_single_ms, ms);
+        std::printf("%-20s %-4s %-22s %12.2f %12.2f %8.2f%s%s\n", models[mi].c_str(),
+                    p.name.c_str(), method.c_str(), ms, schedule->makespan_us() / 1e3,
+                    one_core_ms / ms,
+                    method.rfind("single:", 0) != 0 && ms > best_single_ms
+                        ? "  (slower than the best single device)"
+                        : "",
+                    ok ? "" : "  (a run failed)");
+      }
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace psched
+
+int main(int argc, char** argv) { return psched::Main(argc, argv); }
