@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -54,10 +55,22 @@ double TickStep(double span, int ticks) {
 
 std::string GanttSvg(const scheduler::Problem& problem, const scheduler::Schedule& schedule,
                      const GanttOptions& options) {
-  const int devices = problem.num_devices();
+  std::vector<std::string> devices;
+  for (const scheduler::DeviceSpec& d : problem.platform().devices) devices.push_back(d.name);
+  std::vector<GanttBar> bars;
+  for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
+    bars.push_back({problem.op_name(s.op), s.op, s.device, s.axis, s.begin, s.end, s.start_us,
+                    s.end_us});
+  }
+  return GanttSvg(devices, bars, schedule.makespan_us(), options);
+}
+
+std::string GanttSvg(std::span<const std::string> device_names, std::span<const GanttBar> bars,
+                     double makespan_us, const GanttOptions& options) {
+  const int devices = static_cast<int>(device_names.size());
   const int plot_width = std::max(100, options.width_px - kLabelWidth - kRightMargin);
   const int height = kTop + devices * kRowHeight + kAxisHeight;
-  const double span_ms = std::max(schedule.makespan_us() / 1000.0, 1e-3);
+  const double span_ms = std::max(makespan_us / 1000.0, 1e-3);
   const double step = TickStep(span_ms, 10);
   const double axis_ms = std::ceil(span_ms / step - 1e-9) * step;
   const double px_per_ms = plot_width / axis_ms;
@@ -79,15 +92,14 @@ std::string GanttSvg(const scheduler::Problem& problem, const scheduler::Schedul
                               "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n",
                               kLabelWidth, y, plot_width, kRowHeight, d % 2 == 0 ? "#f4f4f4" : "#fafafa",
                               kLabelWidth - 8, y + kRowHeight / 2 + 4,
-                              Escape(problem.platform().devices[static_cast<size_t>(d)].name)));
+                              Escape(device_names[static_cast<size_t>(d)])));
   }
-  for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
+  for (const GanttBar& s : bars) {
     if (s.device < 0 || s.device >= devices) continue;
     const double x0 = x(s.start_us);
     const double w = std::max(0.5, x(s.end_us) - x0);
     const int y = kTop + s.device * kRowHeight + 3;
-    const std::string& name = problem.op_name(s.op);
-    std::string tip = absl::StrFormat("%s (op %d)", name, s.op);
+    std::string tip = absl::StrFormat("%s (op %d)", s.op, s.op_id);
     if (s.axis != model::SplitAxis::kNone) {
       absl::StrAppend(&tip, absl::StrFormat(" %s [%d, %d)", model::SplitAxisName(s.axis), s.begin, s.end));
     }
@@ -95,9 +107,9 @@ std::string GanttSvg(const scheduler::Problem& problem, const scheduler::Schedul
     absl::StrAppend(&svg, absl::StrFormat(
                               "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
                               "stroke=\"#333\" stroke-width=\"0.4\"><title>%s</title></rect>\n",
-                              x0, y, w, kRowHeight - 6, OpColour(s.op), Escape(tip)));
+                              x0, y, w, kRowHeight - 6, OpColour(s.op_id), Escape(tip)));
     // Label a bar only when its op id fits inside it.
-    const std::string label = std::to_string(s.op);
+    const std::string label = std::to_string(s.op_id);
     if (w > 7.0 * static_cast<double>(label.size()) + 4) {
       absl::StrAppend(&svg, absl::StrFormat(
                                 "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">%s</text>\n",
@@ -118,7 +130,7 @@ std::string GanttSvg(const scheduler::Problem& problem, const scheduler::Schedul
   }
   absl::StrAppend(&svg, absl::StrFormat(
                             "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time (ms); makespan %.3f ms</text>\n",
-                            kLabelWidth + plot_width / 2, axis_y + 34, schedule.makespan_us() / 1000.0));
+                            kLabelWidth + plot_width / 2, axis_y + 34, makespan_us / 1000.0));
   absl::StrAppend(&svg, "</svg>\n");
   return svg;
 }
