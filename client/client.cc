@@ -150,4 +150,25 @@ absl::StatusOr<v1::Plan> Client::GetPlan(
   return *plan;
 }
 
+absl::StatusOr<v1::CalibrationResult> Client::Calibrate(
+    double budget_s, const std::function<void(const v1::CalibrationProgress&)>& progress) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout +
+                                          absl::Seconds(3 * std::max(budget_s, 3.0))));
+  v1::CalibrateRequest request;
+  request.set_budget_s(budget_s);
+  std::unique_ptr<grpc::ClientReader<v1::CalibrateResponse>> reader =
+      admin_->Calibrate(&context, request);
+  v1::CalibrateResponse message;
+  std::optional<v1::CalibrationResult> result;
+  while (reader->Read(&message)) {
+    if (message.has_progress() && progress) progress(message.progress());
+    if (message.has_result()) result = message.result();
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return Convert(status);
+  if (!result.has_value()) return absl::InternalError("Calibrate stream ended without a result");
+  return *result;
+}
+
 }  // namespace psched::client

@@ -42,6 +42,11 @@ class Client {
   absl::StatusOr<v1::CacheStatsResponse> CacheStats();
   absl::StatusOr<v1::ListCachedPlansResponse> ListCachedPlans(const std::string& model_id = "");
   absl::StatusOr<v1::PurgeCacheResponse> PurgeCache(bool include_models);
+  // Calls `progress` for every progress message while the devices are timed. The call's
+  // deadline is the client timeout plus the budget of three devices.
+  absl::StatusOr<v1::CalibrationResult> Calibrate(
+      double budget_s,
+      const std::function<void(const v1::CalibrationProgress&)>& progress = nullptr);
 
   // Streams `onnx` in chunks.
   absl::StatusOr<v1::RegisterModelResponse> RegisterModel(const std::string& onnx,

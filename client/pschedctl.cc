@@ -14,12 +14,14 @@
 #include <sstream>
 
 #include "CLI/CLI.hpp"
+#include "bench/psched_bench/gantt_svg.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "executor/npy.h"
 #include "model/inspect.h"
 #include "model/onnx_import.h"
+#include "model/split.h"
 #include "nlohmann/json.hpp"
 
 namespace {
@@ -264,39 +266,25 @@ void CmdModelInspect(const Globals& g, const std::string& target) {
   PrintJson(inspect);
 }
 
+// The plan as a Gantt chart (psched_gantt): one row per device in platform order.
 std::string SvgGantt(const v1::Plan& plan) {
-  // Rows per device in first-appearance order; x scaled so the makespan spans 1000 px.
   std::vector<std::string> devices;
+  json schedule = json::parse(plan.schedule_json(), nullptr, false);
+  if (schedule.is_object() && schedule.contains("devices")) {
+    for (const json& name : schedule["devices"]) devices.push_back(name.get<std::string>());
+  }
+  std::vector<psched::bench::GanttBar> bars;
   for (const auto& s : plan.subtasks()) {
-    if (std::find(devices.begin(), devices.end(), s.device()) == devices.end()) {
-      devices.push_back(s.device());
-    }
+    auto it = std::find(devices.begin(), devices.end(), s.device());
+    if (it == devices.end()) it = devices.insert(devices.end(), s.device());
+    bars.push_back({s.op(), s.op_id(), static_cast<int>(it - devices.begin()),
+                    psched::model::SplitAxisFromName(s.strategy()).value_or(
+                        psched::model::SplitAxis::kNone),
+                    s.work_begin(), s.work_end(), s.start_us(), s.end_us()});
   }
-  const double scale = plan.makespan_us() > 0 ? 1000.0 / plan.makespan_us() : 1.0;
-  const int row = 28, left = 70;
-  std::string svg = absl::StrCat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", left + 1010, "\" height=\"",
-      row * static_cast<int>(devices.size()) + 40, "\" font-family=\"sans-serif\" font-size=\"11\">\n");
-  for (size_t d = 0; d < devices.size(); ++d) {
-    absl::StrAppend(&svg, "<text x=\"4\" y=\"", static_cast<int>(d) * row + 18, "\">",
-                    devices[d], "</text>\n");
-  }
-  const char* colors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759"};
-  for (const auto& s : plan.subtasks()) {
-    size_t d = static_cast<size_t>(
-        std::find(devices.begin(), devices.end(), s.device()) - devices.begin());
-    int color = s.strategy() == "none" ? 0 : s.strategy() == "cout" ? 1 : s.strategy() == "cin" ? 2 : 3;
-    absl::StrAppend(&svg, "<rect x=\"", Fixed(left + s.start_us() * scale, 2), "\" y=\"",
-                    static_cast<int>(d) * row + 4, "\" width=\"",
-                    Fixed(std::max(0.5, (s.end_us() - s.start_us()) * scale), 2),
-                    "\" height=\"20\" fill=\"", colors[color], "\" stroke=\"white\"><title>",
-                    s.op(), " ", s.strategy(), " [", s.work_begin(), ",", s.work_end(), ") ",
-                    Fixed(s.start_us()), "-", Fixed(s.end_us()), " us</title></rect>\n");
-  }
-  absl::StrAppend(&svg, "<text x=\"", left, "\" y=\"", row * static_cast<int>(devices.size()) + 25,
-                  "\">", plan.scheduler(), ": makespan ", Fixed(plan.makespan_us()),
-                  " us</text>\n</svg>\n");
-  return svg;
+  return psched::bench::GanttSvg(
+      devices, bars, plan.makespan_us(),
+      {.title = absl::StrCat(plan.scheduler(), " plan of model ", plan.model_id().substr(0, 12))});
 }
 
 void CmdPlanShow(const Globals& g, const std::string& id, const std::string& scheduler,
@@ -332,6 +320,57 @@ void CmdPlanShow(const Globals& g, const std::string& id, const std::string& sch
                     Fixed(s.start_us()), Fixed(s.end_us())});
   }
   PrintTable({"OP", "DEVICE", "STRATEGY", "WORK", "START_US", "END_US"}, rows);
+}
+
+// Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev): one measured event per
+// subtask on its device's track and, when a plan ran, the predicted subtask on a
+// "<device> (predicted)" track beside it.
+json ChromeTrace(const v1::InferResponse& response) {
+  std::vector<std::string> devices;
+  for (const auto& s : response.trace()) {
+    if (std::find(devices.begin(), devices.end(), s.device()) == devices.end()) {
+      devices.push_back(s.device());
+    }
+  }
+  const bool planned = response.predicted_makespan_us() > 0;
+  const int num_devices = static_cast<int>(devices.size());
+  json events = json::array();
+  for (int d = 0; d < num_devices; ++d) {
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", d},
+                      {"args", {{"name", devices[static_cast<size_t>(d)]}}}});
+    if (planned) {
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1},
+                        {"tid", num_devices + d},
+                        {"args", {{"name", devices[static_cast<size_t>(d)] + " (predicted)"}}}});
+    }
+  }
+  double measured_us = 0;
+  for (const auto& s : response.trace()) {
+    const int tid = static_cast<int>(std::find(devices.begin(), devices.end(), s.device()) -
+                                     devices.begin());
+    json args = {{"op", s.op()},
+                 {"strategy", s.strategy()},
+                 {"range", {s.work_begin(), s.work_end()}}};
+    if (s.device_us() >= 0) args["device_us"] = s.device_us();
+    if (s.predicted_start_us() >= 0) {
+      args["predicted_start_us"] = s.predicted_start_us();
+      args["predicted_end_us"] = s.predicted_end_us();
+      events.push_back({{"ph", "X"}, {"name", s.op()}, {"cat", "predicted"}, {"pid", 1},
+                        {"tid", num_devices + tid}, {"ts", s.predicted_start_us()},
+                        {"dur", s.predicted_end_us() - s.predicted_start_us()}, {"args", args}});
+    }
+    events.push_back({{"ph", "X"}, {"name", s.op()}, {"cat", "measured"}, {"pid", 1},
+                      {"tid", tid}, {"ts", s.start_us()}, {"dur", s.end_us() - s.start_us()},
+                      {"args", std::move(args)}});
+    measured_us = std::max(measured_us, s.end_us());
+  }
+  json other = {{"executor", response.executor()}, {"measured_makespan_us", measured_us}};
+  if (planned) {
+    other["scheduler"] = response.scheduler();
+    other["predicted_makespan_us"] = response.predicted_makespan_us();
+  }
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"},
+          {"otherData", std::move(other)}};
 }
 
 void CmdInfer(const Globals& g, const std::string& id, const std::string& input_path,
@@ -380,15 +419,8 @@ void CmdInfer(const Globals& g, const std::string& id, const std::string& input_
     CheckStatus(psched::executor::WriteNpy(output_path, array));
   }
   if (!trace_path.empty()) {
-    // Chrome trace-event format: open in chrome://tracing or Perfetto.
-    json events = json::array();
-    for (const auto& s : response.trace()) {
-      events.push_back({{"name", s.op()}, {"cat", s.device()}, {"ph", "X"}, {"pid", 1},
-                        {"tid", s.device()}, {"ts", s.start_us()},
-                        {"dur", s.end_us() - s.start_us()}});
-    }
     std::ofstream out(trace_path);
-    out << json{{"traceEvents", events}}.dump() << "\n";
+    out << ChromeTrace(response).dump() << "\n";
     if (!out) throw CommandError{absl::StrCat("cannot write ", trace_path)};
   }
   if (g.json()) {
@@ -397,6 +429,8 @@ void CmdInfer(const Globals& g, const std::string& id, const std::string& input_
                {"execute_us", response.execute_us()},
                {"queue_us", response.queue_us()},
                {"executor", response.executor()},
+               {"scheduler", response.scheduler()},
+               {"predicted_makespan_us", response.predicted_makespan_us()},
                {"repeat", repeat},
                {"outputs", outputs}});
     return;
@@ -405,6 +439,11 @@ void CmdInfer(const Globals& g, const std::string& id, const std::string& input_
             << Fixed(mean(client_latencies)) << " us at the client (mean of " << repeat
             << "), executor " << response.executor() << " " << Fixed(response.execute_us())
             << " us\n";
+  if (response.predicted_makespan_us() > 0) {
+    std::cout << "plan " << response.scheduler() << ": measured " << Fixed(response.execute_us())
+              << " us, predicted " << Fixed(response.predicted_makespan_us()) << " us (x"
+              << Fixed(response.execute_us() / response.predicted_makespan_us(), 2) << ")\n";
+  }
   for (const json& o : outputs) {
     std::cout << o["name"].get<std::string>() << " " << o["dims"].dump() << " top-5:";
     for (const json& entry : o["top5"]) {
@@ -412,6 +451,34 @@ void CmdInfer(const Globals& g, const std::string& id, const std::string& input_
     }
     std::cout << "\n";
   }
+}
+
+void CmdCalibrate(const Globals& g, double budget_s) {
+  auto client = Connect(g);
+  auto progress = [](const v1::CalibrationProgress& p) {
+    if (p.finished()) {
+      std::fprintf(stderr, "[%s] done: %d samples, %d skipped in %.1f s\n", p.device().c_str(),
+                   p.cases_done(), p.cases_skipped(), p.elapsed_s());
+    } else if (p.cases_done() == 0) {
+      std::fprintf(stderr, "[%s] timing for %.1f s\n", p.device().c_str(), p.budget_s());
+    }
+  };
+  v1::CalibrationResult result = Check(client.Calibrate(budget_s, progress));
+  if (g.json()) {
+    json report = json::parse(result.report_json(), nullptr, false);
+    PrintJson({{"predictor_version", result.predictor_version()},
+               {"samples", result.samples()},
+               {"skipped_devices", std::vector<std::string>(result.skipped_devices().begin(),
+                                                            result.skipped_devices().end())},
+               {"report", report.is_discarded() ? json() : report}});
+    return;
+  }
+  for (const std::string& skipped : result.skipped_devices()) {
+    std::cout << "skipped " << skipped << "\n";
+  }
+  std::cout << result.samples() << " samples; held-out errors:\n"
+            << result.error_table() << "plans now use predictor " << result.predictor_version()
+            << "\n";
 }
 
 void CmdCacheStats(const Globals& g) {
@@ -534,6 +601,13 @@ int main(int argc, char** argv) {
   infer->callback([&] {
     action = [&] { CmdInfer(g, id, input, output, repeat, trace, scheduler); };
   });
+
+  double budget_s = 3;
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate", "time the registered models' ops on the daemon's devices and plan with the fit");
+  calibrate->add_option("--budget-s", budget_s, "timing budget per device, seconds (0, 15]")
+      ->capture_default_str();
+  calibrate->callback([&] { action = [&] { CmdCalibrate(g, budget_s); }; });
 
   CLI::App* cache = app.add_subcommand("cache", "the plan cache");
   cache->require_subcommand(1);

@@ -46,6 +46,9 @@ struct PlatformInfo {
   std::string fingerprint;        // part of the plan cache key
   std::string predictor_version;  // part of the plan cache key
   std::vector<DeviceInfo> devices;
+  // Names the devices a calibration was measured on (names, kinds, cores, OpenCL
+  // selectors): a stored calibration applies to a platform with the same key.
+  std::string calibration_key;
 };
 
 // Backend-specific state of a loaded model (the imported graph, compiled kernels, ...).
@@ -83,15 +86,46 @@ struct SubtaskTimingInfo {
   std::string device;
   double start_us = 0;
   double end_us = 0;
+  // The slice of the op's work the subtask ran: axis name ("none", "cout", ...) and [b, e).
+  std::string strategy = "none";
+  int64_t work_begin = 0;
+  int64_t work_end = 1;
+  // The plan's prediction for this subtask; negative when there is no plan.
+  double predicted_start_us = -1;
+  double predicted_end_us = -1;
+  // The device's own execution time (GPU event profiling); negative when it reports none.
+  double device_us = -1;
 };
 
 struct RunOutput {
   std::vector<HostTensor> outputs;  // model order, declared shapes
   double execute_us = 0;
   std::vector<SubtaskTimingInfo> trace;
+  // The executed plan's predicted makespan; 0 when the executor ignores plans.
+  double predicted_makespan_us = 0;
+};
+
+struct CalibrationProgressEvent {
+  std::string device;
+  int cases_done = 0;
+  int cases_skipped = 0;
+  double elapsed_s = 0;
+  double budget_s = 0;
+  bool finished = false;  // the device is done
+};
+
+// A fitted host latency model.
+struct CalibrationOutput {
+  std::string predictor_version;  // Version() of the fitted model
+  nlohmann::json params;          // what UseCalibration takes back
+  nlohmann::json report;          // held-out / training errors per device and op kind
+  std::string error_table;        // the held-out errors as a text table
+  int samples = 0;
+  std::vector<std::string> skipped_devices;  // "name: reason"
 };
 
 using ProgressFn = std::function<void(const PlanProgressEvent&)>;
+using CalibrationProgressFn = std::function<void(const CalibrationProgressEvent&)>;
 // Returns true once the work is no longer wanted; implementations poll it between steps.
 using CancelledFn = std::function<bool()>;
 
@@ -99,7 +133,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  virtual const PlatformInfo& platform() const = 0;
+  // A snapshot: calibration changes predictor_version.
+  virtual PlatformInfo platform() const = 0;
   // "cpu" (whole graph on one core) or "coexec" (executes the plan across devices).
   virtual std::string executor_name() const = 0;
   // Whether Run needs a plan (false: the executor ignores it and Infer skips planning).
@@ -120,6 +155,18 @@ class Backend {
   // !RunUsesPlan().
   virtual absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput* plan,
                                         const std::vector<HostTensor>& inputs) = 0;
+
+  // Times op configurations on the platform's devices for about `budget_s` seconds each and
+  // fits a latency model to them; does not install it (UseCalibration does). Called from
+  // the inference queue's worker, so no inference runs meanwhile. UNIMPLEMENTED for
+  // platforms that are not this machine's.
+  // The cases are the distinct op configurations (and their slices) of `models`.
+  virtual absl::StatusOr<CalibrationOutput> Calibrate(
+      const std::vector<std::shared_ptr<const LoadedModel>>& models, double budget_s,
+      const CalibrationProgressFn& progress) = 0;
+  // Plans from now on use the model `params` describe (CalibrationOutput::params).
+  // INVALID_ARGUMENT when they do not describe this platform's devices.
+  virtual absl::Status UseCalibration(const nlohmann::json& params) = 0;
 };
 
 }  // namespace psched::daemon

@@ -112,7 +112,10 @@ stuck_inference_s = 60
 # Platform profile to plan for: "host" = the devices below on this machine.
 platform = "host"
 
-# Logical devices. None listed: one CPU device per online core, named cpu.0, cpu.1, ...
+# Logical devices; inference runs the plan across them (co-execution). None listed:
+# cpu.0 on core 0, cpu.1 on core 1 (one per core on a single-core machine) and a gpu on
+# the first GPU-type OpenCL device. A GPU that cannot be opened (no OpenCL, no fine-grained
+# SVM) is left out and the reason logged; planning and inference then use the CPUs only.
 # [[devices]]
 # name = "cpu.0"
 # kind = "cpu"
@@ -121,7 +124,8 @@ platform = "host"
 # [[devices]]
 # name = "gpu"
 # kind = "gpu"
-# opencl_device = ""   # substring of the OpenCL device name; empty = first device
+# opencl_device = ""   # OpenCL device selector; "" = first GPU-type device, "pthread" = PoCL
+# cores = [1]          # optional: pin the GPU's dispatcher (and PoCL's worker) to this core
 )toml";
 }
 

@@ -18,8 +18,11 @@ namespace psched::daemon {
 struct DeviceConfig {
   std::string name;        // "cpu.0", "gpu", ...: unique
   std::string kind;        // "cpu" or "gpu"
-  std::vector<int> cores;  // CPU cores the device's threads are pinned to
-  std::string opencl_device;  // GPU: OpenCL device name substring; empty: the first one
+  // CPU: the cores its worker is pinned to (required). GPU: optional; the first is the
+  // core its dispatcher thread and the OpenCL driver's threads are pinned to.
+  std::vector<int> cores;
+  // GPU: OpenCL device selector ("pthread" picks PoCL); empty: the first GPU-type device.
+  std::string opencl_device;
 };
 
 struct DaemonConfig {
@@ -46,7 +49,8 @@ struct DaemonConfig {
 
   // Platform profile the daemon plans for: "host" is this machine's devices below.
   std::string platform = "host";
-  // Logical devices; empty: one CPU device per online core ("cpu.0", "cpu.1", ...).
+  // Logical devices; empty: cpu.0 (core 0), cpu.1 (core 1) and a gpu on the first GPU-type
+  // OpenCL device, which is left out when it cannot be opened.
   std::vector<DeviceConfig> devices;
 };
 

@@ -61,7 +61,75 @@ Engine::Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
     : config_(config),
       store_(std::move(store)),
       backend_(std::move(backend)),
-      queue_(config.queue_capacity) {}
+      queue_(config.queue_capacity) {
+  const std::string key = backend_->platform().calibration_key;
+  if (key.empty()) return;
+  absl::StatusOr<std::optional<cache::CalibrationRecord>> stored = store_->LookupCalibration(key);
+  if (!stored.ok()) {
+    spdlog::warn("stored calibration not read: {}", std::string(stored.status().message()));
+    return;
+  }
+  if (!stored->has_value()) return;
+  nlohmann::json params = nlohmann::json::parse((*stored)->params_json, nullptr, false);
+  absl::Status used = params.is_discarded()
+                          ? absl::DataLossError("stored parameters are not valid JSON")
+                          : backend_->UseCalibration(params);
+  if (used.ok()) {
+    spdlog::info("planning with the stored calibration {}", backend_->platform().predictor_version);
+  } else {
+    spdlog::warn("stored calibration not used: {}", std::string(used.message()));
+  }
+}
+
+absl::StatusOr<CalibrationOutput> Engine::Calibrate(double budget_s,
+                                                    const CalibrationProgressFn& progress,
+                                                    const CallContext& context) {
+  if (!(budget_s > 0) || budget_s > kMaxCalibrationBudgetS) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "budget_s must be in (0, ", kMaxCalibrationBudgetS, "] seconds per device, not ",
+        budget_s));
+  }
+  absl::StatusOr<std::vector<cache::ModelRecord>> records = store_->ListModels();
+  if (!records.ok()) return records.status();
+  std::vector<std::shared_ptr<const LoadedModel>> models;
+  for (const cache::ModelRecord& record : *records) {
+    absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(record.id);
+    if (!loaded.ok()) return loaded.status();
+    models.push_back(*loaded);
+  }
+  if (models.empty()) {
+    return absl::FailedPreconditionError(
+        "no model is registered; calibration times the ops of the registered models");
+  }
+  // Through the inference queue: calibration needs the devices to itself.
+  struct Shared {
+    absl::StatusOr<CalibrationOutput> output = absl::UnknownError("not run");
+  };
+  auto shared = std::make_shared<Shared>();
+  auto work = [this, shared, models, budget_s, progress] {
+    shared->output = backend_->Calibrate(models, budget_s, progress);
+  };
+  absl::StatusOr<std::shared_ptr<InferenceQueue::Job>> job =
+      queue_.Submit(std::move(work), context.deadline);
+  if (!job.ok()) return job.status();
+  (*job)->WaitUntil(absl::InfiniteFuture());
+  if (absl::Status outcome = (*job)->outcome(); !outcome.ok()) return outcome;
+  if (!shared->output.ok()) return WithContext(shared->output.status(), "calibration failed");
+
+  CalibrationOutput& output = *shared->output;
+  const std::string key = backend_->platform().calibration_key;
+  if (absl::Status used = backend_->UseCalibration(output.params); !used.ok()) {
+    return WithContext(used, "the fitted model was not usable");
+  }
+  cache::CalibrationRecord record{key, output.predictor_version, output.params.dump(),
+                                  output.report.dump(), 0};
+  if (absl::Status stored = store_->PutCalibration(record); !stored.ok()) {
+    spdlog::warn("calibration in use but not stored: {}", std::string(stored.message()));
+  }
+  spdlog::info("calibrated: {} samples, planning with {}", output.samples,
+               output.predictor_version);
+  return std::move(output);
+}
 
 Engine::~Engine() {
   Shutdown();
@@ -206,7 +274,7 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
   if (absl::Status status = backend_->CheckScheduler(scheduler, options); !status.ok()) {
     return status;
   }
-  const PlatformInfo& platform = backend_->platform();
+  const PlatformInfo platform = backend_->platform();
   cache::PlanKey key{*id, platform.fingerprint, platform.predictor_version,
                      SchedulerConfigKey(scheduler, options)};
   if (!refresh) {
@@ -445,6 +513,8 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
   result.outputs = std::move(shared->output->outputs);
   result.execute_us = shared->output->execute_us;
   result.trace = std::move(shared->output->trace);
+  result.predicted_makespan_us = shared->output->predicted_makespan_us;
+  if (plan.has_value()) result.scheduler = plan->scheduler;
   result.queue_us = absl::ToDoubleMicroseconds((*job)->queued_for());
   result.latency_us = absl::ToDoubleMicroseconds(absl::Now() - arrived);
   result.executor = backend_->executor_name();

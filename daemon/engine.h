@@ -7,7 +7,8 @@
 //
 // Thread-safety: all public methods are thread-safe and may block (planning, inference).
 // Ownership: the Engine owns everything it is given; Shutdown() must be called before
-// destruction to let queued work finish.
+// destruction to let queued work finish. A calibration stored in the cache for the
+// backend's platform is installed at construction.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +64,9 @@ struct InferResult {
   double latency_us = 0;
   std::string executor;
   std::vector<SubtaskTimingInfo> trace;
+  // The plan that ran (coexec): its scheduler and predicted makespan; empty / 0 otherwise.
+  std::string scheduler;
+  double predicted_makespan_us = 0;
 };
 
 struct EngineStatus {
@@ -104,11 +108,23 @@ class Engine {
                                     std::vector<HostTensor> inputs, const std::string& scheduler,
                                     const CallContext& context);
 
+  // Times op configurations of the registered models on every device for `budget_s`
+  // seconds each (no inference runs meanwhile), fits the host latency model, stores it in
+  // the cache and plans with it from then on; plans cached under the previous predictor
+  // version are no longer served. INVALID_ARGUMENT for a budget outside (0,
+  // kMaxCalibrationBudgetS]; FAILED_PRECONDITION with no registered model; UNIMPLEMENTED
+  // for a simulated platform. `progress` runs on the queue's worker thread.
+  absl::StatusOr<CalibrationOutput> Calibrate(double budget_s,
+                                              const CalibrationProgressFn& progress,
+                                              const CallContext& context);
+  // Per device: longer runs would trip the stuck-inference watchdog.
+  static constexpr double kMaxCalibrationBudgetS = 15;
+
   EngineStatus Status();
   absl::StatusOr<cache::CacheStats> CacheStats() { return store_->Stats(); }
   absl::StatusOr<std::vector<cache::PlanRecord>> ListCachedPlans(const std::string& id_or_prefix);
   absl::StatusOr<cache::PurgeResult> PurgeCache(bool include_models);
-  const PlatformInfo& platform() const { return backend_->platform(); }
+  PlatformInfo platform() const { return backend_->platform(); }
   InferenceQueue::ProgressInfo QueueProgress() const { return queue_.Progress(); }
 
   // Refuses new inferences and waits until queued ones have run.

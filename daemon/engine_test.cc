@@ -29,10 +29,13 @@ class FakeBackend final : public Backend {
   FakeBackend(std::shared_ptr<Counters> counters, absl::Duration plan_delay,
               absl::Notification* run_gate)
       : counters_(std::move(counters)), plan_delay_(plan_delay), run_gate_(run_gate) {
-    platform_ = {"fake", "fake;cpu.0", "fake-v1", {{"cpu.0", "cpu", {0}, ""}}};
+    platform_ = {"fake", "fake;cpu.0", "fake-v1", {{"cpu.0", "cpu", {0}, ""}}, "fake;cpu.0:0"};
   }
 
-  const PlatformInfo& platform() const override { return platform_; }
+  PlatformInfo platform() const override {
+    absl::MutexLock lock(&mu_);
+    return platform_;
+  }
   std::string executor_name() const override { return "fake"; }
   bool RunUsesPlan() const override { return true; }
 
@@ -78,12 +81,31 @@ class FakeBackend final : public Backend {
     out.execute_us = 10;
     return out;
   }
+  // Fits "fake-cal-<budget>"; a budget of 13 fails like a device error.
+  absl::StatusOr<CalibrationOutput> Calibrate(
+      const std::vector<std::shared_ptr<const LoadedModel>>& models, double budget_s,
+      const CalibrationProgressFn& progress) override {
+    if (budget_s == 13) return absl::UnavailableError("device lost");
+    progress({"cpu.0", 1, 0, budget_s, budget_s, true});
+    CalibrationOutput out;
+    out.predictor_version = "fake-cal-" + std::to_string(static_cast<int>(budget_s));
+    out.params = {{"version", out.predictor_version}};
+    out.samples = static_cast<int>(models.size());
+    return out;
+  }
+  absl::Status UseCalibration(const nlohmann::json& params) override {
+    if (!params.contains("version")) return absl::InvalidArgumentError("no version");
+    absl::MutexLock lock(&mu_);
+    platform_.predictor_version = params["version"].get<std::string>();
+    return absl::OkStatus();
+  }
 
  private:
   std::shared_ptr<Counters> counters_;
   absl::Duration plan_delay_;
   absl::Notification* run_gate_;
-  PlatformInfo platform_;
+  mutable absl::Mutex mu_;
+  PlatformInfo platform_ ABSL_GUARDED_BY(mu_);
 };
 
 class EngineTest : public ::testing::Test {
@@ -269,6 +291,52 @@ TEST_F(EngineTest, FullQueueIsResourceExhaustedAndDeadlinesApply) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 2);
   EXPECT_EQ(engine->Status().inferences, 2);
+}
+
+TEST_F(EngineTest, CalibrationChangesThePlanKeyAndSurvivesRestarts) {
+  auto engine = MakeEngine();
+  EXPECT_EQ(engine->Calibrate(1, [](const CalibrationProgressEvent&) {}, {}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto model = engine->RegisterModel("model bytes", "m", false);
+  ASSERT_TRUE(model.ok());
+  const std::string id = model->first.id;
+  ASSERT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr).ok());
+  EXPECT_EQ(counters_->plans, 1);
+
+  for (double bad : {0.0, -1.0, Engine::kMaxCalibrationBudgetS + 1}) {
+    EXPECT_EQ(engine->Calibrate(bad, [](const CalibrationProgressEvent&) {}, {}).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  auto failed = engine->Calibrate(13, [](const CalibrationProgressEvent&) {}, {});
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(engine->platform().predictor_version, "fake-v1");
+
+  std::vector<CalibrationProgressEvent> events;
+  auto calibrated =
+      engine->Calibrate(2, [&](const CalibrationProgressEvent& e) { events.push_back(e); }, {});
+  ASSERT_TRUE(calibrated.ok()) << calibrated.status();
+  EXPECT_EQ(calibrated->samples, 1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(events[0].finished);
+  EXPECT_EQ(engine->platform().predictor_version, "fake-cal-2");
+
+  // The old plan is keyed by the old predictor version: planning runs again.
+  auto replanned = engine->GetPlan(id, "heft", {}, false, {}, nullptr);
+  ASSERT_TRUE(replanned.ok());
+  EXPECT_FALSE(replanned->cached);
+  EXPECT_EQ(replanned->predictor_version, "fake-cal-2");
+  EXPECT_EQ(counters_->plans, 2);
+  engine->Shutdown();
+  engine.reset();
+
+  // A restarted daemon plans with the stored calibration and finds the plan made with it.
+  engine = MakeEngine();
+  EXPECT_EQ(engine->platform().predictor_version, "fake-cal-2");
+  auto cached = engine->GetPlan(id, "heft", {}, false, {}, nullptr);
+  ASSERT_TRUE(cached.ok());
+  EXPECT_TRUE(cached->cached);
+  EXPECT_EQ(counters_->plans, 2);
 }
 
 }  // namespace

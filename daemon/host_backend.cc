@@ -3,29 +3,65 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "executor/calibration/calibrate.h"
+#include "executor/calibration/calibration_cases.h"
 #include "executor/layout.h"
 #include "executor/cpu/cpu_graph_executor.h"
+#include "executor/runtime/coexecution_runtime.h"
+#include "executor/runtime/plan_from_schedule.h"
 #include "model/graph.h"
 #include "model/inspect.h"
 #include "model/onnx_import.h"
 #include "model/split.h"
+#include "predictor/analytic_model.h"
+#include "predictor/calibration/analytic_fit.h"
+#include "predictor/calibration/analytic_params_json.h"
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
 #include "scheduler/registry.h"
+#include "scheduler/schedule.h"
+#include "spdlog/spdlog.h"
 
 namespace psched::daemon {
 namespace {
 
+namespace rt = executor::runtime;
+
+// A plan compiled onto the runtime devices: kernels created and weights packed once, reused
+// by every Infer that executes the same schedule.
+struct CompiledPlan {
+  std::string key;  // the schedule's subtasks as JSON text
+  double makespan_us = 0;
+  std::unique_ptr<rt::CoExecutionRuntime> runtime;
+  // Predicted [start, end] per (device, op, work begin), for the timings Run reports.
+  std::map<std::tuple<int, model::OpId, int64_t>, std::pair<double, double>> predicted;
+};
+
+// Plans of one model compiled at once; more distinct plans than this evict the oldest.
+constexpr size_t kCompiledPlansPerModel = 4;
+
 class GraphHandle final : public ModelHandle {
  public:
-  explicit GraphHandle(model::Graph g) : graph(std::move(g)) {}
+  GraphHandle(model::Graph g, std::shared_ptr<rt::PlatformDevices> d)
+      : graph(std::move(g)), devices(std::move(d)) {}
   const model::Graph graph;
-  // Compiled once per model (kernels created, weights packed); null without weights.
+  // Declared before `compiled` so the runtimes go first: they must not outlive the devices.
+  const std::shared_ptr<rt::PlatformDevices> devices;
+  // CPU mode: compiled once per model (kernels created, weights packed); null without
+  // weights or in co-execution mode.
   std::unique_ptr<executor::cpu::CpuGraphExecutor> executor;
+  // Co-execution mode: touched by Run only, which the inference queue's one worker calls.
+  mutable std::vector<std::shared_ptr<CompiledPlan>> compiled;
 };
 
 const GraphHandle& HandleOf(const LoadedModel& model) {
@@ -74,9 +110,94 @@ class DevicePrefixModel final : public predictor::LatencyModel {
   int n_;
 };
 
+// The schedule a plan's JSON describes (the subtasks PlanFromSchedule needs).
+absl::StatusOr<scheduler::Schedule> ScheduleFromJson(const model::Graph& graph,
+                                                     const std::vector<std::string>& devices,
+                                                     const nlohmann::json& plan) {
+  scheduler::Schedule schedule(static_cast<int>(graph.ops.size()),
+                               static_cast<int>(devices.size()));
+  try {
+    for (const nlohmann::json& s : plan.at("subtasks")) {
+      const std::string device = s.at("device").get<std::string>();
+      auto it = std::find(devices.begin(), devices.end(), device);
+      if (it == devices.end()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("the plan uses device '", device, "', which this daemon does not run"));
+      }
+      const std::string strategy = s.at("strategy").get<std::string>();
+      std::optional<model::SplitAxis> axis = model::SplitAxisFromName(strategy);
+      if (!axis.has_value()) {
+        return absl::InternalError(
+            absl::StrCat("malformed cached plan: unknown strategy '", strategy, "'"));
+      }
+      scheduler::ScheduledSubtask subtask;
+      subtask.op = s.at("op_id").get<model::OpId>();
+      if (subtask.op < 0 || subtask.op >= static_cast<model::OpId>(graph.ops.size())) {
+        return absl::InternalError(absl::StrCat("malformed cached plan: op id ", subtask.op,
+                                                " out of range for '", graph.name, "'"));
+      }
+      subtask.device = static_cast<int>(it - devices.begin());
+      subtask.axis = *axis;
+      subtask.begin = s.at("work").at(0).get<int64_t>();
+      subtask.end = s.at("work").at(1).get<int64_t>();
+      subtask.start_us = s.at("start_us").get<double>();
+      subtask.end_us = s.at("end_us").get<double>();
+      schedule.Add(subtask);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InternalError(absl::StrCat("malformed cached plan: ", e.what()));
+  }
+  return schedule;
+}
+
+// The `host` profile for these devices: the config's names and core sets, the GPU last.
+// `priors` (when given) receives each device's analytic parameters, calibration's start.
+predictor::Profile HostPlatformProfile(const std::vector<DeviceConfig>& cpus,
+                                       const std::optional<DeviceConfig>& gpu,
+                                       const predictor::ProfileOptions& options = {},
+                                       std::vector<predictor::AnalyticDeviceParams>* priors =
+                                           nullptr) {
+  predictor::Profile profile = predictor::HostProfile(
+      static_cast<int>(cpus.size()), gpu.has_value() ? gpu->opencl_device : "", options);
+  for (size_t i = 0; i < cpus.size(); ++i) {
+    profile.platform.devices[i].name = cpus[i].name;
+    profile.platform.devices[i].cpu_cores = cpus[i].cores;
+  }
+  if (gpu.has_value()) profile.platform.devices.back().name = gpu->name;
+  if (priors != nullptr) {
+    const auto* analytic = dynamic_cast<const predictor::AnalyticModel*>(profile.model.get());
+    for (int d = 0; d < profile.platform.num_devices(); ++d) {
+      if (!gpu.has_value() && d == profile.platform.num_devices() - 1) break;
+      predictor::AnalyticDeviceParams params;
+      if (analytic != nullptr) params = analytic->device(d);
+      params.name = profile.platform.devices[static_cast<size_t>(d)].name;
+      priors->push_back(std::move(params));
+    }
+  }
+  if (!gpu.has_value()) {
+    profile.platform.devices.pop_back();
+    profile.model = std::make_shared<DevicePrefixModel>(
+        profile.model, static_cast<int>(profile.platform.devices.size()));
+  }
+  return profile;
+}
+
 class HostBackend final : public Backend {
  public:
-  explicit HostBackend(predictor::Profile profile) : profile_(std::move(profile)) {
+  // `devices` null: CPU mode (the whole graph on the first CPU device); else co-execution
+  // of the plan on these devices, which are the profile's platform in order.
+  HostBackend(predictor::Profile profile, std::shared_ptr<rt::PlatformDevices> devices,
+              std::vector<predictor::AnalyticDeviceParams> priors = {})
+      : profile_(std::move(profile)), devices_(std::move(devices)), priors_(std::move(priors)) {
+    if (devices_ != nullptr) {
+      device_names_ = devices_->names();
+      std::vector<std::string> keys;
+      for (const scheduler::DeviceSpec& spec : profile_.platform.devices) {
+        keys.push_back(absl::StrCat(spec.name, ":", std::string(scheduler::DeviceKindName(spec.kind)), ":",
+                                    absl::StrJoin(spec.cpu_cores, ","), ":", spec.opencl_device));
+      }
+      platform_.calibration_key = absl::StrJoin(keys, ";");
+    }
     platform_.name = profile_.platform.name;
     platform_.fingerprint = profile_.platform.Fingerprint();
     platform_.predictor_version = profile_.model->Version();
@@ -91,11 +212,12 @@ class HostBackend final : public Backend {
     }
   }
 
-  const PlatformInfo& platform() const override { return platform_; }
-  // The whole graph on the first CPU device's cores with XNNPACK; the co-execution runtime
-  // (executing the plan across devices) replaces it once wired in.
-  std::string executor_name() const override { return "cpu"; }
-  bool RunUsesPlan() const override { return false; }
+  PlatformInfo platform() const override {
+    std::lock_guard lock(mu_);
+    return platform_;
+  }
+  std::string executor_name() const override { return devices_ != nullptr ? "coexec" : "cpu"; }
+  bool RunUsesPlan() const override { return devices_ != nullptr; }
 
   absl::StatusOr<LoadedModel> Load(std::string_view onnx, const std::string& name,
                                    bool synthesize_weights) override {
@@ -111,8 +233,8 @@ class HostBackend final : public Backend {
     for (const model::GraphIO& io : graph->outputs) {
       loaded.outputs.push_back({io.name, io.onnx_dims});
     }
-    auto handle = std::make_shared<GraphHandle>(std::move(*graph));
-    if (handle->graph.has_weights) {
+    auto handle = std::make_shared<GraphHandle>(std::move(*graph), devices_);
+    if (handle->graph.has_weights && devices_ == nullptr) {
       executor::cpu::CpuExecutorOptions executor_options;
       executor_options.cores = run_cores_;
       absl::StatusOr<std::unique_ptr<executor::cpu::CpuGraphExecutor>> compiled =
@@ -142,8 +264,13 @@ class HostBackend final : public Backend {
     if (!parsed.ok()) return parsed.status();
     const model::Graph& graph = GraphOf(model);
     progress({"building problem", 0});
+    std::shared_ptr<const predictor::LatencyModel> latency_model;
+    {
+      std::lock_guard lock(mu_);
+      latency_model = profile_.model;
+    }
     absl::StatusOr<scheduler::Problem> problem =
-        scheduler::Problem::FromGraph(graph, profile_.platform, *profile_.model);
+        scheduler::Problem::FromGraph(graph, profile_.platform, *latency_model);
     if (!problem.ok()) return problem.status();
     if (cancelled()) return absl::CancelledError("planning abandoned by every requester");
     progress({"scheduling", 0});
@@ -179,17 +306,19 @@ class HostBackend final : public Backend {
     return out;
   }
 
-  absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput*,
+  absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput* plan,
                                 const std::vector<HostTensor>& inputs) override {
     const GraphHandle& handle = HandleOf(model);
     const model::Graph& graph = handle.graph;
-    if (handle.executor == nullptr) {
-      return absl::FailedPreconditionError("model has no weights to run");
-    }
+    if (!graph.has_weights) return absl::FailedPreconditionError("model has no weights to run");
     std::vector<std::vector<float>> nhwc;
     for (size_t i = 0; i < graph.inputs.size(); ++i) {
       const model::Shape& shape = graph.tensor(graph.inputs[i].tensor).shape;
       nhwc.push_back(executor::NchwToNhwc(shape, inputs[i].data));
+    }
+    if (devices_ != nullptr) {
+      if (plan == nullptr) return absl::InternalError("co-execution needs a plan");
+      return RunPlan(handle, *plan, nhwc);
     }
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<std::vector<float>>> outputs = handle.executor->Run(nhwc);
@@ -199,11 +328,7 @@ class HostBackend final : public Backend {
     if (!outputs.ok()) return outputs.status();
     RunOutput out;
     out.execute_us = execute_us;
-    for (size_t i = 0; i < graph.outputs.size(); ++i) {
-      const model::Shape& shape = graph.tensor(graph.outputs[i].tensor).shape;
-      out.outputs.push_back(HostTensor{graph.outputs[i].name, graph.outputs[i].onnx_dims,
-                                       executor::NhwcToNchw(shape, (*outputs)[i])});
-    }
+    out.outputs = ToHost(graph, *outputs);
     const auto& timings = handle.executor->last_op_timings();
     for (size_t op = 0; op < timings.size() && op < graph.ops.size(); ++op) {
       out.trace.push_back({graph.ops[op].name, run_device_,
@@ -213,8 +338,159 @@ class HostBackend final : public Backend {
     return out;
   }
 
+  absl::StatusOr<CalibrationOutput> Calibrate(
+      const std::vector<std::shared_ptr<const LoadedModel>>& models, double budget_s,
+      const CalibrationProgressFn& progress) override {
+    if (devices_ == nullptr) {
+      return absl::UnimplementedError(absl::StrCat("platform '", profile_.platform.name,
+                                                   "' is simulated; only the host calibrates"));
+    }
+    std::vector<model::Graph> graphs;
+    for (const auto& loaded : models) graphs.push_back(GraphOf(*loaded));
+    const std::vector<executor::calibration::CalibrationCase> cases =
+        executor::calibration::BuildCases(graphs);
+    executor::calibration::CalibrationOptions options;
+    options.budget_s = budget_s;
+    options.prior = std::make_shared<predictor::AnalyticModel>("prior", priors_);
+    options.progress = [&](const executor::calibration::CalibrationProgress& p) {
+      progress({p.device, p.cases_done, p.cases_skipped, p.elapsed_s, p.budget_s, p.finished});
+    };
+    absl::StatusOr<executor::calibration::CalibrationRun> run =
+        executor::calibration::Calibrate(profile_.platform.devices, cases, options);
+    if (!run.ok()) return run.status();
+    predictor::calibration::FitOptions fit_options;
+    fit_options.priors = priors_;
+    absl::StatusOr<predictor::calibration::FitResult> fit =
+        predictor::calibration::FitAnalyticModel(profile_.platform.name, device_names_,
+                                                 run->samples, fit_options);
+    if (!fit.ok()) return fit.status();
+    CalibrationOutput out;
+    out.predictor_version = fit->model->Version();
+    out.params = predictor::calibration::AnalyticParamsToJson({profile_.platform.name, fit->params});
+    out.report = predictor::calibration::FitReportToJson(fit->report);
+    out.error_table = predictor::calibration::FormatErrorTable(fit->report.heldout);
+    out.samples = static_cast<int>(run->samples.samples.size());
+    for (const executor::calibration::DeviceOutcome& o : run->devices) {
+      if (o.skipped) out.skipped_devices.push_back(absl::StrCat(o.device, ": ", o.reason));
+    }
+    return out;
+  }
+
+  absl::Status UseCalibration(const nlohmann::json& json) override {
+    absl::StatusOr<predictor::calibration::AnalyticParams> params =
+        predictor::calibration::AnalyticParamsFromJson(json);
+    if (!params.ok()) return params.status();
+    std::vector<std::string> names;
+    for (const predictor::AnalyticDeviceParams& d : params->devices) names.push_back(d.name);
+    if (devices_ == nullptr || names != device_names_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "calibration is for devices [", absl::StrJoin(names, ", "), "], the platform has [",
+          absl::StrJoin(device_names_, ", "), "]"));
+    }
+    std::shared_ptr<const predictor::LatencyModel> model = params->MakeModel();
+    std::lock_guard lock(mu_);
+    profile_.model = std::move(model);
+    platform_.predictor_version = profile_.model->Version();
+    return absl::OkStatus();
+  }
+
  private:
+  static std::vector<HostTensor> ToHost(const model::Graph& graph,
+                                        const std::vector<std::vector<float>>& nhwc) {
+    std::vector<HostTensor> host;
+    for (size_t i = 0; i < graph.outputs.size(); ++i) {
+      const model::Shape& shape = graph.tensor(graph.outputs[i].tensor).shape;
+      host.push_back(HostTensor{graph.outputs[i].name, graph.outputs[i].onnx_dims,
+                                executor::NhwcToNchw(shape, nhwc[i])});
+    }
+    return host;
+  }
+
+  // The runtime for `plan`, compiled on first use.
+  absl::StatusOr<std::shared_ptr<CompiledPlan>> Compiled(const GraphHandle& handle,
+                                                         const PlanOutput& plan) {
+    if (!plan.schedule.contains("subtasks")) {
+      return absl::InternalError("malformed cached plan: no subtasks");
+    }
+    std::string key = plan.schedule["subtasks"].dump();
+    auto& cache = handle.compiled;
+    for (auto it = cache.begin(); it != cache.end(); ++it) {
+      if ((*it)->key == key) {
+        std::shared_ptr<CompiledPlan> hit = *it;
+        cache.erase(it);
+        cache.push_back(hit);
+        return hit;
+      }
+    }
+    absl::StatusOr<scheduler::Schedule> schedule =
+        ScheduleFromJson(handle.graph, device_names_, plan.schedule);
+    if (!schedule.ok()) return schedule.status();
+    absl::StatusOr<rt::ExecutionPlan> steps = rt::PlanFromSchedule(handle.graph, *schedule);
+    if (!steps.ok()) return steps.status();
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::unique_ptr<rt::CoExecutionRuntime>> runtime =
+        rt::CoExecutionRuntime::Create(handle.graph, devices_->devices(), std::move(*steps),
+                                       devices_->runtime_options());
+    if (!runtime.ok()) return runtime.status();
+    auto compiled = std::make_shared<CompiledPlan>();
+    compiled->key = std::move(key);
+    compiled->makespan_us = plan.makespan_us;
+    compiled->runtime = std::move(*runtime);
+    for (const scheduler::ScheduledSubtask& s : schedule->subtasks()) {
+      compiled->predicted[{s.device, s.op, s.begin}] = {s.start_us, s.end_us};
+    }
+    spdlog::info("compiled the {} plan of '{}' ({} subtasks) in {:.1f} ms", plan.scheduler,
+                 handle.graph.name, schedule->subtasks().size(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                           start)
+                     .count());
+    if (cache.size() >= kCompiledPlansPerModel) cache.erase(cache.begin());
+    cache.push_back(compiled);
+    return compiled;
+  }
+
+  absl::StatusOr<RunOutput> RunPlan(const GraphHandle& handle, const PlanOutput& plan,
+                                    const std::vector<std::vector<float>>& nhwc) {
+    absl::StatusOr<std::shared_ptr<CompiledPlan>> compiled = Compiled(handle, plan);
+    if (!compiled.ok()) return compiled.status();
+    rt::CoExecutionRuntime& runtime = *(*compiled)->runtime;
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<std::vector<float>>> outputs = runtime.Run(nhwc);
+    double execute_us = std::chrono::duration<double, std::micro>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+    if (!outputs.ok()) return outputs.status();
+    RunOutput out;
+    out.execute_us = execute_us;
+    out.predicted_makespan_us = (*compiled)->makespan_us;
+    out.outputs = ToHost(handle.graph, *outputs);
+    for (const rt::SubtaskTiming& t : runtime.last_timings()) {
+      SubtaskTimingInfo info{handle.graph.op(t.step.op).name,
+                             device_names_[static_cast<size_t>(t.device)],
+                             static_cast<double>(t.start_ns) / 1e3,
+                             static_cast<double>(t.end_ns) / 1e3,
+                             std::string(model::SplitAxisName(t.step.axis)),
+                             t.step.begin,
+                             t.step.end};
+      auto it = (*compiled)->predicted.find({t.device, t.step.op, t.step.begin});
+      if (it != (*compiled)->predicted.end()) {
+        info.predicted_start_us = it->second.first;
+        info.predicted_end_us = it->second.second;
+      }
+      info.device_us = t.device_us;
+      out.trace.push_back(std::move(info));
+    }
+    return out;
+  }
+
+  mutable std::mutex mu_;
+  // profile_.model and platform_.predictor_version change on UseCalibration (under mu_).
   predictor::Profile profile_;
+  // Co-execution devices in platform order; null in CPU mode.
+  std::shared_ptr<rt::PlatformDevices> devices_;
+  std::vector<std::string> device_names_;
+  // The host profile's parameters of each device: calibration's starting point.
+  std::vector<predictor::AnalyticDeviceParams> priors_;
   PlatformInfo platform_;
   // The CPU device inference runs on (the platform's first).
   std::string run_device_;
@@ -231,39 +507,55 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeHostBackend(const DaemonConfig& con
       return absl::InvalidArgumentError(absl::StrCat(
           "[[devices]] only applies to platform = \"host\", not '", config.platform, "'"));
     }
-    return std::make_unique<HostBackend>(std::move(*profile));
+    return std::make_unique<HostBackend>(std::move(*profile), nullptr);
   }
-  if (config.devices.empty()) return std::make_unique<HostBackend>(predictor::HostProfile());
 
-  std::vector<const DeviceConfig*> cpus;
-  const DeviceConfig* gpu = nullptr;
+  std::vector<DeviceConfig> cpus;
+  std::optional<DeviceConfig> gpu;
+  if (config.devices.empty()) {
+    const int cores = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 2);
+    for (int c = 0; c < cores; ++c) cpus.push_back({absl::StrCat("cpu.", c), "cpu", {c}, ""});
+    gpu = DeviceConfig{"gpu", "gpu", {}, ""};
+  }
   for (const DeviceConfig& device : config.devices) {
     if (device.kind == "cpu") {
-      cpus.push_back(&device);
-    } else if (gpu != nullptr) {
+      cpus.push_back(device);
+    } else if (gpu.has_value()) {
       return absl::InvalidArgumentError("the host platform supports at most one GPU device");
     } else {
-      gpu = &device;
+      gpu = device;
     }
   }
-  predictor::Profile profile = predictor::HostProfile(static_cast<int>(cpus.size()),
-                                                      gpu != nullptr ? gpu->opencl_device : "");
-  // HostProfile names its devices cpu.0.., gpu; the config's names and core sets win.
-  for (size_t i = 0; i < cpus.size(); ++i) {
-    profile.platform.devices[i].name = cpus[i]->name;
-    profile.platform.devices[i].cpu_cores = cpus[i]->cores;
-  }
-  if (gpu != nullptr) {
-    profile.platform.devices.back().name = gpu->name;
-  } else {
-    profile.platform.devices.pop_back();
-    if (profile.platform.devices.empty()) {
-      return absl::InvalidArgumentError("the config lists no usable device");
+  if (cpus.empty()) return absl::InvalidArgumentError("the config lists no CPU device");
+
+  rt::PlatformDeviceOptions device_options;
+  if (gpu.has_value() && !gpu->cores.empty()) device_options.gpu_core = gpu->cores.front();
+  absl::StatusOr<std::unique_ptr<rt::PlatformDevices>> devices = absl::UnknownError("");
+  if (gpu.has_value()) {
+    devices = rt::PlatformDevices::Create(HostPlatformProfile(cpus, gpu).platform,
+                                          device_options);
+    if (!devices.ok()) {
+      spdlog::warn("GPU '{}' (OpenCL selector '{}') is not used: {}; running on the CPUs only",
+                   gpu->name, gpu->opencl_device, std::string(devices.status().message()));
+      gpu.reset();
     }
-    profile.model = std::make_shared<DevicePrefixModel>(
-        profile.model, static_cast<int>(profile.platform.devices.size()));
   }
-  return std::make_unique<HostBackend>(std::move(profile));
+  if (!gpu.has_value()) {
+    devices = rt::PlatformDevices::Create(HostPlatformProfile(cpus, gpu).platform,
+                                          device_options);
+    if (!devices.ok()) return devices.status();
+  }
+  predictor::ProfileOptions profile_options;
+  if (std::optional<double> overhead = (*devices)->gpu_dispatch_overhead_us()) {
+    profile_options.gpu_dispatch_us = *overhead;
+    spdlog::info("GPU dispatch + sync overhead measured at {:.1f} us; planning with it",
+                 *overhead);
+  }
+  std::vector<predictor::AnalyticDeviceParams> priors;
+  predictor::Profile profile = HostPlatformProfile(cpus, gpu, profile_options, &priors);
+  std::shared_ptr<rt::PlatformDevices> shared(std::move(*devices));
+  spdlog::info("co-execution on {}", absl::StrJoin(shared->names(), ", "));
+  return std::make_unique<HostBackend>(std::move(profile), std::move(shared), std::move(priors));
 }
 
 }  // namespace psched::daemon

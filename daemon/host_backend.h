@@ -1,14 +1,21 @@
 // HostBackend: the real engine pieces behind daemon::Backend — model/ imports ONNX,
 // predictor/ + scheduler/ plan for the configured platform, executor/ runs inference.
 //
-// The platform is the `host` profile (predictor::HostProfile) shaped by the config's
-// [[devices]] (CPU devices by core set, an optional OpenCL GPU) or, with `platform = NAME`,
-// a named simulated profile (planning only makes sense there; inference still runs on this
-// machine's CPU). Inference runs the whole graph with XNNPACK on the first CPU device's
-// cores (executor::cpu::CpuGraphExecutor, compiled once when the model loads); executing
-// the plan across devices with the co-execution runtime is the next step.
+// With platform = "host" the platform is the `host` profile (predictor::HostProfile)
+// shaped by the config's [[devices]]: CPU devices by core set and an optional OpenCL GPU.
+// Their runtime devices are opened once at creation (the GPU's dispatch + sync overhead is
+// measured then and planned with); a GPU that cannot be opened is left out, with the reason
+// logged. Inference executes the plan across them with the co-execution runtime
+// (executor "coexec"): each distinct plan of a model is compiled once (kernels created,
+// weights packed) on first use and reused by later Infer calls. Calibrate times the
+// registered models' ops on these devices and fits the analytic model; UseCalibration
+// switches planning to it.
 //
-// Thread-safety: Load/CheckScheduler/Plan are thread-safe; Run is called by one thread.
+// With `platform = NAME` (a simulated profile) planning targets that profile and inference
+// runs the whole graph with XNNPACK on this machine's first CPU core (executor "cpu").
+//
+// Thread-safety: Load/CheckScheduler/Plan/UseCalibration/platform are thread-safe; Run and
+// Calibrate are called by the inference queue's one worker.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,6 @@
 // pschedd: the psched daemon. See docs/operations.md.
 #include <signal.h>
+#include <stdlib.h>
 
 #include <cstdio>
 #include <iostream>
@@ -81,6 +82,9 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // PoCL's CPU "GPU" would otherwise start one worker per core and compete with the CPU
+  // devices; one worker, pinned to the GPU's core, keeps it a device of its own.
+  setenv("POCL_MAX_PTHREAD_COUNT", "1", /*overwrite=*/0);
   psched::daemon::systemd::NotifyStatus("loading the platform");
   absl::StatusOr<std::unique_ptr<psched::daemon::Backend>> backend =
       psched::daemon::MakeHostBackend(config);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -226,6 +227,8 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context,
   response->set_execute_us(result->execute_us);
   response->set_latency_us(result->latency_us);
   response->set_executor(result->executor);
+  response->set_predicted_makespan_us(result->predicted_makespan_us);
+  response->set_scheduler(result->scheduler);
   if (request->want_trace()) {
     for (const SubtaskTimingInfo& timing : result->trace) {
       pb::SubtaskTiming* t = response->add_trace();
@@ -233,6 +236,12 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context,
       t->set_device(timing.device);
       t->set_start_us(timing.start_us);
       t->set_end_us(timing.end_us);
+      t->set_strategy(timing.strategy);
+      t->set_work_begin(timing.work_begin);
+      t->set_work_end(timing.work_end);
+      t->set_predicted_start_us(timing.predicted_start_us);
+      t->set_predicted_end_us(timing.predicted_end_us);
+      t->set_device_us(timing.device_us);
     }
   }
   return grpc::Status::OK;
@@ -259,7 +268,7 @@ grpc::Status AdminServiceImpl::Status(grpc::ServerContext*, const pb::StatusRequ
 
 grpc::Status AdminServiceImpl::Devices(grpc::ServerContext*, const pb::DevicesRequest*,
                                        pb::DevicesResponse* response) {
-  const PlatformInfo& platform = engine_->platform();
+  const PlatformInfo platform = engine_->platform();
   response->set_platform(platform.name);
   response->set_fingerprint(platform.fingerprint);
   response->set_predictor_version(platform.predictor_version);
@@ -303,6 +312,42 @@ grpc::Status AdminServiceImpl::PurgeCache(grpc::ServerContext*,
   if (!result.ok()) return ToGrpc(result.status());
   response->set_plans_removed(result->plans_removed);
   response->set_models_removed(result->models_removed);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::Calibrate(grpc::ServerContext* context,
+                                         const pb::CalibrateRequest* request,
+                                         grpc::ServerWriter<pb::CalibrateResponse>* writer) {
+  constexpr double kDefaultBudgetS = 3;
+  const double budget_s = request->budget_s() == 0 ? kDefaultBudgetS : request->budget_s();
+  // Progress arrives on the queue's worker while this thread waits in the engine; the
+  // mutex keeps the writes one at a time.
+  auto mu = std::make_shared<std::mutex>();
+  auto progress = [writer, mu](const CalibrationProgressEvent& event) {
+    pb::CalibrateResponse message;
+    pb::CalibrationProgress* p = message.mutable_progress();
+    p->set_device(event.device);
+    p->set_cases_done(event.cases_done);
+    p->set_cases_skipped(event.cases_skipped);
+    p->set_elapsed_s(event.elapsed_s);
+    p->set_budget_s(event.budget_s);
+    p->set_finished(event.finished);
+    std::lock_guard lock(*mu);
+    writer->Write(message);
+  };
+  absl::StatusOr<CalibrationOutput> output =
+      engine_->Calibrate(budget_s, progress, ContextOf(context));
+  if (!output.ok()) return ToGrpc(output.status());
+  pb::CalibrateResponse message;
+  pb::CalibrationResult* result = message.mutable_result();
+  result->set_predictor_version(output->predictor_version);
+  result->set_samples(output->samples);
+  result->set_error_table(output->error_table);
+  result->set_report_json(output->report.dump());
+  result->set_params_json(output->params.dump());
+  for (const std::string& skipped : output->skipped_devices) result->add_skipped_devices(skipped);
+  std::lock_guard lock(*mu);
+  writer->Write(message);
   return grpc::Status::OK;
 }
 

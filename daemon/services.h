@@ -73,6 +73,9 @@ class AdminServiceImpl final : public psched::v1::AdminService::Service {
   grpc::Status PurgeCache(grpc::ServerContext* context,
                           const psched::v1::PurgeCacheRequest* request,
                           psched::v1::PurgeCacheResponse* response) override;
+  grpc::Status Calibrate(grpc::ServerContext* context,
+                         const psched::v1::CalibrateRequest* request,
+                         grpc::ServerWriter<psched::v1::CalibrateResponse>* writer) override;
 
  private:
   Engine* engine_;

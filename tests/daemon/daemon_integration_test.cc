@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -50,6 +51,17 @@ std::string ReadFile(const std::string& path) {
   std::stringstream bytes;
   bytes << in.rdbuf();
   return bytes.str();
+}
+
+// ||a - b|| / ||b||, or infinity when sizes differ.
+double RelativeL2(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
+    norm += double{b[i]} * b[i];
+  }
+  return std::sqrt(diff / norm);
 }
 
 // Largest absolute difference, or infinity when sizes differ.
@@ -163,6 +175,49 @@ class DaemonTest : public ::testing::Test {
     ASSERT_TRUE(WaitServing(socket_)) << Log();
   }
 
+  // Starts pschedd with `devices` as its [[devices]] tables and returns the names of the
+  // devices it serves (a GPU that cannot be opened is left out).
+  std::vector<std::string> StartWithDevices(const std::string& devices) {
+    std::string config_path = dir_ + "/devices.toml";
+    std::ofstream(config_path) << devices;
+    pid_ = Spawn({"--config", config_path});
+    EXPECT_TRUE(WaitServing(socket_)) << Log();
+    std::vector<std::string> names;
+    auto status = Client().Status();
+    if (!status.ok()) return names;
+    for (const v1::Device& d : status->devices()) names.push_back(d.name());
+    return names;
+  }
+
+  // cpu.0 + gpu (PoCL) when OpenCL can be opened, else cpu.0 + cpu.1.
+  std::vector<std::string> StartTwoDevices() {
+    std::vector<std::string> names = StartWithDevices(R"toml(
+[[devices]]
+name = "cpu.0"
+kind = "cpu"
+cores = [0]
+
+[[devices]]
+name = "gpu"
+kind = "gpu"
+opencl_device = "pthread"
+cores = [1]
+)toml");
+    if (names.size() == 2) return names;
+    Stop();
+    return StartWithDevices(R"toml(
+[[devices]]
+name = "cpu.0"
+kind = "cpu"
+cores = [0]
+
+[[devices]]
+name = "cpu.1"
+kind = "cpu"
+cores = [1]
+)toml");
+  }
+
   bool WaitServing(const std::string& socket) {
     client::ClientOptions options;
     options.socket = socket;
@@ -259,6 +314,115 @@ TEST_F(DaemonTest, SqueezenetPlanCachedAcrossRestartAndInferenceMatchesReference
   executor::NpyArray want = *executor::ReadNpy(SqueezenetPath(".output.npy"));
   EXPECT_EQ(got.shape, want.shape);
   EXPECT_LT(MaxDiff(got.data, want.data), 1e-4);
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, CoexecutionOnTwoDevicesMatchesPyTorchAndTraces) {
+  if (!fs::exists(SqueezenetPath(".onnx"))) GTEST_SKIP() << "no ../shared reference models";
+  const std::vector<std::string> devices = StartTwoDevices();
+  ASSERT_EQ(devices.size(), 2u) << Log();
+  auto [add_rc, id_line] = Ctl("model add " + SqueezenetPath(".onnx"));
+  ASSERT_EQ(add_rc, 0) << id_line << Log();
+  const std::string id = id_line.substr(0, id_line.find('\n'));
+
+  // The plan: partition-aware HEFT over both devices.
+  auto [plan_rc, plan_text] = Ctl("-o json plan show " + id + " --scheduler pa-heft");
+  ASSERT_EQ(plan_rc, 0) << plan_text << Log();
+  json plan = json::parse(plan_text);
+  std::set<std::string> used;
+  for (const json& s : plan["subtasks"]) used.insert(s["device"].get<std::string>());
+  EXPECT_EQ(used.size(), 2u) << plan_text;
+
+  const std::string out_path = dir_ + "/out.npy", trace_path = dir_ + "/trace.json";
+  for (int run = 0; run < 2; ++run) {  // the second run reuses the compiled plan
+    auto [infer_rc, infer_text] =
+        Ctl("-o json infer " + id + " --scheduler pa-heft --input " + SqueezenetPath(".input.npy") +
+            " --output " + out_path + " --trace " + trace_path);
+    ASSERT_EQ(infer_rc, 0) << infer_text << Log();
+    json infer = json::parse(infer_text);
+    EXPECT_EQ(infer["executor"], "coexec");
+    EXPECT_EQ(infer["scheduler"], "pa-heft");
+    EXPECT_DOUBLE_EQ(infer["predicted_makespan_us"].get<double>(),
+                     plan["makespan_us"].get<double>());
+    executor::NpyArray got = *executor::ReadNpy(out_path);
+    executor::NpyArray want = *executor::ReadNpy(SqueezenetPath(".output.npy"));
+    EXPECT_EQ(got.shape, want.shape);
+    EXPECT_LT(RelativeL2(got.data, want.data), 1e-4) << "run " << run;
+  }
+  EXPECT_NE(Log().find("compiled the pa-heft plan"), std::string::npos);
+  EXPECT_EQ(Log().find("compiled the pa-heft plan"), Log().rfind("compiled the pa-heft plan"))
+      << "the plan was compiled twice";
+
+  // One measured event per subtask, each with its prediction; one predicted event each.
+  json trace = json::parse(ReadFile(trace_path));
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  size_t measured = 0, predicted = 0;
+  std::set<std::string> ops;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["cat"] == "measured") {
+      ++measured;
+      EXPECT_GE(e["dur"].get<double>(), 0);
+      EXPECT_TRUE(e["args"].contains("predicted_end_us")) << e.dump();
+      ops.insert(e["name"].get<std::string>());
+    } else if (e["cat"] == "predicted") {
+      ++predicted;
+    }
+  }
+  EXPECT_EQ(measured, plan["subtasks"].size());
+  EXPECT_EQ(predicted, plan["subtasks"].size());
+  EXPECT_GT(trace["otherData"]["measured_makespan_us"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(trace["otherData"]["predicted_makespan_us"].get<double>(),
+                   plan["makespan_us"].get<double>());
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, CalibrateThenPlansUseTheCalibratedPredictor) {
+  StartTwoDevices();
+  auto before = Client().Devices();
+  ASSERT_TRUE(before.ok()) << before.status();
+  std::string err;
+  auto [none_rc, none_text] = Ctl("calibrate --budget-s 0.2", &err);
+  EXPECT_NE(none_rc, 0);
+  EXPECT_NE(err.find("no model is registered"), std::string::npos) << err;
+  auto [bad_rc, bad_text] = Ctl("calibrate --budget-s 100", &err);
+  EXPECT_NE(bad_rc, 0);
+  EXPECT_NE(err.find("budget_s"), std::string::npos) << err;
+
+  auto [add_rc, id_line] = Ctl("model add " + kTinyModel);
+  ASSERT_EQ(add_rc, 0) << id_line << Log();
+  const std::string id = id_line.substr(0, id_line.find('\n'));
+  auto [plan_rc, plan_text] = Ctl("-o json plan show " + id);
+  ASSERT_EQ(plan_rc, 0) << plan_text;
+  EXPECT_EQ(json::parse(plan_text)["predictor_version"], before->predictor_version());
+
+  auto [cal_rc, cal_text] = Ctl("calibrate --budget-s 0.3", &err);
+  ASSERT_EQ(cal_rc, 0) << cal_text << err << Log();
+  EXPECT_NE(cal_text.find("held-out errors"), std::string::npos) << cal_text;
+  EXPECT_NE(cal_text.find("MAPE"), std::string::npos) << cal_text;
+  EXPECT_NE(err.find("done:"), std::string::npos) << err;
+  auto after = Client().Devices();
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->predictor_version(), before->predictor_version());
+  EXPECT_NE(after->predictor_version().find("+calibrated"), std::string::npos)
+      << after->predictor_version();
+  EXPECT_NE(cal_text.find(after->predictor_version()), std::string::npos) << cal_text;
+
+  // The plan is recomputed with the calibrated model, and it survives a restart.
+  auto [replan_rc, replan_text] = Ctl("-o json plan show " + id);
+  ASSERT_EQ(replan_rc, 0) << replan_text;
+  json replan = json::parse(replan_text);
+  EXPECT_FALSE(replan["cached"].get<bool>());
+  EXPECT_EQ(replan["predictor_version"], after->predictor_version());
+  ASSERT_EQ(Stop(), 0) << Log();
+  pid_ = Spawn({"--config", dir_ + "/devices.toml"});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  auto restarted = Client().Devices();
+  ASSERT_TRUE(restarted.ok());
+  EXPECT_EQ(restarted->predictor_version(), after->predictor_version());
+  auto [cached_rc, cached_text] = Ctl("-o json plan show " + id);
+  ASSERT_EQ(cached_rc, 0) << cached_text;
+  EXPECT_TRUE(json::parse(cached_text)["cached"].get<bool>());
   EXPECT_EQ(Stop(), 0) << Log();
 }
 
@@ -559,7 +723,12 @@ TEST_F(DaemonTest, PschedctlCommandsTableAndJson) {
   auto [plan_rc, plan] = Ctl("plan show " + id + " --svg " + svg);
   EXPECT_EQ(plan_rc, 0) << plan;
   EXPECT_NE(plan.find("makespan"), std::string::npos) << plan;
-  EXPECT_NE(ReadFile(svg).find("<svg"), std::string::npos);
+  // psched_gantt's chart: one bar per subtask with the op name in its tooltip, device rows.
+  const std::string chart = ReadFile(svg);
+  EXPECT_NE(chart.find("<svg"), std::string::npos);
+  EXPECT_NE(chart.find("makespan"), std::string::npos);
+  EXPECT_NE(chart.find(">cpu.0</text>"), std::string::npos) << chart;
+  EXPECT_NE(chart.find("<title>"), std::string::npos) << chart;
   auto [infer_rc, infer] = Ctl("-o json infer " + id + " --repeat 3 --trace " + dir_ + "/t.json");
   EXPECT_EQ(infer_rc, 0) << infer;
   EXPECT_EQ(json::parse(infer)["repeat"], 3);
