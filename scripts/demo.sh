@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The main job end to end (`make demo`): start pschedd on a private socket and state dir,
-# register a model, show its plan, run an inference, print the daemon's status, stop it.
-# Usage: scripts/demo.sh BUILD_DIR
+# The main job end to end (`make demo`): start pschedd on a private socket and state dir
+# with cpu.0 and a GPU (PoCL's OpenCL device here; cpu.1 instead when OpenCL is missing),
+# register a model, show its partition-aware plan, run inferences through the co-execution
+# engine with measured vs predicted latency and a Chrome trace, print the status, stop.
+# Usage: scripts/demo.sh BUILD_DIR [SCHEDULER]; PSCHED_DEMO_KEEP=1 keeps the work dir
+# (plan.svg, trace.json, the daemon state).
 set -euo pipefail
 
 build="${1:-build}"
+scheduler="${2:-pa-heft}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 pschedd="$build/daemon/pschedd"
 pschedctl="$build/client/pschedctl"
@@ -25,36 +29,62 @@ socket="$work/pschedd.sock"
 pid=""
 cleanup() {
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid"; wait "$pid" || true; fi
-  rm -rf "$work"
+  if [ -n "${PSCHED_DEMO_KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
 step() { printf '\n==> %s\n' "$*"; }
 ctl() { "$pschedctl" --socket "$socket" "$@"; }
 
-step "starting pschedd (socket $socket, state $work/state)"
-"$pschedd" --socket "$socket" --state-dir "$work/state" --log-level warn &
-pid=$!
-for _ in $(seq 100); do
-  ctl status >/dev/null 2>&1 && break
-  kill -0 "$pid" 2>/dev/null || { echo "demo: pschedd exited during start-up" >&2; exit 1; }
-  sleep 0.1
-done
-ctl status >/dev/null
+# [[devices]]: cpu.0 on core 0 and a second device NAME KIND with extra lines.
+devices() {
+  printf '[[devices]]\nname = "cpu.0"\nkind = "cpu"\ncores = [0]\n\n'
+  printf '[[devices]]\nname = "%s"\nkind = "%s"\n%s\n' "$1" "$2" "$3"
+}
+
+start() {
+  "$pschedd" --config "$work/pschedd.toml" --socket "$socket" --state-dir "$work/state" \
+    --log-level warn &
+  pid=$!
+  for _ in $(seq 300); do
+    ctl status >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || { echo "demo: pschedd exited during start-up" >&2; exit 1; }
+    sleep 0.1
+  done
+  ctl status >/dev/null
+}
+
+step "starting pschedd (socket $socket, state $work/state) with cpu.0 + gpu (OpenCL)"
+devices gpu gpu $'opencl_device = "pthread"\ncores = [1]' >"$work/pschedd.toml"
+start
+if ! ctl -o json status | grep -q '"gpu"'; then
+  step "no usable OpenCL device: restarting with cpu.0 + cpu.1"
+  kill -TERM "$pid"
+  wait "$pid" || true
+  devices cpu.1 cpu 'cores = [1]' >"$work/pschedd.toml"
+  start
+fi
 
 step "registering $(basename "$model")"
 id="$(ctl model add "$model")"
 echo "model id: $id"
 ctl model ls
 
-step "plan (computed now)"
-ctl plan show "$id" | head -n 12
-echo "..."
+step "$scheduler plan (computed now; Gantt chart in $work/plan.svg)"
+ctl plan show "$id" --scheduler "$scheduler" --svg "$work/plan.svg" >"$work/plan.txt"
+head -n 3 "$work/plan.txt"
+echo "partitioned ops (one row per subtask):"
+awk 'NR > 3 && $3 != "none"' "$work/plan.txt" | head -n 16
+echo "($(awk 'NR > 3 && $3 != "none"' "$work/plan.txt" | wc -l) partitioned subtasks," \
+  "$(awk 'NR > 3' "$work/plan.txt" | wc -l) subtasks in all)"
 step "plan again (from the SQLite cache)"
-ctl -o json plan show "$id" | grep -E '"(cached|makespan_us|planning_ms|scheduler)"'
+ctl -o json plan show "$id" --scheduler "$scheduler" |
+  grep -E '"(cached|makespan_us|planning_ms|scheduler)"'
 
-step "inference on $(basename "$input")"
-ctl infer "$id" --input "$input" --output "$work/output.npy"
+step "inference on $(basename "$input") through the co-execution engine (first run compiles)"
+ctl infer "$id" --scheduler "$scheduler" --input "$input" --output "$work/output.npy"
+step "10 more: measured vs predicted latency; Chrome trace of the last in $work/trace.json"
+ctl infer "$id" --scheduler "$scheduler" --input "$input" --repeat 10 --trace "$work/trace.json"
 
 step "daemon status"
 ctl status
