@@ -74,7 +74,7 @@ step "$scheduler plan (computed now; Gantt chart in $work/plan.svg)"
 ctl plan show "$id" --scheduler "$scheduler" --svg "$work/plan.svg" >"$work/plan.txt"
 head -n 3 "$work/plan.txt"
 echo "partitioned ops (one row per subtask):"
-awk 'NR > 3 && $3 != "none"' "$work/plan.txt" | head -n 16
+awk 'NR > 3 && $3 != "none" && n++ < 16' "$work/plan.txt"
 echo "($(awk 'NR > 3 && $3 != "none"' "$work/plan.txt" | wc -l) partitioned subtasks," \
   "$(awk 'NR > 3' "$work/plan.txt" | wc -l) subtasks in all)"
 step "plan again (from the SQLite cache)"
