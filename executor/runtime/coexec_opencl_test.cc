@@ -303,7 +303,7 @@ std::vector<float> PlanAndRun(const model::Graph& graph, const predictor::Profil
   if (!problem.ok() || !scheduler.ok()) return {};
   scheduler::SchedulerOptions sched_options;
   sched_options.seed = 7;
-  sched_options.timeout = absl::Seconds(2);
+  sched_options.timeout = absl::Milliseconds(250);
   auto schedule = (*scheduler)->Plan(*problem, sched_options);
   EXPECT_TRUE(schedule.ok()) << method << ": " << schedule.status();
   if (!schedule.ok()) return {};
