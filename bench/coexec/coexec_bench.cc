@@ -20,6 +20,7 @@
 #include "executor/runtime/plan_from_schedule.h"
 #include "executor/runtime/trace.h"
 #include "model/onnx_import.h"
+#include "predictor/analytic_model.h"
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
 #include "scheduler/registry.h"
@@ -91,8 +92,17 @@ int Main(int argc, char** argv) {
   auto devices_b = PlatformDevices::Create(profile_b.platform, {.gpu_core = 1});
   std::vector<PlatformSetup> platforms;
   predictor::Profile profile_a = predictor::HostProfile(2, opencl);
-  profile_a.platform.devices.pop_back();  // drop the gpu: cpu.0 + cpu.1
+  // Drop the gpu from both the platform and the model: cpu.0 + cpu.1.
+  profile_a.platform.devices.pop_back();
   profile_a.platform.name = "host-cpu";
+  const auto* host_model = dynamic_cast<const predictor::AnalyticModel*>(profile_a.model.get());
+  if (host_model == nullptr) {
+    std::fprintf(stderr, "the host profile is not analytic; cannot derive platform A\n");
+    return 1;
+  }
+  profile_a.model = std::make_shared<predictor::AnalyticModel>(
+      "host-cpu",
+      std::vector<predictor::AnalyticDeviceParams>{host_model->device(0), host_model->device(1)});
   auto devices_a = PlatformDevices::Create(profile_a.platform);
   if (!devices_a.ok()) {
     std::fprintf(stderr, "platform A: %s\n", devices_a.status().ToString().c_str());
