@@ -302,11 +302,13 @@ TEST(StoreTest, CalibrationsAreKeptPerPlatformAndReplaced) {
     auto none = (*store)->LookupCalibration("host;cpu.0:0");
     ASSERT_TRUE(none.ok()) << none.status();
     EXPECT_FALSE(none->has_value());
-    ASSERT_TRUE((*store)
-                    ->PutCalibration({"host;cpu.0:0", "analytic-v1/a", "{\"p\":1}", "{}", 1700000000})
-                    .ok());
+    ASSERT_TRUE(
+        (*store)
+            ->PutCalibration({"host;cpu.0:0", "analytic-v1/a", "{\"p\":1}", "{}", 1700000000})
+            .ok());
     ASSERT_TRUE((*store)->PutCalibration({"host;cpu.1:1", "analytic-v1/b", "{}", "{}", 0}).ok());
-    ASSERT_TRUE((*store)->PutCalibration({"host;cpu.0:0", "analytic-v1/c", "{\"p\":2}", "{}", 0}).ok());
+    ASSERT_TRUE(
+        (*store)->PutCalibration({"host;cpu.0:0", "analytic-v1/c", "{\"p\":2}", "{}", 0}).ok());
   }
   // Survives reopening; the second put for cpu.0 replaced the first.
   auto store = Store::Open(dir.path());

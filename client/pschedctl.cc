@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "CLI/CLI.hpp"
-#include "bench/psched_bench/gantt_svg.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/psched_bench/gantt_svg.h"
 #include "client/client.h"
 #include "executor/npy.h"
 #include "model/inspect.h"
@@ -277,10 +277,10 @@ std::string SvgGantt(const v1::Plan& plan) {
   for (const auto& s : plan.subtasks()) {
     auto it = std::find(devices.begin(), devices.end(), s.device());
     if (it == devices.end()) it = devices.insert(devices.end(), s.device());
-    bars.push_back({s.op(), s.op_id(), static_cast<int>(it - devices.begin()),
-                    psched::model::SplitAxisFromName(s.strategy()).value_or(
-                        psched::model::SplitAxis::kNone),
-                    s.work_begin(), s.work_end(), s.start_us(), s.end_us()});
+    bars.push_back(
+        {s.op(), s.op_id(), static_cast<int>(it - devices.begin()),
+         psched::model::SplitAxisFromName(s.strategy()).value_or(psched::model::SplitAxis::kNone),
+         s.work_begin(), s.work_end(), s.start_us(), s.end_us()});
   }
   return psched::bench::GanttSvg(
       devices, bars, plan.makespan_us(),
@@ -336,31 +336,45 @@ json ChromeTrace(const v1::InferResponse& response) {
   const int num_devices = static_cast<int>(devices.size());
   json events = json::array();
   for (int d = 0; d < num_devices; ++d) {
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", d},
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", 1},
+                      {"tid", d},
                       {"args", {{"name", devices[static_cast<size_t>(d)]}}}});
     if (planned) {
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1},
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", 1},
                         {"tid", num_devices + d},
                         {"args", {{"name", devices[static_cast<size_t>(d)] + " (predicted)"}}}});
     }
   }
   double measured_us = 0;
   for (const auto& s : response.trace()) {
-    const int tid = static_cast<int>(std::find(devices.begin(), devices.end(), s.device()) -
-                                     devices.begin());
-    json args = {{"op", s.op()},
-                 {"strategy", s.strategy()},
-                 {"range", {s.work_begin(), s.work_end()}}};
+    const int tid =
+        static_cast<int>(std::find(devices.begin(), devices.end(), s.device()) - devices.begin());
+    json args = {
+        {"op", s.op()}, {"strategy", s.strategy()}, {"range", {s.work_begin(), s.work_end()}}};
     if (s.device_us() >= 0) args["device_us"] = s.device_us();
     if (s.predicted_start_us() >= 0) {
       args["predicted_start_us"] = s.predicted_start_us();
       args["predicted_end_us"] = s.predicted_end_us();
-      events.push_back({{"ph", "X"}, {"name", s.op()}, {"cat", "predicted"}, {"pid", 1},
-                        {"tid", num_devices + tid}, {"ts", s.predicted_start_us()},
-                        {"dur", s.predicted_end_us() - s.predicted_start_us()}, {"args", args}});
+      events.push_back({{"ph", "X"},
+                        {"name", s.op()},
+                        {"cat", "predicted"},
+                        {"pid", 1},
+                        {"tid", num_devices + tid},
+                        {"ts", s.predicted_start_us()},
+                        {"dur", s.predicted_end_us() - s.predicted_start_us()},
+                        {"args", args}});
     }
-    events.push_back({{"ph", "X"}, {"name", s.op()}, {"cat", "measured"}, {"pid", 1},
-                      {"tid", tid}, {"ts", s.start_us()}, {"dur", s.end_us() - s.start_us()},
+    events.push_back({{"ph", "X"},
+                      {"name", s.op()},
+                      {"cat", "measured"},
+                      {"pid", 1},
+                      {"tid", tid},
+                      {"ts", s.start_us()},
+                      {"dur", s.end_us() - s.start_us()},
                       {"args", std::move(args)}});
     measured_us = std::max(measured_us, s.end_us());
   }
@@ -369,7 +383,8 @@ json ChromeTrace(const v1::InferResponse& response) {
     other["scheduler"] = response.scheduler();
     other["predicted_makespan_us"] = response.predicted_makespan_us();
   }
-  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"},
+  return {{"traceEvents", std::move(events)},
+          {"displayTimeUnit", "ms"},
           {"otherData", std::move(other)}};
 }
 

@@ -85,9 +85,9 @@ absl::StatusOr<CalibrationOutput> Engine::Calibrate(double budget_s,
                                                     const CalibrationProgressFn& progress,
                                                     const CallContext& context) {
   if (!(budget_s > 0) || budget_s > kMaxCalibrationBudgetS) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "budget_s must be in (0, ", kMaxCalibrationBudgetS, "] seconds per device, not ",
-        budget_s));
+    return absl::InvalidArgumentError(absl::StrCat("budget_s must be in (0, ",
+                                                   kMaxCalibrationBudgetS,
+                                                   "] seconds per device, not ", budget_s));
   }
   absl::StatusOr<std::vector<cache::ModelRecord>> records = store_->ListModels();
   if (!records.ok()) return records.status();

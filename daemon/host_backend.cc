@@ -15,8 +15,8 @@
 #include "absl/strings/str_join.h"
 #include "executor/calibration/calibrate.h"
 #include "executor/calibration/calibration_cases.h"
-#include "executor/layout.h"
 #include "executor/cpu/cpu_graph_executor.h"
+#include "executor/layout.h"
 #include "executor/runtime/coexecution_runtime.h"
 #include "executor/runtime/plan_from_schedule.h"
 #include "model/graph.h"
@@ -152,11 +152,10 @@ absl::StatusOr<scheduler::Schedule> ScheduleFromJson(const model::Graph& graph,
 
 // The `host` profile for these devices: the config's names and core sets, the GPU last.
 // `priors` (when given) receives each device's analytic parameters, calibration's start.
-predictor::Profile HostPlatformProfile(const std::vector<DeviceConfig>& cpus,
-                                       const std::optional<DeviceConfig>& gpu,
-                                       const predictor::ProfileOptions& options = {},
-                                       std::vector<predictor::AnalyticDeviceParams>* priors =
-                                           nullptr) {
+predictor::Profile HostPlatformProfile(
+    const std::vector<DeviceConfig>& cpus, const std::optional<DeviceConfig>& gpu,
+    const predictor::ProfileOptions& options = {},
+    std::vector<predictor::AnalyticDeviceParams>* priors = nullptr) {
   predictor::Profile profile = predictor::HostProfile(
       static_cast<int>(cpus.size()), gpu.has_value() ? gpu->opencl_device : "", options);
   for (size_t i = 0; i < cpus.size(); ++i) {
@@ -193,7 +192,8 @@ class HostBackend final : public Backend {
       device_names_ = devices_->names();
       std::vector<std::string> keys;
       for (const scheduler::DeviceSpec& spec : profile_.platform.devices) {
-        keys.push_back(absl::StrCat(spec.name, ":", std::string(scheduler::DeviceKindName(spec.kind)), ":",
+        keys.push_back(absl::StrCat(spec.name, ":",
+                                    std::string(scheduler::DeviceKindName(spec.kind)), ":",
                                     absl::StrJoin(spec.cpu_cores, ","), ":", spec.opencl_device));
       }
       platform_.calibration_key = absl::StrJoin(keys, ";");
@@ -366,7 +366,8 @@ class HostBackend final : public Backend {
     if (!fit.ok()) return fit.status();
     CalibrationOutput out;
     out.predictor_version = fit->model->Version();
-    out.params = predictor::calibration::AnalyticParamsToJson({profile_.platform.name, fit->params});
+    out.params =
+        predictor::calibration::AnalyticParamsToJson({profile_.platform.name, fit->params});
     out.report = predictor::calibration::FitReportToJson(fit->report);
     out.error_table = predictor::calibration::FormatErrorTable(fit->report.heldout);
     out.samples = static_cast<int>(run->samples.samples.size());
@@ -383,9 +384,9 @@ class HostBackend final : public Backend {
     std::vector<std::string> names;
     for (const predictor::AnalyticDeviceParams& d : params->devices) names.push_back(d.name);
     if (devices_ == nullptr || names != device_names_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "calibration is for devices [", absl::StrJoin(names, ", "), "], the platform has [",
-          absl::StrJoin(device_names_, ", "), "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("calibration is for devices [", absl::StrJoin(names, ", "),
+                       "], the platform has [", absl::StrJoin(device_names_, ", "), "]"));
     }
     std::shared_ptr<const predictor::LatencyModel> model = params->MakeModel();
     std::lock_guard lock(mu_);
@@ -441,8 +442,7 @@ class HostBackend final : public Backend {
     }
     spdlog::info("compiled the {} plan of '{}' ({} subtasks) in {:.1f} ms", plan.scheduler,
                  handle.graph.name, schedule->subtasks().size(),
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                           start)
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                      .count());
     if (cache.size() >= kCompiledPlansPerModel) cache.erase(cache.begin());
     cache.push_back(compiled);
@@ -456,9 +456,8 @@ class HostBackend final : public Backend {
     rt::CoExecutionRuntime& runtime = *(*compiled)->runtime;
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<std::vector<float>>> outputs = runtime.Run(nhwc);
-    double execute_us = std::chrono::duration<double, std::micro>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
+    double execute_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (!outputs.ok()) return outputs.status();
     RunOutput out;
     out.execute_us = execute_us;
@@ -532,8 +531,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeHostBackend(const DaemonConfig& con
   if (gpu.has_value() && !gpu->cores.empty()) device_options.gpu_core = gpu->cores.front();
   absl::StatusOr<std::unique_ptr<rt::PlatformDevices>> devices = absl::UnknownError("");
   if (gpu.has_value()) {
-    devices = rt::PlatformDevices::Create(HostPlatformProfile(cpus, gpu).platform,
-                                          device_options);
+    devices = rt::PlatformDevices::Create(HostPlatformProfile(cpus, gpu).platform, device_options);
     if (!devices.ok()) {
       spdlog::warn("GPU '{}' (OpenCL selector '{}') is not used: {}; running on the CPUs only",
                    gpu->name, gpu->opencl_device, std::string(devices.status().message()));
@@ -541,15 +539,13 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeHostBackend(const DaemonConfig& con
     }
   }
   if (!gpu.has_value()) {
-    devices = rt::PlatformDevices::Create(HostPlatformProfile(cpus, gpu).platform,
-                                          device_options);
+    devices = rt::PlatformDevices::Create(HostPlatformProfile(cpus, gpu).platform, device_options);
     if (!devices.ok()) return devices.status();
   }
   predictor::ProfileOptions profile_options;
   if (std::optional<double> overhead = (*devices)->gpu_dispatch_overhead_us()) {
     profile_options.gpu_dispatch_us = *overhead;
-    spdlog::info("GPU dispatch + sync overhead measured at {:.1f} us; planning with it",
-                 *overhead);
+    spdlog::info("GPU dispatch + sync overhead measured at {:.1f} us; planning with it", *overhead);
   }
   std::vector<predictor::AnalyticDeviceParams> priors;
   predictor::Profile profile = HostPlatformProfile(cpus, gpu, profile_options, &priors);

@@ -59,8 +59,8 @@ std::string GanttSvg(const scheduler::Problem& problem, const scheduler::Schedul
   for (const scheduler::DeviceSpec& d : problem.platform().devices) devices.push_back(d.name);
   std::vector<GanttBar> bars;
   for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
-    bars.push_back({problem.op_name(s.op), s.op, s.device, s.axis, s.begin, s.end, s.start_us,
-                    s.end_us});
+    bars.push_back(
+        {problem.op_name(s.op), s.op, s.device, s.axis, s.begin, s.end, s.start_us, s.end_us});
   }
   return GanttSvg(devices, bars, schedule.makespan_us(), options);
 }
@@ -87,12 +87,13 @@ std::string GanttSvg(std::span<const std::string> device_names, std::span<const 
   }
   for (int d = 0; d < devices; ++d) {
     const int y = kTop + d * kRowHeight;
-    absl::StrAppend(&svg, absl::StrFormat(
-                              "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n"
-                              "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n",
-                              kLabelWidth, y, plot_width, kRowHeight, d % 2 == 0 ? "#f4f4f4" : "#fafafa",
-                              kLabelWidth - 8, y + kRowHeight / 2 + 4,
-                              Escape(device_names[static_cast<size_t>(d)])));
+    absl::StrAppend(
+        &svg,
+        absl::StrFormat("<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n"
+                        "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n",
+                        kLabelWidth, y, plot_width, kRowHeight, d % 2 == 0 ? "#f4f4f4" : "#fafafa",
+                        kLabelWidth - 8, y + kRowHeight / 2 + 4,
+                        Escape(device_names[static_cast<size_t>(d)])));
   }
   for (const GanttBar& s : bars) {
     if (s.device < 0 || s.device >= devices) continue;
@@ -104,8 +105,8 @@ std::string GanttSvg(std::span<const std::string> device_names, std::span<const 
       absl::StrAppend(&tip, absl::StrFormat(" %s [%d, %d)", model::SplitAxisName(s.axis), s.begin, s.end));
     }
     absl::StrAppend(&tip, absl::StrFormat(": %.1f-%.1f us", s.start_us, s.end_us));
-    absl::StrAppend(&svg, absl::StrFormat(
-                              "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
+    absl::StrAppend(
+        &svg, absl::StrFormat("<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
                               "stroke=\"#333\" stroke-width=\"0.4\"><title>%s</title></rect>\n",
                               x0, y, w, kRowHeight - 6, OpColour(s.op_id), Escape(tip)));
     // Label a bar only when its op id fits inside it.
@@ -128,9 +129,11 @@ std::string GanttSvg(std::span<const std::string> device_names, std::span<const 
                               "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">%.*f</text>\n",
                               tx, axis_y, tx, axis_y + 5, tx, axis_y + 18, decimals, t));
   }
-  absl::StrAppend(&svg, absl::StrFormat(
-                            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time (ms); makespan %.3f ms</text>\n",
-                            kLabelWidth + plot_width / 2, axis_y + 34, makespan_us / 1000.0));
+  absl::StrAppend(
+      &svg,
+      absl::StrFormat(
+          "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time (ms); makespan %.3f ms</text>\n",
+          kLabelWidth + plot_width / 2, axis_y + 34, makespan_us / 1000.0));
   absl::StrAppend(&svg, "</svg>\n");
   return svg;
 }
