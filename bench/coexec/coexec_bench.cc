@@ -7,6 +7,7 @@
 // after one warm-up; predicted is the schedule's makespan.
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@
 #include "executor/runtime/trace.h"
 #include "model/onnx_import.h"
 #include "predictor/analytic_model.h"
+#include "predictor/calibration/analytic_params_json.h"
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
 #include "scheduler/registry.h"
@@ -85,7 +87,41 @@ int Main(int argc, char** argv) {
   app.add_option("--timeout", iterative_timeout_s, "planning timeout per stage, seconds");
   app.add_option("--opencl", opencl, "OpenCL device selector for platform B's GPU");
   app.add_flag("!--no-torch", torch, "skip the PyTorch peer");
+  std::string host_model_path;
+  app.add_option("--host-model", host_model_path,
+                 "psched-calibrate --out JSON: plan with its fitted devices (cpu.0, cpu.1, gpu) "
+                 "instead of the `host` analytic profile");
   CLI11_PARSE(app, argc, argv);
+  // Calibrated parameters by device name, when given.
+  std::map<std::string, predictor::AnalyticDeviceParams> calibrated;
+  if (!host_model_path.empty()) {
+    std::ifstream in(host_model_path);
+    const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    auto params = predictor::calibration::AnalyticParamsFromJson(
+        json.is_object() && json.contains("params") ? json["params"] : json);
+    if (!params.ok()) {
+      std::fprintf(stderr, "--host-model %s: %s\n", host_model_path.c_str(),
+                   params.status().ToString().c_str());
+      return 1;
+    }
+    for (const predictor::AnalyticDeviceParams& d : params->devices) calibrated[d.name] = d;
+  }
+  // The profile's platform with every device's parameters replaced by the calibrated ones.
+  auto calibrate = [&](predictor::Profile& profile) -> bool {
+    if (calibrated.empty()) return true;
+    std::vector<predictor::AnalyticDeviceParams> devices;
+    for (const scheduler::DeviceSpec& d : profile.platform.devices) {
+      auto it = calibrated.find(d.name);
+      if (it == calibrated.end()) {
+        std::fprintf(stderr, "--host-model has no device '%s'\n", d.name.c_str());
+        return false;
+      }
+      devices.push_back(it->second);
+    }
+    profile.model = std::make_shared<predictor::AnalyticModel>(
+        profile.platform.name + "+calibrated", std::move(devices));
+    return true;
+  };
 
   // B first: PoCL's worker thread starts when the device opens and is pinned to core 1.
   predictor::Profile profile_b = predictor::HostProfile(1, opencl);
@@ -108,10 +144,12 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "platform A: %s\n", devices_a.status().ToString().c_str());
     return 1;
   }
+  if (!calibrate(profile_a)) return 1;
   platforms.push_back({"A", profile_a, std::move(*devices_a)});
   if (devices_b.ok()) {
     const std::optional<double> overhead = (*devices_b)->gpu_dispatch_overhead_us();
     profile_b = predictor::HostProfile(1, opencl, {.gpu_dispatch_us = overhead});
+    if (!calibrate(profile_b)) return 1;
     std::printf(
         "platform B gpu: '%s', dispatch+sync overhead %.1f us (planned with it), %d "
         "driver threads pinned to core 1\n",
@@ -121,7 +159,10 @@ int Main(int argc, char** argv) {
   } else {
     std::printf("platform B skipped: %s\n", devices_b.status().ToString().c_str());
   }
-  std::printf("latency model: `host` analytic profile (no calibrated host model in the tree)\n");
+  std::printf("latency model: %s\n",
+              calibrated.empty()
+                  ? "`host` analytic profile"
+                  : absl::StrCat("calibrated host model from ", host_model_path).c_str());
 
   std::vector<std::string> paths;
   for (const std::string& m : models) paths.push_back(models_dir + "/" + m + ".onnx");
