@@ -87,11 +87,15 @@ void InferenceQueue::WorkerLoop() {
       absl::MutexLock lock(&job->mu_);
       job->outcome_ = outcome;
     }
+    {
+      // Count the job before waking its waiter, so a caller that saw it finish also sees
+      // it in Progress().
+      absl::MutexLock lock(&mu_);
+      running_job_ = false;
+      running_since_.reset();
+      if (outcome.ok()) ++completed_;
+    }
     job->done_.Notify();
-    absl::MutexLock lock(&mu_);
-    running_job_ = false;
-    running_since_.reset();
-    if (outcome.ok()) ++completed_;
   }
 }
 
