@@ -101,7 +101,7 @@ max_model_bytes = 268435456
 # Inference requests waiting or running before new ones get RESOURCE_EXHAUSTED.
 queue_capacity = 64
 # Scheduler used when a request names none (heft, iterative, single:cpu.0, ...).
-default_scheduler = "heft"
+default_scheduler = "iterative"
 # Upper bound of the SQLite database, bytes; 0 = only the disk limits it.
 cache_max_bytes = 0
 # Seconds SIGTERM waits for in-flight requests.

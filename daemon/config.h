@@ -38,7 +38,7 @@ struct DaemonConfig {
   // Inference requests that may wait (running one included) before RESOURCE_EXHAUSTED.
   int queue_capacity = 64;
   // Scheduler for plan and infer requests that name none.
-  std::string default_scheduler = "heft";
+  std::string default_scheduler = "iterative";
   // Upper bound of the SQLite database size; 0: only the disk limits it.
   int64_t cache_max_bytes = 0;
   // Seconds SIGTERM waits for in-flight requests before cancelling them.

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 build="${1:-build}"
-scheduler="${2:-pa-heft}"
+scheduler="${2:-iterative}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 pschedd="$build/daemon/pschedd"
 pschedctl="$build/client/pschedctl"

@@ -285,7 +285,7 @@ TEST_F(DaemonTest, SqueezenetPlanCachedAcrossRestartAndInferenceMatchesReference
   json plan = json::parse(plan_text);
   EXPECT_FALSE(plan["cached"].get<bool>());
   EXPECT_GT(plan["makespan_us"].get<double>(), 0);
-  EXPECT_EQ(plan["scheduler"], "heft");
+  EXPECT_EQ(plan["scheduler"], "iterative");
   ASSERT_GE(plan["subtasks"].size(), 38u);
   for (const json& s : plan["subtasks"]) {
     for (const char* key : {"op", "device", "strategy", "work", "start_us", "end_us"}) {
@@ -741,7 +741,7 @@ TEST_F(DaemonTest, PschedctlCommandsTableAndJson) {
   auto [stats_rc, stats] = Ctl("-o json cache stats");
   EXPECT_EQ(json::parse(stats)["plans"], 1);
   auto [cls_rc, cls] = Ctl("cache ls");
-  EXPECT_NE(cls.find("heft"), std::string::npos) << cls;
+  EXPECT_NE(cls.find("iterative"), std::string::npos) << cls;
   auto [purge_rc, purge] = Ctl("-o json cache purge");
   EXPECT_EQ(json::parse(purge)["plans_removed"], 1);
   auto [rm_rc, rm] = Ctl("model rm " + id.substr(0, 10));
