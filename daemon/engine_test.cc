@@ -52,7 +52,9 @@ class FakeBackend final : public Backend {
   }
   absl::Status CheckScheduler(const std::string& scheduler,
                               const std::map<std::string, std::string>&) override {
-    if (scheduler == "heft" || scheduler == "peft") return absl::OkStatus();
+    if (scheduler == "heft" || scheduler == "peft" || scheduler == "iterative") {
+      return absl::OkStatus();
+    }
     return absl::InvalidArgumentError("unknown scheduler '" + scheduler + "'");
   }
   absl::StatusOr<PlanOutput> Plan(const LoadedModel&, const std::string& scheduler,

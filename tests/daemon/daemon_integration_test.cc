@@ -285,7 +285,7 @@ TEST_F(DaemonTest, SqueezenetPlanCachedAcrossRestartAndInferenceMatchesReference
   json plan = json::parse(plan_text);
   EXPECT_FALSE(plan["cached"].get<bool>());
   EXPECT_GT(plan["makespan_us"].get<double>(), 0);
-  EXPECT_EQ(plan["scheduler"], "iterative");
+  EXPECT_EQ(plan["scheduler"], "iterative:heft");
   ASSERT_GE(plan["subtasks"].size(), 38u);
   for (const json& s : plan["subtasks"]) {
     for (const char* key : {"op", "device", "strategy", "work", "start_us", "end_us"}) {
