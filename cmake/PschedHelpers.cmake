@@ -6,9 +6,11 @@ function(psched_test name)
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
   include(GoogleTest)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-                       PROPERTIES LABELS "${T_LABELS}"
-                       ENVIRONMENT "PSCHED_SHARED_DIR=${PSCHED_SHARED_DIR}")
+  set(properties ENVIRONMENT "PSCHED_SHARED_DIR=${PSCHED_SHARED_DIR}")
+  if(T_LABELS)
+    list(APPEND properties LABELS "${T_LABELS}")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${properties})
 endfunction()
 
 # The ../shared folder (models, reference outputs, paper tables) beside the checkout.
