@@ -6,6 +6,7 @@
 #include <latch>
 
 #include "absl/strings/str_cat.h"
+#include "executor/owned_buffers.h"
 #include "executor/reference/reference_kernels.h"
 
 namespace psched::executor::runtime {
@@ -210,27 +211,14 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
 
 absl::StatusOr<std::vector<std::vector<float>>> CoExecutionRuntime::Run(
     const std::vector<std::vector<float>>& inputs_nhwc) {
-  if (inputs_nhwc.size() != inputs_.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("graph takes ", inputs_.size(), " inputs, got ", inputs_nhwc.size()));
-  }
-  std::vector<const float*> in_ptrs;
-  for (size_t i = 0; i < inputs_nhwc.size(); ++i) {
-    const int64_t expected = inputs_[i].shape.Elements();
-    if (static_cast<int64_t>(inputs_nhwc[i].size()) != expected) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", i, " holds ", inputs_nhwc[i].size(),
-                                                     " floats, expected ", expected));
-    }
-    in_ptrs.push_back(inputs_nhwc[i].data());
-  }
-  std::vector<std::vector<float>> outputs;
-  std::vector<float*> out_ptrs;
-  for (const cpu::TensorView& o : outputs_) {
-    outputs.emplace_back(static_cast<size_t>(o.shape.Elements()));
-    out_ptrs.push_back(outputs.back().data());
-  }
-  if (auto s = Run(in_ptrs, out_ptrs); !s.ok()) return s;
-  return outputs;
+  std::vector<model::Shape> input_shapes, output_shapes;
+  for (const cpu::TensorView& i : inputs_) input_shapes.push_back(i.shape);
+  for (const cpu::TensorView& o : outputs_) output_shapes.push_back(o.shape);
+  return executor::RunWithOwnedBuffers(
+      input_shapes, output_shapes, inputs_nhwc,
+      [this](std::span<const float* const> in, std::span<float* const> out) {
+        return Run(in, out);
+      });
 }
 
 }  // namespace psched::executor::runtime
