@@ -268,17 +268,43 @@ class FullyConnectedKernel final : public KernelBase {
   std::mutex* accumulate_mu_ = nullptr;
 };
 
+// A whole (unsliced) op computed by one XNNPACK operator, followed by an activation pass
+// when XNNPACK cannot fuse the activation. Subclasses create the operator and set it up.
+class SingleXnnOpKernel : public KernelBase {
+ public:
+  absl::Status Run() final {
+    if (auto s =
+            XnnStatusToError(name_, "xnn_run_operator", xnn_run_operator(op_.get(), threadpool_));
+        !s.ok()) {
+      return s;
+    }
+    if (NeedsActivationPass(activation_)) ApplyActivationInPlace(activation_, output_);
+    return absl::OkStatus();
+  }
+
+  xnn_operator_t xnnpack_operator() const final {
+    return NeedsActivationPass(activation_) ? nullptr : op_.get();
+  }
+
+ protected:
+  SingleXnnOpKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
+                    pthreadpool_t threadpool, XnnOperator op)
+      : KernelBase(graph, id, WorkSlice::Whole(), layout),
+        threadpool_(threadpool),
+        op_(std::move(op)) {}
+
+  pthreadpool_t threadpool_;
+  XnnOperator op_;
+};
+
 // Max and average pooling, global average pooling: one XNNPACK operator over the whole op.
-class PoolingKernel final : public KernelBase {
+class PoolingKernel final : public SingleXnnOpKernel {
  public:
   enum class Kind { kMax, kAvg, kGlobalAvg };
 
   PoolingKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
                 pthreadpool_t threadpool, Kind kind, XnnOperator op)
-      : KernelBase(graph, id, WorkSlice::Whole(), layout),
-        threadpool_(threadpool),
-        kind_(kind),
-        op_(std::move(op)) {}
+      : SingleXnnOpKernel(graph, id, layout, threadpool, std::move(op)), kind_(kind) {}
 
   absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) override {
     if (auto s = BindViews(inputs, output); !s.ok()) return s;
@@ -302,27 +328,11 @@ class PoolingKernel final : public KernelBase {
     return XnnStatusToError(name_, "xnn_setup_*_pooling", status);
   }
 
-  absl::Status Run() override {
-    if (auto s =
-            XnnStatusToError(name_, "xnn_run_operator", xnn_run_operator(op_.get(), threadpool_));
-        !s.ok()) {
-      return s;
-    }
-    if (NeedsActivationPass(activation_)) ApplyActivationInPlace(activation_, output_);
-    return absl::OkStatus();
-  }
-
-  xnn_operator_t xnnpack_operator() const override {
-    return NeedsActivationPass(activation_) ? nullptr : op_.get();
-  }
-
  private:
-  pthreadpool_t threadpool_;
   Kind kind_;
-  XnnOperator op_;
 };
 
-class BinaryKernel final : public KernelBase {
+class BinaryKernel final : public SingleXnnOpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<CpuKernel>> Create(const model::Graph& graph,
                                                            model::OpId id,
@@ -360,26 +370,10 @@ class BinaryKernel final : public KernelBase {
     return XnnStatusToError(name_, "xnn_setup_*_nd_f32", status);
   }
 
-  absl::Status Run() override {
-    if (auto s =
-            XnnStatusToError(name_, "xnn_run_operator", xnn_run_operator(op_.get(), threadpool_));
-        !s.ok()) {
-      return s;
-    }
-    if (NeedsActivationPass(activation_)) ApplyActivationInPlace(activation_, output_);
-    return absl::OkStatus();
-  }
-
-  xnn_operator_t xnnpack_operator() const override {
-    return NeedsActivationPass(activation_) ? nullptr : op_.get();
-  }
-
  private:
   BinaryKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
                pthreadpool_t threadpool)
-      : KernelBase(graph, id, WorkSlice::Whole(), layout),
-        threadpool_(threadpool),
-        kind_(graph.op(id).kind) {}
+      : SingleXnnOpKernel(graph, id, layout, threadpool, XnnOperator()), kind_(graph.op(id).kind) {}
 
   absl::Status Init(const model::Graph& graph, model::OpId id) {
     const model::Op& op = graph.op(id);
@@ -413,9 +407,7 @@ class BinaryKernel final : public KernelBase {
     return XnnStatusToError(name_, "xnn_create_*_nd_f32", status);
   }
 
-  pthreadpool_t threadpool_;
   model::OpKind kind_;
-  XnnOperator op_;
   std::array<std::array<size_t, 3>, 2> dims_{};
   int constant_index_ = -1;
   std::vector<float> constant_;
