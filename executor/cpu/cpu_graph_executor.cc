@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "executor/owned_buffers.h"
+#include "executor/io_buffers.h"
 #include "executor/reference/reference_kernels.h"
 
 namespace psched::executor::cpu {
@@ -134,16 +134,9 @@ absl::Status CpuGraphExecutor::RunOnWorker(std::span<const float* const> inputs,
 
 absl::Status CpuGraphExecutor::Run(std::span<const float* const> inputs_nhwc,
                                    std::span<float* const> outputs_nhwc) {
-  if (inputs_nhwc.size() != inputs_.size() || outputs_nhwc.size() != outputs_.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("graph takes ", inputs_.size(), " inputs and ", outputs_.size(),
-                     " outputs, got ", inputs_nhwc.size(), " and ", outputs_nhwc.size()));
-  }
-  for (const float* p : inputs_nhwc) {
-    if (p == nullptr) return absl::InvalidArgumentError("null input buffer");
-  }
-  for (float* p : outputs_nhwc) {
-    if (p == nullptr) return absl::InvalidArgumentError("null output buffer");
+  if (absl::Status s = CheckIoPointers(inputs_.size(), outputs_.size(), inputs_nhwc, outputs_nhwc);
+      !s.ok()) {
+    return s;
   }
   return worker_->Call([&] { return RunOnWorker(inputs_nhwc, outputs_nhwc); });
 }

@@ -1,8 +1,25 @@
-#include "executor/owned_buffers.h"
+#include "executor/io_buffers.h"
 
 #include "absl/strings/str_cat.h"
 
 namespace psched::executor {
+
+absl::Status CheckIoPointers(size_t num_inputs, size_t num_outputs,
+                             std::span<const float* const> inputs_nhwc,
+                             std::span<float* const> outputs_nhwc) {
+  if (inputs_nhwc.size() != num_inputs || outputs_nhwc.size() != num_outputs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph takes ", num_inputs, " inputs and ", num_outputs, " outputs, got ",
+                     inputs_nhwc.size(), " and ", outputs_nhwc.size()));
+  }
+  for (const float* p : inputs_nhwc) {
+    if (p == nullptr) return absl::InvalidArgumentError("null input buffer");
+  }
+  for (float* p : outputs_nhwc) {
+    if (p == nullptr) return absl::InvalidArgumentError("null output buffer");
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<std::vector<float>>> RunWithOwnedBuffers(
     std::span<const model::Shape> input_shapes, std::span<const model::Shape> output_shapes,

@@ -1,8 +1,8 @@
-// Runs an executor's pointer-based Run on caller-owned input vectors.
+// The graph input/output buffers an executor's Run accepts.
 //
-// Both executors (CpuGraphExecutor, CoExecutionRuntime) offer a convenience overload that
-// takes owned NHWC inputs and returns owned outputs; this is the one place that checks the
-// inputs against the graph's shapes and sizes the outputs. Stateless; thread-safe.
+// Both executors (CpuGraphExecutor, CoExecutionRuntime) take one NHWC buffer per graph input
+// and output, by pointer or, in a convenience overload, as owned vectors; this is the one
+// place that checks those arguments and sizes owned outputs. Stateless; thread-safe.
 #pragma once
 
 #include <span>
@@ -17,6 +17,11 @@ namespace psched::executor {
 
 using PointerRun =
     absl::FunctionRef<absl::Status(std::span<const float* const>, std::span<float* const>)>;
+
+// InvalidArgument when the buffer counts differ from the graph's or a pointer is null.
+absl::Status CheckIoPointers(size_t num_inputs, size_t num_outputs,
+                             std::span<const float* const> inputs_nhwc,
+                             std::span<float* const> outputs_nhwc);
 
 // InvalidArgument (naming the input) when the count or a size does not match.
 absl::StatusOr<std::vector<std::vector<float>>> RunWithOwnedBuffers(
