@@ -91,18 +91,26 @@ OpKernel::~OpKernel() {
   for (Launch& launch : launches_) clReleaseKernel(launch.kernel);
 }
 
-absl::Status OpKernel::Enqueue(cl_event* event) const {
+absl::Status OpKernel::Enqueue(cl_event* event, cl_event* first) const {
   for (size_t i = 0; i < launches_.size(); ++i) {
     const Launch& launch = launches_[i];
     const bool last = i + 1 == launches_.size();
+    cl_event* out = last ? event : (i == 0 ? first : nullptr);
     cl_int err = clEnqueueNDRangeKernel(device_->queue(), launch.kernel,
                                         static_cast<cl_uint>(launch.dims), nullptr, launch.global,
-                                        nullptr, 0, nullptr, last ? event : nullptr);
+                                        nullptr, 0, nullptr, out);
     if (err != CL_SUCCESS) return ClStatus(err, absl::StrCat("enqueueing ", name_));
   }
   if (launches_.empty() && event != nullptr) {
-    return ClStatus(clEnqueueMarkerWithWaitList(device_->queue(), 0, nullptr, event),
-                    absl::StrCat("enqueueing marker for ", name_));
+    if (cl_int err = clEnqueueMarkerWithWaitList(device_->queue(), 0, nullptr, event);
+        err != CL_SUCCESS) {
+      return ClStatus(err, absl::StrCat("enqueueing marker for ", name_));
+    }
+  }
+  // One launch (or none): the first event is the last one.
+  if (first != nullptr && launches_.size() <= 1) {
+    *first = event != nullptr ? *event : nullptr;
+    if (*first != nullptr) clRetainEvent(*first);
   }
   return absl::OkStatus();
 }

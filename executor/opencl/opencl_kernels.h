@@ -73,8 +73,8 @@ class OpKernel {
   OpKernel& operator=(const OpKernel&) = delete;
 
   // Enqueues every launch on the device queue. `event` (optional) receives the last launch's
-  // completion event; the caller releases it.
-  absl::Status Enqueue(cl_event* event = nullptr) const;
+  // completion event and `first` (optional) the first launch's; the caller releases them.
+  absl::Status Enqueue(cl_event* event = nullptr, cl_event* first = nullptr) const;
 
   const std::string& name() const { return name_; }
   size_t launch_count() const { return launches_.size(); }

@@ -130,6 +130,10 @@ bool DependencyCounters::wait_timed_out() const {
   return std::atomic_ref<int32_t>(words_[count_]).load(std::memory_order_seq_cst) != 0;
 }
 
+bool DependencyCounters::TakeTimeout() {
+  return std::atomic_ref<int32_t>(words_[count_]).exchange(0, std::memory_order_seq_cst) != 0;
+}
+
 absl::Status DependencyCounters::EnqueueSignal(size_t index, int32_t delta) {
   if (index >= count_) {
     return absl::OutOfRangeError(

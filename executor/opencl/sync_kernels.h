@@ -35,8 +35,9 @@ namespace psched::executor::opencl {
 struct SyncOptions {
   // Spin iterations of one device-side wait before it gives up and flags a timeout; an
   // iteration is one atomic load (a few ns on a CPU, more on a GPU), so the default bounds a
-  // wait to roughly a second on PoCL.
-  int32_t max_spins = 200'000'000;
+  // wait to roughly ten seconds on PoCL - a safety net against a lost signal, far above any
+  // CPU subtask (the runtime releases aborted waits by raising the counters instead).
+  int32_t max_spins = 2'000'000'000;
   // Host-side fallback only: how long EnqueueWait blocks before kDeadlineExceeded.
   absl::Duration host_wait_timeout = absl::Seconds(1);
   // Forces the host-side fallback even where SVM atomics exist (tests, debugging).
@@ -64,6 +65,10 @@ class DependencyCounters {
   // Zeroes every counter and the timeout flag. REQUIRES: no sync kernel in flight.
   void Reset();
   bool wait_timed_out() const;
+  // Returns whether a device-side wait gave up since the last call (or Reset), and clears it.
+  bool TakeTimeout();
+  // The counters themselves (size() words), for host code that updates them directly.
+  int32_t* data() const { return words_; }
 
   // GPU queue side, in scheduled order. kOutOfRange for a bad index.
   absl::Status EnqueueSignal(size_t index, int32_t delta = 1);

@@ -1,12 +1,15 @@
 // Co-execution on real devices: CPU workers and the OpenCL device (PoCL here) running any valid
 // plan over one fine-grained SVM arena must reproduce single-device outputs. Plans come from
 // seeded random splits and from every registered scheduler on the host profile.
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "executor/cpu/cpu_graph_executor.h"
@@ -146,7 +149,10 @@ Devices& SharedDevices() {
   static Devices* devices = [] {
     EXPECT_TRUE(kPoclOneThread);
     auto* d = new Devices();
-    auto gpu = OpenClRuntimeDevice::Create("gpu", {.selector = "pthread", .core = 1});
+    // A wait kernel gives up after about a second, far above any CPU subtask here, so a
+    // wait the runtime failed to release shows up as an error instead of a slow pass.
+    auto gpu = OpenClRuntimeDevice::Create(
+        "gpu", {.selector = "pthread", .core = 1, .max_wait_spins = 200'000'000});
     if (!gpu.ok()) {
       d->skip_reason = std::string(gpu.status().message());
       return d;
@@ -168,7 +174,8 @@ class CoExecOpenClTest : public ::testing::Test {
     three_ = {d.cpu0.get(), d.cpu1.get(), d.gpu.get()};
   }
   RuntimeOptions Options() const {
-    return {.allocate_arena = SharedDevices().gpu->ArenaAllocator()};
+    return {.allocate_arena = SharedDevices().gpu->ArenaAllocator(),
+            .allocate_counters = SharedDevices().gpu->CounterAllocator()};
   }
   // Host profile with the device's measured dispatch overhead, `cpus` CPU devices + gpu.
   predictor::Profile Profile(int cpus) const {
@@ -183,6 +190,9 @@ TEST_F(CoExecOpenClTest, DeviceReportsItsCapabilitiesAndOverhead) {
   const OpenClRuntimeDevice& gpu = *SharedDevices().gpu;
   EXPECT_EQ(gpu.name(), "gpu");
   EXPECT_TRUE(gpu.info().svm_fine_grain);
+  // PoCL has SVM atomics, so waits and signals run as kernels in its queue.
+  EXPECT_TRUE(gpu.info().svm_atomics);
+  EXPECT_TRUE(gpu.in_queue_sync());
   ASSERT_TRUE(gpu.dispatch_overhead_us().has_value());
   EXPECT_GT(*gpu.dispatch_overhead_us(), 0.0);
   EXPECT_LT(*gpu.dispatch_overhead_us(), 1e5);
@@ -218,6 +228,116 @@ TEST_F(CoExecOpenClTest, RandomPlansMatchTheReference) {
   }
   // The seeds exercise GPU and CPU partial sums combined into one output.
   EXPECT_GE(cin_across_devices, 3);
+}
+
+// Both ways of synchronising the GPU - sync kernels in its queue (counters from the device) and
+// host-side waits (counters in host memory) - give the reference output and keep the full
+// barrier: no subtask starts before its predecessors' subtasks on any device have ended.
+TEST_F(CoExecOpenClTest, InQueueAndHostSideSyncKeepDependencies) {
+  const model::Graph graph = TestGraph();
+  const std::vector<std::vector<float>> input{RandomVector(12 * 12 * 8, 7)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  // Counters in host memory: the GPU cannot reach them, so its dispatcher waits on the host.
+  const RuntimeOptions host_side{.allocate_arena = SharedDevices().gpu->ArenaAllocator(),
+                                 .allocate_counters = {}};
+  int gpu_waits_on_cpu = 0;
+  for (const RuntimeOptions& options : {Options(), host_side}) {
+    SCOPED_TRACE(options.allocate_counters ? "in-queue sync" : "host-side sync");
+    for (uint32_t seed = 10; seed < 16; ++seed) {
+      const ExecutionPlan plan = RandomPlan(graph, 2, 2, seed);
+      auto rt = CoExecutionRuntime::Create(graph, two_, plan, options);
+      ASSERT_TRUE(rt.ok()) << rt.status();
+      auto out = (*rt)->Run(input);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_LE(RelativeL2((*out)[0], (*expected)[0]), 1e-4) << "seed " << seed;
+      const std::vector<SubtaskTiming>& timings = (*rt)->last_timings();
+      int64_t gpu_end = 0;
+      for (const SubtaskTiming& t : timings) {
+        EXPECT_LE(t.start_ns, t.end_ns);
+        if (t.device == 1) {
+          // GPU timings come from its clock mapped onto the host's: in queue order.
+          EXPECT_GE(t.start_ns, gpu_end) << "seed " << seed;
+          gpu_end = t.end_ns;
+        }
+        for (model::OpId pred : graph.Predecessors(t.step.op)) {
+          for (const SubtaskTiming& p : timings) {
+            if (p.step.op != pred) continue;
+            // 20 us: the error of mapping the device clock (one enqueue call).
+            EXPECT_LE(p.end_ns, t.start_ns + 20'000) << "seed " << seed << " op " << t.step.op;
+            gpu_waits_on_cpu += t.device == 1 && p.device == 0;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(gpu_waits_on_cpu, 10);
+}
+
+// A CPU device whose subtasks of one op fail while `fail` is set.
+class FailingCpuDevice final : public Device {
+ public:
+  FailingCpuDevice(CpuDevice* inner, model::OpId op) : inner_(inner), op_(op) {}
+  const std::string& name() const override { return inner_->name(); }
+  absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
+                                                   cpu::WorkSlice slice,
+                                                   std::span<const cpu::TensorView> inputs,
+                                                   const cpu::TensorView& output,
+                                                   std::mutex* accumulate_mu) override {
+    auto subtask = inner_->Compile(graph, id, slice, inputs, output, accumulate_mu);
+    if (!subtask.ok() || id != op_) return subtask;
+    return std::unique_ptr<Subtask>(new Failing(std::move(*subtask), &fail));
+  }
+  void Post(std::function<void()> job) override { inner_->Post(std::move(job)); }
+  std::atomic<bool> fail{true};
+
+ private:
+  struct Failing final : Subtask {
+    Failing(std::unique_ptr<Subtask> wrapped, std::atomic<bool>* flag)
+        : inner(std::move(wrapped)), fail(flag) {}
+    absl::Status Run() override {
+      if (!fail->load()) return inner->Run();
+      // Give the GPU dispatcher time to enqueue its whole queue, waits included (it needs well
+      // under a millisecond), so the failure meets wait kernels already in the GPU queue.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return absl::InternalError("injected failure");
+    }
+    std::unique_ptr<Subtask> inner;
+    std::atomic<bool>* fail;
+  };
+  CpuDevice* inner_;
+  model::OpId op_;
+};
+
+// The GPU queue holds wait kernels for CPU work that never comes: the failure must release
+// them (no wait runs out its spin budget, which the next run would report) and the runtime
+// must work again once the device does.
+TEST_F(CoExecOpenClTest, CpuFailureReleasesWaitsInTheGpuQueue) {
+  const model::Graph graph = TestGraph();
+  ExecutionPlan plan;
+  plan.device_steps.resize(2);
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    // Alternate devices, so every GPU op waits on a CPU op.
+    plan.device_steps[static_cast<size_t>(id % 2)].push_back({id});
+  }
+  FailingCpuDevice cpu(SharedDevices().cpu0.get(), /*op=*/0);
+  std::vector<Device*> devices{&cpu, SharedDevices().gpu.get()};
+  auto rt = CoExecutionRuntime::Create(graph, devices, plan, Options());
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  const std::vector<std::vector<float>> input{RandomVector(12 * 12 * 8, 9)};
+  auto failed = (*rt)->Run(input);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(failed.status().message(), HasSubstr("cpu.0: injected failure"));
+  // Nothing else went wrong: in particular no wait kernel ran out its spin budget.
+  EXPECT_THAT(failed.status().message(), ::testing::Not(HasSubstr("then")));
+
+  cpu.fail = false;
+  auto out = (*rt)->Run(input);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_LE(RelativeL2((*out)[0], (*expected)[0]), 1e-4);
 }
 
 TEST_F(CoExecOpenClTest, ArenaMustComeFromTheDevice) {

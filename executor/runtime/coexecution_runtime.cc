@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <latch>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "executor/io_buffers.h"
@@ -16,6 +17,18 @@ int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// Added to every counter on abort: past any target, so every waiter - a host thread or a wait
+// kernel in a GPU queue - stops waiting at once (counters are zeroed before each run).
+constexpr int32_t kAbortBump = 1 << 28;
+
+void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
 }
 
 }  // namespace
@@ -79,11 +92,23 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   }
 
   ops_ = std::vector<OpState>(graph.ops.size());
-  const std::vector<std::vector<model::OpId>> succs = graph.AllSuccessors();
+  if (auto s = AllocateCounters(options); !s.ok()) return s;
+  for (Device* device : devices_) {
+    if (auto s = device->BindCounters(counters_, ops_.size()); !s.ok()) return s;
+  }
+  // Which devices run a part of each op: a successor on another device must wait for it.
+  std::vector<std::vector<bool>> runs_on(ops_.size(), std::vector<bool>(devices_.size()));
+  for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
+    for (const PlanStep& step : plan_.device_steps[d]) {
+      OpState& s = ops_[static_cast<size_t>(step.op)];
+      ++s.num_subtasks;
+      s.cin_split |= step.axis == model::SplitAxis::kInputChannels;
+      runs_on[static_cast<size_t>(step.op)][d] = true;
+    }
+  }
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
     OpState& s = ops_[static_cast<size_t>(id)];
-    s.successors = succs[static_cast<size_t>(id)];
-    s.num_preds = static_cast<int32_t>(graph.Predecessors(id).size());
+    s.done_target = s.cin_split ? 1 : s.num_subtasks;
     s.activation = graph.op(id).activation;
     s.output = view(graph.op(id).output);
     s.accumulate_mu = std::make_unique<std::mutex>();
@@ -92,8 +117,6 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
     for (const PlanStep& step : plan_.device_steps[d]) {
       OpState& s = ops_[static_cast<size_t>(step.op)];
-      ++s.num_subtasks;
-      s.cin_split |= step.axis == model::SplitAxis::kInputChannels;
       std::vector<cpu::TensorView> in_views;
       for (model::TensorId t : graph.ActivationInputs(step.op)) in_views.push_back(view(t));
       auto subtask = devices_[d]->Compile(graph, step.op, {step.axis, step.begin, step.end},
@@ -103,9 +126,34 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
             subtask.status().code(),
             absl::StrCat("device ", devices_[d]->name(), ": ", subtask.status().message()));
       }
-      queues_[d].push_back({step, std::move(*subtask), timings_.size()});
+      Queued q{.step = step, .subtask = std::move(*subtask), .waits = {}, .timing_index = timings_.size()};
+      for (model::OpId pred : graph.Predecessors(step.op)) {
+        std::vector<bool> elsewhere = runs_on[static_cast<size_t>(pred)];
+        elsewhere[d] = false;
+        if (std::find(elsewhere.begin(), elsewhere.end(), true) != elsewhere.end()) {
+          q.waits.push_back({static_cast<size_t>(pred), ops_[static_cast<size_t>(pred)].done_target});
+        }
+      }
+      // A cin slice's completion is decided on the host (the last one applies the activation).
+      q.enqueue = q.subtask->can_enqueue() && step.axis != model::SplitAxis::kInputChannels;
+      queues_[d].push_back(std::move(q));
       timings_.push_back({static_cast<int>(d), step, 0, 0});
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CoExecutionRuntime::AllocateCounters(const RuntimeOptions& options) {
+  if (options.allocate_counters) {
+    absl::StatusOr<int32_t*> memory = options.allocate_counters(ops_.size());
+    if (!memory.ok()) return memory.status();
+    counters_ = *memory;
+  } else {
+    owned_counters_.assign(ops_.size(), 0);
+    counters_ = owned_counters_.data();
+  }
+  if (counters_ == nullptr) {
+    return absl::ResourceExhaustedError("cannot allocate the dependency counters");
   }
   return absl::OkStatus();
 }
@@ -113,47 +161,90 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
 void CoExecutionRuntime::Abort(absl::Status status) {
   {
     std::lock_guard<std::mutex> lock(error_mu_);
-    if (error_.ok()) error_ = std::move(status);
-  }
-  aborted_.store(true);
-  // Wake every waiter; they see aborted_ and stop.
-  for (OpState& s : ops_) {
-    s.ready.store(1);
-    s.ready.notify_all();
-  }
-}
-
-void CoExecutionRuntime::FinishSubtask(model::OpId op) {
-  OpState& s = ops_[static_cast<size_t>(op)];
-  if (s.pending_subtasks.fetch_sub(1) != 1) return;
-  // Last subtask of the op: every cin partial sum is in, so the activation can be applied.
-  if (s.cin_split) cpu::ApplyActivationInPlace(s.activation, s.output);
-  for (model::OpId succ : s.successors) {
-    OpState& t = ops_[static_cast<size_t>(succ)];
-    if (t.pending_preds.fetch_sub(1) == 1) {
-      t.ready.store(1);
-      t.ready.notify_all();
+    if (error_.ok()) {
+      error_ = std::move(status);
+    } else {
+      error_ = absl::Status(error_.code(), absl::StrCat(error_.message(), "; then ", status.message()));
     }
   }
+  if (aborted_.exchange(true)) return;
+  for (size_t op = 0; op < ops_.size(); ++op) counter(op).fetch_add(kAbortBump);
+}
+
+bool CoExecutionRuntime::WaitOnHost(std::span<const CounterWait> waits) const {
+  for (const CounterWait& w : waits) {
+    // Spin first: most waits end within microseconds, and each device owns its core. Then
+    // yield, so an oversubscribed core still lets the work being waited for run.
+    for (int spins = 0; counter(w.counter).load(std::memory_order_acquire) < w.target; ++spins) {
+      if (spins < 4096) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+  return !aborted_.load();
+}
+
+void CoExecutionRuntime::FinishOnHost(model::OpId op) {
+  OpState& s = ops_[static_cast<size_t>(op)];
+  if (s.cin_split) {
+    if (s.cin_slices_done.fetch_add(1) + 1 != s.num_subtasks) return;
+    // Last partial sum: the output is complete, so the activation can be applied.
+    cpu::ApplyActivationInPlace(s.activation, s.output);
+  }
+  counter(static_cast<size_t>(op)).fetch_add(1, std::memory_order_release);
 }
 
 void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
+  Device* dev = devices_[static_cast<size_t>(device)];
+  auto fail = [&](const absl::Status& status) {
+    Abort(absl::Status(status.code(), absl::StrCat("device ", dev->name(), ": ", status.message())));
+  };
+  bool enqueued_any = false;
   for (Queued& q : queues_[static_cast<size_t>(device)]) {
-    OpState& s = ops_[static_cast<size_t>(q.step.op)];
-    s.ready.wait(0);
-    if (aborted_.load()) return;
+    if (aborted_.load()) break;
+    if (q.enqueue) {
+      enqueued_any = true;
+      if (absl::Status s = q.subtask->Enqueue(q.waits, static_cast<size_t>(q.step.op)); !s.ok()) {
+        fail(s);
+        break;
+      }
+      continue;
+    }
+    if (!WaitOnHost(q.waits)) break;
     SubtaskTiming& timing = timings_[q.timing_index];
     timing.start_ns = NowNs() - start_ns;
     absl::Status status = q.subtask->Run();
     timing.end_ns = NowNs() - start_ns;
-    timing.device_us = q.subtask->last_device_us().value_or(-1.0);
+    RecordDeviceTiming(q, start_ns);
     if (!status.ok()) {
-      Abort(absl::Status(status.code(),
-                         absl::StrCat("device ", devices_[static_cast<size_t>(device)]->name(),
-                                      ": ", status.message())));
-      return;
+      fail(status);
+      break;
     }
-    FinishSubtask(q.step.op);
+    FinishOnHost(q.step.op);
+  }
+  if (!enqueued_any) return;
+  // Even after an abort: nothing may still be running on the arena when Run returns.
+  if (absl::Status s = dev->Finish(); !s.ok()) fail(s);
+  for (Queued& q : queues_[static_cast<size_t>(device)]) {
+    if (!q.enqueue) continue;
+    if (absl::Status s = q.subtask->CollectEnqueued(); !s.ok()) {
+      // After an abort the queue ran on unfinished inputs, which is expected; a failure of its
+      // own (a wait that ran out) still matters and is reported beside the first error.
+      if (!aborted_.load() || s.code() == absl::StatusCode::kDeadlineExceeded) fail(s);
+      continue;
+    }
+    RecordDeviceTiming(q, start_ns);
+  }
+}
+
+void CoExecutionRuntime::RecordDeviceTiming(const Queued& q, int64_t start_ns) {
+  SubtaskTiming& timing = timings_[q.timing_index];
+  timing.device_us = q.subtask->last_device_us().value_or(-1.0);
+  if (std::optional<TimeSpan> span = q.subtask->last_span()) {
+    timing.start_ns = span->start_ns - start_ns;
+    timing.end_ns = span->end_ns - start_ns;
   }
 }
 
@@ -169,10 +260,10 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
   }
   error_ = absl::OkStatus();
   aborted_.store(false);
-  for (OpState& s : ops_) {
-    s.pending_preds.store(s.num_preds);
-    s.pending_subtasks.store(s.num_subtasks);
-    s.ready.store(s.num_preds == 0 ? 1 : 0);
+  for (size_t op = 0; op < ops_.size(); ++op) {
+    OpState& s = ops_[op];
+    counter(op).store(0);
+    s.cin_slices_done.store(0);
     if (s.cin_split) {
       // Partial sums accumulate into the output; no other tensor shares its memory.
       for (int64_t h = 0; h < s.output.shape.h; ++h) {

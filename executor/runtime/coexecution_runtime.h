@@ -4,11 +4,15 @@
 //
 // Create validates the plan, lays out the arena (no memory reuse: devices run concurrently),
 // and has each device compile its subtasks against fixed arena views. Run copies the inputs
-// in, posts each device its whole queue, and lets the devices synchronise among themselves:
-// op j's subtasks wait (std::atomic wait) until every predecessor op's subtask counter has
-// reached zero; the device finishing an op's last subtask applies a cin split's activation
-// and releases the op's successors. Run returns once every queue has drained, then copies
-// the outputs out. If a subtask fails, the others stop at their next step.
+// in, posts each device its whole queue, and lets the devices synchronise among themselves
+// through one dependency counter per op in shared memory, counting that op's finished
+// subtasks (a cin-split op counts once, when its last partial sum is in and its activation
+// applied). A subtask waits only for predecessor ops that have work on another device - its
+// own queue orders the rest. CPU devices wait by spinning on the counter (then yielding) and
+// publish with an atomic add; a device that can_enqueue (the GPU) gets its whole queue up
+// front, with the waits and completion signals as small kernels in its command queue. Run
+// returns once every queue has drained, then copies the outputs out. If a subtask fails, the
+// counters are pushed past every target so all waiters, host or device, stop at once.
 //
 // Devices are not owned and must outlive the runtime. Thread-safety: Run calls are
 // serialized internally (one arena).
@@ -47,6 +51,10 @@ struct RuntimeOptions {
   // OpenCL SVM so a GPU device reads and writes it in place. The memory stays the caller's
   // and must outlive the runtime. Empty: the runtime allocates host memory itself.
   std::function<absl::StatusOr<float*>(size_t floats)> allocate_arena;
+  // Allocates the `count` int32 dependency counters, e.g. in fine-grained SVM with atomics so
+  // a GPU device can wait and signal from its command queue. Same lifetime rules as the
+  // arena. Empty: host memory (every device then synchronises on the host).
+  std::function<absl::StatusOr<int32_t*>(size_t count)> allocate_counters;
 };
 
 class CoExecutionRuntime {
@@ -66,29 +74,36 @@ class CoExecutionRuntime {
 
  private:
   struct OpState {
-    std::vector<model::OpId> successors;
-    int32_t num_preds = 0;
     int32_t num_subtasks = 0;
+    // What the op's counter reads once the op is complete: its subtask count, or 1 for a
+    // cin split (only the slice that completes the sum signals).
+    int32_t done_target = 0;
     bool cin_split = false;
     model::Activation activation;
     cpu::TensorView output;
     std::unique_ptr<std::mutex> accumulate_mu;
-    // Shared by the device threads during Run.
-    std::atomic<int32_t> pending_preds{0};
-    std::atomic<int32_t> pending_subtasks{0};
-    std::atomic<int32_t> ready{0};
+    std::atomic<int32_t> cin_slices_done{0};  // during Run
   };
   struct Queued {
     PlanStep step;
     std::unique_ptr<Subtask> subtask;
+    // Predecessor ops with work on another device (the device's own order covers the rest).
+    std::vector<CounterWait> waits;
+    bool enqueue = false;  // runs from the device's command queue
     size_t timing_index = 0;
   };
 
   CoExecutionRuntime() = default;
   absl::Status Compile(const model::Graph& graph, const RuntimeOptions& options);
+  absl::Status AllocateCounters(const RuntimeOptions& options);
   void RunQueue(int device, int64_t start_ns);
-  void FinishSubtask(model::OpId op);
+  // False when the run was aborted meanwhile.
+  bool WaitOnHost(std::span<const CounterWait> waits) const;
+  void FinishOnHost(model::OpId op);
+  // Takes the device's own timestamps and execution time of `q`'s last run, where it has any.
+  void RecordDeviceTiming(const Queued& q, int64_t start_ns);
   void Abort(absl::Status status);
+  std::atomic_ref<int32_t> counter(size_t op) const { return std::atomic_ref<int32_t>(counters_[op]); }
 
   std::vector<Device*> devices_;
   ExecutionPlan plan_;
@@ -98,6 +113,8 @@ class CoExecutionRuntime {
   };
   std::unique_ptr<float, FreeDeleter> owned_arena_;  // null when the caller allocated it
   float* arena_ = nullptr;
+  std::vector<int32_t> owned_counters_;  // empty when the caller allocated them
+  int32_t* counters_ = nullptr;          // one per op
   std::vector<cpu::TensorView> inputs_, outputs_;
   std::vector<OpState> ops_;
   std::vector<std::vector<Queued>> queues_;

@@ -2,20 +2,28 @@
 //
 // The runtime owns the shared activation arena and the plan; a device only compiles
 // subtasks against views into that arena and runs jobs on its own thread, in submission
-// order. The CPU implementation is CpuDevice; a GPU backend implements the same interface
-// (its thread drives the GPU queue and waits for each kernel, so a subtask's Run returns
-// when the data is visible to the host).
+// order. The CPU implementation is CpuDevice; a GPU backend implements the same interface.
+//
+// Dependencies between devices go through the runtime's counters (one int32 per op, counting
+// finished subtasks, in memory every device can update atomically). A subtask either Runs on
+// its device's thread after the runtime has waited for its inputs on the host, or - on a
+// device with its own command queue and atomics on the counters (a GPU with fine-grained SVM
+// atomics) - is Enqueued with its waits and its completion signal, so the queue synchronises
+// with the CPU devices without a host round trip (paper, Appendix A).
 //
 // Thread-safety: Compile and Post may be called from any thread; a subtask's Run is only
 // called from the device's own thread.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,14 +32,45 @@
 
 namespace psched::executor::runtime {
 
+// "Wait until dependency counter `counter` has reached `target`."
+struct CounterWait {
+  size_t counter = 0;
+  int32_t target = 0;
+};
+
+// When enqueued work ran, on the std::chrono::steady_clock, in nanoseconds.
+struct TimeSpan {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
 // One compiled slice of one op on one device.
 class Subtask {
  public:
   virtual ~Subtask() = default;
+  // Runs the slice to completion on the calling (device) thread; its output is then visible
+  // to every device.
   virtual absl::Status Run() = 0;
-  // The device's own measure of the last Run's execution time (a GPU kernel's profiled
+  // The device's own measure of the last run's execution time (a GPU kernel's profiled
   // duration), in microseconds; nullopt when the device has none beyond wall-clock time.
   virtual std::optional<double> last_device_us() const { return std::nullopt; }
+
+  // True when the subtask can run from the device's command queue: Enqueue instead of Run.
+  virtual bool can_enqueue() const { return false; }
+  // Enqueues, in the device's queue and in this order, a wait for each of `waits`, the slice,
+  // and an atomic +1 on counter `signal`, and returns without waiting for any of it.
+  virtual absl::Status Enqueue(std::span<const CounterWait> waits, size_t signal) {
+    return absl::UnimplementedError("this subtask cannot be enqueued");
+  }
+  // After Device::Finish: the status of the last enqueued run (an error when it, or a wait
+  // before it, failed).
+  virtual absl::Status CollectEnqueued() {
+    return absl::UnimplementedError("this subtask cannot be enqueued");
+  }
+  // When the last run (Run, or Enqueue once collected) executed on the device by the device's
+  // own clock mapped onto the host's; nullopt when the device has no clock of its own, so the
+  // host's timestamps around Run are the truth.
+  virtual std::optional<TimeSpan> last_span() const { return std::nullopt; }
 };
 
 class Device {
@@ -42,6 +81,10 @@ class Device {
   // Called once before any Compile with the shared arena every view points into; a GPU
   // device maps view pointers to offsets from `base`. No-op for CPU devices.
   virtual absl::Status BindArena(float* base, size_t floats) { return absl::OkStatus(); }
+  // Called once before any Compile with the runtime's `count` dependency counters. A device
+  // that can update them from its own queue (they came from its allocator) compiles
+  // subtasks that can_enqueue(); any other device ignores them.
+  virtual absl::Status BindCounters(int32_t* counters, size_t count) { return absl::OkStatus(); }
   // Compiles op `id`'s `slice` reading `inputs` (one view per activation input, in op.inputs
   // order) and writing `output` (the whole op's output view). cin slices add into the
   // output while holding `accumulate_mu`, which all slices of that op share; the runtime
@@ -53,6 +96,8 @@ class Device {
                                                            std::mutex* accumulate_mu) = 0;
   // Runs `job` on the device's thread without waiting; jobs run in submission order.
   virtual void Post(std::function<void()> job) = 0;
+  // Blocks until everything enqueued so far has executed. Called on the device's thread.
+  virtual absl::Status Finish() { return absl::OkStatus(); }
 };
 
 }  // namespace psched::executor::runtime

@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <sched.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <set>
 
@@ -19,6 +21,8 @@ namespace psched::executor::runtime {
 // outlives every kernel whose arguments point into it.
 struct OpenClRuntimeDevice::Binding {
   std::unique_ptr<opencl::SvmArena> arena;  // destroyed last
+  // The runtime's counters when this device allocated them (in SVM when device_side()).
+  std::unique_ptr<opencl::DependencyCounters> counters;
   float* base = nullptr;
   const model::Graph* graph = nullptr;
   std::vector<cpu::TensorPlacement> placements;
@@ -39,33 +43,120 @@ std::set<pid_t> ThreadIds() {
   return ids;
 }
 
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+absl::StatusOr<cl_ulong> ProfilingTime(cl_event event, cl_profiling_info what) {
+  cl_ulong ns = 0;
+  const cl_int err = clGetEventProfilingInfo(event, what, sizeof(ns), &ns, nullptr);
+  if (err != CL_SUCCESS) return opencl::ClStatus(err, "clGetEventProfilingInfo");
+  return ns;
+}
+
 class OpenClSubtask final : public Subtask {
  public:
+  // `counters` non-null: the subtask can be enqueued with in-queue waits and signal.
   OpenClSubtask(std::shared_ptr<void> binding, std::unique_ptr<opencl::OpKernel> kernel,
-                std::mutex* accumulate_mu)
-      : binding_(std::move(binding)), kernel_(std::move(kernel)), accumulate_mu_(accumulate_mu) {}
+                std::mutex* accumulate_mu, opencl::OpenClDevice* device,
+                opencl::DependencyCounters* counters)
+      : binding_(std::move(binding)),
+        kernel_(std::move(kernel)),
+        accumulate_mu_(accumulate_mu),
+        device_(device),
+        counters_(counters) {}
+  ~OpenClSubtask() override { ReleaseEvents(); }
 
   absl::Status Run() override {
     // A cin slice adds into memory CPU slices add into under the same mutex.
     std::unique_lock<std::mutex> lock;
     if (accumulate_mu_ != nullptr) lock = std::unique_lock<std::mutex>(*accumulate_mu_);
-    cl_event event = nullptr;
-    if (auto s = kernel_->Enqueue(&event); !s.ok()) return s;
-    const cl_int err = clWaitForEvents(1, &event);
-    if (err == CL_SUCCESS) {
-      auto us = opencl::EventDurationUs(event);
-      device_us_ = us.ok() ? std::optional<double>(*us) : std::nullopt;
+    if (auto s = EnqueueKernel(); !s.ok()) return s;
+    const cl_int err = clWaitForEvents(1, &last_);
+    if (err != CL_SUCCESS) {
+      ReleaseEvents();
+      return opencl::ClStatus(err, absl::StrCat("waiting for ", kernel_->name()));
     }
-    clReleaseEvent(event);
-    return opencl::ClStatus(err, absl::StrCat("waiting for ", kernel_->name()));
+    return ReadProfile();
   }
   std::optional<double> last_device_us() const override { return device_us_; }
+  std::optional<TimeSpan> last_span() const override { return span_; }
+
+  bool can_enqueue() const override { return counters_ != nullptr && accumulate_mu_ == nullptr; }
+
+  absl::Status Enqueue(std::span<const CounterWait> waits, size_t signal) override {
+    if (!can_enqueue()) return Subtask::Enqueue(waits, signal);
+    waited_ = !waits.empty();
+    for (const CounterWait& w : waits) {
+      if (auto s = counters_->EnqueueWait(w.counter, w.target); !s.ok()) return s;
+    }
+    if (auto s = EnqueueKernel(); !s.ok()) return s;
+    if (auto s = counters_->EnqueueSignal(signal); !s.ok()) return s;
+    // Start at once: a CPU device may be waiting for this signal.
+    return device_->Flush();
+  }
+
+  absl::Status CollectEnqueued() override {
+    if (waited_ && counters_->TakeTimeout()) {
+      ReleaseEvents();
+      return absl::DeadlineExceededError(
+          "a wait kernel in the GPU queue gave up waiting for CPU work (lost signal?)");
+    }
+    return ReadProfile();
+  }
 
  private:
+  absl::Status EnqueueKernel() {
+    ReleaseEvents();
+    span_.reset();
+    device_us_.reset();
+    host_enqueue_ns_ = SteadyNowNs();
+    return kernel_->Enqueue(&last_, &first_);
+  }
+
+  // Reads the finished kernel's profiling into span_ and device_us_. The device clock is
+  // mapped onto the host's through the first launch's queued time, which the driver stamps
+  // while we enqueue it.
+  absl::Status ReadProfile() {
+    if (first_ == nullptr || last_ == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(kernel_->name(), ": nothing enqueued"));
+    }
+    auto queued = ProfilingTime(first_, CL_PROFILING_COMMAND_QUEUED);
+    auto start = ProfilingTime(first_, CL_PROFILING_COMMAND_START);
+    auto end = ProfilingTime(last_, CL_PROFILING_COMMAND_END);
+    ReleaseEvents();
+    if (!queued.ok()) return queued.status();
+    if (!start.ok()) return start.status();
+    if (!end.ok()) return end.status();
+    device_us_ = static_cast<double>(*end - *start) / 1000.0;
+    const auto host = [&](cl_ulong device_ns) {
+      return host_enqueue_ns_ + static_cast<int64_t>(device_ns - *queued);
+    };
+    span_ = TimeSpan{host(*start), host(*end)};
+    return absl::OkStatus();
+  }
+
+  void ReleaseEvents() {
+    for (cl_event* e : {&first_, &last_}) {
+      if (*e != nullptr) clReleaseEvent(*e);
+      *e = nullptr;
+    }
+  }
+
   std::shared_ptr<void> binding_;  // keeps the arena alive; declared before the kernel
   std::unique_ptr<opencl::OpKernel> kernel_;
   std::mutex* accumulate_mu_;
+  opencl::OpenClDevice* device_;
+  opencl::DependencyCounters* counters_;  // owned by the binding
   std::optional<double> device_us_;
+  std::optional<TimeSpan> span_;
+  // The last run's events and the host time of its enqueue.
+  cl_event first_ = nullptr;
+  cl_event last_ = nullptr;
+  int64_t host_enqueue_ns_ = 0;
+  bool waited_ = false;
 };
 
 }  // namespace
@@ -82,7 +173,7 @@ absl::StatusOr<std::unique_ptr<OpenClRuntimeDevice>> OpenClRuntimeDevice::Create
                         absl::StrCat("device ", name, ": ", worker.status().message()));
   }
   std::unique_ptr<OpenClRuntimeDevice> d(
-      new OpenClRuntimeDevice(std::move(name), std::move(*worker)));
+      new OpenClRuntimeDevice(std::move(name), std::move(*worker), options));
   // Open from the pinned thread: threads the driver starts now inherit its affinity, and
   // any it starts elsewhere are pinned explicitly below.
   const std::set<pid_t> before = ThreadIds();
@@ -136,10 +227,35 @@ OpenClRuntimeDevice::~OpenClRuntimeDevice() {
   std::lock_guard<std::mutex> lock(mu_);
   current_.reset();
   unbound_.clear();
+  unbound_counters_.clear();
 }
 
 std::function<absl::StatusOr<float*>(size_t)> OpenClRuntimeDevice::ArenaAllocator() {
   return [this](size_t floats) { return AllocateArena(floats); };
+}
+
+std::function<absl::StatusOr<int32_t*>(size_t)> OpenClRuntimeDevice::CounterAllocator() {
+  return [this](size_t count) { return AllocateCounters(count); };
+}
+
+bool OpenClRuntimeDevice::in_queue_sync() const {
+  return in_queue_sync_ && device_->info().svm_atomics;
+}
+
+absl::StatusOr<int32_t*> OpenClRuntimeDevice::AllocateCounters(size_t count) {
+  opencl::SyncOptions options;
+  options.force_host_side = !in_queue_sync();
+  if (max_wait_spins_ > 0) options.max_spins = max_wait_spins_;
+  auto counters = opencl::DependencyCounters::Create(device_.get(), std::max<size_t>(count, 1),
+                                                     options);
+  if (!counters.ok()) {
+    return absl::Status(counters.status().code(), absl::StrCat("device ", name_, ": counters: ",
+                                                               counters.status().message()));
+  }
+  int32_t* words = (*counters)->data();
+  std::lock_guard<std::mutex> lock(mu_);
+  unbound_counters_[words] = std::move(*counters);
+  return words;
 }
 
 absl::StatusOr<float*> OpenClRuntimeDevice::AllocateArena(size_t floats) {
@@ -220,14 +336,38 @@ absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
   }
   if (auto s = check(graph.op(id).output, output); !s.ok()) return s;
   const bool cin = slice.axis == model::SplitAxis::kInputChannels;
+  const bool in_queue = b.counters != nullptr && b.counters->device_side();
   // Partial sums are serialised by the op's mutex, so plain adds suffice.
   auto kernel =
       b.factory->Create(id, {slice.axis, slice.begin, slice.end}, {.atomic_partial_sums = false});
   if (!kernel.ok()) return kernel.status();
   return std::make_unique<OpenClSubtask>(current_, std::move(*kernel),
-                                         cin ? accumulate_mu : nullptr);
+                                         cin ? accumulate_mu : nullptr, device_.get(),
+                                         in_queue ? b.counters.get() : nullptr);
 }
 
 void OpenClRuntimeDevice::Post(std::function<void()> job) { worker_->Post(std::move(job)); }
+
+absl::Status OpenClRuntimeDevice::Finish() {
+  return device_->Finish();
+}
+
+absl::Status OpenClRuntimeDevice::BindCounters(int32_t* counters, size_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (current_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("device ", name_, ": BindCounters before BindArena"));
+  }
+  auto it = unbound_counters_.find(counters);
+  // Counters from elsewhere (host memory): this runtime synchronises the GPU on the host.
+  if (it == unbound_counters_.end()) return absl::OkStatus();
+  if (it->second->size() < count) {
+    return absl::InvalidArgumentError(absl::StrCat("device ", name_, ": ", it->second->size(),
+                                                   " counters allocated, runtime needs ", count));
+  }
+  current_->counters = std::move(it->second);
+  unbound_counters_.erase(it);
+  return absl::OkStatus();
+}
 
 }  // namespace psched::executor::runtime

@@ -4,11 +4,18 @@
 // The arena must be fine-grained SVM so CPU kernels and GPU kernels touch it concurrently with
 // no copies (paper sec. 2.1): pass ArenaAllocator() as RuntimeOptions::allocate_arena. Compile
 // turns the runtime's views into arena offsets and pixel strides and builds one
-// opencl::OpKernel per subtask (weights uploaded once per op). The device's dispatcher thread
-// runs the queue in plan order; a subtask's Run enqueues its kernel and waits for its event
-// (host-side synchronisation: the runtime's atomic counters publish completion and gate the
-// next subtask), and records the kernel's profiled device time. A cin slice holds the op's
-// accumulation mutex while its kernel runs, so GPU and CPU partial sums never interleave.
+// opencl::OpKernel per subtask (weights uploaded once per op).
+//
+// Synchronisation (paper, Appendix A): with CounterAllocator() as
+// RuntimeOptions::allocate_counters and a device with SVM atomics, the runtime's dependency
+// counters live in fine-grained SVM and subtasks are enqueued ahead: each is a psched_wait
+// kernel per CPU predecessor, the op's kernels, and a psched_signal kernel
+// (opencl::DependencyCounters), so the GPU queue waits for CPU work and publishes its own
+// without the host. Otherwise (no SVM atomics, counters in host memory, or
+// in_queue_sync=false) a subtask Runs from the dispatcher thread: the host waits for its
+// inputs, enqueues its kernel and waits for the event. A cin slice always runs that way and
+// holds the op's accumulation mutex while its kernel runs, so GPU and CPU partial sums never
+// interleave. Both ways record each kernel's profiled device time.
 //
 // Create measures the dispatch + sync overhead of one kernel round trip
 // (opencl::MeasureDispatchOverheadUs), which planning uses as the predictor's per-GPU-subtask
@@ -32,6 +39,7 @@
 #include "executor/cpu/pinned_worker.h"
 #include "executor/opencl/opencl_device.h"
 #include "executor/opencl/svm_arena.h"
+#include "executor/opencl/sync_kernels.h"
 #include "executor/runtime/device.h"
 
 namespace psched::executor::runtime {
@@ -46,6 +54,11 @@ struct OpenClRuntimeDeviceOptions {
   int core = -1;
   // Iterations of the dispatch-overhead measurement at creation; 0 skips it.
   int overhead_iterations = 200;
+  // Wait and signal through sync kernels in the command queue where the device has SVM
+  // atomics; false forces the host-side waits (comparisons, debugging).
+  bool in_queue_sync = true;
+  // Spin budget of one in-queue wait (opencl::SyncOptions::max_spins); 0 keeps its default.
+  int32_t max_wait_spins = 0;
 };
 
 class OpenClRuntimeDevice final : public Device {
@@ -63,10 +76,17 @@ class OpenClRuntimeDevice final : public Device {
                                                    std::span<const cpu::TensorView> inputs,
                                                    const cpu::TensorView& output,
                                                    std::mutex* accumulate_mu) override;
+  absl::Status BindCounters(int32_t* counters, size_t count) override;
   void Post(std::function<void()> job) override;
+  absl::Status Finish() override;
 
   // RuntimeOptions::allocate_arena for runtimes this device takes part in: fine-grained SVM.
   std::function<absl::StatusOr<float*>(size_t floats)> ArenaAllocator();
+  // RuntimeOptions::allocate_counters: fine-grained SVM with atomics where the device has
+  // them (and in_queue_sync is on), host memory otherwise.
+  std::function<absl::StatusOr<int32_t*>(size_t count)> CounterAllocator();
+  // True when subtasks compiled from now on wait and signal inside the command queue.
+  bool in_queue_sync() const;
 
   // Mean wall-clock cost of one kernel dispatch + completion, in microseconds, measured at
   // creation; nullopt when the measurement was skipped or failed.
@@ -78,19 +98,28 @@ class OpenClRuntimeDevice final : public Device {
  private:
   struct Binding;
 
-  OpenClRuntimeDevice(std::string name, std::unique_ptr<cpu::PinnedWorker> worker)
-      : name_(std::move(name)), worker_(std::move(worker)) {}
+  OpenClRuntimeDevice(std::string name, std::unique_ptr<cpu::PinnedWorker> worker,
+                      const OpenClRuntimeDeviceOptions& options)
+      : name_(std::move(name)),
+        worker_(std::move(worker)),
+        in_queue_sync_(options.in_queue_sync),
+        max_wait_spins_(options.max_wait_spins) {}
   absl::StatusOr<float*> AllocateArena(size_t floats);
+  absl::StatusOr<int32_t*> AllocateCounters(size_t count);
 
   const std::string name_;
   std::unique_ptr<cpu::PinnedWorker> worker_;
   std::unique_ptr<opencl::OpenClDevice> device_;
   std::optional<double> dispatch_overhead_us_;
   int pinned_driver_threads_ = 0;
+  const bool in_queue_sync_;
+  const int32_t max_wait_spins_;
 
   std::mutex mu_;
   // Arenas allocated but not yet bound, by host pointer.
   std::map<const float*, std::unique_ptr<opencl::SvmArena>> unbound_ ABSL_GUARDED_BY(mu_);
+  std::map<const int32_t*, std::unique_ptr<opencl::DependencyCounters>> unbound_counters_
+      ABSL_GUARDED_BY(mu_);
   std::shared_ptr<Binding> current_ ABSL_GUARDED_BY(mu_);
 };
 

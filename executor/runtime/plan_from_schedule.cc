@@ -85,7 +85,10 @@ std::vector<std::string> PlatformDevices::names() const {
 
 RuntimeOptions PlatformDevices::runtime_options() const {
   RuntimeOptions options;
-  if (gpu_ != nullptr) options.allocate_arena = gpu_->ArenaAllocator();
+  if (gpu_ != nullptr) {
+    options.allocate_arena = gpu_->ArenaAllocator();
+    options.allocate_counters = gpu_->CounterAllocator();
+  }
   return options;
 }
 
