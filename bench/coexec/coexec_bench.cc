@@ -5,6 +5,7 @@
 // dispatcher and worker thread pinned to core 1. Plans come from the `host` analytic profile
 // (GPU dispatch overhead measured on the device). Every latency is the median of --runs runs
 // after one warm-up; predicted is the schedule's makespan.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -86,6 +87,10 @@ int Main(int argc, char** argv) {
   app.add_option("--runs", runs, "timed runs per configuration (median reported)");
   app.add_option("--timeout", iterative_timeout_s, "planning timeout per stage, seconds");
   app.add_option("--opencl", opencl, "OpenCL device selector for platform B's GPU");
+  std::string trace_dir;
+  app.add_option("--trace-dir", trace_dir,
+                 "write each plan's last run as Chrome trace JSON <model>.<platform>.<plan>.json "
+                 "(measured beside predicted subtasks)");
   app.add_flag("!--no-torch", torch, "skip the PyTorch peer");
   std::string host_model_path;
   app.add_option("--host-model", host_model_path,
@@ -233,6 +238,17 @@ int Main(int argc, char** argv) {
         bool ok = true;
         const double ms = MedianMs(runs, [&] { ok &= (*rt)->Run(input).ok(); });
         if (method.rfind("single:", 0) == 0) best_single_ms = std::min(best_single_ms, ms);
+        if (!trace_dir.empty()) {
+          std::string plan_name = method;
+          std::replace(plan_name.begin(), plan_name.end(), ':', '-');
+          const std::string path =
+              absl::StrCat(trace_dir, "/", models[mi], ".", p.name, ".", plan_name, ".json");
+          if (absl::Status s = executor::runtime::WriteChromeTrace(
+                  path, *graph, **rt, p.devices->names(), &*schedule);
+              !s.ok()) {
+            std::fprintf(stderr, "%s\n", s.ToString().c_str());
+          }
+        }
         std::printf("%-20s %-4s %-22s %12.2f %12.2f %8.2f%s%s\n", models[mi].c_str(),
                     p.name.c_str(), method.c_str(), ms, schedule->makespan_us() / 1e3,
                     one_core_ms / ms,

@@ -113,39 +113,58 @@ std::vector<CalibrationCase> BuildCases(std::span<const model::Graph> models,
     c.category = slice ? absl::StrCat(Category(c.config), "/slice") : Category(c.config);
     by_category[c.category].push_back(std::move(c));
   };
-  for (const model::Graph& graph : models) {
+  const std::set<std::string> priority_names(options.priority_models.begin(),
+                                             options.priority_models.end());
+  std::vector<const model::Graph*> ordered;
+  for (const model::Graph& g : models) {
+    if (priority_names.contains(g.name)) ordered.push_back(&g);
+  }
+  for (const model::Graph& g : models) {
+    if (!priority_names.contains(g.name)) ordered.push_back(&g);
+  }
+  for (const model::Graph* graph_ptr : ordered) {
+    const model::Graph& graph = *graph_ptr;
+    const bool priority = priority_names.contains(graph.name);
     for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
       const predictor::OpConfig whole = predictor::WholeOpConfig(graph, id);
       if (seen.contains(predictor::calibration::OpConfigToJson(whole).dump())) continue;
       auto extracted = std::make_shared<const model::Graph>(ExtractOp(graph, id));
       const std::string where = absl::StrCat(graph.name, "/op ", id, " '", graph.op(id).name, "'");
-      add(CalibrationCase{extracted, model::SplitAxis::kNone, 0, 1, whole, "", where}, false);
+      add(CalibrationCase{extracted, model::SplitAxis::kNone, 0, 1, whole, "", where, priority},
+          false);
       if (!options.include_slices || !model::IsPartitionable(graph.op(id).kind)) continue;
       for (model::SplitAxis axis : {model::SplitAxis::kOutputChannels,
                                     model::SplitAxis::kInputChannels, model::SplitAxis::kRows}) {
         const int64_t work = model::WorkSize(graph, id, axis);
         if (work < 2) continue;
-        // A quarter, half or three quarters of the work; spatial slices also start mid-way
-        // or end at the last row, where the halo is clipped differently.
-        const int64_t quarters = std::uniform_int_distribution<int64_t>(1, 3)(rng);
-        const int64_t size = std::max<int64_t>(1, work * quarters / 4);
-        int64_t begin = 0;
-        if (axis == model::SplitAxis::kRows) {
-          const int64_t where_in = std::uniform_int_distribution<int64_t>(0, 2)(rng);
-          begin = where_in == 0 ? 0 : where_in == 1 ? (work - size) / 2 : work - size;
+        // A quarter, half or three quarters of the work (all three for priority models);
+        // spatial slices also start mid-way or end at the last row, where the halo is
+        // clipped differently.
+        std::vector<int64_t> quarters = {1, 2, 3};
+        if (!priority) quarters = {std::uniform_int_distribution<int64_t>(1, 3)(rng)};
+        for (int64_t q : quarters) {
+          const int64_t size = std::max<int64_t>(1, work * q / 4);
+          int64_t begin = 0;
+          if (axis == model::SplitAxis::kRows) {
+            const int64_t where_in = std::uniform_int_distribution<int64_t>(0, 2)(rng);
+            begin = where_in == 0 ? 0 : where_in == 1 ? (work - size) / 2 : work - size;
+          }
+          const int64_t end = begin + size;
+          add(CalibrationCase{extracted, axis, begin, end,
+                              predictor::SubtaskConfig(whole, axis, begin, end), "",
+                              absl::StrCat(where, " ", std::string(model::SplitAxisName(axis)),
+                                           "[", begin, ",", end, ")"),
+                              priority},
+              true);
         }
-        const int64_t end = begin + size;
-        add(CalibrationCase{extracted, axis, begin, end,
-                            predictor::SubtaskConfig(whole, axis, begin, end), "",
-                            absl::StrCat(where, " ", std::string(model::SplitAxisName(axis)), "[",
-                                         begin, ",", end, ")")},
-            true);
       }
     }
   }
   std::vector<std::vector<CalibrationCase>*> queues;
   for (auto& [category, cases] : by_category) {
     std::shuffle(cases.begin(), cases.end(), rng);
+    std::stable_partition(cases.begin(), cases.end(),
+                          [](const CalibrationCase& c) { return c.priority; });
     queues.push_back(&cases);
   }
   std::vector<CalibrationCase> out;

@@ -9,6 +9,11 @@
 // shuffled within a category with a fixed seed and interleaved round-robin, so any prefix
 // of the list - what a time budget allows - covers every category.
 //
+// Priority models (the workloads that will be scheduled) come first: their ops claim the
+// configurations they share with other models, each of their partitionable ops gets all
+// three slice sizes on every axis, and their cases lead every category, so a short budget
+// times the shapes that matter and the held-out errors describe them.
+//
 // A case owns a one-op graph (op 0, no weights: the runner synthesises them when it times
 // the case). Functions are pure and thread-safe; cases are immutable values.
 #pragma once
@@ -33,12 +38,15 @@ struct CalibrationCase {
   predictor::OpConfig config;  // the subtask's own configuration
   std::string category;
   std::string source;  // "squeezenet_v1_1/op 12 'conv3' cout[0,32)"
+  bool priority = false;  // from one of CaseOptions::priority_models
 };
 
 struct CaseOptions {
   uint64_t seed = 1;
   // Add cout / cin / spatial slices of partitionable ops.
   bool include_slices = true;
+  // Graph names (model::Graph::name) of the priority models.
+  std::vector<std::string> priority_models;
 };
 
 // Op `id` of `graph` as a graph of its own: its activation inputs become graph inputs, its

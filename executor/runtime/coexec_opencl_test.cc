@@ -274,6 +274,50 @@ TEST_F(CoExecOpenClTest, InQueueAndHostSideSyncKeepDependencies) {
   EXPECT_GT(gpu_waits_on_cpu, 10);
 }
 
+// Without fine-grained SVM the arena is coarse-grained SVM or a mapped buffer: still shared in
+// place, but a GPU subtask has it to itself (unmapped) while it runs, so no CPU subtask may
+// overlap it - and any plan still gives the reference output.
+TEST_F(CoExecOpenClTest, CoarseSvmAndBufferArenasTakeTurns) {
+  const model::Graph graph = TestGraph();
+  const std::vector<std::vector<float>> input{RandomVector(12 * 12 * 8, 11)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (opencl::MemoryMode mode : {opencl::MemoryMode::kCoarseGrainSvm, opencl::MemoryMode::kBuffer}) {
+    SCOPED_TRACE(std::string(opencl::MemoryModeName(mode)));
+    auto gpu = OpenClRuntimeDevice::Create(
+        "gpu", {.selector = "pthread", .core = 1, .overhead_iterations = 0, .arena_mode = mode});
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    EXPECT_EQ((*gpu)->arena_mode(), mode);
+    const std::vector<Device*> devices{SharedDevices().cpu0.get(), gpu->get()};
+    const RuntimeOptions options{.allocate_arena = (*gpu)->ArenaAllocator(),
+                                 .allocate_counters = (*gpu)->CounterAllocator()};
+    int gpu_subtasks = 0;
+    for (uint32_t seed = 20; seed < 24; ++seed) {
+      auto rt = CoExecutionRuntime::Create(graph, devices, RandomPlan(graph, 2, 2, seed), options);
+      ASSERT_TRUE(rt.ok()) << rt.status();
+      for (int run = 0; run < 2; ++run) {
+        auto out = (*rt)->Run(input);
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_LE(RelativeL2((*out)[0], (*expected)[0]), 1e-4) << "seed " << seed;
+      }
+      const std::vector<SubtaskTiming>& timings = (*rt)->last_timings();
+      for (const SubtaskTiming& g : timings) {
+        if (g.device != 1) continue;
+        ++gpu_subtasks;
+        for (const SubtaskTiming& c : timings) {
+          if (c.device != 0) continue;
+          // Disjoint up to the 20 us error of mapping the GPU clock onto the host's.
+          EXPECT_TRUE(c.end_ns <= g.start_ns + 20'000 || g.end_ns <= c.start_ns + 20'000)
+              << "seed " << seed << ": cpu op " << c.step.op << " [" << c.start_ns << ", "
+              << c.end_ns << "] overlaps gpu op " << g.step.op << " [" << g.start_ns << ", "
+              << g.end_ns << "]";
+        }
+      }
+    }
+    EXPECT_GT(gpu_subtasks, 10);
+  }
+}
+
 // A CPU device whose subtasks of one op fail while `fail` is set.
 class FailingCpuDevice final : public Device {
  public:

@@ -136,6 +136,8 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
       }
       // A cin slice's completion is decided on the host (the last one applies the activation).
       q.enqueue = q.subtask->can_enqueue() && step.axis != model::SplitAxis::kInputChannels;
+      q.exclusive = q.subtask->takes_arena_turns();
+      turn_taking_ |= q.exclusive;
       queues_[d].push_back(std::move(q));
       timings_.push_back({static_cast<int>(d), step, 0, 0});
     }
@@ -186,14 +188,35 @@ bool CoExecutionRuntime::WaitOnHost(std::span<const CounterWait> waits) const {
   return !aborted_.load();
 }
 
-void CoExecutionRuntime::FinishOnHost(model::OpId op) {
+bool CoExecutionRuntime::CompletesOp(model::OpId op) {
   OpState& s = ops_[static_cast<size_t>(op)];
-  if (s.cin_split) {
-    if (s.cin_slices_done.fetch_add(1) + 1 != s.num_subtasks) return;
-    // Last partial sum: the output is complete, so the activation can be applied.
-    cpu::ApplyActivationInPlace(s.activation, s.output);
+  if (!s.cin_split) return true;
+  if (s.cin_slices_done.fetch_add(1) + 1 != s.num_subtasks) return false;
+  // Last partial sum: the output is complete, so the activation can be applied.
+  cpu::ApplyActivationInPlace(s.activation, s.output);
+  return true;
+}
+
+absl::Status CoExecutionRuntime::RunOnHost(const Queued& q, int64_t start_ns) {
+  std::shared_lock<std::shared_mutex> shared;
+  std::unique_lock<std::shared_mutex> exclusive;
+  if (turn_taking_) {
+    if (q.exclusive) {
+      exclusive = std::unique_lock<std::shared_mutex>(arena_turn_);
+    } else {
+      shared = std::shared_lock<std::shared_mutex>(arena_turn_);
+    }
   }
-  counter(static_cast<size_t>(op)).fetch_add(1, std::memory_order_release);
+  SubtaskTiming& timing = timings_[q.timing_index];
+  timing.start_ns = NowNs() - start_ns;
+  absl::Status status = q.subtask->Run();
+  // Still holding the turn: the last cin slice applies the activation in the arena.
+  const bool publish = status.ok() && CompletesOp(q.step.op);
+  timing.end_ns = NowNs() - start_ns;
+  if (publish) {
+    counter(static_cast<size_t>(q.step.op)).fetch_add(1, std::memory_order_release);
+  }
+  return status;
 }
 
 void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
@@ -213,16 +236,12 @@ void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
       continue;
     }
     if (!WaitOnHost(q.waits)) break;
-    SubtaskTiming& timing = timings_[q.timing_index];
-    timing.start_ns = NowNs() - start_ns;
-    absl::Status status = q.subtask->Run();
-    timing.end_ns = NowNs() - start_ns;
+    absl::Status status = RunOnHost(q, start_ns);
     RecordDeviceTiming(q, start_ns);
     if (!status.ok()) {
       fail(status);
       break;
     }
-    FinishOnHost(q.step.op);
   }
   if (!enqueued_any) return;
   // Even after an abort: nothing may still be running on the arena when Run returns.

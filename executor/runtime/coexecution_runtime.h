@@ -12,7 +12,9 @@
 // publish with an atomic add; a device that can_enqueue (the GPU) gets its whole queue up
 // front, with the waits and completion signals as small kernels in its command queue. Run
 // returns once every queue has drained, then copies the outputs out. If a subtask fails, the
-// counters are pushed past every target so all waiters, host or device, stop at once.
+// counters are pushed past every target so all waiters, host or device, stop at once. When a
+// device cannot share the arena coherently (coarse-grained SVM, mapped buffers), its subtasks
+// take the arena in turns with everyone else (a reader-writer lock around each subtask).
 //
 // Devices are not owned and must outlive the runtime. Thread-safety: Run calls are
 // serialized internally (one arena).
@@ -23,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -90,6 +93,7 @@ class CoExecutionRuntime {
     // Predecessor ops with work on another device (the device's own order covers the rest).
     std::vector<CounterWait> waits;
     bool enqueue = false;  // runs from the device's command queue
+    bool exclusive = false;  // takes the arena for itself while it runs
     size_t timing_index = 0;
   };
 
@@ -99,7 +103,12 @@ class CoExecutionRuntime {
   void RunQueue(int device, int64_t start_ns);
   // False when the run was aborted meanwhile.
   bool WaitOnHost(std::span<const CounterWait> waits) const;
-  void FinishOnHost(model::OpId op);
+  // Counts a finished subtask of `op`; true when the op is now complete (for a cin split, the
+  // last partial sum is in and the activation applied).
+  bool CompletesOp(model::OpId op);
+  // Runs `q` on the calling thread, records its host timestamps and publishes its completion,
+  // taking turns on the arena when a device needs them.
+  absl::Status RunOnHost(const Queued& q, int64_t start_ns);
   // Takes the device's own timestamps and execution time of `q`'s last run, where it has any.
   void RecordDeviceTiming(const Queued& q, int64_t start_ns);
   void Abort(absl::Status status);
@@ -119,6 +128,10 @@ class CoExecutionRuntime {
   std::vector<OpState> ops_;
   std::vector<std::vector<Queued>> queues_;
   std::vector<SubtaskTiming> timings_;
+  // Held shared by subtasks that use the arena in place, exclusively by one that unmaps it;
+  // only used when some subtask takes_arena_turns().
+  std::shared_mutex arena_turn_;
+  bool turn_taking_ = false;
   std::mutex run_mu_;  // serializes Run
   std::mutex error_mu_;
   absl::Status error_;

@@ -55,6 +55,10 @@ class Subtask {
   // duration), in microseconds; nullopt when the device has none beyond wall-clock time.
   virtual std::optional<double> last_device_us() const { return std::nullopt; }
 
+  // True when the arena is not coherent between this device and the host (coarse-grained SVM,
+  // mapped buffers): the device unmaps it for the length of Run, so the runtime lets no other
+  // subtask touch the arena meanwhile - CPU and GPU take turns.
+  virtual bool takes_arena_turns() const { return false; }
   // True when the subtask can run from the device's command queue: Enqueue instead of Run.
   virtual bool can_enqueue() const { return false; }
   // Enqueues, in the device's queue and in this order, a wait for each of `waits`, the slice,

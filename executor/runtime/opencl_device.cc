@@ -4,8 +4,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -56,13 +58,39 @@ absl::StatusOr<cl_ulong> ProfilingTime(cl_event event, cl_profiling_info what) {
   return ns;
 }
 
+}  // namespace
+
+// Maps the device's profiling clock onto the host's steady clock. Each enqueue gives a lower
+// bound on the offset (host time taken just before the call, device time stamped during it);
+// the largest bound seen is the tightest. Both clocks tick in nanoseconds.
+class OpenClRuntimeDevice::Clock {
+ public:
+  void Observe(int64_t host_before_ns, cl_ulong device_queued_ns) {
+    const int64_t bound = host_before_ns - static_cast<int64_t>(device_queued_ns);
+    int64_t current = offset_.load(std::memory_order_relaxed);
+    while (bound > current && !offset_.compare_exchange_weak(current, bound)) {
+    }
+  }
+  int64_t ToHost(cl_ulong device_ns) const {
+    return static_cast<int64_t>(device_ns) + offset_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<int64_t> offset_{std::numeric_limits<int64_t>::min()};
+};
+
+namespace {
+
 class OpenClSubtask final : public Subtask {
  public:
   // `counters` non-null: the subtask can be enqueued with in-queue waits and signal.
-  OpenClSubtask(std::shared_ptr<void> binding, std::unique_ptr<opencl::OpKernel> kernel,
-                std::mutex* accumulate_mu, opencl::OpenClDevice* device,
-                opencl::DependencyCounters* counters)
-      : binding_(std::move(binding)),
+  OpenClSubtask(std::shared_ptr<void> binding, opencl::SvmArena* arena,
+                std::unique_ptr<opencl::OpKernel> kernel, std::mutex* accumulate_mu,
+                opencl::OpenClDevice* device, opencl::DependencyCounters* counters,
+                OpenClRuntimeDevice::Clock* clock)
+      : clock_(clock),
+        binding_(std::move(binding)),
+        arena_(arena),
         kernel_(std::move(kernel)),
         accumulate_mu_(accumulate_mu),
         device_(device),
@@ -73,14 +101,32 @@ class OpenClSubtask final : public Subtask {
     // A cin slice adds into memory CPU slices add into under the same mutex.
     std::unique_lock<std::mutex> lock;
     if (accumulate_mu_ != nullptr) lock = std::unique_lock<std::mutex>(*accumulate_mu_);
-    if (auto s = EnqueueKernel(); !s.ok()) return s;
-    const cl_int err = clWaitForEvents(1, &last_);
-    if (err != CL_SUCCESS) {
-      ReleaseEvents();
-      return opencl::ClStatus(err, absl::StrCat("waiting for ", kernel_->name()));
+    // Not coherent: hand the arena to the device for the kernel (the runtime keeps everyone
+    // else off it meanwhile) and take it back for the host after.
+    float* const host = arena_->host_data();
+    if (takes_arena_turns()) {
+      if (auto s = arena_->EndHostAccess(); !s.ok()) return s;
     }
-    return ReadProfile();
+    absl::Status status = EnqueueKernel();
+    if (status.ok()) {
+      const cl_int err = clWaitForEvents(1, &last_);
+      status = err == CL_SUCCESS ? ReadProfile()
+                                 : opencl::ClStatus(err, absl::StrCat("waiting for ", kernel_->name()));
+    }
+    ReleaseEvents();
+    if (takes_arena_turns()) {
+      absl::StatusOr<float*> mapped = arena_->BeginHostAccess();
+      if (!mapped.ok()) return mapped.status();
+      // Every CPU kernel was compiled against the first mapping's address.
+      if (*mapped != host) {
+        return absl::InternalError(
+            "the OpenCL driver mapped the arena back at a different address, which the CPU "
+            "kernels cannot follow; use fine-grained or coarse-grained SVM on this device");
+      }
+    }
+    return status;
   }
+  bool takes_arena_turns() const override { return !arena_->host_coherent(); }
   std::optional<double> last_device_us() const override { return device_us_; }
   std::optional<TimeSpan> last_span() const override { return span_; }
 
@@ -116,9 +162,7 @@ class OpenClSubtask final : public Subtask {
     return kernel_->Enqueue(&last_, &first_);
   }
 
-  // Reads the finished kernel's profiling into span_ and device_us_. The device clock is
-  // mapped onto the host's through the first launch's queued time, which the driver stamps
-  // while we enqueue it.
+  // Reads the finished kernel's profiling into span_ and device_us_, on the host's clock.
   absl::Status ReadProfile() {
     if (first_ == nullptr || last_ == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(kernel_->name(), ": nothing enqueued"));
@@ -131,10 +175,8 @@ class OpenClSubtask final : public Subtask {
     if (!start.ok()) return start.status();
     if (!end.ok()) return end.status();
     device_us_ = static_cast<double>(*end - *start) / 1000.0;
-    const auto host = [&](cl_ulong device_ns) {
-      return host_enqueue_ns_ + static_cast<int64_t>(device_ns - *queued);
-    };
-    span_ = TimeSpan{host(*start), host(*end)};
+    clock_->Observe(host_enqueue_ns_, *queued);
+    span_ = TimeSpan{clock_->ToHost(*start), clock_->ToHost(*end)};
     return absl::OkStatus();
   }
 
@@ -145,7 +187,9 @@ class OpenClSubtask final : public Subtask {
     }
   }
 
+  OpenClRuntimeDevice::Clock* clock_;  // the device's
   std::shared_ptr<void> binding_;  // keeps the arena alive; declared before the kernel
+  opencl::SvmArena* arena_;        // owned by the binding
   std::unique_ptr<opencl::OpKernel> kernel_;
   std::mutex* accumulate_mu_;
   opencl::OpenClDevice* device_;
@@ -196,11 +240,22 @@ absl::StatusOr<std::unique_ptr<OpenClRuntimeDevice>> OpenClRuntimeDevice::Create
       }
     }
   }
-  if (!d->device_->info().svm_fine_grain) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "device ", d->name_, ": OpenCL device '", d->device_->info().name,
-        "' has no fine-grained SVM; co-execution shares one arena between CPU and GPU and "
-        "needs it"));
+  const opencl::DeviceInfo& info = d->device_->info();
+  d->arena_mode_ = options.arena_mode.value_or(opencl::BestMemoryMode(info));
+  const bool supported = d->arena_mode_ == opencl::MemoryMode::kBuffer ||
+                         (d->arena_mode_ == opencl::MemoryMode::kCoarseGrainSvm &&
+                          info.svm_coarse_grain) ||
+                         (d->arena_mode_ == opencl::MemoryMode::kFineGrainSvm &&
+                          info.svm_fine_grain);
+  if (!supported) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("device ", d->name_, ": OpenCL device '", info.name, "' has no ",
+                     std::string(opencl::MemoryModeName(d->arena_mode_)), " memory"));
+  }
+  if (d->arena_mode_ != opencl::MemoryMode::kFineGrainSvm) {
+    spdlog::warn("device {}: no fine-grained SVM in use ({}): CPU and GPU subtasks take turns on "
+                 "the arena instead of overlapping", d->name_,
+                 opencl::MemoryModeName(d->arena_mode_));
   }
   if (options.overhead_iterations > 0) {
     double overhead = 0;
@@ -221,6 +276,16 @@ absl::StatusOr<std::unique_ptr<OpenClRuntimeDevice>> OpenClRuntimeDevice::Create
   }
   return d;
 }
+
+OpenClRuntimeDevice::OpenClRuntimeDevice(std::string name,
+                                         std::unique_ptr<cpu::PinnedWorker> worker,
+                                         const OpenClRuntimeDeviceOptions& options)
+    : name_(std::move(name)),
+      clock_(std::make_unique<Clock>()),
+      worker_(std::move(worker)),
+      in_queue_sync_(options.in_queue_sync),
+      requested_arena_mode_(options.arena_mode),
+      max_wait_spins_(options.max_wait_spins) {}
 
 OpenClRuntimeDevice::~OpenClRuntimeDevice() {
   worker_->Drain();
@@ -259,15 +324,16 @@ absl::StatusOr<int32_t*> OpenClRuntimeDevice::AllocateCounters(size_t count) {
 }
 
 absl::StatusOr<float*> OpenClRuntimeDevice::AllocateArena(size_t floats) {
-  auto arena = opencl::SvmArena::Create(device_.get(), floats, opencl::MemoryMode::kFineGrainSvm);
-  if (!arena.ok()) {
-    return absl::Status(arena.status().code(),
-                        absl::StrCat("device ", name_, ": arena: ", arena.status().message()));
+  auto arena = opencl::SvmArena::Create(device_.get(), floats, arena_mode_);
+  absl::StatusOr<float*> host =
+      arena.ok() ? (*arena)->BeginHostAccess() : absl::StatusOr<float*>(arena.status());
+  if (!host.ok()) {
+    return absl::Status(host.status().code(),
+                        absl::StrCat("device ", name_, ": arena: ", host.status().message()));
   }
-  float* host = (*arena)->host_data();
   std::lock_guard<std::mutex> lock(mu_);
-  unbound_[host] = std::move(*arena);
-  return host;
+  unbound_[*host] = std::move(*arena);
+  return *host;
 }
 
 absl::Status OpenClRuntimeDevice::BindArena(float* base, size_t floats) {
@@ -336,14 +402,16 @@ absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
   }
   if (auto s = check(graph.op(id).output, output); !s.ok()) return s;
   const bool cin = slice.axis == model::SplitAxis::kInputChannels;
-  const bool in_queue = b.counters != nullptr && b.counters->device_side();
+  // In-queue sync needs the arena coherent too: a queue running ahead cannot take turns.
+  const bool in_queue =
+      b.counters != nullptr && b.counters->device_side() && b.arena->host_coherent();
   // Partial sums are serialised by the op's mutex, so plain adds suffice.
   auto kernel =
       b.factory->Create(id, {slice.axis, slice.begin, slice.end}, {.atomic_partial_sums = false});
   if (!kernel.ok()) return kernel.status();
-  return std::make_unique<OpenClSubtask>(current_, std::move(*kernel),
+  return std::make_unique<OpenClSubtask>(current_, b.arena.get(), std::move(*kernel),
                                          cin ? accumulate_mu : nullptr, device_.get(),
-                                         in_queue ? b.counters.get() : nullptr);
+                                         in_queue ? b.counters.get() : nullptr, clock_.get());
 }
 
 void OpenClRuntimeDevice::Post(std::function<void()> job) { worker_->Post(std::move(job)); }

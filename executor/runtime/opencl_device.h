@@ -1,8 +1,12 @@
 // OpenClRuntimeDevice: the GPU as a co-execution runtime Device, backed by one OpenCL device
 // (opencl::OpenClDevice) whose kernels read and write the runtime's shared arena in place.
 //
-// The arena must be fine-grained SVM so CPU kernels and GPU kernels touch it concurrently with
-// no copies (paper sec. 2.1): pass ArenaAllocator() as RuntimeOptions::allocate_arena. Compile
+// The arena comes from ArenaAllocator() (pass it as RuntimeOptions::allocate_arena). In
+// fine-grained SVM, the best mode, CPU kernels and GPU kernels touch it concurrently with no
+// copies (paper sec. 2.1). A device without it gets coarse-grained SVM or a mapped buffer: the
+// arena stays mapped for the host, and each GPU subtask unmaps it, runs, and maps it back while
+// the runtime keeps every other subtask off it (takes_arena_turns) - still no copies, but CPU
+// and GPU no longer overlap. Compile
 // turns the runtime's views into arena offsets and pixel strides and builds one
 // opencl::OpKernel per subtask (weights uploaded once per op).
 //
@@ -57,6 +61,8 @@ struct OpenClRuntimeDeviceOptions {
   // Wait and signal through sync kernels in the command queue where the device has SVM
   // atomics; false forces the host-side waits (comparisons, debugging).
   bool in_queue_sync = true;
+  // Arena memory; unset picks the best the device has (opencl::BestMemoryMode).
+  std::optional<opencl::MemoryMode> arena_mode = std::nullopt;
   // Spin budget of one in-queue wait (opencl::SyncOptions::max_spins); 0 keeps its default.
   int32_t max_wait_spins = 0;
 };
@@ -64,7 +70,7 @@ struct OpenClRuntimeDeviceOptions {
 class OpenClRuntimeDevice final : public Device {
  public:
   // `name` is the logical device name ("gpu"). kNotFound / kUnavailable when no OpenCL device
-  // matches; kFailedPrecondition when it lacks fine-grained SVM.
+  // matches; kFailedPrecondition when it lacks the requested arena_mode.
   static absl::StatusOr<std::unique_ptr<OpenClRuntimeDevice>> Create(
       std::string name, const OpenClRuntimeDeviceOptions& options = {});
   ~OpenClRuntimeDevice() override;
@@ -80,7 +86,8 @@ class OpenClRuntimeDevice final : public Device {
   void Post(std::function<void()> job) override;
   absl::Status Finish() override;
 
-  // RuntimeOptions::allocate_arena for runtimes this device takes part in: fine-grained SVM.
+  // RuntimeOptions::allocate_arena for runtimes this device takes part in, in arena_mode()
+  // (mapped for the host between GPU subtasks when that is not fine-grained SVM).
   std::function<absl::StatusOr<float*>(size_t floats)> ArenaAllocator();
   // RuntimeOptions::allocate_counters: fine-grained SVM with atomics where the device has
   // them (and in_queue_sync is on), host memory otherwise.
@@ -92,27 +99,30 @@ class OpenClRuntimeDevice final : public Device {
   // creation; nullopt when the measurement was skipped or failed.
   std::optional<double> dispatch_overhead_us() const { return dispatch_overhead_us_; }
   const opencl::DeviceInfo& info() const { return device_->info(); }
+  opencl::MemoryMode arena_mode() const { return arena_mode_; }
   // Driver threads pinned to options.core at creation (0 when none started or no pinning).
   int pinned_driver_threads() const { return pinned_driver_threads_; }
+
+ public:
+  class Clock;  // device profiling clock -> host steady clock
 
  private:
   struct Binding;
 
   OpenClRuntimeDevice(std::string name, std::unique_ptr<cpu::PinnedWorker> worker,
-                      const OpenClRuntimeDeviceOptions& options)
-      : name_(std::move(name)),
-        worker_(std::move(worker)),
-        in_queue_sync_(options.in_queue_sync),
-        max_wait_spins_(options.max_wait_spins) {}
+                      const OpenClRuntimeDeviceOptions& options);
   absl::StatusOr<float*> AllocateArena(size_t floats);
   absl::StatusOr<int32_t*> AllocateCounters(size_t count);
 
   const std::string name_;
+  std::unique_ptr<Clock> clock_;
   std::unique_ptr<cpu::PinnedWorker> worker_;
   std::unique_ptr<opencl::OpenClDevice> device_;
   std::optional<double> dispatch_overhead_us_;
   int pinned_driver_threads_ = 0;
   const bool in_queue_sync_;
+  const std::optional<opencl::MemoryMode> requested_arena_mode_;
+  opencl::MemoryMode arena_mode_ = opencl::MemoryMode::kFineGrainSvm;
   const int32_t max_wait_spins_;
 
   std::mutex mu_;
