@@ -223,5 +223,83 @@ TEST(ProfilesTest, HostProfilePinsCores) {
   EXPECT_FALSE(p.platform.DeviceIndex("npu").has_value());
 }
 
+// One device with a compute-bound regime everywhere it matters: huge bandwidth, no
+// utilisation loss from parallelism.
+AnalyticDeviceParams PlainCpu() {
+  AnalyticDeviceParams p;
+  p.name = "cpu";
+  p.SetThroughput(40.0, 5.0, 10.0, 4.0);
+  p.bandwidth_gbps = 1e5;
+  p.overhead_us = 3.0;
+  p.concat_us = 3.0;
+  p.half_parallelism = 0.0;
+  return p;
+}
+
+OpConfig ConvConfig(int64_t hw, int64_t cin, int64_t cout, int k) {
+  OpConfig c;
+  c.kind = OpKind::kConv2d;
+  c.inputs = {Shape{hw, hw, cin}};
+  c.output = Shape{hw, hw, cout};
+  c.window.kernel_h = c.window.kernel_w = k;
+  ComputeCost(c);
+  return c;
+}
+
+TEST(AnalyticModelTest, PointwiseConvsUseTheirOwnThroughput) {
+  AnalyticDeviceParams p = PlainCpu();
+  p.pointwise_gflops = 10.0;
+  const AnalyticModel model("t", {p});
+  const OpConfig pointwise = ConvConfig(55, 16, 64, 1);
+  const OpConfig conv3x3 = ConvConfig(55, 16, 64, 3);
+  EXPECT_TRUE(IsPointwiseConv(pointwise));
+  EXPECT_FALSE(IsPointwiseConv(conv3x3));
+  // 2 * 3025 * 64 * 16 flops at 10 GFLOP/s, plus the overhead.
+  EXPECT_NEAR(model.PredictUs(pointwise, 0), 6195200.0 / 10e3 + 3.0, 1e-6);
+  EXPECT_NEAR(model.PredictUs(conv3x3, 0), 9 * 6195200.0 / 40e3 + 3.0, 1e-6);
+  // A depthwise 1x1 is depthwise, not pointwise.
+  OpConfig depthwise = ConvConfig(28, 32, 32, 1);
+  depthwise.groups = 32;
+  ComputeCost(depthwise);
+  EXPECT_FALSE(IsPointwiseConv(depthwise));
+  EXPECT_NEAR(model.PredictUs(depthwise, 0), depthwise.flops / 5e3 + 3.0, 1e-6);
+}
+
+TEST(AnalyticModelTest, HalfReductionSlowsConvsWithFewInputChannels) {
+  AnalyticDeviceParams p = PlainCpu();
+  p.half_reduction = 27.0;
+  const AnalyticModel model("t", {p});
+  const OpConfig first = ConvConfig(112, 3, 64, 3);   // reduction 27: half the peak
+  const OpConfig deep = ConvConfig(14, 256, 256, 3);  // reduction 2304
+  EXPECT_DOUBLE_EQ(ReductionLength(first), 27.0);
+  EXPECT_DOUBLE_EQ(ReductionLength(deep), 2304.0);
+  EXPECT_NEAR(model.PredictUs(first, 0) - 3.0, 2.0 * first.flops / 40e3, 1e-6);
+  EXPECT_NEAR(model.PredictUs(deep, 0) - 3.0, deep.flops / 40e3 * (2304.0 + 27.0) / 2304.0, 1e-6);
+  // Off (0), as in parameters written before the term existed: the plain roofline.
+  const AnalyticModel off("t", {PlainCpu()});
+  EXPECT_NEAR(off.PredictUs(first, 0) - 3.0, first.flops / 40e3, 1e-6);
+  EXPECT_NE(model.Version(), off.Version());
+}
+
+TEST(AnalyticModelTest, ConcatCostsConcatUsWhateverItsSize) {
+  AnalyticDeviceParams p = PlainCpu();
+  p.bandwidth_gbps = 1.0;  // a copy of the big concat would take milliseconds
+  p.concat_us = 0.5;
+  p.dispatch_us = 10.0;
+  const AnalyticModel model("t", {p});
+  OpConfig small;
+  small.kind = OpKind::kConcat;
+  small.inputs = {Shape{7, 7, 8}, Shape{7, 7, 8}};
+  small.output = Shape{7, 7, 16};
+  ComputeCost(small);
+  OpConfig big = small;
+  big.inputs = {Shape{56, 56, 128}, Shape{56, 56, 128}};
+  big.output = Shape{56, 56, 256};
+  ComputeCost(big);
+  EXPECT_DOUBLE_EQ(model.PredictUs(small, 0), 10.5);
+  EXPECT_DOUBLE_EQ(model.PredictUs(big, 0), 10.5);
+  EXPECT_THAT(model.Version(), ::testing::StartsWith("analytic-v2/t/"));
+}
+
 }  // namespace
 }  // namespace psched::predictor

@@ -44,6 +44,7 @@ AnalyticDeviceParams GpuParams(double conv, double bandwidth, const ProfileOptio
   p.SetThroughput(conv, conv / 6.0, conv / 4.0, conv / 8.0);
   p.bandwidth_gbps = bandwidth;
   p.overhead_us = 2.0;
+  p.concat_us = p.overhead_us;
   p.dispatch_us = options.gpu_dispatch_us.value_or(default_dispatch_us);
   p.half_parallelism = 4096.0;
   return p;
@@ -55,6 +56,7 @@ AnalyticDeviceParams CpuParams(std::string name, double conv, double bandwidth, 
   p.SetThroughput(conv, conv / 5.0, conv / 2.5, conv / 4.0);
   p.bandwidth_gbps = bandwidth;
   p.overhead_us = 2.0 + threads;
+  p.concat_us = p.overhead_us;
   p.half_parallelism = 128.0 * threads;
   return p;
 }

@@ -122,6 +122,32 @@ TEST(CalibrateTest, GpuRunsThroughOpenClOrIsSkippedCleanly) {
   }
 }
 
+TEST(CalibrateTest, ConcatsAreTimedInPlaceAsTheExecutorsRunThem) {
+  std::vector<CalibrationCase> cases;
+  for (CalibrationCase& c : Cases()) {
+    if (c.category == "concat" || c.category == "conv_1x1") cases.push_back(std::move(c));
+  }
+  CalibrationOptions options;
+  options.budget_s = 1.0;
+  options.runs = 3;
+  const std::vector<scheduler::DeviceSpec> devices = {Cpu("cpu.0", 0)};
+  absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  double slowest_concat = 0, fastest_conv = INFINITY;
+  for (const CalibrationSample& s : run->samples.samples) {
+    if (s.config.kind == model::OpKind::kConcat) {
+      slowest_concat = std::max(slowest_concat, s.measured_us);
+    } else {
+      fastest_conv = std::min(fastest_conv, s.measured_us);
+    }
+  }
+  ASSERT_GT(slowest_concat, 0.0) << "no concat was timed";
+  ASSERT_TRUE(std::isfinite(fastest_conv)) << "no conv was timed";
+  // Nothing is copied: even the largest concat costs a small fraction of the smallest
+  // 1x1 conv, which reads and writes tensors of the same sizes.
+  EXPECT_LT(slowest_concat, 0.1 * fastest_conv);
+}
+
 TEST(CalibrateTest, MissingDevicesAreSkippedNotFatal) {
   const std::vector<CalibrationCase> cases = Cases();
   const std::vector<scheduler::DeviceSpec> devices = {
@@ -148,6 +174,7 @@ TEST(CalibrateTest, OverBudgetCasesAreSkippedByThePrior) {
   predictor::AnalyticDeviceParams slow;
   slow.SetThroughput(1.0, 1.0, 1.0, 1.0);
   slow.overhead_us = 2e3;  // every case predicted slower than 2 ms
+  slow.concat_us = 2e3;
   options.prior = std::make_shared<predictor::AnalyticModel>(
       "prior", std::vector<predictor::AnalyticDeviceParams>{slow});
   const std::vector<scheduler::DeviceSpec> devices = {Cpu("cpu.0", 0)};

@@ -152,8 +152,8 @@ std::vector<CalibrationCase> BuildCases(std::span<const model::Graph> models,
           const int64_t end = begin + size;
           add(CalibrationCase{extracted, axis, begin, end,
                               predictor::SubtaskConfig(whole, axis, begin, end), "",
-                              absl::StrCat(where, " ", std::string(model::SplitAxisName(axis)),
-                                           "[", begin, ",", end, ")"),
+                              absl::StrCat(where, " ", std::string(model::SplitAxisName(axis)), "[",
+                                           begin, ",", end, ")"),
                               priority},
               true);
         }

@@ -37,7 +37,7 @@ struct CalibrationCase {
   int64_t end = 1;
   predictor::OpConfig config;  // the subtask's own configuration
   std::string category;
-  std::string source;  // "squeezenet_v1_1/op 12 'conv3' cout[0,32)"
+  std::string source;     // "squeezenet_v1_1/op 12 'conv3' cout[0,32)"
   bool priority = false;  // from one of CaseOptions::priority_models
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 
@@ -19,12 +20,14 @@ std::string SharedDir() {
   return dir != nullptr ? dir : "/work/shared";
 }
 
-model::Graph Squeezenet() {
+model::Graph Import(const std::string& name) {
   absl::StatusOr<model::Graph> g = model::ImportOnnxFile(
-      SharedDir() + "/models/graph-only/squeezenet_v1_1.onnx", model::ImportOptions{});
+      SharedDir() + "/models/graph-only/" + name + ".onnx", model::ImportOptions{});
   EXPECT_TRUE(g.ok()) << g.status();
   return g.ok() ? std::move(*g) : model::Graph{};
 }
+
+model::Graph Squeezenet() { return Import("squeezenet_v1_1"); }
 
 std::string Key(const predictor::OpConfig& c) {
   return predictor::calibration::OpConfigToJson(c).dump();
@@ -82,15 +85,50 @@ TEST(BuildCasesTest, DistinctConfigurationsWithSlicesInterleavedByCategory) {
 
 TEST(BuildCasesTest, SeededAndOptionalSlices) {
   const std::vector<model::Graph> models = {Squeezenet()};
-  const std::vector<CalibrationCase> a = BuildCases(models, {.seed = 3, .include_slices = true});
-  const std::vector<CalibrationCase> b = BuildCases(models, {.seed = 3, .include_slices = true});
+  const std::vector<CalibrationCase> a =
+      BuildCases(models, {.seed = 3, .include_slices = true, .priority_models = {}});
+  const std::vector<CalibrationCase> b =
+      BuildCases(models, {.seed = 3, .include_slices = true, .priority_models = {}});
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].source, b[i].source);
   const std::vector<CalibrationCase> whole =
-      BuildCases(models, {.seed = 3, .include_slices = false});
+      BuildCases(models, {.seed = 3, .include_slices = false, .priority_models = {}});
   EXPECT_LT(whole.size(), a.size());
   for (const CalibrationCase& c : whole) EXPECT_EQ(c.axis, model::SplitAxis::kNone);
   EXPECT_TRUE(BuildCases(std::vector<model::Graph>{}).empty());
+}
+
+TEST(BuildCasesTest, PriorityModelsLeadEveryCategoryWithAllSliceSizes) {
+  const std::vector<model::Graph> models = {Squeezenet(), Import("peleenet")};
+  ASSERT_EQ(models[1].name, "peleenet");
+  const std::vector<CalibrationCase> cases =
+      BuildCases(models, {.seed = 1, .include_slices = true, .priority_models = {"peleenet"}});
+  std::set<std::string> categories_with_others;
+  std::map<std::string, int> cout_slices;  // per priority op
+  int priority = 0;
+  for (const CalibrationCase& c : cases) {
+    EXPECT_EQ(c.priority, c.source.starts_with("peleenet/")) << c.source;
+    if (!c.priority) {
+      categories_with_others.insert(c.category);
+      continue;
+    }
+    ++priority;
+    EXPECT_FALSE(categories_with_others.contains(c.category))
+        << c.source << " comes after another model's " << c.category << " case";
+    if (const size_t at = c.source.find(" cout["); at != std::string::npos) {
+      ++cout_slices[c.source.substr(0, at)];
+    }
+  }
+  EXPECT_GT(priority, 100);
+  EXPECT_FALSE(categories_with_others.empty());
+  int with_three = 0;
+  for (const auto& [op, n] : cout_slices) {
+    EXPECT_LE(n, 3) << op;
+    with_three += n == 3 ? 1 : 0;
+  }
+  EXPECT_GT(with_three, 20);
+  // Without priorities the same models give one slice per axis and op.
+  for (const CalibrationCase& c : BuildCases(models)) EXPECT_FALSE(c.priority) << c.source;
 }
 
 }  // namespace

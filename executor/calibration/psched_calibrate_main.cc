@@ -192,9 +192,9 @@ absl::Status Run(const Flags& flags) {
     absl::StatusOr<std::vector<model::Graph>> models = LoadModels(flags.models);
     if (!models.ok()) return models.status();
     const std::vector<executor::calibration::CalibrationCase> cases =
-        executor::calibration::BuildCases(*models, {.seed = flags.seed,
-                                                    .include_slices = true,
-                                                    .priority_models = flags.priority_models});
+        executor::calibration::BuildCases(
+            *models,
+            {.seed = flags.seed, .include_slices = true, .priority_models = flags.priority_models});
     std::printf(
         "%zu models, %zu distinct op configurations and slices (%.1f s)\n", models->size(),
         cases.size(),
@@ -249,8 +249,8 @@ absl::Status Run(const Flags& flags) {
               fit->report.train_samples,
               predictor::calibration::FormatErrorTable(fit->report.heldout).c_str());
   const std::vector<predictor::calibration::ErrorStats> priority_rows =
-      predictor::calibration::EvaluateErrors(
-          *fit->model, names, FromModels(fit->heldout, flags.priority_models));
+      predictor::calibration::EvaluateErrors(*fit->model, names,
+                                             FromModels(fit->heldout, flags.priority_models));
   if (!priority_rows.empty()) {
     std::printf("\nheld-out errors on the priority models' ops:\n%s",
                 predictor::calibration::FormatErrorTable(priority_rows).c_str());
@@ -265,8 +265,10 @@ absl::Status Run(const Flags& flags) {
     out["params"] = predictor::calibration::AnalyticParamsToJson({"host", fit->params});
     out["report"] = predictor::calibration::FitReportToJson(fit->report);
     out["report"]["priority_models"] = flags.priority_models;
+    predictor::calibration::FitReport priority_report;
+    priority_report.heldout = priority_rows;
     out["report"]["priority_heldout"] =
-        predictor::calibration::FitReportToJson({.heldout = priority_rows})["heldout"];
+        predictor::calibration::FitReportToJson(priority_report)["heldout"];
     out["devices"] = std::move(outcomes);
     std::ofstream file(flags.out);
     file << out.dump(1) << "\n";

@@ -15,31 +15,43 @@
 namespace psched::predictor::calibration {
 namespace {
 
-// Throughput classes: one per op kind, plus depthwise convs.
+// Throughput classes: one per op kind, plus depthwise and pointwise convs.
 constexpr int kDepthwiseClass = model::kNumOpKinds;
-constexpr int kNumClasses = model::kNumOpKinds + 1;
+constexpr int kPointwiseClass = model::kNumOpKinds + 1;
 
 int ClassOf(const OpConfig& c) {
+  if (c.IsDepthwise()) return kDepthwiseClass;
+  if (IsPointwiseConv(c)) return kPointwiseClass;
+  return static_cast<int>(c.kind);
+}
+
+// The held-out split stratifies by op kind (depthwise convs apart), as it did before
+// pointwise convs had a throughput of their own, so the same samples and seed hold out the
+// same samples across model versions and their errors compare directly.
+int SplitGroupOf(const OpConfig& c) {
   return c.IsDepthwise() ? kDepthwiseClass : static_cast<int>(c.kind);
 }
 
 std::string ClassName(int cls) {
-  return cls == kDepthwiseClass ? "depthwise"
-                                : std::string(model::OpKindName(static_cast<model::OpKind>(cls)));
+  if (cls == kDepthwiseClass) return "depthwise";
+  if (cls == kPointwiseClass) return "conv2d_1x1";
+  return std::string(model::OpKindName(static_cast<model::OpKind>(cls)));
 }
 
 // Parameter vector layout (natural logs): bandwidth, overhead, half_parallelism, then the
-// GFLOP/s of each fitted class.
+// optional ones (concat_us when concats were timed, half_reduction when non-depthwise convs
+// were), then the GFLOP/s of each fitted class.
 constexpr int kLogBandwidth = 0;
 constexpr int kLogOverhead = 1;
 constexpr int kLogHalfParallelism = 2;
-constexpr int kFirstThroughput = 3;
+constexpr int kNumFixedParams = 3;
 
 // Plausible ranges that keep the optimiser away from overflow; far outside any real device.
 struct Range {
   double lo, hi;
 };
-Range ParamRange(int index) {
+Range ParamRange(int index, int log_half_reduction) {
+  if (index == log_half_reduction) return {std::log(1e-3), std::log(1e5)};
   switch (index) {
     case kLogBandwidth:
       return {std::log(1e-3), std::log(1e5)};
@@ -47,7 +59,7 @@ Range ParamRange(int index) {
       return {std::log(1e-3), std::log(1e6)};
     case kLogHalfParallelism:
       return {std::log(1e-2), std::log(1e9)};
-    default:
+    default:  // throughputs and concat_us
       return {std::log(1e-5), std::log(1e6)};
   }
 }
@@ -63,26 +75,40 @@ class DeviceFit {
     // A zero throughput (AnalyticDeviceParams' default) makes 0-flop kinds predict 0 / 0.
     for (double& g : prior_.gflops) g = g > 0 ? g : 1.0;
     if (!(prior_.depthwise_gflops > 0)) prior_.depthwise_gflops = 1.0;
+    int next = kNumFixedParams;
+    for (const CalibrationSample* s : train_) {
+      if (s->config.kind == model::OpKind::kConcat && log_concat_ < 0) log_concat_ = next++;
+      if (ReductionLength(s->config) > 0 && !s->config.IsDepthwise() && log_half_reduction_ < 0)
+        log_half_reduction_ = next++;
+    }
     for (const CalibrationSample* s : train_) {
       const int cls = ClassOf(s->config);
-      if (s->config.flops > 0 && class_slot_.find(cls) == class_slot_.end()) {
-        class_slot_[cls] = kFirstThroughput + static_cast<int>(class_slot_.size());
+      if (s->config.flops > 0 && s->config.kind != model::OpKind::kConcat &&
+          class_slot_.find(cls) == class_slot_.end()) {
+        class_slot_[cls] = next++;
       }
       log_measured_.push_back(std::log(s->measured_us));
     }
+    num_params_ = next;
   }
 
-  int num_params() const { return kFirstThroughput + static_cast<int>(class_slot_.size()); }
+  int num_params() const { return num_params_; }
+  bool fits_half_reduction() const { return log_half_reduction_ >= 0; }
 
   AnalyticDeviceParams Params(const std::vector<double>& theta) const {
     AnalyticDeviceParams p = prior_;
     p.bandwidth_gbps = std::exp(theta[kLogBandwidth]);
     p.overhead_us = std::exp(theta[kLogOverhead]);
     p.half_parallelism = std::exp(theta[kLogHalfParallelism]);
+    if (log_concat_ >= 0) p.concat_us = std::exp(theta[static_cast<size_t>(log_concat_)]);
+    if (log_half_reduction_ >= 0)
+      p.half_reduction = std::exp(theta[static_cast<size_t>(log_half_reduction_)]);
     for (const auto& [cls, slot] : class_slot_) {
       const double g = std::exp(theta[static_cast<size_t>(slot)]);
       if (cls == kDepthwiseClass) {
         p.depthwise_gflops = g;
+      } else if (cls == kPointwiseClass) {
+        p.pointwise_gflops = g;
       } else {
         p.gflops[static_cast<size_t>(cls)] = g;
       }
@@ -90,16 +116,21 @@ class DeviceFit {
     return p;
   }
 
-  // A data-driven starting point with the given half_parallelism. Every sample satisfies
-  // t >= overhead + bytes / bandwidth and t >= overhead + flops / gflops, so high
-  // percentiles of the implied rates are close to (and below) the true ones.
-  std::vector<double> Start(double half_parallelism) const {
+  // A data-driven starting point with the given half_parallelism and half_reduction. Every
+  // sample satisfies t >= overhead + bytes / bandwidth and t >= overhead + flops / gflops,
+  // so high percentiles of the implied rates are close to (and below) the true ones.
+  std::vector<double> Start(double half_parallelism, double half_reduction) const {
     std::vector<double> theta(static_cast<size_t>(num_params()));
     const double fastest = std::exp(*std::min_element(log_measured_.begin(), log_measured_.end()));
     const double overhead = std::max(0.5 * fastest, 0.01);
     std::vector<double> bandwidth;
+    std::vector<double> concat;
     std::map<int, std::vector<double>> rates;
     for (const CalibrationSample* s : train_) {
+      if (s->config.kind == model::OpKind::kConcat) {
+        concat.push_back(s->measured_us);
+        continue;
+      }
       const double busy_us = std::max(s->measured_us - overhead, 0.05 * s->measured_us);
       bandwidth.push_back(s->config.bytes / (busy_us * 1e3));
       if (s->config.flops > 0)
@@ -108,6 +139,10 @@ class DeviceFit {
     theta[kLogBandwidth] = std::log(std::max(Percentile(bandwidth, 0.9), 1e-3));
     theta[kLogOverhead] = std::log(overhead);
     theta[kLogHalfParallelism] = std::log(half_parallelism);
+    if (log_concat_ >= 0)
+      theta[static_cast<size_t>(log_concat_)] = std::log(Percentile(concat, 0.5));
+    if (log_half_reduction_ >= 0)
+      theta[static_cast<size_t>(log_half_reduction_)] = std::log(half_reduction);
     for (const auto& [cls, slot] : class_slot_) {
       theta[static_cast<size_t>(slot)] = std::log(std::max(Percentile(rates[cls], 0.9), 1e-5));
     }
@@ -183,15 +218,15 @@ class DeviceFit {
     return s;
   }
 
-  static std::vector<double> Clamp(std::vector<double> theta) {
+  std::vector<double> Clamp(std::vector<double> theta) const {
     for (size_t j = 0; j < theta.size(); ++j) {
-      const Range range = ParamRange(static_cast<int>(j));
+      const Range range = ParamRange(static_cast<int>(j), log_half_reduction_);
       theta[j] = std::clamp(theta[j], range.lo, range.hi);
     }
     return theta;
   }
 
-  // Gaussian elimination with partial pivoting; `a` is small (<= 3 + kNumClasses rows) and
+  // Gaussian elimination with partial pivoting; `a` is small (a few dozen rows at most) and
   // positive definite after damping.
   static std::vector<double> SolveLinear(std::vector<std::vector<double>> a,
                                          std::vector<double> b) {
@@ -237,6 +272,9 @@ class DeviceFit {
   std::vector<const CalibrationSample*> train_;
   std::vector<double> log_measured_;
   std::map<int, int> class_slot_;  // class -> parameter index
+  int log_concat_ = -1;            // parameter index, or -1 when not fitted
+  int log_half_reduction_ = -1;
+  int num_params_ = kNumFixedParams;
 };
 
 ErrorStats Summarise(std::string device, std::string kind, std::vector<double> apes) {
@@ -317,7 +355,7 @@ absl::StatusOr<FitResult> FitAnalyticModel(std::string_view platform,
       return absl::InvalidArgumentError(absl::StrCat(
           "FitAnalyticModel: sample ", i, " has measured_us ", s.measured_us, " (must be > 0)"));
     }
-    groups[{it->second, ClassOf(s.config)}].push_back(i);
+    groups[{it->second, SplitGroupOf(s.config)}].push_back(i);
   }
   std::mt19937_64 rng(options.seed);
   std::vector<std::vector<const CalibrationSample*>> train(device_names.size());
@@ -354,12 +392,22 @@ absl::StatusOr<FitResult> FitAnalyticModel(std::string_view platform,
     DeviceFit fit(prior, train[d]);
     std::vector<double> best;
     double best_cost = INFINITY;
+    // A half_reduction of 1e-3 is practically no reduction term; the start that ends
+    // lowest decides whether the data want one.
+    std::vector<double> reductions = {1e-3};
+    if (fit.fits_half_reduction()) {
+      reductions.push_back(64.0);
+      reductions.push_back(512.0);
+      if (prior.half_reduction > 0) reductions.push_back(prior.half_reduction);
+    }
     for (double h : {prior.half_parallelism, 16.0, 256.0, 4096.0, 65536.0}) {
       if (!(h > 0)) continue;
-      auto [theta, cost] = fit.Solve(fit.Start(h), options.max_iterations);
-      if (best.empty() || cost < best_cost) {
-        best_cost = cost;
-        best = std::move(theta);
+      for (double k : reductions) {
+        auto [theta, cost] = fit.Solve(fit.Start(h, k), options.max_iterations);
+        if (best.empty() || cost < best_cost) {
+          best_cost = cost;
+          best = std::move(theta);
+        }
       }
     }
     AnalyticDeviceParams fitted = fit.Params(best);
@@ -372,6 +420,7 @@ absl::StatusOr<FitResult> FitAnalyticModel(std::string_view platform,
   result.report.heldout_samples = static_cast<int>(heldout.size());
   result.report.train = EvaluateErrors(*result.model, device_names, train_copy);
   result.report.heldout = EvaluateErrors(*result.model, device_names, heldout);
+  result.heldout = std::move(heldout);
   return result;
 }
 

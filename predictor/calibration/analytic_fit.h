@@ -3,9 +3,10 @@
 // FitAnalyticModel splits the samples of each (device, op kind) into a training part and a
 // seeded held-out part (20% by default), fits every device's parameters on the training
 // part and reports the prediction errors on the held-out part. Per device it fits the
-// effective GFLOP/s of every op kind that has training samples with work (depthwise convs
-// separately), one memory bandwidth, one fixed overhead and one half_parallelism; kinds
-// without samples keep the prior's values.
+// effective GFLOP/s of every op kind that has training samples with work (depthwise and
+// pointwise convs separately), one memory bandwidth, one fixed overhead, one
+// half_parallelism, the conv half_reduction (when non-depthwise convs were timed) and the
+// in-place concat cost (when concats were); what has no samples keeps the prior's value.
 //
 // Method: Levenberg-Marquardt on log-space parameters minimising the squared log error
 // sum_i (log predicted_i - log measured_i)^2, i.e. relative error, so a 20 us add and a
@@ -13,7 +14,10 @@
 // term (1e-3 per parameter) toward the starting point keeps parameters the samples cannot
 // see (the GFLOP/s of a kind whose samples are all memory-bound) where they started. The
 // start is a data-driven guess (overhead from the fastest samples, GFLOP/s and bandwidth
-// from medians), tried with several half_parallelism values; the best end point wins.
+// from high percentiles of the implied rates, concat_us the median concat), tried with
+// several half_parallelism and half_reduction values; the best end point wins. The split
+// stratifies by op kind (depthwise apart); the error rows are per throughput class
+// ("conv2d_1x1" for pointwise convs, "depthwise", else the op kind) and "all".
 //
 // GPU samples measure a kernel launch to completion; the per-subtask synchronisation kernel
 // (`dispatch_us`, paper sec. 2.1) is not part of them, so it is taken from the prior, added
@@ -52,7 +56,7 @@ struct FitOptions {
 // Absolute percentage errors |predicted - measured| / measured of one group, in percent.
 struct ErrorStats {
   std::string device;
-  std::string kind;  // an op kind name, "depthwise" for depthwise convs, or "all"
+  std::string kind;  // an op kind name, "depthwise", "conv2d_1x1" (pointwise convs) or "all"
   int count = 0;
   double mape = 0;
   double median_ape = 0;
@@ -71,6 +75,7 @@ struct FitResult {
   std::vector<AnalyticDeviceParams> params;  // one per device, in the order given
   std::shared_ptr<const AnalyticModel> model;
   FitReport report;
+  std::vector<CalibrationSample> heldout;  // the held-out samples, for further reports
 };
 
 // Fits one AnalyticModel for `device_names` (device i of the model predicts device_names[i])

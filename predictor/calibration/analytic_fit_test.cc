@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -54,6 +55,7 @@ std::vector<OpConfig> Configs() {
       out.push_back(pool);
     }
   }
+  for (int64_t hw : {28, 56, 112}) out.push_back(Conv(hw, 3, 32, 3, 2));  // first layers
   for (int64_t in : {256, 1024, 4096}) {
     for (int64_t o : {10, 1000}) {
       OpConfig fc;
@@ -164,6 +166,50 @@ TEST(FitAnalyticModelTest, RecoversKnownParametersFromNoisySamples) {
   EXPECT_THAT(fit->model->Version(), ::testing::HasSubstr("test+calibrated"));
 }
 
+// A device whose pointwise convs, thin-input convs and in-place concats differ from the
+// plain roofline, as XNNPACK on one core does.
+AnalyticDeviceParams TruthCpuV2() {
+  AnalyticDeviceParams p = TruthCpu();
+  p.pointwise_gflops = 15.0;
+  p.half_reduction = 100.0;
+  p.concat_us = 0.4;
+  return p;
+}
+
+TEST(FitAnalyticModelTest, RecoversPointwiseReductionAndConcatParameters) {
+  const std::vector<AnalyticDeviceParams> truth = {TruthCpuV2()};
+  const std::vector<std::string> names = {"cpu.0"};
+  absl::StatusOr<FitResult> fit = FitAnalyticModel("test", names, Generate(truth, 0.03, 11));
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  const AnalyticDeviceParams& got = fit->params[0];
+  EXPECT_NEAR(Gflops(got, OpKind::kConv2d), 40.0, 0.15 * 40.0);
+  EXPECT_NEAR(got.pointwise_gflops, 15.0, 0.15 * 15.0);
+  EXPECT_NEAR(std::log(got.half_reduction), std::log(100.0), std::log(1.3));
+  EXPECT_NEAR(got.concat_us, 0.4, 0.1 * 0.4);
+  EXPECT_NEAR(got.overhead_us, 3.0, 0.2 * 3.0);
+  const ErrorStats* all = Row(fit->report.heldout, "cpu.0", "all");
+  ASSERT_NE(all, nullptr);
+  EXPECT_LT(all->mape, 6.0);
+  // Pointwise convs are reported as a class of their own; the split still stratifies by op
+  // kind, so every held-out sample is in exactly one row besides "all".
+  ASSERT_NE(Row(fit->report.heldout, "cpu.0", "conv2d_1x1"), nullptr);
+  int rows = 0;
+  for (const ErrorStats& r : fit->report.heldout) rows += r.kind == "all" ? 0 : r.count;
+  EXPECT_EQ(rows, all->count);
+  EXPECT_EQ(static_cast<int>(fit->heldout.size()), fit->report.heldout_samples);
+}
+
+TEST(FitAnalyticModelTest, PlainRooflineDataKeepTheReductionTermNegligible) {
+  // Samples from a device without the new effects: the fit must not invent them.
+  const std::vector<AnalyticDeviceParams> truth = {TruthCpu()};
+  const std::vector<std::string> names = {"cpu.0"};
+  absl::StatusOr<FitResult> fit = FitAnalyticModel("test", names, Generate(truth, 0.0, 2));
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_LT(fit->params[0].half_reduction, 1.0);
+  EXPECT_NEAR(fit->params[0].pointwise_gflops, 40.0, 0.02 * 40.0);
+  EXPECT_NEAR(fit->params[0].concat_us, TruthCpu().concat_us, 0.01);
+}
+
 TEST(FitAnalyticModelTest, ExactSamplesAreFittedAlmostExactly) {
   const std::vector<AnalyticDeviceParams> truth = {TruthCpu()};
   const std::vector<std::string> names = {"cpu.0"};
@@ -265,6 +311,44 @@ TEST(AnalyticParamsJsonTest, RoundTripKeepsParametersAndVersion) {
   EXPECT_DOUBLE_EQ(back->MakeModel()->PredictUs(conv, 1), params.MakeModel()->PredictUs(conv, 1));
 }
 
+TEST(AnalyticParamsJsonTest, RoundTripKeepsTheNewFields) {
+  AnalyticParams params{"host", {TruthCpuV2()}};
+  absl::StatusOr<AnalyticParams> back =
+      AnalyticParamsFromJson(nlohmann::json::parse(AnalyticParamsToJson(params).dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_DOUBLE_EQ(back->devices[0].pointwise_gflops, 15.0);
+  EXPECT_DOUBLE_EQ(back->devices[0].half_reduction, 100.0);
+  EXPECT_DOUBLE_EQ(back->devices[0].concat_us, 0.4);
+  EXPECT_EQ(back->MakeModel()->Version(), params.MakeModel()->Version());
+}
+
+TEST(AnalyticParamsJsonTest, FilesWithoutTheNewFieldsLoadWithTheirOldPredictions) {
+  // A device as written by the first calibration version (docs/calibration.md).
+  const nlohmann::json old = nlohmann::json::parse(R"({"platform": "host",
+      "model_version": "analytic-v1/host+calibrated/69b8c67d5ea00f10",
+      "devices": [{"name": "cpu.0", "gpu": false, "depthwise_gflops": 3.0,
+                   "bandwidth_gbps": 34.6, "overhead_us": 4.5, "dispatch_us": 0.0,
+                   "half_parallelism": 120.0, "gflops": {}}]})");
+  nlohmann::json file = old;
+  for (int k = 0; k < model::kNumOpKinds; ++k) {
+    file["devices"][0]["gflops"][std::string(model::OpKindName(static_cast<OpKind>(k)))] =
+        k == static_cast<int>(OpKind::kConv2d) ? 45.8 : 8.0;
+  }
+  absl::StatusOr<AnalyticParams> loaded = AnalyticParamsFromJson(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const AnalyticDeviceParams& d = loaded->devices[0];
+  EXPECT_DOUBLE_EQ(d.pointwise_gflops, 45.8);
+  EXPECT_DOUBLE_EQ(d.half_reduction, 0.0);
+  EXPECT_DOUBLE_EQ(d.concat_us, 4.5);
+  // The plain roofline of the old model, for 1x1 and 3x3 convs alike.
+  const std::shared_ptr<const AnalyticModel> model = loaded->MakeModel();
+  for (const OpConfig& conv : {Conv(56, 16, 64, 1, 1), Conv(28, 64, 64, 3, 1)}) {
+    const double parallel = static_cast<double>(conv.output.Elements());
+    const double compute = conv.flops / (45.8e3 * parallel / (parallel + 120.0));
+    EXPECT_NEAR(model->PredictUs(conv, 0), std::max(compute, conv.bytes / 34.6e3) + 4.5, 1e-9);
+  }
+}
+
 TEST(AnalyticParamsJsonTest, RejectsBadInput) {
   const nlohmann::json good = AnalyticParamsToJson(AnalyticParams{"host", {TruthCpu()}});
   EXPECT_FALSE(AnalyticParamsFromJson(nlohmann::json::array()).ok());
@@ -287,6 +371,18 @@ TEST(AnalyticParamsJsonTest, RejectsBadInput) {
   nlohmann::json negative_overhead = good;
   negative_overhead["devices"][0]["overhead_us"] = -2.0;
   EXPECT_FALSE(AnalyticParamsFromJson(negative_overhead).ok());
+  nlohmann::json negative_reduction = good;
+  negative_reduction["devices"][0]["half_reduction"] = -1.0;
+  EXPECT_THAT(std::string(AnalyticParamsFromJson(negative_reduction).status().message()),
+              ::testing::HasSubstr("device 0: 'half_reduction' must be a finite number >= 0"));
+  nlohmann::json text_pointwise = good;
+  text_pointwise["devices"][0]["pointwise_gflops"] = "fast";
+  EXPECT_THAT(std::string(AnalyticParamsFromJson(text_pointwise).status().message()),
+              ::testing::HasSubstr("'pointwise_gflops' must be a finite number > 0"));
+  nlohmann::json negative_concat = good;
+  negative_concat["devices"][0]["concat_us"] = -0.5;
+  EXPECT_THAT(std::string(AnalyticParamsFromJson(negative_concat).status().message()),
+              ::testing::HasSubstr("'concat_us' must be a finite number >= 0"));
 }
 
 }  // namespace

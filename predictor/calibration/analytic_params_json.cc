@@ -30,6 +30,9 @@ json AnalyticParamsToJson(const AnalyticParams& params) {
                            {"gpu", d.gpu},
                            {"gflops", std::move(gflops)},
                            {"depthwise_gflops", d.depthwise_gflops},
+                           {"pointwise_gflops", d.pointwise_gflops},
+                           {"half_reduction", d.half_reduction},
+                           {"concat_us", d.concat_us},
                            {"bandwidth_gbps", d.bandwidth_gbps},
                            {"overhead_us", d.overhead_us},
                            {"dispatch_us", d.dispatch_us},
@@ -115,6 +118,18 @@ absl::StatusOr<AnalyticParams> AnalyticParamsFromJson(const json& j) {
           Field{"bandwidth_gbps", &p.bandwidth_gbps, false},
           Field{"overhead_us", &p.overhead_us, true}, Field{"dispatch_us", &p.dispatch_us, true},
           Field{"half_parallelism", &p.half_parallelism, true}}) {
+      absl::StatusOr<double> v = ReadNumber(d, f.name, f.allow_zero, i);
+      if (!v.ok()) return v.status();
+      *f.value = *v;
+    }
+    // Fields added after the first calibration files; older files load with the values
+    // that reproduce their predictions for every op but concat (now in place).
+    p.pointwise_gflops = p.gflops[static_cast<size_t>(model::OpKind::kConv2d)];
+    p.concat_us = p.overhead_us;
+    for (const Field& f : {Field{"pointwise_gflops", &p.pointwise_gflops, false},
+                           Field{"half_reduction", &p.half_reduction, true},
+                           Field{"concat_us", &p.concat_us, true}}) {
+      if (!d.contains(f.name)) continue;
       absl::StatusOr<double> v = ReadNumber(d, f.name, f.allow_zero, i);
       if (!v.ok()) return v.status();
       *f.value = *v;
