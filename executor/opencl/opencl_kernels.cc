@@ -148,7 +148,24 @@ absl::StatusOr<KernelFactory::Bound> KernelFactory::Place(OpId id,
   if (tensor < 0 || static_cast<size_t>(tensor) >= graph_->tensors.size()) {
     return OpError(*graph_, id, absl::StrCat("refers to tensor #", tensor, " which does not exist"));
   }
-  const TensorPlacement& p = placements_[static_cast<size_t>(tensor)];
+  return Place(id, tensor, placements_[static_cast<size_t>(tensor)]);
+}
+
+absl::StatusOr<KernelFactory::Bound> KernelFactory::PlaceOutput(
+    OpId id, const KernelSlice& slice, const KernelOptions& options) const {
+  const model::TensorId output = graph_->op(id).output;
+  if (!options.partial_output.has_value()) return Place(id, output);
+  if (slice.axis != model::SplitAxis::kInputChannels) {
+    return OpError(*graph_, id, "a partial output is only for input-channel slices");
+  }
+  if (output < 0 || static_cast<size_t>(output) >= graph_->tensors.size()) {
+    return OpError(*graph_, id, absl::StrCat("refers to tensor #", output, " which does not exist"));
+  }
+  return Place(id, output, *options.partial_output);
+}
+
+absl::StatusOr<KernelFactory::Bound> KernelFactory::Place(OpId id, model::TensorId tensor,
+                                                          const TensorPlacement& p) const {
   const model::Tensor& t = graph_->tensor(tensor);
   if (p.offset < 0) {
     return OpError(*graph_, id, absl::StrCat("tensor '", t.name, "' has no arena offset"));
@@ -327,7 +344,7 @@ absl::Status KernelFactory::BuildConv(OpId id, const KernelSlice& slice,
   }
   absl::StatusOr<Bound> in_off = Place(id, op.inputs[0]);
   if (!in_off.ok()) return in_off.status();
-  absl::StatusOr<Bound> out_off = Place(id, op.output);
+  absl::StatusOr<Bound> out_off = PlaceOutput(id, slice, options);
   if (!out_off.ok()) return out_off.status();
   absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
   if (!weights.ok()) return weights.status();
@@ -413,7 +430,7 @@ absl::Status KernelFactory::BuildFullyConnected(OpId id, const KernelSlice& slic
   const int64_t out_features = graph_->output_shape(id).Elements();
   absl::StatusOr<Bound> in_off = Place(id, op.inputs[0]);
   if (!in_off.ok()) return in_off.status();
-  absl::StatusOr<Bound> out_off = Place(id, op.output);
+  absl::StatusOr<Bound> out_off = PlaceOutput(id, slice, options);
   if (!out_off.ok()) return out_off.status();
   absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
   if (!weights.ok()) return weights.status();

@@ -57,6 +57,10 @@ struct KernelOptions {
   // into the same output concurrently. false: plain read-add-write, correct only when every
   // slice of the op runs in this (in-order) queue.
   bool atomic_partial_sums = true;
+  // Input-channel slices only: add the partial sums here instead of into the op's output
+  // tensor (a private partial buffer in the arena, same shape as the output), so slices on
+  // different devices never write the same memory and need no atomics or lock.
+  std::optional<TensorPlacement> partial_output = std::nullopt;
 };
 
 // One op (or op slice) ready to run: fixed launches with every argument bound.
@@ -128,6 +132,11 @@ class KernelFactory {
         program_(program) {}
 
   absl::StatusOr<Bound> Place(model::OpId id, model::TensorId tensor) const;
+  // Place for the op's output, or for options.partial_output when set on a cin slice.
+  absl::StatusOr<Bound> PlaceOutput(model::OpId id, const KernelSlice& slice,
+                                    const KernelOptions& options) const;
+  absl::StatusOr<Bound> Place(model::OpId id, model::TensorId tensor,
+                              const TensorPlacement& p) const;
   absl::StatusOr<cl_kernel> NewKernel(const char* name) const;
   // The op's packed weights, uploaded on first use.
   absl::StatusOr<std::shared_ptr<SvmArena>> Weights(model::OpId id);

@@ -42,8 +42,9 @@ struct Fixture {
   std::unique_ptr<KernelFactory> factory;
 };
 
+// `spare` floats of free arena follow the tensors.
 Fixture Prepare(OpenClDevice* device, Graph graph, uint32_t seed,
-                std::optional<MemoryMode> mode = {}) {
+                std::optional<MemoryMode> mode = {}, int64_t spare = 0) {
   Fixture f;
   f.graph = std::move(graph);
   int64_t next = kGuard;
@@ -55,6 +56,7 @@ Fixture Prepare(OpenClDevice* device, Graph graph, uint32_t seed,
     f.offsets.push_back(next);
     next += t.shape.Elements() + kGuard;
   }
+  next += spare;
   absl::StatusOr<std::unique_ptr<SvmArena>> arena =
       SvmArena::Create(device, static_cast<size_t>(next), mode);
   EXPECT_TRUE(arena.ok()) << arena.status();
@@ -465,6 +467,32 @@ TEST(PartialSumTest, AtomicSlicesCombineWithConcurrentHostAdds) {
   ExpectNear(ReadTensor(f, out), want, "gpu+host partial sums");
 }
 
+// Each cin slice adds into a buffer of its own (KernelOptions::partial_output): summing the
+// buffers gives the whole op, with no atomics and no order between the slices.
+TEST(PartialSumTest, SlicesIntoOwnPartialBuffersSumToTheOp) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  Fixture f = Prepare(device, FullyConnectedGraph({1, 1, 48}, 16, true, {}), 37, {}, 16);
+  const std::vector<float> want = Reference(f, 0);
+  const model::TensorId out = f.graph.op(0).output;
+  const int64_t end = static_cast<int64_t>(f.arena->size()) - 16;  // the spare floats
+  ASSERT_TRUE(f.arena->Write(static_cast<size_t>(end), std::vector<float>(16, 0.0f)).ok());
+  ASSERT_TRUE(f.arena->Write(static_cast<size_t>(f.offsets[out]), std::vector<float>(16, 0.0f)).ok());
+  KernelOptions own{.atomic_partial_sums = false};
+  auto first = f.factory->Create(0, {SplitAxis::kInputChannels, 0, 20}, own);
+  own.partial_output = TensorPlacement{end, 0};
+  auto second = f.factory->Create(0, {SplitAxis::kInputChannels, 20, 48}, own);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE((*second)->Enqueue().ok());
+  ASSERT_TRUE((*first)->Enqueue().ok());
+  ASSERT_TRUE(device->Finish().ok());
+  std::vector<float> got = ReadTensor(f, out);
+  std::vector<float> partial(16);
+  ASSERT_TRUE(f.arena->Read(static_cast<size_t>(end), partial).ok());
+  for (size_t i = 0; i < got.size(); ++i) got[i] += partial[i];
+  ExpectNear(got, want, "output + partial buffer");
+}
+
 TEST(KernelFactoryErrorTest, BadSlicesAreRejectedWithTheOpName) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   const ConvCase grouped{"g", {5, 5, 4}, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, true, {}};
@@ -479,6 +507,19 @@ TEST(KernelFactoryErrorTest, BadSlicesAreRejectedWithTheOpName) {
   EXPECT_EQ(f.factory->Create(0, {SplitAxis::kOutputChannels, 1, 1}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(f.factory->Create(5).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // A partial output is for cin slices only, and must fit in the arena.
+  KernelOptions partial;
+  partial.partial_output = TensorPlacement{0, 0};
+  EXPECT_EQ(f.factory->Create(0, {SplitAxis::kOutputChannels, 0, 1}, partial).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Fixture ungrouped = Prepare(device, ConvGraph({"u", {5, 5, 4}, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                 1, true, {}}, 1), 1);
+  partial.partial_output = TensorPlacement{static_cast<int64_t>(ungrouped.arena->size()), 0};
+  absl::StatusOr<std::unique_ptr<OpKernel>> outside =
+      ungrouped.factory->Create(0, {SplitAxis::kInputChannels, 0, 2}, partial);
+  ASSERT_EQ(outside.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(outside.status().message().find("does not fit"), std::string::npos);
 
   Fixture pool = Prepare(device, OneOp(OpKind::kMaxPool, {{4, 4, 2}}, {2, 2, 2}, Pool(2, 2, 0, false)), 1);
   EXPECT_EQ(pool.factory->Create(0, {SplitAxis::kRows, 0, 1}).status().code(),

@@ -326,9 +326,8 @@ class FailingCpuDevice final : public Device {
   absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
                                                    cpu::WorkSlice slice,
                                                    std::span<const cpu::TensorView> inputs,
-                                                   const cpu::TensorView& output,
-                                                   std::mutex* accumulate_mu) override {
-    auto subtask = inner_->Compile(graph, id, slice, inputs, output, accumulate_mu);
+                                                   const cpu::TensorView& output) override {
+    auto subtask = inner_->Compile(graph, id, slice, inputs, output);
     if (!subtask.ok() || id != op_) return subtask;
     return std::unique_ptr<Subtask>(new Failing(std::move(*subtask), &fail));
   }

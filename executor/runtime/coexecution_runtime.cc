@@ -60,23 +60,33 @@ absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> CoExecutionRuntime::Create(
 CoExecutionRuntime::~CoExecutionRuntime() = default;
 
 absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const RuntimeOptions& options) {
+  ops_ = std::vector<OpState>(graph.ops.size());
+  // Which devices run a part of each op: a successor on another device must wait for it.
+  std::vector<std::vector<bool>> runs_on(ops_.size(), std::vector<bool>(devices_.size()));
+  for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
+    for (const PlanStep& step : plan_.device_steps[d]) {
+      OpState& s = ops_[static_cast<size_t>(step.op)];
+      ++s.num_subtasks;
+      s.cin_split |= step.axis == model::SplitAxis::kInputChannels;
+      runs_on[static_cast<size_t>(step.op)][d] = true;
+    }
+  }
+
+  // The activations, then one partial-sum buffer per cin slice but the op's first, which adds
+  // into the output itself: no two slices ever add into the same memory.
   arena_plan_ = cpu::PlanArena(graph, /*reuse_memory=*/false);
-  const auto floats = static_cast<size_t>(arena_plan_.size);
-  if (options.allocate_arena) {
-    auto memory = options.allocate_arena(floats);
-    if (!memory.ok()) return memory.status();
-    arena_ = *memory;
-  } else {
-    owned_arena_.reset(static_cast<float*>(std::aligned_alloc(64, floats * sizeof(float))));
-    arena_ = owned_arena_.get();
+  int64_t floats = arena_plan_.size;
+  std::vector<int64_t> partial_offsets(ops_.size(), -1);
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    const OpState& s = ops_[static_cast<size_t>(id)];
+    if (!s.cin_split) continue;
+    floats = (floats + 15) / 16 * 16;  // 64-byte aligned
+    partial_offsets[static_cast<size_t>(id)] = floats;
+    floats += (s.num_subtasks - 1) * graph.output_shape(id).Elements();
   }
-  if (arena_ == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate a ", arena_plan_.size * 4, "-byte shared arena"));
-  }
-  std::fill_n(arena_, floats, 0.0f);
+  if (auto s = AllocateArena(static_cast<size_t>(floats), options); !s.ok()) return s;
   for (Device* device : devices_) {
-    if (auto s = device->BindArena(arena_, floats); !s.ok()) return s;
+    if (auto s = device->BindArena(arena_, static_cast<size_t>(floats)); !s.ok()) return s;
   }
   auto view = [&](model::TensorId t) {
     const cpu::TensorPlacement& p = arena_plan_.tensors[static_cast<size_t>(t)];
@@ -91,42 +101,47 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
     outputs_.push_back(view(io.tensor));
   }
 
-  ops_ = std::vector<OpState>(graph.ops.size());
   if (auto s = AllocateCounters(options); !s.ok()) return s;
   for (Device* device : devices_) {
     if (auto s = device->BindCounters(counters_, ops_.size()); !s.ok()) return s;
-  }
-  // Which devices run a part of each op: a successor on another device must wait for it.
-  std::vector<std::vector<bool>> runs_on(ops_.size(), std::vector<bool>(devices_.size()));
-  for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
-    for (const PlanStep& step : plan_.device_steps[d]) {
-      OpState& s = ops_[static_cast<size_t>(step.op)];
-      ++s.num_subtasks;
-      s.cin_split |= step.axis == model::SplitAxis::kInputChannels;
-      runs_on[static_cast<size_t>(step.op)][d] = true;
-    }
   }
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
     OpState& s = ops_[static_cast<size_t>(id)];
     s.done_target = s.cin_split ? 1 : s.num_subtasks;
     s.activation = graph.op(id).activation;
     s.output = view(graph.op(id).output);
-    s.accumulate_mu = std::make_unique<std::mutex>();
+    if (s.cin_split) {
+      const model::Shape& shape = s.output.shape;
+      for (int32_t k = 1; k < s.num_subtasks; ++k) {
+        s.partials.push_back({arena_ + partial_offsets[static_cast<size_t>(id)] +
+                                  (k - 1) * shape.Elements(),
+                              shape, shape.c});
+      }
+    }
   }
   queues_.resize(plan_.device_steps.size());
+  std::vector<size_t> cin_slices_placed(ops_.size(), 0);
   for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
     for (const PlanStep& step : plan_.device_steps[d]) {
       OpState& s = ops_[static_cast<size_t>(step.op)];
       std::vector<cpu::TensorView> in_views;
       for (model::TensorId t : graph.ActivationInputs(step.op)) in_views.push_back(view(t));
+      cpu::TensorView target = s.output;
+      if (step.axis == model::SplitAxis::kInputChannels) {
+        const size_t k = cin_slices_placed[static_cast<size_t>(step.op)]++;
+        if (k > 0) target = s.partials[k - 1];
+      }
       auto subtask = devices_[d]->Compile(graph, step.op, {step.axis, step.begin, step.end},
-                                          in_views, s.output, s.accumulate_mu.get());
+                                          in_views, target);
       if (!subtask.ok()) {
         return absl::Status(
             subtask.status().code(),
             absl::StrCat("device ", devices_[d]->name(), ": ", subtask.status().message()));
       }
-      Queued q{.step = step, .subtask = std::move(*subtask), .waits = {}, .timing_index = timings_.size()};
+      Queued q{.step = step,
+               .subtask = std::move(*subtask),
+               .waits = {},
+               .timing_index = timings_.size()};
       for (model::OpId pred : graph.Predecessors(step.op)) {
         std::vector<bool> elsewhere = runs_on[static_cast<size_t>(pred)];
         elsewhere[d] = false;
@@ -134,7 +149,7 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
           q.waits.push_back({static_cast<size_t>(pred), ops_[static_cast<size_t>(pred)].done_target});
         }
       }
-      // A cin slice's completion is decided on the host (the last one applies the activation).
+      // A cin slice's completion is decided on the host (the last one combines the partials).
       q.enqueue = q.subtask->can_enqueue() && step.axis != model::SplitAxis::kInputChannels;
       q.exclusive = q.subtask->takes_arena_turns();
       turn_taking_ |= q.exclusive;
@@ -142,6 +157,24 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
       timings_.push_back({static_cast<int>(d), step, 0, 0});
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status CoExecutionRuntime::AllocateArena(size_t floats, const RuntimeOptions& options) {
+  if (options.allocate_arena) {
+    auto memory = options.allocate_arena(floats);
+    if (!memory.ok()) return memory.status();
+    arena_ = *memory;
+  } else {
+    const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;  // aligned_alloc wants this
+    owned_arena_.reset(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
+    arena_ = owned_arena_.get();
+  }
+  if (arena_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate a ", floats * sizeof(float), "-byte shared arena"));
+  }
+  std::fill_n(arena_, floats, 0.0f);
   return absl::OkStatus();
 }
 
@@ -192,7 +225,17 @@ bool CoExecutionRuntime::CompletesOp(model::OpId op) {
   OpState& s = ops_[static_cast<size_t>(op)];
   if (!s.cin_split) return true;
   if (s.cin_slices_done.fetch_add(1) + 1 != s.num_subtasks) return false;
-  // Last partial sum: the output is complete, so the activation can be applied.
+  // Last partial sum: add the other slices' partials into the output, then the activation.
+  const cpu::TensorView& out = s.output;
+  for (const cpu::TensorView& partial : s.partials) {
+    const float* src = partial.data;
+    for (int64_t h = 0; h < out.shape.h; ++h) {
+      for (int64_t w = 0; w < out.shape.w; ++w) {
+        float* dst = out.pixel(h, w);
+        for (int64_t c = 0; c < out.shape.c; ++c) dst[c] += *src++;
+      }
+    }
+  }
   cpu::ApplyActivationInPlace(s.activation, s.output);
   return true;
 }
@@ -284,11 +327,14 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
     counter(op).store(0);
     s.cin_slices_done.store(0);
     if (s.cin_split) {
-      // Partial sums accumulate into the output; no other tensor shares its memory.
+      // Partial sums accumulate into the output and the partial buffers.
       for (int64_t h = 0; h < s.output.shape.h; ++h) {
         for (int64_t w = 0; w < s.output.shape.w; ++w) {
           std::fill_n(s.output.pixel(h, w), s.output.shape.c, 0.0f);
         }
+      }
+      for (const cpu::TensorView& partial : s.partials) {
+        std::fill_n(partial.data, partial.shape.Elements(), 0.0f);
       }
     }
   }

@@ -84,7 +84,8 @@ class CoExecutionRuntime {
     bool cin_split = false;
     model::Activation activation;
     cpu::TensorView output;
-    std::unique_ptr<std::mutex> accumulate_mu;
+    // cin split: where slices 2..k add their partial sums (dense, the output's shape).
+    std::vector<cpu::TensorView> partials;
     std::atomic<int32_t> cin_slices_done{0};  // during Run
   };
   struct Queued {
@@ -99,6 +100,7 @@ class CoExecutionRuntime {
 
   CoExecutionRuntime() = default;
   absl::Status Compile(const model::Graph& graph, const RuntimeOptions& options);
+  absl::Status AllocateArena(size_t floats, const RuntimeOptions& options);
   absl::Status AllocateCounters(const RuntimeOptions& options);
   void RunQueue(int device, int64_t start_ns);
   // False when the run was aborted meanwhile.

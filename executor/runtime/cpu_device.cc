@@ -53,8 +53,7 @@ CpuDevice::~CpuDevice() {
 absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& graph,
                                                             model::OpId id, cpu::WorkSlice slice,
                                                             std::span<const cpu::TensorView> inputs,
-                                                            const cpu::TensorView& output,
-                                                            std::mutex* accumulate_mu) {
+                                                            const cpu::TensorView& output) {
   std::unique_ptr<Subtask> subtask;
   const absl::Status status = worker_->Call([&]() -> absl::Status {
     cpu::KernelLayout layout;
@@ -63,7 +62,6 @@ absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& 
     auto kernel = cpu::CreateCpuKernel(graph, id, slice, layout, threadpool_);
     if (!kernel.ok()) return kernel.status();
     if (auto s = (*kernel)->Setup(inputs, output); !s.ok()) return s;
-    (*kernel)->SetAccumulationMutex(accumulate_mu);
     subtask = std::make_unique<CpuSubtask>(std::move(*kernel));
     return absl::OkStatus();
   });

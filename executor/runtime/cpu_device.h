@@ -25,8 +25,7 @@ class CpuDevice final : public Device {
   absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
                                                    cpu::WorkSlice slice,
                                                    std::span<const cpu::TensorView> inputs,
-                                                   const cpu::TensorView& output,
-                                                   std::mutex* accumulate_mu) override;
+                                                   const cpu::TensorView& output) override;
   void Post(std::function<void()> job) override;
 
  private:

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -90,14 +89,15 @@ class Device {
   // subtasks that can_enqueue(); any other device ignores them.
   virtual absl::Status BindCounters(int32_t* counters, size_t count) { return absl::OkStatus(); }
   // Compiles op `id`'s `slice` reading `inputs` (one view per activation input, in op.inputs
-  // order) and writing `output` (the whole op's output view). cin slices add into the
-  // output while holding `accumulate_mu`, which all slices of that op share; the runtime
-  // zeroes the output before and applies the fused activation after them.
+  // order) and writing `output` (the whole op's output view). A cin slice adds its partial
+  // sums into `output`, which is then either the op's output or a partial buffer of the same
+  // shape that only this slice writes (no other slice touches the memory it adds into); the
+  // runtime zeroes it before, and combines the partials and applies the fused activation
+  // after the last slice.
   virtual absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph,
                                                            model::OpId id, cpu::WorkSlice slice,
                                                            std::span<const cpu::TensorView> inputs,
-                                                           const cpu::TensorView& output,
-                                                           std::mutex* accumulate_mu) = 0;
+                                                           const cpu::TensorView& output) = 0;
   // Runs `job` on the device's thread without waiting; jobs run in submission order.
   virtual void Post(std::function<void()> job) = 0;
   // Blocks until everything enqueued so far has executed. Called on the device's thread.

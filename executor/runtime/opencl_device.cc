@@ -85,22 +85,17 @@ class OpenClSubtask final : public Subtask {
  public:
   // `counters` non-null: the subtask can be enqueued with in-queue waits and signal.
   OpenClSubtask(std::shared_ptr<void> binding, opencl::SvmArena* arena,
-                std::unique_ptr<opencl::OpKernel> kernel, std::mutex* accumulate_mu,
-                opencl::OpenClDevice* device, opencl::DependencyCounters* counters,
-                OpenClRuntimeDevice::Clock* clock)
+                std::unique_ptr<opencl::OpKernel> kernel, opencl::OpenClDevice* device,
+                opencl::DependencyCounters* counters, OpenClRuntimeDevice::Clock* clock)
       : clock_(clock),
         binding_(std::move(binding)),
         arena_(arena),
         kernel_(std::move(kernel)),
-        accumulate_mu_(accumulate_mu),
         device_(device),
         counters_(counters) {}
   ~OpenClSubtask() override { ReleaseEvents(); }
 
   absl::Status Run() override {
-    // A cin slice adds into memory CPU slices add into under the same mutex.
-    std::unique_lock<std::mutex> lock;
-    if (accumulate_mu_ != nullptr) lock = std::unique_lock<std::mutex>(*accumulate_mu_);
     // Not coherent: hand the arena to the device for the kernel (the runtime keeps everyone
     // else off it meanwhile) and take it back for the host after.
     float* const host = arena_->host_data();
@@ -130,7 +125,7 @@ class OpenClSubtask final : public Subtask {
   std::optional<double> last_device_us() const override { return device_us_; }
   std::optional<TimeSpan> last_span() const override { return span_; }
 
-  bool can_enqueue() const override { return counters_ != nullptr && accumulate_mu_ == nullptr; }
+  bool can_enqueue() const override { return counters_ != nullptr; }
 
   absl::Status Enqueue(std::span<const CounterWait> waits, size_t signal) override {
     if (!can_enqueue()) return Subtask::Enqueue(waits, signal);
@@ -191,7 +186,6 @@ class OpenClSubtask final : public Subtask {
   std::shared_ptr<void> binding_;  // keeps the arena alive; declared before the kernel
   opencl::SvmArena* arena_;        // owned by the binding
   std::unique_ptr<opencl::OpKernel> kernel_;
-  std::mutex* accumulate_mu_;
   opencl::OpenClDevice* device_;
   opencl::DependencyCounters* counters_;  // owned by the binding
   std::optional<double> device_us_;
@@ -359,8 +353,7 @@ absl::Status OpenClRuntimeDevice::BindArena(float* base, size_t floats) {
 
 absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
     const model::Graph& graph, model::OpId id, cpu::WorkSlice slice,
-    std::span<const cpu::TensorView> inputs, const cpu::TensorView& output,
-    std::mutex* accumulate_mu) {
+    std::span<const cpu::TensorView> inputs, const cpu::TensorView& output) {
   std::lock_guard<std::mutex> lock(mu_);
   if (current_ == nullptr) {
     return absl::FailedPreconditionError(
@@ -400,18 +393,23 @@ absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (auto s = check(in_tensors[i], inputs[i]); !s.ok()) return s;
   }
-  if (auto s = check(graph.op(id).output, output); !s.ok()) return s;
   const bool cin = slice.axis == model::SplitAxis::kInputChannels;
+  opencl::KernelOptions options{.atomic_partial_sums = false};
+  const cpu::TensorPlacement& out = b.placements[static_cast<size_t>(graph.op(id).output)];
+  if (cin && output.data - b.base != out.offset) {
+    // A partial buffer of this slice's own: nobody else adds into it, so plain adds suffice.
+    options.partial_output = opencl::TensorPlacement{output.data - b.base, output.pixel_stride};
+  } else if (auto s = check(graph.op(id).output, output); !s.ok()) {
+    return s;
+  }
   // In-queue sync needs the arena coherent too: a queue running ahead cannot take turns.
   const bool in_queue =
       b.counters != nullptr && b.counters->device_side() && b.arena->host_coherent();
-  // Partial sums are serialised by the op's mutex, so plain adds suffice.
-  auto kernel =
-      b.factory->Create(id, {slice.axis, slice.begin, slice.end}, {.atomic_partial_sums = false});
+  auto kernel = b.factory->Create(id, {slice.axis, slice.begin, slice.end}, options);
   if (!kernel.ok()) return kernel.status();
   return std::make_unique<OpenClSubtask>(current_, b.arena.get(), std::move(*kernel),
-                                         cin ? accumulate_mu : nullptr, device_.get(),
-                                         in_queue ? b.counters.get() : nullptr, clock_.get());
+                                         device_.get(), in_queue ? b.counters.get() : nullptr,
+                                         clock_.get());
 }
 
 void OpenClRuntimeDevice::Post(std::function<void()> job) { worker_->Post(std::move(job)); }

@@ -6,8 +6,7 @@
 // copies (paper sec. 2.1). A device without it gets coarse-grained SVM or a mapped buffer: the
 // arena stays mapped for the host, and each GPU subtask unmaps it, runs, and maps it back while
 // the runtime keeps every other subtask off it (takes_arena_turns) - still no copies, but CPU
-// and GPU no longer overlap. Compile
-// turns the runtime's views into arena offsets and pixel strides and builds one
+// and GPU no longer overlap. Compile turns the runtime's views into arena offsets and pixel strides and builds one
 // opencl::OpKernel per subtask (weights uploaded once per op).
 //
 // Synchronisation (paper, Appendix A): with CounterAllocator() as
@@ -17,9 +16,10 @@
 // (opencl::DependencyCounters), so the GPU queue waits for CPU work and publishes its own
 // without the host. Otherwise (no SVM atomics, counters in host memory, or
 // in_queue_sync=false) a subtask Runs from the dispatcher thread: the host waits for its
-// inputs, enqueues its kernel and waits for the event. A cin slice always runs that way and
-// holds the op's accumulation mutex while its kernel runs, so GPU and CPU partial sums never
-// interleave. Both ways record each kernel's profiled device time.
+// inputs, enqueues its kernel and waits for the event. The runtime runs cin slices that way
+// too (the last slice of an op combines the partial sums on the host); a cin slice adds into
+// its own partial buffer when the runtime gives it one (KernelOptions::partial_output), so it
+// never waits for the CPU's slices. Both ways record each kernel's profiled device time.
 //
 // Create measures the dispatch + sync overhead of one kernel round trip
 // (opencl::MeasureDispatchOverheadUs), which planning uses as the predictor's per-GPU-subtask
@@ -80,8 +80,7 @@ class OpenClRuntimeDevice final : public Device {
   absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
                                                    cpu::WorkSlice slice,
                                                    std::span<const cpu::TensorView> inputs,
-                                                   const cpu::TensorView& output,
-                                                   std::mutex* accumulate_mu) override;
+                                                   const cpu::TensorView& output) override;
   absl::Status BindCounters(int32_t* counters, size_t count) override;
   void Post(std::function<void()> job) override;
   absl::Status Finish() override;
