@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/calibration/in_graph_timing.h"
 #include "executor/opencl/opencl_device.h"
 #include "model/onnx_import.h"
 #include "predictor/calibration/analytic_fit.h"
@@ -146,6 +147,40 @@ TEST(CalibrateTest, ConcatsAreTimedInPlaceAsTheExecutorsRunThem) {
   // Nothing is copied: even the largest concat costs a small fraction of the smallest
   // 1x1 conv, which reads and writes tensors of the same sizes.
   EXPECT_LT(slowest_concat, 0.1 * fastest_conv);
+}
+
+TEST(TimeOpsInGraphTest, EveryOpOfTheModelGetsItsWholeOpSample) {
+  const char* dir = std::getenv("PSCHED_SHARED_DIR");
+  absl::StatusOr<model::Graph> g =
+      model::ImportOnnxFile(std::string(dir != nullptr ? dir : "/work/shared") +
+                                "/models/graph-only/squeezenet_v1_1.onnx",
+                            model::ImportOptions{});
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::vector<CalibrationSample>> samples =
+      TimeOpsInGraph(Cpu("cpu.0", 0), *g, {.warmup_runs = 1, .runs = 2, .seed = 1});
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  // One sample per op with a non-zero span (spans are in ns, so in practice every op),
+  // described as the whole op.
+  EXPECT_GE(samples->size(), g->ops.size() - 1);
+  int concats = 0;
+  for (const CalibrationSample& s : *samples) {
+    EXPECT_EQ(s.device, "cpu.0");
+    EXPECT_GT(s.measured_us, 0.0);
+    EXPECT_EQ(s.runs, 2);
+    EXPECT_THAT(s.source, ::testing::StartsWith("squeezenet_v1_1/op "));
+    EXPECT_THAT(s.source, ::testing::EndsWith("' in-graph"));
+    const model::OpId id = std::stoi(s.source.substr(std::string("squeezenet_v1_1/op ").size()));
+    EXPECT_EQ(s.config.kind, g->op(id).kind) << s.source;
+    EXPECT_EQ(s.config.flops, predictor::WholeOpConfig(*g, id).flops) << s.source;
+    concats += s.config.kind == model::OpKind::kConcat ? 1 : 0;
+  }
+  EXPECT_GT(concats, 0);
+  EXPECT_FALSE(
+      TimeOpsInGraph(scheduler::DeviceSpec{"gpu", scheduler::DeviceKind::kGpu, 0, {}, ""}, *g)
+          .ok());
+  absl::StatusOr<std::vector<CalibrationSample>> no_runs =
+      TimeOpsInGraph(Cpu("cpu.0", 0), *g, {.warmup_runs = 0, .runs = 0, .seed = 1});
+  EXPECT_EQ(no_runs.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CalibrateTest, MissingDevicesAreSkippedNotFatal) {

@@ -18,8 +18,8 @@ absl::StatusOr<std::vector<CalibrationSample>> TimeOpsInGraph(const scheduler::D
                                                               const model::Graph& graph,
                                                               const InGraphOptions& options) {
   if (device.kind != scheduler::DeviceKind::kCpu || device.cpu_cores.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TimeOpsInGraph: device '", device.name, "' is not a CPU device with cores to pin to"));
+    return absl::InvalidArgumentError(absl::StrCat("TimeOpsInGraph: device '", device.name,
+                                                   "' is not a CPU device with cores to pin to"));
   }
   if (options.runs < 1 || options.warmup_runs < 0) {
     return absl::InvalidArgumentError(

@@ -25,7 +25,7 @@ namespace psched::executor::calibration {
 
 struct InGraphOptions {
   int warmup_runs = 1;
-  int runs = 5;  // the sample is the median of the op's span over these runs
+  int runs = 5;       // the sample is the median of the op's span over these runs
   uint64_t seed = 1;  // inputs and synthesised weights
 };
 
