@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "executor/cpu/cpu_graph_executor.h"
 #include "executor/runtime/coexecution_runtime.h"
@@ -34,18 +36,26 @@ namespace {
 using executor::runtime::CoExecutionRuntime;
 using executor::runtime::PlatformDevices;
 
-template <typename F>
-double MedianMs(int runs, F&& run) {
-  std::vector<double> ms;
-  run();  // warm-up
-  for (int i = 0; i < runs; ++i) {
-    const absl::Time start = absl::Now();
-    run();
-    ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+// One timed configuration of one model: a plan on a platform, or XNNPACK alone.
+struct Config {
+  std::string platform = {};  // "A", "B", or "-" for XNNPACK alone
+  std::string plan = {};
+  bool single = false;   // a single-device plan
+  double predicted_ms = 0;
+  std::function<bool()> run = {};
+  const CoExecutionRuntime* runtime = nullptr;  // for traces
+  const scheduler::Schedule* schedule = nullptr;
+  std::vector<std::string> device_names = {};
+  std::vector<double> ms = {};
+  bool ok = true;
+
+  double median_ms() const {
+    if (ms.empty()) return 0;
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted[sorted.size() / 2];
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+};
 
 struct PlatformSetup {
   std::string name;
@@ -188,21 +198,29 @@ int Main(int argc, char** argv) {
     const model::Shape in_shape = graph->tensor(graph->inputs[0].tensor).shape;
     const std::vector<std::vector<float>> input{
         std::vector<float>(static_cast<size_t>(in_shape.Elements()), 0.5f)};
-    double one_core_ms = 0;
+
+    // Every configuration is built first and then timed in interleaved rounds, so drift in
+    // the machine's speed (a shared VM) hits all of them alike.
+    std::vector<Config> configs;
+    std::vector<std::unique_ptr<executor::cpu::CpuGraphExecutor>> executors;
     for (int threads : {1, 2}) {
       std::vector<int> cores{0};
       if (threads == 2) cores.push_back(1);
       auto exec = executor::cpu::CpuGraphExecutor::Create(*graph, {cores, threads});
-      if (!exec.ok()) continue;
-      const double ms = MedianMs(runs, [&] { (void)(*exec)->Run(input); });
-      if (threads == 1) one_core_ms = ms;
-      std::printf("%-20s %-4s %-22s %12.2f %12s %8.2f\n", models[mi].c_str(), "-",
-                  absl::StrCat("xnnpack ", threads, " thread").c_str(), ms, "-", one_core_ms / ms);
+      if (!exec.ok()) {
+        std::fprintf(stderr, "%s: xnnpack %d threads: %s\n", models[mi].c_str(), threads,
+                     exec.status().ToString().c_str());
+        continue;
+      }
+      executors.push_back(std::move(*exec));
+      executor::cpu::CpuGraphExecutor* e = executors.back().get();
+      configs.push_back({.platform = "-",
+                         .plan = absl::StrCat("xnnpack ", threads, " thread"),
+                         .run = [e, &input] { return e->Run(input).ok(); }});
     }
-    if (auto it = torch_ms.find(models[mi]); it != torch_ms.end()) {
-      std::printf("%-20s %-4s %-22s %12.2f %12s %8.2f\n", models[mi].c_str(), "-",
-                  "pytorch 2 threads", it->second, "-", one_core_ms / it->second);
-    }
+    std::vector<std::unique_ptr<CoExecutionRuntime>> runtimes;
+    std::vector<scheduler::Schedule> schedules;
+    schedules.reserve(64);
     for (PlatformSetup& p : platforms) {
       auto problem = scheduler::Problem::FromGraph(*graph, p.profile.platform, *p.profile.model);
       if (!problem.ok()) {
@@ -212,7 +230,6 @@ int Main(int argc, char** argv) {
       std::vector<std::string> plan_names;
       for (const auto& d : p.profile.platform.devices) plan_names.push_back("single:" + d.name);
       plan_names.insert(plan_names.end(), methods.begin(), methods.end());
-      double best_single_ms = 1e300;
       for (const std::string& method : plan_names) {
         auto scheduler = scheduler::MakeScheduler(method);
         if (!scheduler.ok()) {
@@ -235,27 +252,66 @@ int Main(int argc, char** argv) {
                       method.c_str(), rt.status().ToString().c_str());
           continue;
         }
-        bool ok = true;
-        const double ms = MedianMs(runs, [&] { ok &= (*rt)->Run(input).ok(); });
-        if (method.rfind("single:", 0) == 0) best_single_ms = std::min(best_single_ms, ms);
-        if (!trace_dir.empty()) {
-          std::string plan_name = method;
-          std::replace(plan_name.begin(), plan_name.end(), ':', '-');
-          const std::string path =
-              absl::StrCat(trace_dir, "/", models[mi], ".", p.name, ".", plan_name, ".json");
-          if (absl::Status s = executor::runtime::WriteChromeTrace(
-                  path, *graph, **rt, p.devices->names(), &*schedule);
-              !s.ok()) {
-            std::fprintf(stderr, "%s\n", s.ToString().c_str());
-          }
+        runtimes.push_back(std::move(*rt));
+        schedules.push_back(std::move(*schedule));
+        CoExecutionRuntime* r = runtimes.back().get();
+        configs.push_back({.platform = p.name,
+                           .plan = method,
+                           .single = method.rfind("single:", 0) == 0,
+                           .predicted_ms = schedules.back().makespan_us() / 1e3,
+                           .run = [r, &input] { return r->Run(input).ok(); },
+                           .runtime = r,
+                           .schedule = &schedules.back(),
+                           .device_names = p.devices->names()});
+      }
+    }
+    for (Config& c : configs) c.ok &= c.run();  // warm-up
+    for (int round = 0; round < runs; ++round) {
+      for (Config& c : configs) {
+        const absl::Time start = absl::Now();
+        c.ok &= c.run();
+        c.ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+      }
+    }
+
+    const double one_core_ms = configs.empty() || configs[0].plan != "xnnpack 1 thread"
+                                   ? 0
+                                   : configs[0].median_ms();
+    std::map<std::string, double> best_single_ms;
+    for (const Config& c : configs) {
+      if (c.single) {
+        auto [it, fresh] = best_single_ms.emplace(c.platform, c.median_ms());
+        if (!fresh) it->second = std::min(it->second, c.median_ms());
+      }
+    }
+    for (const Config& c : configs) {
+      const double ms = c.median_ms();
+      const std::string predicted =
+          c.predicted_ms > 0 ? absl::StrFormat("%.2f", c.predicted_ms) : std::string("-");
+      const auto best = best_single_ms.find(c.platform);
+      std::printf("%-20s %-4s %-22s %12.2f %12s %8.2f%s%s\n", models[mi].c_str(),
+                  c.platform.c_str(), c.plan.c_str(), ms, predicted.c_str(),
+                  one_core_ms > 0 ? one_core_ms / ms : 0.0,
+                  !c.single && best != best_single_ms.end() && ms > best->second
+                      ? "  (slower than the best single device)"
+                      : "",
+                  c.ok ? "" : "  (a run failed)");
+      if (c.plan == "xnnpack 1 thread") {
+        if (auto it = torch_ms.find(models[mi]); it != torch_ms.end()) {
+          std::printf("%-20s %-4s %-22s %12.2f %12s %8.2f\n", models[mi].c_str(), "-",
+                      "pytorch 2 threads", it->second, "-", one_core_ms / it->second);
         }
-        std::printf("%-20s %-4s %-22s %12.2f %12.2f %8.2f%s%s\n", models[mi].c_str(),
-                    p.name.c_str(), method.c_str(), ms, schedule->makespan_us() / 1e3,
-                    one_core_ms / ms,
-                    method.rfind("single:", 0) != 0 && ms > best_single_ms
-                        ? "  (slower than the best single device)"
-                        : "",
-                    ok ? "" : "  (a run failed)");
+      }
+      if (!trace_dir.empty() && c.runtime != nullptr) {
+        std::string plan_name = c.plan;
+        std::replace(plan_name.begin(), plan_name.end(), ':', '-');
+        const std::string path =
+            absl::StrCat(trace_dir, "/", models[mi], ".", c.platform, ".", plan_name, ".json");
+        if (absl::Status s = executor::runtime::WriteChromeTrace(path, *graph, *c.runtime,
+                                                                 c.device_names, c.schedule);
+            !s.ok()) {
+          std::fprintf(stderr, "%s\n", s.ToString().c_str());
+        }
       }
     }
     std::fflush(stdout);
