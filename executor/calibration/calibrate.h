@@ -5,7 +5,8 @@
 // the case's slice; the GPU device through the OpenCL kernels of executor/opencl on one
 // in-order queue. Each case gets synthetic weights and seeded random inputs, `warmup_runs`
 // untimed runs (the first OpenCL launch JIT-compiles on PoCL), then `runs` timed runs whose
-// median becomes the sample. CPU times are one kernel Run(); GPU times are Enqueue() until
+// median becomes the sample (on CPU devices each timed run starts with the core's private
+// caches evicted, `evict_bytes`). CPU times are one kernel Run(); GPU times are Enqueue() until
 // the queue has finished, i.e. launch plus execution as a scheduled subtask sees it (the
 // synchronisation kernel is not included; the fitted model adds it as dispatch_us).
 //
@@ -16,6 +17,7 @@
 // it. Not reentrant for the same OpenCL device.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -55,6 +57,12 @@ struct CalibrationOptions {
   // Predicts devices by platform index (the order of Calibrate's `devices`); may be null.
   std::shared_ptr<const predictor::LatencyModel> prior;
   uint64_t seed = 1;  // inputs and weights
+  // CPU devices: bytes of scratch memory streamed through before every timed run, so the
+  // op starts with its weights and inputs out of the core's private caches, as in a model
+  // run where other ops ran in between (an isolated op timed back to back would otherwise
+  // find them in L1/L2 and run up to 3x faster than in the graph). 0: no eviction. The
+  // eviction is not timed but counts against budget_s.
+  size_t evict_bytes = size_t{8} << 20;
   std::function<void(const CalibrationProgress&)> progress;
 };
 

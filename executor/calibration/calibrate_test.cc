@@ -183,6 +183,21 @@ TEST(TimeOpsInGraphTest, EveryOpOfTheModelGetsItsWholeOpSample) {
   EXPECT_EQ(no_runs.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(CalibrateTest, CacheEvictionIsOptional) {
+  std::vector<CalibrationCase> cases = Cases();
+  cases.resize(std::min<size_t>(cases.size(), 12));
+  for (size_t evict : {size_t{0}, size_t{1} << 20}) {
+    CalibrationOptions options;
+    options.budget_s = 0.5;
+    options.runs = 2;
+    options.evict_bytes = evict;
+    const std::vector<scheduler::DeviceSpec> devices = {Cpu("cpu.0", 0)};
+    absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_FALSE(run->samples.samples.empty()) << "evict_bytes " << evict;
+  }
+}
+
 TEST(CalibrateTest, MissingDevicesAreSkippedNotFatal) {
   const std::vector<CalibrationCase> cases = Cases();
   const std::vector<scheduler::DeviceSpec> devices = {
