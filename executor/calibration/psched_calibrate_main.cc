@@ -30,10 +30,12 @@
 #include "executor/calibration/calibration_cases.h"
 #include "executor/calibration/in_graph_timing.h"
 #include "model/onnx_import.h"
+#include "model/split.h"
 #include "predictor/analytic_model.h"
 #include "predictor/calibration/analytic_fit.h"
 #include "predictor/calibration/analytic_params_json.h"
 #include "predictor/calibration/calibration_samples.h"
+#include "predictor/calibration/trace_samples.h"
 #include "predictor/profiles.h"
 #include "spdlog/spdlog.h"
 
@@ -57,6 +59,7 @@ struct Flags {
   double holdout = 0.2;
   std::string log_level = "warn";
   bool in_graph = false;
+  std::vector<std::string> check_traces;
   // The paper's workloads: timed first, and reported apart.
   std::vector<std::string> priority_models = {"squeezenet_v1_1", "peleenet", "inceptionv3",
                                               "hrnet_w18_small_v1"};
@@ -204,6 +207,55 @@ absl::StatusOr<nlohmann::json> ReadJson(const std::string& path) {
   return j;
 }
 
+// Prints how `model` predicts the measured subtasks of each co-execution trace (graphs
+// found among `models` by the trace's graph name): the error table over the trace's
+// devices that the model has, and predicted / measured time summed per device.
+absl::Status CheckTraces(const std::vector<std::string>& paths,
+                         const std::vector<model::Graph>& models,
+                         const predictor::AnalyticModel& model,
+                         const std::vector<std::string>& names) {
+  for (const std::string& path : paths) {
+    absl::StatusOr<nlohmann::json> trace = ReadJson(path);
+    if (!trace.ok()) return trace.status();
+    const std::string graph_name =
+        trace->value("otherData", nlohmann::json::object()).value("graph", std::string());
+    const auto graph = std::find_if(models.begin(), models.end(),
+                                    [&](const model::Graph& g) { return g.name == graph_name; });
+    if (graph == models.end()) {
+      return absl::NotFoundError(
+          absl::StrCat(path, ": graph '", graph_name, "' is not among the --models"));
+    }
+    absl::StatusOr<std::vector<predictor::calibration::CalibrationSample>> samples =
+        predictor::calibration::SamplesFromTrace(*trace, *graph);
+    if (!samples.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", samples.status().message()));
+    }
+    std::printf("\n%s: %zu measured subtasks\n%s", path.c_str(), samples->size(),
+                predictor::calibration::FormatErrorTable(
+                    predictor::calibration::EvaluateErrors(model, names, *samples))
+                    .c_str());
+    // Sums per device and split axis (the axis is in the sample's source, "... cin[0,8) trace").
+    for (size_t d = 0; d < names.size(); ++d) {
+      for (model::SplitAxis axis : model::kAllSplitAxes) {
+        const std::string tag = absl::StrCat(" ", std::string(model::SplitAxisName(axis)), "[");
+        double measured = 0, predicted = 0;
+        for (const auto& s : *samples) {
+          if (s.device != names[d] || s.source.find(tag) == std::string::npos) continue;
+          measured += s.measured_us;
+          predicted += model.PredictUs(s.config, static_cast<int>(d)) -
+                       model.device(static_cast<int>(d)).dispatch_us;
+        }
+        if (measured > 0) {
+          std::printf("%-8s %-8s sum predicted / measured %.2f (%.0f / %.0f us)\n",
+                      names[d].c_str(), std::string(model::SplitAxisName(axis)).c_str(),
+                      predicted / measured, predicted, measured);
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(const Flags& flags) {
   absl::StatusOr<std::vector<scheduler::DeviceSpec>> devices =
       ParseDevices(flags.devices, flags.opencl_device);
@@ -214,6 +266,7 @@ absl::Status Run(const Flags& flags) {
 
   CalibrationSamples samples;
   nlohmann::json outcomes = nlohmann::json::array();
+  std::vector<model::Graph> models;  // loaded when timing or checking traces
   if (!flags.samples_in.empty()) {
     absl::StatusOr<nlohmann::json> j = ReadJson(flags.samples_in);
     if (!j.ok()) return j.status();
@@ -227,14 +280,15 @@ absl::Status Run(const Flags& flags) {
     std::printf("loaded %zu samples from %s\n", samples.samples.size(), flags.samples_in.c_str());
   } else {
     const auto load_start = std::chrono::steady_clock::now();
-    absl::StatusOr<std::vector<model::Graph>> models = LoadModels(flags.models);
-    if (!models.ok()) return models.status();
+    absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
+    if (!loaded.ok()) return loaded.status();
+    models = std::move(*loaded);
     const std::vector<executor::calibration::CalibrationCase> cases =
         executor::calibration::BuildCases(
-            *models,
+            models,
             {.seed = flags.seed, .include_slices = true, .priority_models = flags.priority_models});
     std::printf(
-        "%zu models, %zu distinct op configurations and slices (%.1f s)\n", models->size(),
+        "%zu models, %zu distinct op configurations and slices (%.1f s)\n", models.size(),
         cases.size(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
     executor::calibration::CalibrationOptions options;
@@ -275,7 +329,7 @@ absl::Status Run(const Flags& flags) {
     }
     samples = std::move(run->samples);
     if (flags.in_graph) {
-      absl::Status s = AddInGraphSamples(flags, *devices, run->devices, *models, samples);
+      absl::Status s = AddInGraphSamples(flags, *devices, run->devices, models, samples);
       if (!s.ok()) return s;
     }
   }
@@ -301,6 +355,16 @@ absl::Status Run(const Flags& flags) {
     std::printf("%s: no samples, host profile parameters kept\n", d.c_str());
   }
   std::printf("model version %s\n", fit->model->Version().c_str());
+  if (!flags.check_traces.empty()) {
+    if (models.empty()) {
+      absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
+      if (!loaded.ok()) return loaded.status();
+      models = std::move(*loaded);
+    }
+    if (absl::Status s = CheckTraces(flags.check_traces, models, *fit->model, names); !s.ok()) {
+      return s;
+    }
+  }
 
   if (!flags.out.empty()) {
     nlohmann::json out = predictor::calibration::SamplesToJson(samples);
@@ -360,6 +424,9 @@ int main(int argc, char** argv) {
                "also time every op of the priority models inside whole-model runs on each CPU "
                "device (after the budget)")
       ->capture_default_str();
+  app.add_option("--check-traces", flags.check_traces,
+                 "co-execution traces (Chrome JSON) to compare the fitted model with")
+      ->check(CLI::ExistingFile);
   app.add_option("--log-level", flags.log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
