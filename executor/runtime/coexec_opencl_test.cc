@@ -383,6 +383,27 @@ TEST_F(CoExecOpenClTest, CpuFailureReleasesWaitsInTheGpuQueue) {
   EXPECT_LE(RelativeL2((*out)[0], (*expected)[0]), 1e-4);
 }
 
+// A runtime whose plan leaves the GPU idle still lives in the GPU's arena and counters; another
+// runtime binding the device afterwards must not free them under it.
+TEST_F(CoExecOpenClTest, RuntimeKeepsItsArenaWhenTheGpuRunsNothing) {
+  const model::Graph graph = TestGraph();
+  const std::vector<std::vector<float>> input{RandomVector(12 * 12 * 8, 13)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto cpu_only = CoExecutionRuntime::Create(graph, two_, SingleDevicePlan(graph, 2), Options());
+  ASSERT_TRUE(cpu_only.ok()) << cpu_only.status();
+  for (uint32_t seed = 30; seed < 33; ++seed) {
+    auto other = CoExecutionRuntime::Create(graph, two_, RandomPlan(graph, 2, 2, seed), Options());
+    ASSERT_TRUE(other.ok()) << other.status();
+    ASSERT_TRUE((*other)->Run(input).ok());
+  }
+  // Fill what a freed arena would be reused for, then run the first runtime again.
+  std::vector<std::vector<float>> junk(8, std::vector<float>(1 << 16, -7.0f));
+  auto out = (*cpu_only)->Run(input);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_LE(RelativeL2((*out)[0], (*expected)[0]), 1e-4);
+}
+
 TEST_F(CoExecOpenClTest, ArenaMustComeFromTheDevice) {
   const model::Graph graph = TestGraph();
   auto rt = CoExecutionRuntime::Create(graph, two_, SingleDevicePlan(graph, 2));

@@ -164,7 +164,8 @@ absl::Status CoExecutionRuntime::AllocateArena(size_t floats, const RuntimeOptio
   if (options.allocate_arena) {
     auto memory = options.allocate_arena(floats);
     if (!memory.ok()) return memory.status();
-    arena_ = *memory;
+    arena_ = memory->data;
+    arena_owner_ = std::move(memory->owner);
   } else {
     const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;  // aligned_alloc wants this
     owned_arena_.reset(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
@@ -180,9 +181,10 @@ absl::Status CoExecutionRuntime::AllocateArena(size_t floats, const RuntimeOptio
 
 absl::Status CoExecutionRuntime::AllocateCounters(const RuntimeOptions& options) {
   if (options.allocate_counters) {
-    absl::StatusOr<int32_t*> memory = options.allocate_counters(ops_.size());
+    absl::StatusOr<SharedMemory<int32_t>> memory = options.allocate_counters(ops_.size());
     if (!memory.ok()) return memory.status();
-    counters_ = *memory;
+    counters_ = memory->data;
+    counters_owner_ = std::move(memory->owner);
   } else {
     owned_counters_.assign(ops_.size(), 0);
     counters_ = owned_counters_.data();

@@ -51,13 +51,13 @@ struct SubtaskTiming {
 
 struct RuntimeOptions {
   // Allocates the shared arena of `floats` elements (64-byte aligned), e.g. in fine-grained
-  // OpenCL SVM so a GPU device reads and writes it in place. The memory stays the caller's
-  // and must outlive the runtime. Empty: the runtime allocates host memory itself.
-  std::function<absl::StatusOr<float*>(size_t floats)> allocate_arena;
+  // OpenCL SVM so a GPU device reads and writes it in place; the runtime keeps the returned
+  // owner. Empty: the runtime allocates host memory itself.
+  std::function<absl::StatusOr<SharedMemory<float>>(size_t floats)> allocate_arena;
   // Allocates the `count` int32 dependency counters, e.g. in fine-grained SVM with atomics so
-  // a GPU device can wait and signal from its command queue. Same lifetime rules as the
-  // arena. Empty: host memory (every device then synchronises on the host).
-  std::function<absl::StatusOr<int32_t*>(size_t count)> allocate_counters;
+  // a GPU device can wait and signal from its command queue; the runtime keeps the returned
+  // owner. Empty: host memory (every device then synchronises on the host).
+  std::function<absl::StatusOr<SharedMemory<int32_t>>(size_t count)> allocate_counters;
 };
 
 class CoExecutionRuntime {
@@ -124,7 +124,9 @@ class CoExecutionRuntime {
   };
   std::unique_ptr<float, FreeDeleter> owned_arena_;  // null when the caller allocated it
   float* arena_ = nullptr;
-  std::vector<int32_t> owned_counters_;  // empty when the caller allocated them
+  std::shared_ptr<void> arena_owner_;     // an allocator's arena
+  std::shared_ptr<void> counters_owner_;  // an allocator's counters
+  std::vector<int32_t> owned_counters_;   // empty when an allocator provided them
   int32_t* counters_ = nullptr;          // one per op
   std::vector<cpu::TensorView> inputs_, outputs_;
   std::vector<OpState> ops_;

@@ -200,9 +200,9 @@ TEST_F(CoExecutionTest, UsesTheCallersArena) {
   const model::Graph graph = TestGraph();
   std::vector<float> memory;
   RuntimeOptions options;
-  options.allocate_arena = [&](size_t floats) -> absl::StatusOr<float*> {
+  options.allocate_arena = [&](size_t floats) -> absl::StatusOr<SharedMemory<float>> {
     memory.assign(floats, 0.0f);
-    return memory.data();
+    return SharedMemory<float>{memory.data(), nullptr};
   };
   auto rt = CoExecutionRuntime::Create(graph, devices_, RandomPlan(graph, 2, 9), options);
   ASSERT_TRUE(rt.ok()) << rt.status();
@@ -214,7 +214,7 @@ TEST_F(CoExecutionTest, UsesTheCallersArena) {
   for (size_t i = 0; i < (*expected)[0].size(); ++i) {
     EXPECT_NEAR((*out)[0][i], (*expected)[0][i], 1e-4 * (1 + std::fabs((*expected)[0][i])));
   }
-  options.allocate_arena = [](size_t) -> absl::StatusOr<float*> {
+  options.allocate_arena = [](size_t) -> absl::StatusOr<SharedMemory<float>> {
     return absl::ResourceExhaustedError("no SVM left");
   };
   EXPECT_THAT(CoExecutionRuntime::Create(graph, devices_, SingleDevicePlan(graph, 2), options)

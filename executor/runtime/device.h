@@ -31,6 +31,15 @@
 
 namespace psched::executor::runtime {
 
+// Memory a device allocates for a runtime (the arena, the dependency counters) together with
+// what keeps it alive: the runtime holds `owner` for as long as it uses `data`, so the memory
+// outlives the runtime even when none of its subtasks runs on the allocating device.
+template <typename T>
+struct SharedMemory {
+  T* data = nullptr;
+  std::shared_ptr<void> owner;  // null: the caller keeps `data` alive some other way
+};
+
 // "Wait until dependency counter `counter` has reached `target`."
 struct CounterWait {
   size_t counter = 0;

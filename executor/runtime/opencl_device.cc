@@ -22,9 +22,9 @@ namespace psched::executor::runtime {
 // One runtime's arena and the kernel factory bound to it. Subtasks share it, so the arena
 // outlives every kernel whose arguments point into it.
 struct OpenClRuntimeDevice::Binding {
-  std::unique_ptr<opencl::SvmArena> arena;  // destroyed last
+  std::shared_ptr<opencl::SvmArena> arena;  // destroyed last (and shared with the runtime)
   // The runtime's counters when this device allocated them (in SVM when device_side()).
-  std::unique_ptr<opencl::DependencyCounters> counters;
+  std::shared_ptr<opencl::DependencyCounters> counters;
   float* base = nullptr;
   const model::Graph* graph = nullptr;
   std::vector<cpu::TensorPlacement> placements;
@@ -289,11 +289,12 @@ OpenClRuntimeDevice::~OpenClRuntimeDevice() {
   unbound_counters_.clear();
 }
 
-std::function<absl::StatusOr<float*>(size_t)> OpenClRuntimeDevice::ArenaAllocator() {
+std::function<absl::StatusOr<SharedMemory<float>>(size_t)> OpenClRuntimeDevice::ArenaAllocator() {
   return [this](size_t floats) { return AllocateArena(floats); };
 }
 
-std::function<absl::StatusOr<int32_t*>(size_t)> OpenClRuntimeDevice::CounterAllocator() {
+std::function<absl::StatusOr<SharedMemory<int32_t>>(size_t)>
+OpenClRuntimeDevice::CounterAllocator() {
   return [this](size_t count) { return AllocateCounters(count); };
 }
 
@@ -301,7 +302,7 @@ bool OpenClRuntimeDevice::in_queue_sync() const {
   return in_queue_sync_ && device_->info().svm_atomics;
 }
 
-absl::StatusOr<int32_t*> OpenClRuntimeDevice::AllocateCounters(size_t count) {
+absl::StatusOr<SharedMemory<int32_t>> OpenClRuntimeDevice::AllocateCounters(size_t count) {
   opencl::SyncOptions options;
   options.force_host_side = !in_queue_sync();
   if (max_wait_spins_ > 0) options.max_spins = max_wait_spins_;
@@ -311,13 +312,13 @@ absl::StatusOr<int32_t*> OpenClRuntimeDevice::AllocateCounters(size_t count) {
     return absl::Status(counters.status().code(), absl::StrCat("device ", name_, ": counters: ",
                                                                counters.status().message()));
   }
-  int32_t* words = (*counters)->data();
+  std::shared_ptr<opencl::DependencyCounters> shared = std::move(*counters);
   std::lock_guard<std::mutex> lock(mu_);
-  unbound_counters_[words] = std::move(*counters);
-  return words;
+  unbound_counters_[shared->data()] = shared;
+  return SharedMemory<int32_t>{shared->data(), shared};
 }
 
-absl::StatusOr<float*> OpenClRuntimeDevice::AllocateArena(size_t floats) {
+absl::StatusOr<SharedMemory<float>> OpenClRuntimeDevice::AllocateArena(size_t floats) {
   auto arena = opencl::SvmArena::Create(device_.get(), floats, arena_mode_);
   absl::StatusOr<float*> host =
       arena.ok() ? (*arena)->BeginHostAccess() : absl::StatusOr<float*>(arena.status());
@@ -326,8 +327,9 @@ absl::StatusOr<float*> OpenClRuntimeDevice::AllocateArena(size_t floats) {
                         absl::StrCat("device ", name_, ": arena: ", host.status().message()));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  unbound_[*host] = std::move(*arena);
-  return *host;
+  std::shared_ptr<opencl::SvmArena> shared = std::move(*arena);
+  unbound_[*host] = shared;
+  return SharedMemory<float>{*host, shared};
 }
 
 absl::Status OpenClRuntimeDevice::BindArena(float* base, size_t floats) {

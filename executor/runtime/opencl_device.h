@@ -25,9 +25,10 @@
 // (opencl::MeasureDispatchOverheadUs), which planning uses as the predictor's per-GPU-subtask
 // constant (predictor::ProfileOptions::gpu_dispatch_us).
 //
-// Ownership: owns the OpenCL device and its dispatcher thread; an arena handed out by
-// ArenaAllocator lives until the subtasks compiled against it are gone and another arena has
-// been bound. Thread-safety: as Device; ArenaAllocator's function may be called from any thread.
+// Ownership: owns the OpenCL device and its dispatcher thread. Arenas and counters handed out
+// by the allocators are shared: the runtime holds them (SharedMemory::owner), and so do the
+// subtasks compiled against them; none may outlive this device. Thread-safety: as Device; the
+// allocators' functions may be called from any thread.
 #pragma once
 
 #include <functional>
@@ -87,10 +88,10 @@ class OpenClRuntimeDevice final : public Device {
 
   // RuntimeOptions::allocate_arena for runtimes this device takes part in, in arena_mode()
   // (mapped for the host between GPU subtasks when that is not fine-grained SVM).
-  std::function<absl::StatusOr<float*>(size_t floats)> ArenaAllocator();
+  std::function<absl::StatusOr<SharedMemory<float>>(size_t floats)> ArenaAllocator();
   // RuntimeOptions::allocate_counters: fine-grained SVM with atomics where the device has
   // them (and in_queue_sync is on), host memory otherwise.
-  std::function<absl::StatusOr<int32_t*>(size_t count)> CounterAllocator();
+  std::function<absl::StatusOr<SharedMemory<int32_t>>(size_t count)> CounterAllocator();
   // True when subtasks compiled from now on wait and signal inside the command queue.
   bool in_queue_sync() const;
 
@@ -110,8 +111,8 @@ class OpenClRuntimeDevice final : public Device {
 
   OpenClRuntimeDevice(std::string name, std::unique_ptr<cpu::PinnedWorker> worker,
                       const OpenClRuntimeDeviceOptions& options);
-  absl::StatusOr<float*> AllocateArena(size_t floats);
-  absl::StatusOr<int32_t*> AllocateCounters(size_t count);
+  absl::StatusOr<SharedMemory<float>> AllocateArena(size_t floats);
+  absl::StatusOr<SharedMemory<int32_t>> AllocateCounters(size_t count);
 
   const std::string name_;
   std::unique_ptr<Clock> clock_;
@@ -126,8 +127,8 @@ class OpenClRuntimeDevice final : public Device {
 
   std::mutex mu_;
   // Arenas allocated but not yet bound, by host pointer.
-  std::map<const float*, std::unique_ptr<opencl::SvmArena>> unbound_ ABSL_GUARDED_BY(mu_);
-  std::map<const int32_t*, std::unique_ptr<opencl::DependencyCounters>> unbound_counters_
+  std::map<const float*, std::shared_ptr<opencl::SvmArena>> unbound_ ABSL_GUARDED_BY(mu_);
+  std::map<const int32_t*, std::shared_ptr<opencl::DependencyCounters>> unbound_counters_
       ABSL_GUARDED_BY(mu_);
   std::shared_ptr<Binding> current_ ABSL_GUARDED_BY(mu_);
 };
