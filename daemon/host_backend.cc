@@ -346,9 +346,14 @@ class HostBackend final : public Backend {
                                                    "' is simulated; only the host calibrates"));
     }
     std::vector<model::Graph> graphs;
-    for (const auto& loaded : models) graphs.push_back(GraphOf(*loaded));
+    // The served models' own ops (and every slice size of them) are timed first.
+    executor::calibration::CaseOptions case_options;
+    for (const auto& loaded : models) {
+      graphs.push_back(GraphOf(*loaded));
+      case_options.priority_models.push_back(graphs.back().name);
+    }
     const std::vector<executor::calibration::CalibrationCase> cases =
-        executor::calibration::BuildCases(graphs);
+        executor::calibration::BuildCases(graphs, case_options);
     executor::calibration::CalibrationOptions options;
     options.budget_s = budget_s;
     options.prior = std::make_shared<predictor::AnalyticModel>("prior", priors_);
