@@ -391,8 +391,6 @@ absl::Status KernelFactory::BuildConv(OpId id, const KernelSlice& slice,
 
   OpKernel::Launch launch;
   launch.dims = 3;
-  launch.global[1] = CeilDiv(out.w, kConvTileW);
-  launch.global[2] = static_cast<size_t>(rows);
   absl::StatusOr<cl_kernel> k = NewKernel(depthwise ? "psched_depthwise_conv2d" : "psched_conv2d");
   if (!k.ok()) return k.status();
   launch.kernel = *k;
@@ -407,11 +405,17 @@ absl::Status KernelFactory::BuildConv(OpId id, const KernelSlice& slice,
   if (depthwise) {
     const int64_t c_lo = g_begin * cog;
     const int64_t c_hi = (g_begin + g_count) * cog;
-    kernel.launches_.back().global[0] = CeilDiv(c_hi - c_lo, 4);
+    OpKernel::Launch& l = kernel.launches_.back();
+    l.global[0] = CeilDiv(c_hi - c_lo, 4);
+    l.global[1] = CeilDiv(out.w, kConvTileW);
+    l.global[2] = static_cast<size_t>(rows);
     args.Int(cog).Int(c_lo).Int(c_hi).Int(oh_begin);
   } else {
-    kernel.launches_.back().global[0] =
-        static_cast<size_t>(g_count) * CeilDiv(co_hi - co_lo, kConvTileC);
+    // (pixel tiles, rows, channel blocks): see psched_conv2d.
+    OpKernel::Launch& l = kernel.launches_.back();
+    l.global[0] = CeilDiv(out.w, kConvTileW);
+    l.global[1] = static_cast<size_t>(rows);
+    l.global[2] = static_cast<size_t>(g_count) * CeilDiv(co_hi - co_lo, kConvTileC);
     args.Int(cig).Int(cog).Int(cog + kConvTileC - 1).Int(g_begin).Int(co_lo).Int(co_hi).Int(oh_begin);
     args.Int(ci_begin).Int(ci_end).Int(mode);
   }

@@ -21,11 +21,13 @@ __kernel void psched_conv2d(
     int cig, int cog, int cog_stride, int g_begin, int co_lo, int co_hi, int oh_begin,
     int ci_begin, int ci_end, int mode, int act_kind, float4 act) {
   const int blocks_per_group = (co_hi - co_lo + PSCHED_CONV_TILE_C - 1) / PSCHED_CONV_TILE_C;
-  const int block = get_global_id(0);
+  // Pixels vary fastest and channel blocks slowest, so the work-items a driver runs back to
+  // back share one block's weights (kept in cache) instead of streaming all of them per pixel.
+  const int block = get_global_id(2);
   const int g = g_begin + block / blocks_per_group;
   const int co_local = co_lo + (block % blocks_per_group) * PSCHED_CONV_TILE_C;
-  const int ow0 = get_global_id(1) * PSCHED_CONV_TILE_W;
-  const int oh = oh_begin + get_global_id(2);
+  const int ow0 = get_global_id(0) * PSCHED_CONV_TILE_W;
+  const int oh = oh_begin + get_global_id(1);
   if (ow0 >= out_w || oh >= out_h) return;
 
   float8 acc0 = (float8)(0.0f), acc1 = (float8)(0.0f), acc2 = (float8)(0.0f),
