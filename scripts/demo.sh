@@ -70,6 +70,9 @@ id="$(ctl model add "$model")"
 echo "model id: $id"
 ctl model ls
 
+step "calibrating the host latency model (times the model's ops and their slices on each device)"
+ctl calibrate --budget-s 3
+
 step "$scheduler plan (computed now; Gantt chart in $work/plan.svg)"
 ctl plan show "$id" --scheduler "$scheduler" --svg "$work/plan.svg" >"$work/plan.txt"
 head -n 3 "$work/plan.txt"
