@@ -278,7 +278,6 @@ OpenClRuntimeDevice::OpenClRuntimeDevice(std::string name,
       clock_(std::make_unique<Clock>()),
       worker_(std::move(worker)),
       in_queue_sync_(options.in_queue_sync),
-      requested_arena_mode_(options.arena_mode),
       max_wait_spins_(options.max_wait_spins) {}
 
 OpenClRuntimeDevice::~OpenClRuntimeDevice() {

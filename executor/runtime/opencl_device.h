@@ -121,7 +121,6 @@ class OpenClRuntimeDevice final : public Device {
   std::optional<double> dispatch_overhead_us_;
   int pinned_driver_threads_ = 0;
   const bool in_queue_sync_;
-  const std::optional<opencl::MemoryMode> requested_arena_mode_;
   opencl::MemoryMode arena_mode_ = opencl::MemoryMode::kFineGrainSvm;
   const int32_t max_wait_spins_;
 
