@@ -22,6 +22,7 @@
 #include "executor/runtime/plan_from_schedule.h"
 #include "executor/runtime/trace.h"
 #include "executor/testing/graph_builder.h"
+#include "executor/testing/tensor_compare.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/onnx_import.h"
@@ -37,7 +38,9 @@ using model::OpKind;
 using model::SplitAxis;
 using testing::GraphBuilder;
 using ::testing::HasSubstr;
+using testing::RandomConv;
 using testing::RandomVector;
+using testing::RelativeL2;
 
 // PoCL stays on one thread, like a GPU queue beside the CPU workers; set before OpenCL loads.
 const bool kPoclOneThread = setenv("POCL_MAX_PTHREAD_COUNT", "1", /*overwrite=*/0) == 0;
@@ -47,52 +50,25 @@ std::string SharedDir() {
   return std::string(dir != nullptr ? dir : PSCHED_SOURCE_DIR "/../shared");
 }
 
-double RelativeL2(const std::vector<float>& actual, const std::vector<float>& expected) {
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const double d = double{actual[i]} - expected[i];
-    diff += d * d;
-    norm += double{expected[i]} * expected[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-30));
-}
-
-model::ConvAttrs MakeConv(GraphBuilder& b, int64_t cin, int64_t cout, int k, int stride, int pad,
-                          int groups, uint32_t seed) {
-  model::ConvAttrs conv;
-  conv.window = {.kernel_h = k,
-                 .kernel_w = k,
-                 .stride_h = stride,
-                 .stride_w = stride,
-                 .pad_top = pad,
-                 .pad_left = pad,
-                 .pad_bottom = pad,
-                 .pad_right = pad};
-  conv.groups = groups;
-  const int64_t n = cout * k * k * (cin / groups);
-  conv.filter = b.AddConstant({cout, k, k, cin / groups},
-                              RandomVector(static_cast<size_t>(n), seed, -0.5f, 0.5f));
-  conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), seed + 100));
-  return conv;
-}
-
 // Branches into an in-place concat, grouped and depthwise convs, pooling, a constant add, and
 // a classifier with a fused activation (which a cin split must apply after all partial sums).
 model::Graph TestGraph() {
   GraphBuilder b("coexec_opencl");
   auto x = b.AddInput({12, 12, 8});
   const model::Activation relu{.kind = ActivationKind::kRelu};
-  auto t1 = b.AddOp(OpKind::kConv2d, {x}, {12, 12, 16}, MakeConv(b, 8, 16, 3, 1, 1, 1, 1), relu);
-  auto t2 = b.AddOp(OpKind::kConv2d, {x}, {12, 12, 8}, MakeConv(b, 8, 8, 1, 1, 0, 2, 2));
-  auto t3 = b.AddOp(OpKind::kConv2d, {t1}, {12, 12, 16}, MakeConv(b, 16, 16, 3, 1, 1, 1, 3),
+  auto t1 =
+      b.AddOp(OpKind::kConv2d, {x}, {12, 12, 16}, RandomConv(b, 8, 16, 3, 1, 1, 1, 1, 1), relu);
+  auto t2 = b.AddOp(OpKind::kConv2d, {x}, {12, 12, 8}, RandomConv(b, 8, 8, 1, 1, 1, 0, 2, 2));
+  auto t3 = b.AddOp(OpKind::kConv2d, {t1}, {12, 12, 16}, RandomConv(b, 16, 16, 3, 1, 1, 1, 1, 3),
                     {.kind = ActivationKind::kSigmoid});
   auto cat = b.AddOp(OpKind::kConcat, {t2, t3, t1}, {12, 12, 40});
   model::PoolAttrs pool;
   pool.window = {.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2};
   auto p = b.AddOp(OpKind::kMaxPool, {cat}, {6, 6, 40}, pool);
-  auto t4 = b.AddOp(OpKind::kConv2d, {p}, {6, 6, 40}, MakeConv(b, 40, 40, 3, 1, 1, 40, 4),
+  auto t4 = b.AddOp(OpKind::kConv2d, {p}, {6, 6, 40}, RandomConv(b, 40, 40, 3, 1, 1, 1, 40, 4),
                     {.kind = ActivationKind::kClip, .min = -0.5f, .max = 0.5f});
-  auto t5 = b.AddOp(OpKind::kConv2d, {t4}, {3, 3, 24}, MakeConv(b, 40, 24, 3, 2, 1, 1, 5), relu);
+  auto t5 =
+      b.AddOp(OpKind::kConv2d, {t4}, {3, 3, 24}, RandomConv(b, 40, 24, 3, 2, 1, 1, 1, 5), relu);
   auto c = b.AddConstantTensor({1, 1, 24}, RandomVector(24, 6));
   auto sum = b.AddOp(OpKind::kAdd, {t5, c}, {3, 3, 24});
   auto g = b.AddOp(OpKind::kGlobalAvgPool, {sum}, {1, 1, 24});
@@ -282,7 +258,8 @@ TEST_F(CoExecOpenClTest, CoarseSvmAndBufferArenasTakeTurns) {
   const std::vector<std::vector<float>> input{RandomVector(12 * 12 * 8, 11)};
   auto expected = reference::RunGraph(graph, input);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  for (opencl::MemoryMode mode : {opencl::MemoryMode::kCoarseGrainSvm, opencl::MemoryMode::kBuffer}) {
+  for (opencl::MemoryMode mode :
+       {opencl::MemoryMode::kCoarseGrainSvm, opencl::MemoryMode::kBuffer}) {
     SCOPED_TRACE(std::string(opencl::MemoryModeName(mode)));
     auto gpu = OpenClRuntimeDevice::Create(
         "gpu", {.selector = "pthread", .core = 1, .overhead_iterations = 0, .arena_mode = mode});

@@ -11,6 +11,7 @@
 #include "executor/reference/reference_kernels.h"
 #include "executor/runtime/cpu_device.h"
 #include "executor/testing/graph_builder.h"
+#include "executor/testing/tensor_compare.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/onnx_import.h"
@@ -23,45 +24,26 @@ using model::OpKind;
 using model::SplitAxis;
 using testing::GraphBuilder;
 using ::testing::HasSubstr;
+using testing::RandomConv;
 using testing::RandomVector;
-
-model::ConvAttrs MakeConv(GraphBuilder& b, int64_t cin, int64_t cout, int k, int stride,
-                          int dilation, int pad, int groups, uint32_t seed) {
-  model::ConvAttrs conv;
-  conv.window = {.kernel_h = k,
-                 .kernel_w = k,
-                 .stride_h = stride,
-                 .stride_w = stride,
-                 .dilation_h = dilation,
-                 .dilation_w = dilation,
-                 .pad_top = pad,
-                 .pad_left = pad,
-                 .pad_bottom = pad,
-                 .pad_right = pad};
-  conv.groups = groups;
-  const int64_t n = cout * k * k * (cin / groups);
-  conv.filter = b.AddConstant({cout, k, k, cin / groups},
-                              RandomVector(static_cast<size_t>(n), seed, -0.5f, 0.5f));
-  conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), seed + 100));
-  return conv;
-}
+using testing::RelativeL2;
 
 // Branches, a concat, a depthwise conv, pooling, a constant add and a classifier.
 model::Graph TestGraph() {
   GraphBuilder b("coexec");
   auto x = b.AddInput({8, 8, 4});
   const model::Activation relu{.kind = ActivationKind::kRelu};
-  auto t1 = b.AddOp(OpKind::kConv2d, {x}, {8, 8, 6}, MakeConv(b, 4, 6, 3, 1, 1, 1, 1, 1), relu);
-  auto t2 = b.AddOp(OpKind::kConv2d, {x}, {8, 8, 5}, MakeConv(b, 4, 5, 1, 1, 1, 0, 1, 2));
-  auto t3 = b.AddOp(OpKind::kConv2d, {t1}, {8, 8, 4}, MakeConv(b, 6, 4, 3, 1, 2, 2, 1, 3),
+  auto t1 = b.AddOp(OpKind::kConv2d, {x}, {8, 8, 6}, RandomConv(b, 4, 6, 3, 1, 1, 1, 1, 1), relu);
+  auto t2 = b.AddOp(OpKind::kConv2d, {x}, {8, 8, 5}, RandomConv(b, 4, 5, 1, 1, 1, 0, 1, 2));
+  auto t3 = b.AddOp(OpKind::kConv2d, {t1}, {8, 8, 4}, RandomConv(b, 6, 4, 3, 1, 2, 2, 1, 3),
                     {.kind = ActivationKind::kSigmoid});
   auto cat = b.AddOp(OpKind::kConcat, {t2, t3, t1}, {8, 8, 15});
   model::PoolAttrs pool;
   pool.window = {.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2};
   auto p = b.AddOp(OpKind::kMaxPool, {cat}, {4, 4, 15}, pool);
-  auto t4 = b.AddOp(OpKind::kConv2d, {p}, {4, 4, 15}, MakeConv(b, 15, 15, 3, 1, 1, 1, 15, 4),
+  auto t4 = b.AddOp(OpKind::kConv2d, {p}, {4, 4, 15}, RandomConv(b, 15, 15, 3, 1, 1, 1, 15, 4),
                     {.kind = ActivationKind::kClip, .min = -0.5f, .max = 0.5f});
-  auto t5 = b.AddOp(OpKind::kConv2d, {t4}, {2, 2, 8}, MakeConv(b, 15, 8, 3, 2, 1, 1, 1, 5), relu);
+  auto t5 = b.AddOp(OpKind::kConv2d, {t4}, {2, 2, 8}, RandomConv(b, 15, 8, 3, 2, 1, 1, 1, 5), relu);
   auto c = b.AddConstantTensor({1, 1, 8}, RandomVector(8, 6));
   auto sum = b.AddOp(OpKind::kAdd, {t5, c}, {2, 2, 8});
   auto g = b.AddOp(OpKind::kGlobalAvgPool, {sum}, {1, 1, 8});
@@ -186,13 +168,8 @@ TEST_F(CoExecutionTest, SplitSqueezenetMatchesPyTorch) {
     ASSERT_TRUE(rt.ok()) << rt.status();
     auto out = (*rt)->Run({NchwToNhwc(in_shape, input->data)});
     ASSERT_TRUE(out.ok()) << out.status();
-    const std::vector<float> nchw = NhwcToNchw(out_shape, (*out)[0]);
-    double diff = 0.0, norm = 0.0;
-    for (size_t i = 0; i < nchw.size(); ++i) {
-      diff += (double{nchw[i]} - expected->data[i]) * (double{nchw[i]} - expected->data[i]);
-      norm += double{expected->data[i]} * expected->data[i];
-    }
-    EXPECT_LE(std::sqrt(diff / norm), 1e-4) << "plan seed " << seed;
+    EXPECT_LE(RelativeL2(NhwcToNchw(out_shape, (*out)[0]), expected->data), 1e-4)
+        << "plan seed " << seed;
   }
 }
 

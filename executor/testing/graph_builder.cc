@@ -77,4 +77,25 @@ std::vector<float> RandomVector(size_t n, uint32_t seed, float lo, float hi) {
   return v;
 }
 
+model::ConvAttrs RandomConv(GraphBuilder& b, int64_t cin, int64_t cout, int k, int stride,
+                            int dilation, int pad, int groups, uint32_t seed) {
+  model::ConvAttrs conv;
+  conv.window = {.kernel_h = k,
+                 .kernel_w = k,
+                 .stride_h = stride,
+                 .stride_w = stride,
+                 .dilation_h = dilation,
+                 .dilation_w = dilation,
+                 .pad_top = pad,
+                 .pad_left = pad,
+                 .pad_bottom = pad,
+                 .pad_right = pad};
+  conv.groups = groups;
+  const int64_t n = cout * k * k * (cin / groups);
+  conv.filter = b.AddConstant({cout, k, k, cin / groups},
+                              RandomVector(static_cast<size_t>(n), seed, -0.5f, 0.5f));
+  conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), seed + 100));
+  return conv;
+}
+
 }  // namespace psched::executor::testing

@@ -38,4 +38,9 @@ class GraphBuilder {
 // `n` values uniformly drawn from [lo, hi) with a fixed seed.
 std::vector<float> RandomVector(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 
+// Attributes of a square `k`x`k` conv from `cin` to `cout` channels with symmetric padding,
+// its filter (in [-0.5, 0.5)) and bias added to `b` as seeded random constants.
+model::ConvAttrs RandomConv(GraphBuilder& b, int64_t cin, int64_t cout, int k, int stride,
+                            int dilation, int pad, int groups, uint32_t seed);
+
 }  // namespace psched::executor::testing

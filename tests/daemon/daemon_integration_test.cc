@@ -24,11 +24,14 @@
 #include "absl/strings/str_cat.h"
 #include "client/client.h"
 #include "executor/npy.h"
+#include "executor/testing/tensor_compare.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
 namespace psched {
 namespace {
+
+using executor::testing::RelativeL2;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -51,17 +54,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream bytes;
   bytes << in.rdbuf();
   return bytes.str();
-}
-
-// ||a - b|| / ||b||, or infinity when sizes differ.
-double RelativeL2(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
-    norm += double{b[i]} * b[i];
-  }
-  return std::sqrt(diff / norm);
 }
 
 // Largest absolute difference, or infinity when sizes differ.

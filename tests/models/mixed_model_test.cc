@@ -11,23 +11,16 @@
 #include "executor/layout.h"
 #include "executor/npy.h"
 #include "executor/reference/reference_kernels.h"
+#include "executor/testing/tensor_compare.h"
 #include "gtest/gtest.h"
 #include "model/onnx_import.h"
 
 namespace psched {
 namespace {
 
-const std::string kStem = PSCHED_SOURCE_DIR "/tests/data/onnx/mixed";
+using executor::testing::RelativeL2;
 
-double RelativeL2(const std::vector<float>& actual, const std::vector<float>& expected) {
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const double d = double{actual[i]} - expected[i];
-    diff += d * d;
-    norm += double{expected[i]} * expected[i];
-  }
-  return std::sqrt(diff / norm);
-}
+const std::string kStem = PSCHED_SOURCE_DIR "/tests/data/onnx/mixed";
 
 class MixedModelTest : public ::testing::Test {
  protected:
