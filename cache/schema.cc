@@ -1,8 +1,7 @@
 #include "cache/schema.h"
 
-#include "absl/strings/string_view.h"
-
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace psched::cache {
 namespace {
@@ -68,21 +67,42 @@ absl::Status Migrate(Connection& db) {
   absl::StatusOr<int64_t> version = db.QueryInt("PRAGMA user_version");
   if (!version.ok()) return version.status();
   if (*version > kSchemaVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cache schema version ", *version, " is newer than this pschedd understands (",
-        kSchemaVersion, "); use a newer pschedd or move the database aside"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cache schema version ", *version, " is newer than this pschedd understands (",
+                     kSchemaVersion, "); use a newer pschedd or move the database aside"));
   }
   for (int64_t v = *version; v < kSchemaVersion; ++v) {
-    std::string script =
-        absl::StrCat("BEGIN IMMEDIATE;", kMigrations[v], "PRAGMA user_version = ", v + 1,
-                     "; COMMIT;");
+    std::string script = absl::StrCat("BEGIN IMMEDIATE;", kMigrations[v],
+                                      "PRAGMA user_version = ", v + 1, "; COMMIT;");
     absl::Status status = db.Exec(script);
     if (!status.ok()) {
       db.Exec("ROLLBACK").IgnoreError();
-      return absl::Status(status.code(), absl::StrCat("migrating the cache schema from version ",
-                                                      v, " to ", v + 1, ": ",
-                                                      status.message()));
+      return absl::Status(status.code(), absl::StrCat("migrating the cache schema from version ", v,
+                                                      " to ", v + 1, ": ", status.message()));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSchemaUsable(Connection& db) {
+  for (const char* table : {"models", "plans", "usage", "counters", "calibrations"}) {
+    absl::StatusOr<int64_t> found = db.QueryInt(absl::StrCat(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '", table, "'"));
+    if (!found.ok()) return found.status();
+    if (*found == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "table '", table, "' is missing although the schema version is ", kSchemaVersion,
+          "; the database was edited by hand: move it aside to start with an empty cache"));
+    }
+  }
+  // A write that changes nothing still needs the write lock and a writable file.
+  absl::Status probe = db.Exec(
+      "BEGIN IMMEDIATE; UPDATE counters SET value = value WHERE name = 'plan_hits'; COMMIT;");
+  if (!probe.ok()) {
+    db.Exec("ROLLBACK").IgnoreError();
+    return absl::FailedPreconditionError(absl::StrCat("the database does not take writes (",
+                                                      probe.message(),
+                                                      "); check the file's owner, mode and mount"));
   }
   return absl::OkStatus();
 }

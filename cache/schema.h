@@ -21,4 +21,9 @@ inline constexpr int64_t kSchemaVersion = 3;
 // Brings the database at `db` up to kSchemaVersion.
 absl::Status Migrate(Connection& db);
 
+// Checks, at start-up rather than at the first request, that every table of the current
+// schema exists (FAILED_PRECONDITION naming the missing one) and that the database takes
+// writes (FAILED_PRECONDITION for a read-only file or mount). Writes nothing.
+absl::Status CheckSchemaUsable(Connection& db);
+
 }  // namespace psched::cache

@@ -108,6 +108,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& state_dir,
         Prefixed(db->Exec(absl::StrCat("PRAGMA max_page_count = ", pages)), prefix));
   }
   PSCHED_CACHE_RETURN_IF_ERROR(Prefixed(Migrate(*db), prefix));
+  PSCHED_CACHE_RETURN_IF_ERROR(Prefixed(CheckSchemaUsable(*db), prefix));
   return std::unique_ptr<Store>(new Store(std::move(*db), std::move(path)));
 }
 
@@ -131,6 +132,17 @@ absl::StatusOr<bool> Store::PutModel(const ModelRecord& model) {
   absl::Status status = stmt->Run();
   if (!status.ok()) return Annotate(status);
   return db_.Changes() > 0;
+}
+
+absl::Status Store::RepairModelBytes(const std::string& id, const std::string& onnx) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Statement> stmt =
+      db_.Prepare("UPDATE models SET onnx = ?, size_bytes = ? WHERE id = ?");
+  if (!stmt.ok()) return Annotate(stmt.status());
+  stmt->BindBlob(1, onnx).Bind(2, static_cast<int64_t>(onnx.size())).Bind(3, id);
+  if (absl::Status status = stmt->Run(); !status.ok()) return Annotate(status);
+  if (db_.Changes() == 0) return absl::NotFoundError(absl::StrCat("no model with id ", id));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ModelRecord> Store::GetModel(const std::string& id) {

@@ -106,6 +106,10 @@ class Store {
 
   // Inserts the model; returns false (and changes nothing) when its id is already stored.
   absl::StatusOr<bool> PutModel(const ModelRecord& model);
+  // Overwrites the stored bytes of model `id` (a stored copy damaged on disk, repaired by
+  // re-adding the original). NOT_FOUND when absent.
+  // REQUIRES: ModelHash(onnx) == id (the caller checked).
+  absl::Status RepairModelBytes(const std::string& id, const std::string& onnx);
   // NOT_FOUND when absent.
   absl::StatusOr<ModelRecord> GetModel(const std::string& id);
   // Every model, oldest first, without their ONNX bytes.

@@ -1,12 +1,15 @@
 #include "cache/store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "cache/sqlite.h"
 #include "gtest/gtest.h"
 
 namespace psched::cache {
@@ -81,8 +84,7 @@ TEST(StoreTest, ModelsRoundTrip) {
   EXPECT_TRUE((*models)[0].onnx.empty());
   EXPECT_EQ((*models)[1].id, kIdB);
 
-  EXPECT_EQ((*store)->GetModel(std::string(64, 'e')).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ((*store)->GetModel(std::string(64, 'e')).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(StoreTest, ResolvesPrefixes) {
@@ -96,8 +98,7 @@ TEST(StoreTest, ResolvesPrefixes) {
   EXPECT_EQ(store->ResolveModelId("aaaaaaaa").status().code(),
             absl::StatusCode::kInvalidArgument);  // ambiguous
   EXPECT_EQ(store->ResolveModelId("bbb").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store->ResolveModelId("not-hex!").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->ResolveModelId("not-hex!").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store->ResolveModelId("dddddddd").status().code(), absl::StatusCode::kNotFound);
 }
 
@@ -231,8 +232,8 @@ TEST(StoreTest, DamagedPageFailsIntegrityCheck) {
   // Checkpoint the WAL into the main file, then overwrite a b-tree page in the middle.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(dir.db().c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE",
-                         nullptr, nullptr, nullptr),
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE", nullptr,
+                         nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
   {
@@ -262,7 +263,8 @@ CREATE TABLE plans (
   PRIMARY KEY (model_id, platform_fingerprint, predictor_version, scheduler_config));
 INSERT INTO models VALUES ()sql" +
                    std::string("'") + kIdA + R"sql(', 'old', x'0102', 2, '{}', 1700000000);
-INSERT INTO plans VALUES (')sql" + kIdA +
+INSERT INTO plans VALUES (')sql" +
+                   kIdA +
                    R"sql(', 'host:cpu.0,cpu.1', 'analytic-v1', 'heft', 'heft', '{}', 42.0, 1.5,
   1700000001);
 PRAGMA user_version = 1;
@@ -359,6 +361,49 @@ TEST(StoreTest, MissingOrReadOnlyDirIsFailedPrecondition) {
   auto read_only = Store::Open(dir.path());
   EXPECT_EQ(read_only.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(read_only.status().message().find("not writable"), std::string::npos);
+}
+
+TEST(StoreTest, MissingTableFailsAtOpen) {
+  TempDir dir;
+  { ASSERT_TRUE(Store::Open(dir.path()).ok()); }
+  {
+    auto db = Connection::Open((std::filesystem::path(dir.path()) / Store::kFileName).string());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("DROP TABLE usage").ok());
+  }
+  auto reopened = Store::Open(dir.path());
+  EXPECT_EQ(reopened.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(reopened.status().message().find("table 'usage' is missing"), std::string::npos)
+      << reopened.status();
+}
+
+// Root writes read-only files, so the check runs in a child that drops to nobody.
+TEST(StoreTest, ReadOnlyDatabaseFailsAtOpen) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to become another user";
+  TempDir dir;
+  const std::string file = (std::filesystem::path(dir.path()) / Store::kFileName).string();
+  { ASSERT_TRUE(Store::Open(dir.path()).ok()); }
+  constexpr uid_t kNobody = 65534;
+  ASSERT_EQ(chown(dir.path().c_str(), kNobody, kNobody), 0);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    ASSERT_EQ(chown(entry.path().c_str(), kNobody, kNobody), 0);
+  }
+  ASSERT_EQ(chmod(file.c_str(), 0444), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(10);
+    auto store = Store::Open(dir.path());
+    if (store.ok()) _exit(11);
+    if (store.status().code() != absl::StatusCode::kFailedPrecondition) _exit(12);
+    if (store.status().message().find(file) == std::string::npos) _exit(13);
+    _exit(0);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus));
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "10: could not drop to nobody, 11: opened, 12: wrong "
+                                        "code, 13: message does not name the file";
 }
 
 }  // namespace

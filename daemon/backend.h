@@ -151,6 +151,10 @@ class Backend {
                                           const std::map<std::string, std::string>& options,
                                           const ProgressFn& progress,
                                           const CancelledFn& cancelled) = 0;
+  // Checks a stored plan against the model's graph and this platform (known devices, one
+  // plan per op tiling its work, durations as predicted, dependencies, no overlap).
+  // DATA_LOSS naming the first violation; the engine then drops and recomputes the plan.
+  virtual absl::Status CheckPlan(const LoadedModel& model, const nlohmann::json& schedule) = 0;
   // REQUIRES: inputs match model.inputs (the engine validates them); plan is null when
   // !RunUsesPlan().
   virtual absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput* plan,

@@ -104,6 +104,8 @@ queue_capacity = 64
 default_scheduler = "iterative"
 # Upper bound of the SQLite database, bytes; 0 = only the disk limits it.
 cache_max_bytes = 0
+# Accept NaN/Inf in inference inputs (false: INVALID_ARGUMENT naming the first bad value).
+allow_non_finite_inputs = false
 # Seconds SIGTERM waits for in-flight requests.
 shutdown_grace_s = 30
 # An inference running longer than this is stuck: the systemd watchdog stops being fed.
@@ -141,7 +143,7 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(CheckKeys(table,
                                    {"socket", "state_dir", "log_level", "max_model_bytes",
                                     "queue_capacity", "default_scheduler", "cache_max_bytes",
-                                    "shutdown_grace_s", "stuck_inference_s", "platform",
+                                    "shutdown_grace_s", "stuck_inference_s", "platform", "allow_non_finite_inputs",
                                     "devices"},
                                    origin, ""));
   DaemonConfig config;
@@ -158,6 +160,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   int64_t stuck = config.stuck_inference_s;
   PSCHED_RETURN_IF_ERROR(Read(table, "stuck_inference_s", origin, stuck));
   PSCHED_RETURN_IF_ERROR(Read(table, "platform", origin, config.platform));
+  PSCHED_RETURN_IF_ERROR(
+      Read(table, "allow_non_finite_inputs", origin, config.allow_non_finite_inputs));
 
   if (queue_capacity < 1 || queue_capacity > 1000000) {
     return absl::InvalidArgumentError(

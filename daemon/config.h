@@ -41,6 +41,10 @@ struct DaemonConfig {
   std::string default_scheduler = "iterative";
   // Upper bound of the SQLite database size; 0: only the disk limits it.
   int64_t cache_max_bytes = 0;
+  // Whether inference inputs may hold NaN or Inf. Off: such a request is INVALID_ARGUMENT
+  // naming the tensor and the first bad index (a NaN input gives garbage, not an error,
+  // deep inside the kernels).
+  bool allow_non_finite_inputs = false;
   // Seconds SIGTERM waits for in-flight requests before cancelling them.
   int shutdown_grace_s = 30;
   // An inference running longer than this counts as stuck: the watchdog stops pinging

@@ -1,6 +1,9 @@
 #include "daemon/engine.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <functional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -171,16 +174,33 @@ ModelInfo Engine::Describe(const cache::ModelRecord& record, const LoadedModel* 
 }
 
 absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onnx,
-                                                                  const std::string& name,
-                                                                  bool synthesize_weights) {
+                                                                 const std::string& name,
+                                                                 bool synthesize_weights) {
   if (static_cast<int64_t>(onnx.size()) > config_.max_model_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("model is ", onnx.size(),
-                                                     " bytes; this daemon accepts at most ",
-                                                     config_.max_model_bytes));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "model is ", onnx.size(), " bytes; this daemon accepts at most ", config_.max_model_bytes));
   }
   if (onnx.empty()) return absl::InvalidArgumentError("model upload is empty");
   std::string id = model::ModelHash(onnx);
   if (absl::StatusOr<cache::ModelRecord> existing = store_->GetModel(id); existing.ok()) {
+    if (synthesize_weights && !existing->synthesize_weights) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model ", id,
+          " is already registered without synthetic weights; remove it first to register it "
+          "with them"));
+    }
+    if (model::ModelHash(existing->onnx) != id) {
+      // The caller holds the original bytes: they repair the damaged stored copy.
+      if (absl::Status repaired = store_->RepairModelBytes(id, onnx); !repaired.ok()) {
+        return repaired;
+      }
+      absl::MutexLock lock(&models_mu_);
+      quarantined_.erase(id);
+      spdlog::warn(
+          "model {}: damaged stored bytes replaced by the re-added original; "
+          "released from quarantine",
+          id);
+    }
     absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
     return std::make_pair(Describe(*existing, loaded.ok() ? loaded->get() : nullptr), true);
   }
@@ -220,6 +240,17 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::str
   }
   absl::StatusOr<cache::ModelRecord> record = store_->GetModel(id);
   if (!record.ok()) return record.status();
+  if (const std::string actual = model::ModelHash(record->onnx); actual != id) {
+    absl::MutexLock lock(&models_mu_);
+    if (quarantined_.insert(id).second) {
+      spdlog::error("model {} quarantined: its stored bytes hash to {} (damaged on disk)", id,
+                    actual);
+    }
+    return absl::DataLossError(absl::StrCat(
+        "model ", id, " is quarantined: its stored bytes hash to ", actual,
+        ", not to its id (damaged on disk); add the original file again to repair it, or "
+        "remove the model"));
+  }
   absl::StatusOr<LoadedModel> loaded =
       backend_->Load(record->onnx, record->name, record->synthesize_weights);
   if (!loaded.ok()) {
@@ -257,6 +288,7 @@ absl::StatusOr<std::pair<std::string, int64_t>> Engine::RemoveModel(
   {
     absl::MutexLock lock(&models_mu_);
     loaded_.erase(*id);
+    quarantined_.erase(*id);
   }
   spdlog::info("removed model {} and {} cached plan(s)", *id, *plans);
   return std::make_pair(*id, *plans);
@@ -291,11 +323,34 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
       result.platform_fingerprint = key.platform_fingerprint;
       result.predictor_version = key.predictor_version;
       result.schedule = nlohmann::json::parse(record.schedule_json, nullptr, false);
-      if (!result.schedule.is_discarded()) return result;
-      spdlog::warn("cached plan for {} is not valid JSON; recomputing", *id);
+      absl::Status usable = result.schedule.is_discarded()
+                                ? absl::DataLossError("the stored plan is not valid JSON")
+                                : CheckCachedPlan(*id, key, record.schedule_json, result.schedule);
+      if (usable.ok()) return result;
+      if (usable.code() != absl::StatusCode::kDataLoss) return usable;
+      spdlog::warn("cached {} plan for {} dropped and recomputed: {}", scheduler, *id,
+                   std::string(usable.message()));
     }
   }
   return ComputePlan(*id, key, scheduler, options, context, progress);
+}
+
+absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
+                                     const std::string& schedule_json,
+                                     const nlohmann::json& schedule) {
+  const std::string memo =
+      absl::StrCat(key.model_id, "|", key.platform_fingerprint, "|", key.predictor_version, "|",
+                   key.scheduler_config, "|", std::hash<std::string>{}(schedule_json));
+  {
+    absl::MutexLock lock(&models_mu_);
+    if (checked_plans_.contains(memo)) return absl::OkStatus();
+  }
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
+  if (!loaded.ok()) return loaded.status();
+  if (absl::Status valid = backend_->CheckPlan(**loaded, schedule); !valid.ok()) return valid;
+  absl::MutexLock lock(&models_mu_);
+  checked_plans_.insert(memo);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PlanResult> Engine::ComputePlan(const std::string& id, const cache::PlanKey& key,
@@ -323,8 +378,7 @@ absl::StatusOr<PlanResult> Engine::ComputePlan(const std::string& id, const cach
       std::shared_ptr<const LoadedModel> model = *loaded;
       // The planner runs on its own thread so a caller that gives up does not abandon the
       // others; it stops early only when every caller has gone.
-      std::thread planner([this, flight, model, key, scheduler, options,
-                                     flight_key] {
+      std::thread planner([this, flight, model, key, scheduler, options, flight_key] {
         auto on_progress = [&flight](const PlanProgressEvent& event) {
           absl::MutexLock guard(&flight->mu);
           flight->progress = event;
@@ -452,14 +506,23 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
       }
       const TensorSpec& spec = model->inputs[index];
       if (!tensor.dims.empty() && tensor.dims != spec.dims) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input '", spec.name, "' has dims ", DimsString(tensor.dims), "; the model declares ",
-            DimsString(spec.dims)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", spec.name, "' has dims ", DimsString(tensor.dims),
+                         "; the model declares ", DimsString(spec.dims)));
       }
       if (static_cast<int64_t>(tensor.data.size()) != spec.Elements()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input '", spec.name, "' has ", tensor.data.size(), " values; shape ",
-            DimsString(spec.dims), " needs ", spec.Elements()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("input '", spec.name, "' has ", tensor.data.size(), " values; shape ",
+                         DimsString(spec.dims), " needs ", spec.Elements()));
+      }
+      if (!config_.allow_non_finite_inputs) {
+        auto bad = std::find_if(tensor.data.begin(), tensor.data.end(),
+                                [](float v) { return !std::isfinite(v); });
+        if (bad != tensor.data.end()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "input '", spec.name, "' holds ", *bad, " at flat index ", bad - tensor.data.begin(),
+              "; inputs must be finite (allow_non_finite_inputs in the config permits them)"));
+        }
       }
       given[index] = true;
       tensor.name = spec.name;
@@ -499,7 +562,8 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
   while (!(*job)->WaitUntil(std::min(context.deadline, absl::Now() + kPollInterval))) {
     if (absl::Now() >= context.deadline) {
       (*job)->Cancel();
-      return absl::DeadlineExceededError("deadline passed while the inference was queued or running");
+      return absl::DeadlineExceededError(
+          "deadline passed while the inference was queued or running");
     }
     if (context.cancelled()) {
       (*job)->Cancel();
@@ -555,9 +619,13 @@ absl::StatusOr<std::vector<cache::PlanRecord>> Engine::ListCachedPlans(
 
 absl::StatusOr<cache::PurgeResult> Engine::PurgeCache(bool include_models) {
   absl::StatusOr<cache::PurgeResult> result = store_->Purge(include_models);
-  if (result.ok() && include_models) {
+  if (result.ok()) {
     absl::MutexLock lock(&models_mu_);
-    loaded_.clear();
+    checked_plans_.clear();
+    if (include_models) {
+      loaded_.clear();
+      quarantined_.clear();
+    }
   }
   return result;
 }

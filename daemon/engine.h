@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -152,8 +153,17 @@ class Engine {
   InferenceQueue queue_;
   const absl::Time started_ = absl::Now();
 
+  // Checks a cached plan against its model and platform once per (key, plan bytes).
+  absl::Status CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
+                               const std::string& schedule_json, const nlohmann::json& schedule);
+
   absl::Mutex models_mu_;
   std::map<std::string, std::shared_ptr<const LoadedModel>> loaded_ ABSL_GUARDED_BY(models_mu_);
+  // Models whose stored bytes no longer hash to their id: never served, logged once, until
+  // the original is added again (RegisterModel repairs the row) or the model is removed.
+  std::set<std::string> quarantined_ ABSL_GUARDED_BY(models_mu_);
+  // Cached plans that passed Backend::CheckPlan: "<plan key>|<hash of the plan JSON>".
+  std::set<std::string> checked_plans_ ABSL_GUARDED_BY(models_mu_);
 
   absl::Mutex flights_mu_;
   std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(flights_mu_);

@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <filesystem>
+#include <limits>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "cache/sqlite.h"
 #include "gtest/gtest.h"
 
 namespace psched::daemon {
@@ -67,9 +69,25 @@ class FakeBackend final : public Backend {
     out.scheduler = scheduler;
     out.makespan_us = 123.5;
     out.schedule = {{"subtasks",
-                     {{{"op", "conv"}, {"device", "cpu.0"}, {"strategy", "none"},
-                       {"work", {0, 1}}, {"start_us", 0.0}, {"end_us", 123.5}}}}};
+                     {{{"op", "conv"},
+                       {"device", "cpu.0"},
+                       {"strategy", "none"},
+                       {"work", {0, 1}},
+                       {"start_us", 0.0},
+                       {"end_us", 123.5}}}}};
     return out;
+  }
+  // A plan is usable when every subtask runs on cpu.0, the fake's only device.
+  absl::Status CheckPlan(const LoadedModel&, const nlohmann::json& schedule) override {
+    if (!schedule.contains("subtasks") || !schedule["subtasks"].is_array()) {
+      return absl::DataLossError("no subtasks");
+    }
+    for (const nlohmann::json& s : schedule["subtasks"]) {
+      if (!s.is_object() || s.value("device", nlohmann::json()) != "cpu.0") {
+        return absl::DataLossError("unknown device");
+      }
+    }
+    return absl::OkStatus();
   }
   absl::StatusOr<RunOutput> Run(const LoadedModel&, const PlanOutput* plan,
                                 const std::vector<HostTensor>& inputs) override {
@@ -125,9 +143,8 @@ class EngineTest : public ::testing::Test {
                                      absl::Notification* run_gate = nullptr) {
     auto store = cache::Store::Open(dir_);
     EXPECT_TRUE(store.ok()) << store.status();
-    return std::make_unique<Engine>(
-        config_, std::move(*store),
-        std::make_unique<FakeBackend>(counters_, plan_delay, run_gate));
+    return std::make_unique<Engine>(config_, std::move(*store),
+                                    std::make_unique<FakeBackend>(counters_, plan_delay, run_gate));
   }
 
   std::string dir_;
@@ -268,8 +285,7 @@ TEST_F(EngineTest, InferChecksInputsAndComputes) {
 TEST_F(EngineTest, ModelWithoutWeightsCannotRun) {
   auto engine = MakeEngine();
   std::string id = engine->RegisterModel("noweights", "g", false)->first.id;
-  EXPECT_EQ(engine->Infer(id, {}, "", {}).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine->Infer(id, {}, "", {}).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr).ok());
 }
 
@@ -339,6 +355,108 @@ TEST_F(EngineTest, CalibrationChangesThePlanKeyAndSurvivesRestarts) {
   ASSERT_TRUE(cached.ok());
   EXPECT_TRUE(cached->cached);
   EXPECT_EQ(counters_->plans, 2);
+}
+
+// Edits the engine's database behind its back, as a damaged disk or a hostile user would.
+void EditDatabase(const std::string& dir, const std::string& sql) {
+  absl::StatusOr<cache::Connection> db =
+      cache::Connection::Open((fs::path(dir) / cache::Store::kFileName).string());
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE(db->Exec(sql).ok()) << sql;
+}
+
+TEST_F(EngineTest, DamagedModelBytesAreQuarantinedUntilTheOriginalIsAddedAgain) {
+  std::string id;
+  {
+    auto engine = MakeEngine();
+    id = engine->RegisterModel("model bytes", "m", false)->first.id;
+    engine->Shutdown();
+  }
+  EditDatabase(dir_, "UPDATE models SET onnx = CAST('model bytez' AS BLOB)");
+  auto engine = MakeEngine();
+  const int loads_before = counters_->loads.load();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto result = engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "", {});
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(result.status().message().find(id), std::string::npos) << result.status();
+    EXPECT_NE(result.status().message().find("quarantined"), std::string::npos);
+  }
+  EXPECT_EQ(engine->GetPlan(id, "heft", {}, false, {}, nullptr).status().code(),
+            absl::StatusCode::kDataLoss);
+  // The damaged bytes never reached the importer.
+  EXPECT_EQ(counters_->loads.load(), loads_before);
+
+  auto readded = engine->RegisterModel("model bytes", "m", false);
+  ASSERT_TRUE(readded.ok()) << readded.status();
+  EXPECT_TRUE(readded->second);
+  auto result = engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "", {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outputs[0].data, (std::vector<float>{2.0f, 4.0f}));
+}
+
+TEST_F(EngineTest, DamagedCachedPlansAreDroppedAndRecomputed) {
+  std::string id;
+  {
+    auto engine = MakeEngine();
+    id = engine->RegisterModel("model", "m", false)->first.id;
+    ASSERT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr).ok());
+    engine->Shutdown();
+  }
+  ASSERT_EQ(counters_->plans.load(), 1);
+  const std::vector<std::string> damage = {
+      // A device this platform does not have.
+      R"(UPDATE plans SET schedule_json = replace(schedule_json, 'cpu.0', 'gpu.9'))",
+      // Wrong JSON types.
+      R"(UPDATE plans SET schedule_json = '{"subtasks": 5}')",
+      // Not JSON at all.
+      R"(UPDATE plans SET schedule_json = '{"subtasks": [')",
+  };
+  int expected_plans = 1;
+  for (const std::string& sql : damage) {
+    EditDatabase(dir_, sql);
+    auto engine = MakeEngine();
+    auto plan = engine->GetPlan(id, "heft", {}, false, {}, nullptr);
+    ASSERT_TRUE(plan.ok()) << sql << ": " << plan.status();
+    EXPECT_FALSE(plan->cached) << sql;
+    EXPECT_EQ(counters_->plans.load(), ++expected_plans) << sql;
+    // The recomputed plan replaced the damaged row, and inference works on it.
+    auto again = engine->GetPlan(id, "heft", {}, false, {}, nullptr);
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(again->cached);
+    EXPECT_EQ(again->schedule["subtasks"][0]["device"], "cpu.0");
+    EXPECT_TRUE(engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {}).ok());
+    engine->Shutdown();
+  }
+}
+
+TEST_F(EngineTest, NonFiniteInputsAreRefusedUnlessAllowed) {
+  auto engine = MakeEngine();
+  std::string id = engine->RegisterModel("model", "m", false)->first.id;
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    auto result = engine->Infer(id, {{"x", {1, 2}, {1.0f, bad}}}, "", {});
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(result.status().message().find("'x'"), std::string::npos) << result.status();
+    EXPECT_NE(result.status().message().find("flat index 1"), std::string::npos) << result.status();
+  }
+  engine->Shutdown();
+  engine.reset();
+  config_.allow_non_finite_inputs = true;
+  engine = MakeEngine();
+  auto result =
+      engine->Infer(id, {{"x", {1, 2}, {1.0f, std::numeric_limits<float>::infinity()}}}, "", {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outputs[0].data[1], std::numeric_limits<float>::infinity());
+}
+
+TEST_F(EngineTest, ReAddingWithSyntheticWeightsIsNotSilentlyIgnored) {
+  auto engine = MakeEngine();
+  std::string id = engine->RegisterModel("noweights model", "m", false)->first.id;
+  auto again = engine->RegisterModel("noweights model", "m", true);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.status().message().find("remove it first"), std::string::npos);
+  // Re-adding as registered is still fine.
+  EXPECT_TRUE(engine->RegisterModel("noweights model", "m", false).ok());
 }
 
 }  // namespace

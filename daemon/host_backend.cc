@@ -110,12 +110,15 @@ class DevicePrefixModel final : public predictor::LatencyModel {
   int n_;
 };
 
-// The schedule a plan's JSON describes (the subtasks PlanFromSchedule needs).
+// The schedule a plan's JSON describes (the subtasks PlanFromSchedule needs). Each op's
+// plan is rebuilt from its subtasks in work order (axis and slot widths), so
+// ValidateSchedule can check a stored plan exactly as it checks a computed one.
 absl::StatusOr<scheduler::Schedule> ScheduleFromJson(const model::Graph& graph,
                                                      const std::vector<std::string>& devices,
                                                      const nlohmann::json& plan) {
-  scheduler::Schedule schedule(static_cast<int>(graph.ops.size()),
-                               static_cast<int>(devices.size()));
+  const int num_ops = static_cast<int>(graph.ops.size());
+  scheduler::Schedule schedule(num_ops, static_cast<int>(devices.size()));
+  std::vector<scheduler::ScheduledSubtask> subtasks;
   try {
     for (const nlohmann::json& s : plan.at("subtasks")) {
       const std::string device = s.at("device").get<std::string>();
@@ -132,7 +135,7 @@ absl::StatusOr<scheduler::Schedule> ScheduleFromJson(const model::Graph& graph,
       }
       scheduler::ScheduledSubtask subtask;
       subtask.op = s.at("op_id").get<model::OpId>();
-      if (subtask.op < 0 || subtask.op >= static_cast<model::OpId>(graph.ops.size())) {
+      if (subtask.op < 0 || subtask.op >= num_ops) {
         return absl::InternalError(absl::StrCat("malformed cached plan: op id ", subtask.op,
                                                 " out of range for '", graph.name, "'"));
       }
@@ -142,11 +145,33 @@ absl::StatusOr<scheduler::Schedule> ScheduleFromJson(const model::Graph& graph,
       subtask.end = s.at("work").at(1).get<int64_t>();
       subtask.start_us = s.at("start_us").get<double>();
       subtask.end_us = s.at("end_us").get<double>();
-      schedule.Add(subtask);
+      subtasks.push_back(subtask);
     }
   } catch (const nlohmann::json::exception& e) {
     return absl::InternalError(absl::StrCat("malformed cached plan: ", e.what()));
   }
+  // Slots in work order per op; the plan's widths are the subtasks' ranges.
+  std::vector<std::vector<int>> by_op(static_cast<size_t>(num_ops));
+  for (size_t i = 0; i < subtasks.size(); ++i) {
+    by_op[static_cast<size_t>(subtasks[i].op)].push_back(static_cast<int>(i));
+  }
+  for (model::OpId op = 0; op < num_ops; ++op) {
+    std::vector<int>& indices = by_op[static_cast<size_t>(op)];
+    if (indices.empty()) continue;
+    std::stable_sort(indices.begin(), indices.end(), [&subtasks](int a, int b) {
+      return subtasks[static_cast<size_t>(a)].begin < subtasks[static_cast<size_t>(b)].begin;
+    });
+    scheduler::PartitionPlan op_plan;
+    op_plan.axis = subtasks[static_cast<size_t>(indices.front())].axis;
+    op_plan.work.clear();
+    for (size_t slot = 0; slot < indices.size(); ++slot) {
+      scheduler::ScheduledSubtask& subtask = subtasks[static_cast<size_t>(indices[slot])];
+      subtask.slot = static_cast<int>(slot);
+      op_plan.work.push_back(subtask.end - subtask.begin);
+    }
+    schedule.SetPlan(op, op_plan);
+  }
+  for (const scheduler::ScheduledSubtask& subtask : subtasks) schedule.Add(subtask);
   return schedule;
 }
 
@@ -276,6 +301,10 @@ class HostBackend final : public Backend {
     progress({"scheduling", 0});
     absl::StatusOr<scheduler::Schedule> schedule = (*method)->Plan(*problem, *parsed);
     if (!schedule.ok()) return schedule.status();
+    if (absl::Status valid = scheduler::ValidateSchedule(*problem, *schedule); !valid.ok()) {
+      return absl::InternalError(
+          absl::StrCat((*method)->name(), " returned an invalid schedule: ", valid.message()));
+    }
 
     PlanOutput out;
     out.scheduler = (*method)->name();
@@ -304,6 +333,26 @@ class HostBackend final : public Backend {
       out.schedule["devices"].push_back(device.name);
     }
     return out;
+  }
+
+  absl::Status CheckPlan(const LoadedModel& model, const nlohmann::json& schedule) override {
+    const model::Graph& graph = GraphOf(model);
+    std::vector<std::string> names;
+    for (const scheduler::DeviceSpec& spec : profile_.platform.devices) names.push_back(spec.name);
+    absl::StatusOr<scheduler::Schedule> parsed = ScheduleFromJson(graph, names, schedule);
+    if (!parsed.ok()) return absl::DataLossError(std::string(parsed.status().message()));
+    std::shared_ptr<const predictor::LatencyModel> latency_model;
+    {
+      std::lock_guard lock(mu_);
+      latency_model = profile_.model;
+    }
+    absl::StatusOr<scheduler::Problem> problem =
+        scheduler::Problem::FromGraph(graph, profile_.platform, *latency_model);
+    if (!problem.ok()) return problem.status();
+    if (absl::Status valid = scheduler::ValidateSchedule(*problem, *parsed); !valid.ok()) {
+      return absl::DataLossError(std::string(valid.message()));
+    }
+    return absl::OkStatus();
   }
 
   absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput* plan,

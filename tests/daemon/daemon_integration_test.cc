@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cache/sqlite.h"
 #include "client/client.h"
 #include "executor/npy.h"
 #include "executor/testing/tensor_compare.h"
@@ -306,6 +307,59 @@ TEST_F(DaemonTest, SqueezenetPlanCachedAcrossRestartAndInferenceMatchesReference
   executor::NpyArray want = *executor::ReadNpy(SqueezenetPath(".output.npy"));
   EXPECT_EQ(got.shape, want.shape);
   EXPECT_LT(MaxDiff(got.data, want.data), 1e-4);
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// The store edited behind the daemon's back: a cached plan missing an op and a model whose
+// bytes no longer hash to its id. The plan is dropped and recomputed without the caller
+// noticing; the model is refused with DATA_LOSS until its original is added again.
+TEST_F(DaemonTest, DamagedStoreIsDetectedRepairedAndNeverServed) {
+  if (!fs::exists(SqueezenetPath(".onnx"))) GTEST_SKIP() << "no ../shared reference models";
+  Start();
+  auto [add_rc, id_line] = Ctl("model add " + SqueezenetPath(".onnx"));
+  ASSERT_EQ(add_rc, 0) << id_line << Log();
+  const std::string id = id_line.substr(0, id_line.find('\n'));
+  auto [plan_rc, plan_text] = Ctl("-o json plan show " + id);
+  ASSERT_EQ(plan_rc, 0) << plan_text;
+  ASSERT_EQ(Stop(), 0) << Log();
+
+  auto edit = [this](const std::string& sql) {
+    absl::StatusOr<cache::Connection> db = cache::Connection::Open(state_ + "/psched.db");
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE(db->Exec(sql).ok()) << sql;
+  };
+  edit("UPDATE plans SET schedule_json = json_remove(schedule_json, '$.subtasks[3]')");
+  Start();
+  auto [replan_rc, replan_text] = Ctl("-o json plan show " + id);
+  ASSERT_EQ(replan_rc, 0) << replan_text << Log();
+  EXPECT_FALSE(json::parse(replan_text)["cached"].get<bool>());
+  EXPECT_NE(Log().find("dropped and recomputed"), std::string::npos) << Log();
+  const std::string out_path = dir_ + "/out.npy";
+  const std::string infer = "infer " + id + " --input " + SqueezenetPath(".input.npy") +
+                            " --output " + out_path;
+  auto [infer_rc, infer_text] = Ctl(infer);
+  ASSERT_EQ(infer_rc, 0) << infer_text << Log();
+  EXPECT_LT(MaxDiff(executor::ReadNpy(out_path)->data,
+                    executor::ReadNpy(SqueezenetPath(".output.npy"))->data),
+            1e-4);
+  ASSERT_EQ(Stop(), 0) << Log();
+
+  // One byte of the stored model changed.
+  edit("UPDATE models SET onnx = substr(onnx, 1, length(onnx) - 1) || x'00'");
+  Start();
+  std::string err;
+  auto [bad_rc, bad_text] = Ctl(infer, &err);
+  EXPECT_NE(bad_rc, 0);
+  EXPECT_NE(err.find("quarantined"), std::string::npos) << err;
+  EXPECT_NE(err.find(id), std::string::npos) << err;
+  EXPECT_NE(Log().find("quarantined"), std::string::npos) << Log();
+  auto [readd_rc, readd_text] = Ctl("model add " + SqueezenetPath(".onnx"));
+  ASSERT_EQ(readd_rc, 0) << readd_text << Log();
+  auto [fixed_rc, fixed_text] = Ctl(infer);
+  ASSERT_EQ(fixed_rc, 0) << fixed_text << Log();
+  EXPECT_LT(MaxDiff(executor::ReadNpy(out_path)->data,
+                    executor::ReadNpy(SqueezenetPath(".output.npy"))->data),
+            1e-4);
   EXPECT_EQ(Stop(), 0) << Log();
 }
 
