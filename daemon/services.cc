@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "spdlog/spdlog.h"
 
 namespace psched::daemon {
 namespace {
@@ -16,6 +18,20 @@ grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   // absl::StatusCode and grpc::StatusCode share their numbering.
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+// Runs a handler so that nothing it throws reaches gRPC (which would answer UNKNOWN
+// "Unexpected error in RPC handling" and log nothing): an exception becomes INTERNAL naming
+// the RPC and is logged.
+template <typename Handler>
+grpc::Status Guarded(const char* rpc, Handler&& handler) {
+  try {
+    return handler();
+  } catch (const std::exception& e) {
+    spdlog::error("{}: unexpected exception: {}", rpc, e.what());
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        absl::StrCat(rpc, ": internal error: ", e.what()));
+  }
 }
 
 CallContext ContextOf(grpc::ServerContext* context) {
@@ -102,9 +118,9 @@ void FillPlan(const PlanResult& plan, pb::Plan* out) {
 
 absl::StatusOr<HostTensor> FromProto(const pb::Tensor& tensor) {
   if (tensor.data().size() % sizeof(float) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor '", tensor.name(), "' has ", tensor.data().size(),
-                     " data bytes, not a multiple of 4 (float32)"));
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name(), "' has ",
+                                                   tensor.data().size(),
+                                                   " data bytes, not a multiple of 4 (float32)"));
   }
   HostTensor host;
   host.name = tensor.name();
@@ -126,229 +142,253 @@ void ToProto(const HostTensor& host, pb::Tensor* out) {
 grpc::Status ModelServiceImpl::RegisterModel(grpc::ServerContext* context,
                                              grpc::ServerReader<pb::RegisterModelRequest>* reader,
                                              pb::RegisterModelResponse* response) {
-  pb::RegisterModelRequest request;
-  if (!reader->Read(&request) || !request.has_header()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "RegisterModel: the first message must carry the header");
-  }
-  const pb::ModelHeader header = request.header();
-  auto too_large = [this](int64_t bytes) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat("model is ", bytes, " bytes; this daemon accepts at most ",
-                                     max_model_bytes_, " (max_model_bytes)"));
-  };
-  if (header.total_bytes() > max_model_bytes_) return too_large(header.total_bytes());
-  std::string onnx;
-  while (reader->Read(&request)) {
-    if (request.has_header()) {
+  return Guarded("RegisterModel", [&]() -> grpc::Status {
+    pb::RegisterModelRequest request;
+    if (!reader->Read(&request) || !request.has_header()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "RegisterModel: header sent twice");
+                          "RegisterModel: the first message must carry the header");
     }
-    if (static_cast<int64_t>(onnx.size() + request.chunk().size()) > max_model_bytes_) {
-      return too_large(static_cast<int64_t>(onnx.size() + request.chunk().size()));
+    const pb::ModelHeader header = request.header();
+    auto too_large = [this](int64_t bytes) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("model is ", bytes, " bytes; this daemon accepts at most ",
+                                       max_model_bytes_, " (max_model_bytes)"));
+    };
+    if (header.total_bytes() > max_model_bytes_) return too_large(header.total_bytes());
+    std::string onnx;
+    while (reader->Read(&request)) {
+      if (request.has_header()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "RegisterModel: header sent twice");
+      }
+      if (static_cast<int64_t>(onnx.size() + request.chunk().size()) > max_model_bytes_) {
+        return too_large(static_cast<int64_t>(onnx.size() + request.chunk().size()));
+      }
+      onnx += request.chunk();
     }
-    onnx += request.chunk();
-  }
-  if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
-  absl::StatusOr<std::pair<ModelInfo, bool>> result =
-      engine_->RegisterModel(std::move(onnx), header.name(), header.synthesize_weights());
-  if (!result.ok()) return ToGrpc(result.status());
-  FillModel(result->first, /*with_inspect=*/true, response->mutable_model());
-  response->set_already_registered(result->second);
-  return grpc::Status::OK;
+    if (context->IsCancelled())
+      return grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
+    absl::StatusOr<std::pair<ModelInfo, bool>> result =
+        engine_->RegisterModel(std::move(onnx), header.name(), header.synthesize_weights());
+    if (!result.ok()) return ToGrpc(result.status());
+    FillModel(result->first, /*with_inspect=*/true, response->mutable_model());
+    response->set_already_registered(result->second);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status ModelServiceImpl::ListModels(grpc::ServerContext*, const pb::ListModelsRequest*,
                                           pb::ListModelsResponse* response) {
-  absl::StatusOr<std::vector<ModelInfo>> models = engine_->ListModels();
-  if (!models.ok()) return ToGrpc(models.status());
-  for (const ModelInfo& model : *models) {
-    FillModel(model, /*with_inspect=*/false, response->add_models());
-  }
-  return grpc::Status::OK;
+  return Guarded("ListModels", [&]() -> grpc::Status {
+    absl::StatusOr<std::vector<ModelInfo>> models = engine_->ListModels();
+    if (!models.ok()) return ToGrpc(models.status());
+    for (const ModelInfo& model : *models) {
+      FillModel(model, /*with_inspect=*/false, response->add_models());
+    }
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status ModelServiceImpl::GetModel(grpc::ServerContext*, const pb::GetModelRequest* request,
                                         pb::GetModelResponse* response) {
-  absl::StatusOr<ModelInfo> model = engine_->GetModel(request->id());
-  if (!model.ok()) return ToGrpc(model.status());
-  FillModel(*model, /*with_inspect=*/true, response->mutable_model());
-  return grpc::Status::OK;
+  return Guarded("GetModel", [&]() -> grpc::Status {
+    absl::StatusOr<ModelInfo> model = engine_->GetModel(request->id());
+    if (!model.ok()) return ToGrpc(model.status());
+    FillModel(*model, /*with_inspect=*/true, response->mutable_model());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status ModelServiceImpl::RemoveModel(grpc::ServerContext*,
                                            const pb::RemoveModelRequest* request,
                                            pb::RemoveModelResponse* response) {
-  absl::StatusOr<std::pair<std::string, int64_t>> removed = engine_->RemoveModel(request->id());
-  if (!removed.ok()) return ToGrpc(removed.status());
-  response->set_id(removed->first);
-  response->set_plans_removed(removed->second);
-  return grpc::Status::OK;
+  return Guarded("RemoveModel", [&]() -> grpc::Status {
+    absl::StatusOr<std::pair<std::string, int64_t>> removed = engine_->RemoveModel(request->id());
+    if (!removed.ok()) return ToGrpc(removed.status());
+    response->set_id(removed->first);
+    response->set_plans_removed(removed->second);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status PlanServiceImpl::GetPlan(grpc::ServerContext* context,
                                       const pb::GetPlanRequest* request,
                                       grpc::ServerWriter<pb::GetPlanResponse>* writer) {
-  std::map<std::string, std::string> options(request->options().begin(),
-                                             request->options().end());
-  const absl::Time start = absl::Now();
-  auto progress = [writer, start](const PlanProgressEvent& event) {
+  return Guarded("GetPlan", [&]() -> grpc::Status {
+    std::map<std::string, std::string> options(request->options().begin(),
+                                               request->options().end());
+    const absl::Time start = absl::Now();
+    auto progress = [writer, start](const PlanProgressEvent& event) {
+      pb::GetPlanResponse message;
+      pb::PlanProgress* p = message.mutable_progress();
+      p->set_stage(event.stage);
+      p->set_elapsed_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
+      p->set_best_makespan_us(event.best_makespan_us);
+      writer->Write(message);
+    };
+    absl::StatusOr<PlanResult> plan =
+        engine_->GetPlan(request->model_id(), request->scheduler(), options, request->refresh(),
+                         ContextOf(context), progress);
+    if (!plan.ok()) return ToGrpc(plan.status());
     pb::GetPlanResponse message;
-    pb::PlanProgress* p = message.mutable_progress();
-    p->set_stage(event.stage);
-    p->set_elapsed_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
-    p->set_best_makespan_us(event.best_makespan_us);
+    FillPlan(*plan, message.mutable_plan());
     writer->Write(message);
-  };
-  absl::StatusOr<PlanResult> plan =
-      engine_->GetPlan(request->model_id(), request->scheduler(), options, request->refresh(),
-                       ContextOf(context), progress);
-  if (!plan.ok()) return ToGrpc(plan.status());
-  pb::GetPlanResponse message;
-  FillPlan(*plan, message.mutable_plan());
-  writer->Write(message);
-  return grpc::Status::OK;
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context,
                                          const pb::InferRequest* request,
                                          pb::InferResponse* response) {
-  std::vector<HostTensor> inputs;
-  for (const pb::Tensor& tensor : request->inputs()) {
-    absl::StatusOr<HostTensor> host = FromProto(tensor);
-    if (!host.ok()) return ToGrpc(host.status());
-    inputs.push_back(std::move(*host));
-  }
-  absl::StatusOr<InferResult> result = engine_->Infer(request->model_id(), std::move(inputs),
-                                                      request->scheduler(), ContextOf(context));
-  if (!result.ok()) return ToGrpc(result.status());
-  for (const HostTensor& output : result->outputs) ToProto(output, response->add_outputs());
-  response->set_queue_us(result->queue_us);
-  response->set_execute_us(result->execute_us);
-  response->set_latency_us(result->latency_us);
-  response->set_executor(result->executor);
-  response->set_predicted_makespan_us(result->predicted_makespan_us);
-  response->set_scheduler(result->scheduler);
-  if (request->want_trace()) {
-    for (const SubtaskTimingInfo& timing : result->trace) {
-      pb::SubtaskTiming* t = response->add_trace();
-      t->set_op(timing.op);
-      t->set_device(timing.device);
-      t->set_start_us(timing.start_us);
-      t->set_end_us(timing.end_us);
-      t->set_strategy(timing.strategy);
-      t->set_work_begin(timing.work_begin);
-      t->set_work_end(timing.work_end);
-      t->set_predicted_start_us(timing.predicted_start_us);
-      t->set_predicted_end_us(timing.predicted_end_us);
-      t->set_device_us(timing.device_us);
+  return Guarded("Infer", [&]() -> grpc::Status {
+    std::vector<HostTensor> inputs;
+    for (const pb::Tensor& tensor : request->inputs()) {
+      absl::StatusOr<HostTensor> host = FromProto(tensor);
+      if (!host.ok()) return ToGrpc(host.status());
+      inputs.push_back(std::move(*host));
     }
-  }
-  return grpc::Status::OK;
+    absl::StatusOr<InferResult> result = engine_->Infer(request->model_id(), std::move(inputs),
+                                                        request->scheduler(), ContextOf(context));
+    if (!result.ok()) return ToGrpc(result.status());
+    for (const HostTensor& output : result->outputs) ToProto(output, response->add_outputs());
+    response->set_queue_us(result->queue_us);
+    response->set_execute_us(result->execute_us);
+    response->set_latency_us(result->latency_us);
+    response->set_executor(result->executor);
+    response->set_predicted_makespan_us(result->predicted_makespan_us);
+    response->set_scheduler(result->scheduler);
+    if (request->want_trace()) {
+      for (const SubtaskTimingInfo& timing : result->trace) {
+        pb::SubtaskTiming* t = response->add_trace();
+        t->set_op(timing.op);
+        t->set_device(timing.device);
+        t->set_start_us(timing.start_us);
+        t->set_end_us(timing.end_us);
+        t->set_strategy(timing.strategy);
+        t->set_work_begin(timing.work_begin);
+        t->set_work_end(timing.work_end);
+        t->set_predicted_start_us(timing.predicted_start_us);
+        t->set_predicted_end_us(timing.predicted_end_us);
+        t->set_device_us(timing.device_us);
+      }
+    }
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status AdminServiceImpl::Status(grpc::ServerContext*, const pb::StatusRequest*,
                                       pb::StatusResponse* response) {
-  EngineStatus status = engine_->Status();
-  response->set_version(status.version);
-  response->set_uptime_s(status.uptime_s);
-  for (const DeviceInfo& device : status.platform.devices) {
-    FillDevice(device, response->add_devices());
-  }
-  response->set_models(status.models);
-  response->set_queue_depth(status.queue_depth);
-  response->set_queue_capacity(status.queue_capacity);
-  response->set_inferences(status.inferences);
-  FillCacheStats(status.cache, response->mutable_cache());
-  response->set_platform(status.platform.name);
-  response->set_executor(status.executor);
-  response->set_default_scheduler(status.default_scheduler);
-  return grpc::Status::OK;
+  return Guarded("Status", [&]() -> grpc::Status {
+    EngineStatus status = engine_->Status();
+    response->set_version(status.version);
+    response->set_uptime_s(status.uptime_s);
+    for (const DeviceInfo& device : status.platform.devices) {
+      FillDevice(device, response->add_devices());
+    }
+    response->set_models(status.models);
+    response->set_queue_depth(status.queue_depth);
+    response->set_queue_capacity(status.queue_capacity);
+    response->set_inferences(status.inferences);
+    FillCacheStats(status.cache, response->mutable_cache());
+    response->set_platform(status.platform.name);
+    response->set_executor(status.executor);
+    response->set_default_scheduler(status.default_scheduler);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status AdminServiceImpl::Devices(grpc::ServerContext*, const pb::DevicesRequest*,
                                        pb::DevicesResponse* response) {
-  const PlatformInfo platform = engine_->platform();
-  response->set_platform(platform.name);
-  response->set_fingerprint(platform.fingerprint);
-  response->set_predictor_version(platform.predictor_version);
-  for (const DeviceInfo& device : platform.devices) FillDevice(device, response->add_devices());
-  return grpc::Status::OK;
+  return Guarded("Devices", [&]() -> grpc::Status {
+    const PlatformInfo platform = engine_->platform();
+    response->set_platform(platform.name);
+    response->set_fingerprint(platform.fingerprint);
+    response->set_predictor_version(platform.predictor_version);
+    for (const DeviceInfo& device : platform.devices) FillDevice(device, response->add_devices());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status AdminServiceImpl::CacheStats(grpc::ServerContext*, const pb::CacheStatsRequest*,
                                           pb::CacheStatsResponse* response) {
-  absl::StatusOr<cache::CacheStats> stats = engine_->CacheStats();
-  if (!stats.ok()) return ToGrpc(stats.status());
-  FillCacheStats(*stats, response);
-  return grpc::Status::OK;
+  return Guarded("CacheStats", [&]() -> grpc::Status {
+    absl::StatusOr<cache::CacheStats> stats = engine_->CacheStats();
+    if (!stats.ok()) return ToGrpc(stats.status());
+    FillCacheStats(*stats, response);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status AdminServiceImpl::ListCachedPlans(grpc::ServerContext*,
                                                const pb::ListCachedPlansRequest* request,
                                                pb::ListCachedPlansResponse* response) {
-  absl::StatusOr<std::vector<cache::PlanRecord>> plans =
-      engine_->ListCachedPlans(request->model_id());
-  if (!plans.ok()) return ToGrpc(plans.status());
-  for (const cache::PlanRecord& record : *plans) {
-    pb::CachedPlan* plan = response->add_plans();
-    plan->set_model_id(record.key.model_id);
-    plan->set_scheduler(record.scheduler);
-    plan->set_scheduler_config(record.key.scheduler_config);
-    plan->set_platform_fingerprint(record.key.platform_fingerprint);
-    plan->set_predictor_version(record.key.predictor_version);
-    plan->set_makespan_us(record.makespan_us);
-    plan->set_planning_ms(record.planning_ms);
-    plan->set_hits(record.hits);
-    plan->set_created_unix_s(record.created_unix_s);
-  }
-  return grpc::Status::OK;
+  return Guarded("ListCachedPlans", [&]() -> grpc::Status {
+    absl::StatusOr<std::vector<cache::PlanRecord>> plans =
+        engine_->ListCachedPlans(request->model_id());
+    if (!plans.ok()) return ToGrpc(plans.status());
+    for (const cache::PlanRecord& record : *plans) {
+      pb::CachedPlan* plan = response->add_plans();
+      plan->set_model_id(record.key.model_id);
+      plan->set_scheduler(record.scheduler);
+      plan->set_scheduler_config(record.key.scheduler_config);
+      plan->set_platform_fingerprint(record.key.platform_fingerprint);
+      plan->set_predictor_version(record.key.predictor_version);
+      plan->set_makespan_us(record.makespan_us);
+      plan->set_planning_ms(record.planning_ms);
+      plan->set_hits(record.hits);
+      plan->set_created_unix_s(record.created_unix_s);
+    }
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status AdminServiceImpl::PurgeCache(grpc::ServerContext*,
                                           const pb::PurgeCacheRequest* request,
                                           pb::PurgeCacheResponse* response) {
-  absl::StatusOr<cache::PurgeResult> result = engine_->PurgeCache(request->include_models());
-  if (!result.ok()) return ToGrpc(result.status());
-  response->set_plans_removed(result->plans_removed);
-  response->set_models_removed(result->models_removed);
-  return grpc::Status::OK;
+  return Guarded("PurgeCache", [&]() -> grpc::Status {
+    absl::StatusOr<cache::PurgeResult> result = engine_->PurgeCache(request->include_models());
+    if (!result.ok()) return ToGrpc(result.status());
+    response->set_plans_removed(result->plans_removed);
+    response->set_models_removed(result->models_removed);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status AdminServiceImpl::Calibrate(grpc::ServerContext* context,
                                          const pb::CalibrateRequest* request,
                                          grpc::ServerWriter<pb::CalibrateResponse>* writer) {
-  constexpr double kDefaultBudgetS = 3;
-  const double budget_s = request->budget_s() == 0 ? kDefaultBudgetS : request->budget_s();
-  // Progress arrives on the queue's worker while this thread waits in the engine; the
-  // mutex keeps the writes one at a time.
-  auto mu = std::make_shared<std::mutex>();
-  auto progress = [writer, mu](const CalibrationProgressEvent& event) {
+  return Guarded("Calibrate", [&]() -> grpc::Status {
+    constexpr double kDefaultBudgetS = 3;
+    const double budget_s = request->budget_s() == 0 ? kDefaultBudgetS : request->budget_s();
+    // Progress arrives on the queue's worker while this thread waits in the engine; the
+    // mutex keeps the writes one at a time.
+    auto mu = std::make_shared<std::mutex>();
+    auto progress = [writer, mu](const CalibrationProgressEvent& event) {
+      pb::CalibrateResponse message;
+      pb::CalibrationProgress* p = message.mutable_progress();
+      p->set_device(event.device);
+      p->set_cases_done(event.cases_done);
+      p->set_cases_skipped(event.cases_skipped);
+      p->set_elapsed_s(event.elapsed_s);
+      p->set_budget_s(event.budget_s);
+      p->set_finished(event.finished);
+      std::lock_guard lock(*mu);
+      writer->Write(message);
+    };
+    absl::StatusOr<CalibrationOutput> output =
+        engine_->Calibrate(budget_s, progress, ContextOf(context));
+    if (!output.ok()) return ToGrpc(output.status());
     pb::CalibrateResponse message;
-    pb::CalibrationProgress* p = message.mutable_progress();
-    p->set_device(event.device);
-    p->set_cases_done(event.cases_done);
-    p->set_cases_skipped(event.cases_skipped);
-    p->set_elapsed_s(event.elapsed_s);
-    p->set_budget_s(event.budget_s);
-    p->set_finished(event.finished);
+    pb::CalibrationResult* result = message.mutable_result();
+    result->set_predictor_version(output->predictor_version);
+    result->set_samples(output->samples);
+    result->set_error_table(output->error_table);
+    result->set_report_json(output->report.dump());
+    result->set_params_json(output->params.dump());
+    for (const std::string& skipped : output->skipped_devices) result->add_skipped_devices(skipped);
     std::lock_guard lock(*mu);
     writer->Write(message);
-  };
-  absl::StatusOr<CalibrationOutput> output =
-      engine_->Calibrate(budget_s, progress, ContextOf(context));
-  if (!output.ok()) return ToGrpc(output.status());
-  pb::CalibrateResponse message;
-  pb::CalibrationResult* result = message.mutable_result();
-  result->set_predictor_version(output->predictor_version);
-  result->set_samples(output->samples);
-  result->set_error_table(output->error_table);
-  result->set_report_json(output->report.dump());
-  result->set_params_json(output->params.dump());
-  for (const std::string& skipped : output->skipped_devices) result->add_skipped_devices(skipped);
-  std::lock_guard lock(*mu);
-  writer->Write(message);
-  return grpc::Status::OK;
+    return grpc::Status::OK;
+  });
 }
 
 }  // namespace psched::daemon
