@@ -638,7 +638,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are "errors" that exit 0; every real one exits 1 as documented
+    // (CLI11's own codes, 105-109, would leak its internals into scripts).
+    return app.exit(e) == 0 ? 0 : 1;
   }
   try {
     action();

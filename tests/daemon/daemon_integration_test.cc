@@ -753,6 +753,19 @@ TEST_F(DaemonTest, PschedctlWithoutDaemonSaysSoInOneLine) {
   EXPECT_GT(inspect["params"].get<int64_t>(), 0);
 }
 
+TEST_F(DaemonTest, PschedctlBadArgumentsExitOneAndHelpExitsZero) {
+  for (const std::string& args : {"--no-such-flag status", "model", "plan show",
+                                   "infer abc --input", "nosuchcommand"}) {
+    std::string err;
+    auto [rc, out] = Ctl(args, &err);
+    EXPECT_EQ(rc, 1) << args << ": " << out << err;
+    EXPECT_FALSE(err.empty()) << args;
+  }
+  auto [help_rc, help] = Ctl("--help");
+  EXPECT_EQ(help_rc, 0);
+  EXPECT_NE(help.find("model"), std::string::npos) << help;
+}
+
 TEST_F(DaemonTest, PschedctlCommandsTableAndJson) {
   Start();
   auto [add_rc, id_line] = Ctl("model add " + kTinyModel + " --name tiny");
