@@ -1,8 +1,11 @@
 #include "cache/store.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <system_error>
@@ -76,6 +79,16 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& state_dir,
   std::string path = (fs::path(state_dir) / kFileName).string();
   std::string prefix = absl::StrCat("cache ", path, ": ");
 
+  // A new database is created 0600 before SQLite opens it (SQLite would use 0644 & ~umask);
+  // its -wal and -shm files take the database file's mode.
+  if (!fs::exists(path, ec)) {
+    const int created = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (created < 0 && errno != EEXIST) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(prefix, "cannot create the database: ", std::strerror(errno)));
+    }
+    if (created >= 0) close(created);
+  }
   absl::StatusOr<Connection> db = Connection::Open(path);
   if (!db.ok()) return Prefixed(db.status(), prefix);
   PSCHED_CACHE_RETURN_IF_ERROR(

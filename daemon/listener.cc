@@ -23,8 +23,8 @@ absl::StatusOr<sockaddr_un> Address(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
-    return absl::InvalidArgumentError(absl::StrCat("socket path '", path, "' is empty or longer than ",
-                                                   sizeof(addr.sun_path) - 1, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "socket path '", path, "' is empty or longer than ", sizeof(addr.sun_path) - 1, " bytes"));
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   return addr;
@@ -60,7 +60,12 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(const std::string& path
   fs::path dir = fs::path(path).parent_path();
   std::error_code ec;
   if (!dir.empty() && !fs::exists(dir, ec)) {
+    // A directory we create is ours alone plus the socket's group (0750), whatever the umask.
     fs::create_directories(dir, ec);
+    if (!ec) {
+      fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec,
+                      ec);
+    }
     if (ec) {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot create socket directory ", dir.string(), ": ", ec.message()));
@@ -84,10 +89,17 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Bind(const std::string& path
   }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket(): ", Errno()));
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) != 0) {
-    std::string reason = Errno();
+  // bind() creates the socket file with 0777 & ~umask: under umask 0117 it is born owner and
+  // group read/write, never looser, not even until the chmod below (which only makes the
+  // mode explicit). The umask is process-wide; binding happens at start-up, before any
+  // thread of ours creates files.
+  const mode_t previous_umask = umask(0117);
+  const int bound = bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr));
+  const std::string bind_error = bound != 0 ? Errno() : "";
+  umask(previous_umask);
+  if (bound != 0) {
     close(fd);
-    return absl::FailedPreconditionError(absl::StrCat("cannot bind ", path, ": ", reason));
+    return absl::FailedPreconditionError(absl::StrCat("cannot bind ", path, ": ", bind_error));
   }
   // Owner and group read/write: clients join the socket's group to talk to the daemon.
   if (chmod(path.c_str(), 0660) != 0 || listen(fd, SOMAXCONN) != 0) {
@@ -106,8 +118,7 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Adopt(int fd) {
   socklen_t listening_len = sizeof(listening);
   sockaddr_un addr{};
   socklen_t addr_len = sizeof(addr);
-  bool usable = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) == 0 &&
-                type == SOCK_STREAM &&
+  bool usable = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) == 0 && type == SOCK_STREAM &&
                 getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &listening_len) == 0 &&
                 listening != 0 &&
                 getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) == 0 &&

@@ -1,12 +1,11 @@
 #include "daemon/server.h"
 
-#include <unistd.h>
-
-#include <filesystem>
-
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/systemd.h"
@@ -20,7 +19,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& config
 
   systemd::NotifyStatus("opening the cache");
   std::error_code ec;
-  std::filesystem::create_directories(config.state_dir, ec);
+  // A state dir we create holds every uploaded model: owner only (0700), whatever the umask.
+  namespace fs = std::filesystem;
+  if (!fs::exists(config.state_dir, ec)) {
+    fs::create_directories(config.state_dir, ec);
+    if (!ec) fs::permissions(config.state_dir, fs::perms::owner_all, ec);
+  }
   if (ec) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create state dir ", config.state_dir, ": ", ec.message()));
@@ -70,9 +74,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& config
   });
 
   if (std::optional<absl::Duration> interval = systemd::WatchdogInterval()) {
-    server->watchdog_ = std::thread([s = server.get(), period = *interval / 3] {
-      s->WatchdogLoop(period);
-    });
+    server->watchdog_ =
+        std::thread([s = server.get(), period = *interval / 3] { s->WatchdogLoop(period); });
   }
   spdlog::info("pschedd {} serving on {}{} (platform {}, executor {})", PSCHED_VERSION,
                server->listener_->path(),

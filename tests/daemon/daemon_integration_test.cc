@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -751,6 +752,25 @@ TEST_F(DaemonTest, PschedctlWithoutDaemonSaysSoInOneLine) {
   EXPECT_TRUE(inspect["op_counts"].contains("conv2d"));
   EXPECT_GT(inspect["flops"].get<int64_t>(), 0);
   EXPECT_GT(inspect["params"].get<int64_t>(), 0);
+}
+
+// Even under umask 0 what pschedd creates is no looser than it must be: the state dir
+// (every uploaded model) and the database are the daemon's alone, the socket's directory and
+// the socket reach the socket's group only.
+TEST_F(DaemonTest, CreatedFilesAreNeverLooserThanConfiguredWhateverTheUmask) {
+  const mode_t previous = umask(0);
+  Start();
+  umask(previous);
+  auto mode = [](const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode(state_), 0700u);
+  EXPECT_EQ(mode(state_ + "/psched.db"), 0600u);
+  EXPECT_EQ(mode(dir_ + "/run"), 0750u);
+  EXPECT_EQ(mode(socket_), 0660u);
+  EXPECT_EQ(Stop(), 0) << Log();
 }
 
 TEST_F(DaemonTest, PschedctlBadArgumentsExitOneAndHelpExitsZero) {
