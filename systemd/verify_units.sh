@@ -21,3 +21,13 @@ if grep -E "pschedd\.(service|socket)" <<<"$out" | grep -v "Failed to load .* No
   exit 1
 fi
 echo "units verified"
+# The hardening score (issue bar: exposure <= 2.0). --offline reads the unit file alone.
+score_line="$(cd "$work" && systemd-analyze security --offline=true --no-pager \
+               "$work/pschedd.service" 2>&1 | grep "Overall exposure level")" || {
+  echo "systemd-analyze security printed no score"; exit 1; }
+echo "$score_line"
+score="$(sed -E 's/.*: ([0-9.]+).*/\1/' <<<"$score_line")"
+if ! awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+  echo "exposure $score is above 2.0: the unit lost hardening"
+  exit 1
+fi
