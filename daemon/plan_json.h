@@ -1,0 +1,28 @@
+// Reading a stored plan back: the plan JSON pschedd caches (DESIGN.md plan shape,
+// "subtasks": [{"op", "op_id", "device", "strategy", "work": [b, e], "start_us", "end_us"}])
+// turned into a scheduler::Schedule over a model's graph and a platform's device names.
+//
+// Nothing in the JSON is trusted: wrong types, unknown devices or strategies and op ids out
+// of range are errors, never exceptions. Each op's plan is rebuilt from its subtasks in work
+// order (axis and slot widths), so ValidateSchedule checks a stored plan exactly as it checks
+// a freshly computed one (gaps in the work ranges, missing ops, overlaps, wrong durations).
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/graph.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/schedule.h"
+
+namespace psched::daemon {
+
+// FAILED_PRECONDITION for a device `devices` does not list; INTERNAL ("malformed cached
+// plan: ...") for any other shape or type error.
+absl::StatusOr<scheduler::Schedule> ScheduleFromJson(const model::Graph& graph,
+                                                     const std::vector<std::string>& devices,
+                                                     const nlohmann::json& plan);
+
+}  // namespace psched::daemon
