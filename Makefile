@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build demo run test test-sanitize bench install clean format
+.PHONY: all deps configure build demo run test test-sanitize fuzz bench install clean format
 
 all: build
 
@@ -33,6 +33,15 @@ test: build
 
 test-sanitize:
 	@$(MAKE) --no-print-directory BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DPSCHED_SANITIZE=ON" test
+
+# libFuzzer over every parser of untrusted bytes (fuzz/), clang + ASan + UBSan.
+FUZZ_SECONDS ?= 60
+FUZZ_SEED ?= 1
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DPSCHED_FUZZ=ON
+	cmake --build build-fuzz --target fuzzers -j $(JOBS)
+	./scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_SEED)
 
 bench: build
 	./scripts/bench.sh $(BUILD)

@@ -109,7 +109,9 @@ absl::StatusOr<NpyArray> ParseNpy(std::string_view std_bytes) {
                      absl::StrJoin(array.shape, ","), ") needs ", count * 4));
   }
   array.data.resize(static_cast<size_t>(count));
-  std::memcpy(array.data.data(), payload.data(), payload.size());
+  // An empty array (a zero dimension) has no buffer: memcpy from or to null is undefined
+  // even for zero bytes (found by fuzz_npy).
+  if (count > 0) std::memcpy(array.data.data(), payload.data(), payload.size());
   return array;
 }
 

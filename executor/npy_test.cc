@@ -31,6 +31,19 @@ TEST(Npy, RoundTripsShapesAndValues) {
   }
 }
 
+// fuzz_npy's first finding: an array with a zero dimension copied from a null buffer.
+TEST(Npy, ZeroSizedArrayFromAHandWrittenHeader) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (0,1,3 , 08, 1)}";
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size());
+  bytes += '\0';
+  bytes += header;
+  auto array = ParseNpy(bytes);
+  ASSERT_TRUE(array.ok()) << array.status();
+  EXPECT_EQ(array->shape, (std::vector<int64_t>{0, 1, 3, 8, 1}));
+  EXPECT_TRUE(array->data.empty());
+}
+
 TEST(Npy, WritesWhatNumpyWrites) {
   auto bytes = SerializeNpy({{2}, {1.0f, 2.0f}});
   ASSERT_TRUE(bytes.ok());
