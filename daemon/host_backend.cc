@@ -225,13 +225,7 @@ class HostBackend final : public Backend {
     if (!parsed.ok()) return parsed.status();
     const model::Graph& graph = GraphOf(model);
     progress({"building problem", 0});
-    std::shared_ptr<const predictor::LatencyModel> latency_model;
-    {
-      std::lock_guard lock(mu_);
-      latency_model = profile_.model;
-    }
-    absl::StatusOr<scheduler::Problem> problem =
-        scheduler::Problem::FromGraph(graph, profile_.platform, *latency_model);
+    absl::StatusOr<scheduler::Problem> problem = ProblemOf(graph);
     if (!problem.ok()) return problem.status();
     if (cancelled()) return absl::CancelledError("planning abandoned by every requester");
     progress({"scheduling", 0});
@@ -277,13 +271,7 @@ class HostBackend final : public Backend {
     for (const scheduler::DeviceSpec& spec : profile_.platform.devices) names.push_back(spec.name);
     absl::StatusOr<scheduler::Schedule> parsed = ScheduleFromJson(graph, names, schedule);
     if (!parsed.ok()) return absl::DataLossError(std::string(parsed.status().message()));
-    std::shared_ptr<const predictor::LatencyModel> latency_model;
-    {
-      std::lock_guard lock(mu_);
-      latency_model = profile_.model;
-    }
-    absl::StatusOr<scheduler::Problem> problem =
-        scheduler::Problem::FromGraph(graph, profile_.platform, *latency_model);
+    absl::StatusOr<scheduler::Problem> problem = ProblemOf(graph);
     if (!problem.ok()) return problem.status();
     if (absl::Status valid = scheduler::ValidateSchedule(*problem, *parsed); !valid.ok()) {
       return absl::DataLossError(std::string(valid.message()));
@@ -395,6 +383,16 @@ class HostBackend final : public Backend {
                                 executor::NhwcToNchw(shape, nhwc[i])});
     }
     return host;
+  }
+
+  // The scheduling instance of `graph` under the latency model in use now.
+  absl::StatusOr<scheduler::Problem> ProblemOf(const model::Graph& graph) const {
+    std::shared_ptr<const predictor::LatencyModel> latency_model;
+    {
+      std::lock_guard lock(mu_);
+      latency_model = profile_.model;
+    }
+    return scheduler::Problem::FromGraph(graph, profile_.platform, *latency_model);
   }
 
   // The runtime for `plan`, compiled on first use.
