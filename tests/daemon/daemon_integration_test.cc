@@ -16,6 +16,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -248,8 +251,8 @@ cores = [1]
   // Runs pschedctl; returns (exit code, stdout). stderr goes to `err` when given.
   std::pair<int, std::string> Ctl(const std::string& args, std::string* err = nullptr) {
     std::string err_path = dir_ + "/ctl.err";
-    std::string command = absl::StrCat(PSCHEDCTL_PATH, " --socket ", socket_, " ", args, " 2>",
-                                       err_path);
+    std::string command =
+        absl::StrCat(PSCHEDCTL_PATH, " --socket ", socket_, " ", args, " 2>", err_path);
     FILE* pipe = popen(command.c_str(), "r");
     std::string out;
     char buffer[4096];
@@ -336,8 +339,8 @@ TEST_F(DaemonTest, DamagedStoreIsDetectedRepairedAndNeverServed) {
   EXPECT_FALSE(json::parse(replan_text)["cached"].get<bool>());
   EXPECT_NE(Log().find("dropped and recomputed"), std::string::npos) << Log();
   const std::string out_path = dir_ + "/out.npy";
-  const std::string infer = "infer " + id + " --input " + SqueezenetPath(".input.npy") +
-                            " --output " + out_path;
+  const std::string infer =
+      "infer " + id + " --input " + SqueezenetPath(".input.npy") + " --output " + out_path;
   auto expect_reference_output = [&] {
     auto [infer_rc, infer_text] = Ctl(infer);
     ASSERT_EQ(infer_rc, 0) << infer_text << Log();
@@ -575,8 +578,8 @@ TEST_F(DaemonTest, SocketActivationAndNotifications) {
 
   // --socket names a path nobody uses: the daemon must serve on the activated socket.
   pid_ = Spawn({"--socket", dir_ + "/unused/x.sock"},
-               {"LISTEN_FDS=1", "NOTIFY_SOCKET=" + notify_path, "WATCHDOG_USEC=300000"},
-               listen_fd, /*with_listen_pid=*/true);
+               {"LISTEN_FDS=1", "NOTIFY_SOCKET=" + notify_path, "WATCHDOG_USEC=300000"}, listen_fd,
+               /*with_listen_pid=*/true);
   close(listen_fd);
 
   std::vector<std::string> messages;
@@ -698,8 +701,7 @@ TEST_F(DaemonTest, RefusesSecondDaemonAndReplacesStaleSocket) {
   int status = 0;
   waitpid(second, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1);
-  EXPECT_NE(ReadFile(dir_ + "/pschedd.log").find("already answering"), std::string::npos)
-      << Log();
+  EXPECT_NE(ReadFile(dir_ + "/pschedd.log").find("already answering"), std::string::npos) << Log();
   // Kill the first hard: its socket file stays behind, stale.
   kill(first, SIGKILL);
   waitpid(first, nullptr, 0);
@@ -756,6 +758,112 @@ TEST_F(DaemonTest, PschedctlWithoutDaemonSaysSoInOneLine) {
 // Even under umask 0 what pschedd creates is no looser than it must be: the state dir
 // (every uploaded model) and the database are the daemon's alone, the socket's directory and
 // the socket reach the socket's group only.
+// kill -9 at seeded random moments while clients upload, plan and infer. After every kill
+// the database passes integrity_check, and after the restart every model whose upload was
+// acknowledged is present and, where a reference output exists, still computes it.
+TEST_F(DaemonTest, KillNineDuringUploadPlanningAndInferenceLosesNothingAcknowledged) {
+  if (!fs::exists(SqueezenetPath(".onnx"))) GTEST_SKIP() << "no ../shared reference models";
+  struct Upload {
+    std::string path;
+    bool synthetic;
+    std::string reference_input, reference_output;  // empty: no reference
+  };
+  const std::string reference = SharedDir() + "/models/reference/";
+  const std::string graph_only = SharedDir() + "/models/graph-only/";
+  const std::vector<Upload> uploads = {
+      {kTinyModel, false, kTinyInput, kTinyOutput},
+      {reference + "squeezenet_v1_1.onnx", false, reference + "squeezenet_v1_1.input.npy",
+       reference + "squeezenet_v1_1.output.npy"},
+      {reference + "peleenet.onnx", false, reference + "peleenet.input.npy",
+       reference + "peleenet.output.npy"},
+      {graph_only + "hrnet_w18_small_v1.onnx", true, "", ""},
+      {graph_only + "hrnet_w18_small_v2.onnx", true, "", ""},
+  };
+  std::mt19937 rng(20261124);
+  std::map<std::string, const Upload*> acknowledged;  // id -> what was uploaded
+  size_t next_upload = 0;
+  for (int round = 0; round < 5; ++round) {
+    Start();
+    std::mutex mu;
+    std::atomic<bool> done{false};
+    std::vector<std::thread> clients;
+    clients.emplace_back([&] {  // uploads, one model after the other
+      while (!done && next_upload < uploads.size()) {
+        const Upload& upload = uploads[next_upload];
+        auto response =
+            Client(absl::Seconds(10)).RegisterModel(ReadFile(upload.path), "", upload.synthetic);
+        if (!response.ok()) break;
+        std::lock_guard lock(mu);
+        acknowledged[response->model().id()] = &upload;
+        ++next_upload;
+      }
+    });
+    clients.emplace_back([&] {  // replans whatever is registered
+      while (!done) {
+        std::vector<std::string> ids;
+        {
+          std::lock_guard lock(mu);
+          for (const auto& [id, upload] : acknowledged) ids.push_back(id);
+        }
+        if (ids.empty()) {
+          absl::SleepFor(absl::Milliseconds(5));
+          continue;
+        }
+        if (!Client(absl::Seconds(10)).GetPlan(ids[rng() % ids.size()], "iterative", {}, true).ok())
+          break;
+      }
+    });
+    clients.emplace_back([&] {  // infers the tiny model once it is registered
+      v1::InferRequest request;
+      *request.add_inputs() = TensorFromNpy(kTinyInput);
+      while (!done) {
+        {
+          std::lock_guard lock(mu);
+          for (const auto& [id, upload] : acknowledged) {
+            if (upload->path == kTinyModel) request.set_model_id(id);
+          }
+        }
+        if (request.model_id().empty()) {
+          absl::SleepFor(absl::Milliseconds(5));
+          continue;
+        }
+        if (!Client(absl::Seconds(10)).Infer(request).ok()) break;
+      }
+    });
+    absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(150, 900)(rng)));
+    ASSERT_EQ(kill(pid_, SIGKILL), 0);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    done = true;
+    for (std::thread& t : clients) t.join();
+
+    absl::StatusOr<cache::Connection> db = cache::Connection::Open(state_ + "/psched.db");
+    ASSERT_TRUE(db.ok()) << db.status();
+    EXPECT_EQ(db->QueryText("PRAGMA integrity_check").value_or("failed"), "ok")
+        << "round " << round;
+  }
+
+  std::printf("%zu of %zu uploads acknowledged across 5 kills\n", acknowledged.size(),
+              uploads.size());
+  Start();
+  ASSERT_FALSE(acknowledged.empty());
+  for (const auto& [id, upload] : acknowledged) {
+    auto model = Client().GetModel(id);
+    ASSERT_TRUE(model.ok()) << upload->path << ": " << model.status();
+    if (upload->reference_output.empty()) continue;
+    v1::InferRequest request;
+    request.set_model_id(id);
+    *request.add_inputs() = TensorFromNpy(upload->reference_input);
+    auto response = Client().Infer(request);
+    ASSERT_TRUE(response.ok()) << upload->path << ": " << response.status() << Log();
+    EXPECT_LT(
+        MaxDiff(Floats(response->outputs(0)), executor::ReadNpy(upload->reference_output)->data),
+        1e-4)
+        << upload->path;
+  }
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
 TEST_F(DaemonTest, CreatedFilesAreNeverLooserThanConfiguredWhateverTheUmask) {
   const mode_t previous = umask(0);
   Start();
@@ -773,8 +881,8 @@ TEST_F(DaemonTest, CreatedFilesAreNeverLooserThanConfiguredWhateverTheUmask) {
 }
 
 TEST_F(DaemonTest, PschedctlBadArgumentsExitOneAndHelpExitsZero) {
-  for (const std::string& args : {"--no-such-flag status", "model", "plan show",
-                                   "infer abc --input", "nosuchcommand"}) {
+  for (const std::string& args :
+       {"--no-such-flag status", "model", "plan show", "infer abc --input", "nosuchcommand"}) {
     std::string err;
     auto [rc, out] = Ctl(args, &err);
     EXPECT_EQ(rc, 1) << args << ": " << out << err;
