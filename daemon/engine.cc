@@ -32,13 +32,58 @@ nlohmann::json SpecsJson(const std::vector<TensorSpec>& specs) {
   return out;
 }
 
+// REQUIRES: ValidSpecs(json).
 std::vector<TensorSpec> SpecsFromJson(const nlohmann::json& json) {
   std::vector<TensorSpec> specs;
-  if (!json.is_array()) return specs;
   for (const nlohmann::json& entry : json) {
-    specs.push_back({entry.value("name", ""), entry.value("dims", std::vector<int64_t>{})});
+    specs.push_back({entry["name"].get<std::string>(), entry["dims"].get<std::vector<int64_t>>()});
   }
   return specs;
+}
+
+bool ValidSpecs(const nlohmann::json& json) {
+  if (!json.is_array()) return false;
+  for (const nlohmann::json& entry : json) {
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() ||
+        !entry.contains("dims") || !entry["dims"].is_array()) {
+      return false;
+    }
+    for (const nlohmann::json& d : entry["dims"]) {
+      if (!d.is_number_integer()) return false;
+    }
+  }
+  return true;
+}
+
+// A stored summary is read, not trusted: fields of the wrong type (edited or damaged rows)
+// are left out and logged, so no reader downstream meets a type it does not expect.
+nlohmann::json CheckedSummary(const std::string& text, const std::string& id) {
+  nlohmann::json summary = nlohmann::json::parse(text, nullptr, false);
+  std::vector<std::string> dropped;
+  if (!summary.is_object()) {
+    summary = nlohmann::json::object();
+    dropped.push_back("all of it (not a JSON object)");
+  }
+  auto drop_unless = [&](const char* key, bool valid) {
+    if (summary.contains(key) && !valid) {
+      summary.erase(key);
+      dropped.push_back(key);
+    }
+  };
+  for (const char* key : {"ops", "flops", "params"}) {
+    drop_unless(key, summary.contains(key) && summary[key].is_number());
+  }
+  drop_unless("has_weights",
+              summary.contains("has_weights") && summary["has_weights"].is_boolean());
+  drop_unless("op_counts", summary.contains("op_counts") && summary["op_counts"].is_object());
+  for (const char* key : {"inputs", "outputs"}) {
+    drop_unless(key, summary.contains(key) && ValidSpecs(summary[key]));
+  }
+  if (!dropped.empty()) {
+    spdlog::warn("model {}: stored summary is damaged, left out: {}", id,
+                 absl::StrJoin(dropped, ", "));
+  }
+  return summary;
 }
 
 }  // namespace
@@ -160,10 +205,9 @@ ModelInfo Engine::Describe(const cache::ModelRecord& record, const LoadedModel* 
   info.name = record.name;
   info.size_bytes = record.size_bytes;
   info.registered_unix_s = record.created_unix_s;
-  info.summary = nlohmann::json::parse(record.summary_json, nullptr, false);
-  if (info.summary.is_discarded()) info.summary = nlohmann::json::object();
-  info.inputs = SpecsFromJson(info.summary.value("inputs", nlohmann::json()));
-  info.outputs = SpecsFromJson(info.summary.value("outputs", nlohmann::json()));
+  info.summary = CheckedSummary(record.summary_json, record.id);
+  if (info.summary.contains("inputs")) info.inputs = SpecsFromJson(info.summary["inputs"]);
+  if (info.summary.contains("outputs")) info.outputs = SpecsFromJson(info.summary["outputs"]);
   info.has_weights = info.summary.value("has_weights", false);
   if (loaded != nullptr) {
     info.inputs = loaded->inputs;

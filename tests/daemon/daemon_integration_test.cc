@@ -864,6 +864,66 @@ TEST_F(DaemonTest, KillNineDuringUploadPlanningAndInferenceLosesNothingAcknowled
   EXPECT_EQ(Stop(), 0) << Log();
 }
 
+// Rows of the right SQL types but the wrong JSON types, for every JSON column. Every RPC
+// then answers with a status and a message (or succeeds), never gRPC's UNKNOWN, and the
+// daemon keeps serving.
+TEST_F(DaemonTest, EveryRpcAnswersClearlyOnAPoisonedStore) {
+  Start();
+  auto [add_rc, id_line] = Ctl("model add " + kTinyModel);
+  ASSERT_EQ(add_rc, 0) << id_line << Log();
+  const std::string id = id_line.substr(0, id_line.find('\n'));
+  ASSERT_EQ(Ctl("plan show " + id).first, 0) << Log();
+  ASSERT_EQ(Stop(), 0) << Log();
+  {
+    absl::StatusOr<cache::Connection> db = cache::Connection::Open(state_ + "/psched.db");
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE(db->Exec(R"sql(
+      UPDATE models SET summary_json =
+        '{"ops": "many", "flops": [], "has_weights": "yes", "op_counts": 3,
+          "inputs": [{"name": 5, "dims": "x"}], "outputs": {"y": 1}}';
+      UPDATE plans SET schedule_json = '{"subtasks": [{"device": 7, "work": "all"}]}',
+                       scheduler = 'heft';
+    )sql").ok());
+  }
+  Start();
+  std::vector<std::pair<std::string, absl::Status>> answers;
+  auto record = [&answers](const std::string& rpc, const absl::Status& status) {
+    answers.emplace_back(rpc, status);
+  };
+  client::Client c = Client(absl::Seconds(60));
+  record("Status", c.Status().status());
+  record("Devices", c.Devices().status());
+  record("CacheStats", c.CacheStats().status());
+  record("ListCachedPlans", c.ListCachedPlans().status());
+  record("ListModels", c.ListModels().status());
+  record("GetModel", c.GetModel(id).status());
+  record("GetPlan", c.GetPlan(id, "").status());
+  v1::InferRequest request;
+  request.set_model_id(id);
+  *request.add_inputs() = TensorFromNpy(kTinyInput);
+  auto inferred = c.Infer(request);
+  record("Infer", inferred.status());
+  record("RegisterModel", c.RegisterModel(ReadFile(kTinyModel), "", false).status());
+  record("Calibrate", c.Calibrate(0.2).status());
+  record("PurgeCache", c.PurgeCache(false).status());
+  record("RemoveModel", c.RemoveModel(id).status());
+  for (const auto& [rpc, status] : answers) {
+    EXPECT_NE(status.code(), absl::StatusCode::kUnknown) << rpc << ": " << status;
+    if (!status.ok()) EXPECT_FALSE(status.message().empty()) << rpc;
+    std::printf("%-16s %s\n", rpc.c_str(), status.ToString().c_str());
+  }
+  // A damaged summary loses its bad fields, not the model; the damaged plan is recomputed,
+  // so inference runs and matches.
+  for (const auto& [rpc, status] : answers) {
+    if (rpc != "Calibrate") EXPECT_TRUE(status.ok()) << rpc << ": " << status;
+  }
+  EXPECT_NE(Log().find("stored summary is damaged"), std::string::npos) << Log();
+  ASSERT_TRUE(inferred.ok()) << inferred.status() << Log();
+  EXPECT_LT(MaxDiff(Floats(inferred->outputs(0)), executor::ReadNpy(kTinyOutput)->data), 1e-4);
+  EXPECT_TRUE(Client().Status().ok()) << Log();
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
 TEST_F(DaemonTest, CreatedFilesAreNeverLooserThanConfiguredWhateverTheUmask) {
   const mode_t previous = umask(0);
   Start();
