@@ -7,6 +7,20 @@
 #include "model/split.h"
 
 namespace psched::daemon {
+namespace {
+
+// JSON integers only: get<int64_t>() of a JSON float is a float-to-integer conversion,
+// undefined for values out of range (found by fuzz_plan_json: an op id of 8.9e81).
+std::optional<int64_t> Integer(const nlohmann::json& json) {
+  if (!json.is_number_integer()) return std::nullopt;
+  return json.get<int64_t>();
+}
+
+absl::Status Malformed(absl::string_view what) {
+  return absl::InternalError(absl::StrCat("malformed cached plan: ", what));
+}
+
+}  // namespace
 
 absl::StatusOr<scheduler::Schedule> ScheduleFromJson(const model::Graph& graph,
                                                      const std::vector<std::string>& devices,
@@ -14,8 +28,11 @@ absl::StatusOr<scheduler::Schedule> ScheduleFromJson(const model::Graph& graph,
   const int num_ops = static_cast<int>(graph.ops.size());
   scheduler::Schedule schedule(num_ops, static_cast<int>(devices.size()));
   std::vector<scheduler::ScheduledSubtask> subtasks;
+  if (!plan.is_object() || !plan.contains("subtasks") || !plan["subtasks"].is_array()) {
+    return Malformed("no \"subtasks\" array");
+  }
   try {
-    for (const nlohmann::json& s : plan.at("subtasks")) {
+    for (const nlohmann::json& s : plan["subtasks"]) {
       const std::string device = s.at("device").get<std::string>();
       auto it = std::find(devices.begin(), devices.end(), device);
       if (it == devices.end()) {
@@ -25,25 +42,32 @@ absl::StatusOr<scheduler::Schedule> ScheduleFromJson(const model::Graph& graph,
       const std::string strategy = s.at("strategy").get<std::string>();
       std::optional<model::SplitAxis> axis = model::SplitAxisFromName(strategy);
       if (!axis.has_value()) {
-        return absl::InternalError(
-            absl::StrCat("malformed cached plan: unknown strategy '", strategy, "'"));
+        return Malformed(absl::StrCat("unknown strategy '", strategy, "'"));
       }
       scheduler::ScheduledSubtask subtask;
-      subtask.op = s.at("op_id").get<model::OpId>();
-      if (subtask.op < 0 || subtask.op >= num_ops) {
-        return absl::InternalError(absl::StrCat("malformed cached plan: op id ", subtask.op,
-                                                " out of range for '", graph.name, "'"));
+      const std::optional<int64_t> op = Integer(s.at("op_id"));
+      if (!op.has_value() || *op < 0 || *op >= num_ops) {
+        return Malformed(
+            absl::StrCat("op id ", s.at("op_id").dump(), " is not an op of '", graph.name, "'"));
       }
+      subtask.op = static_cast<model::OpId>(*op);
       subtask.device = static_cast<int>(it - devices.begin());
       subtask.axis = *axis;
-      subtask.begin = s.at("work").at(0).get<int64_t>();
-      subtask.end = s.at("work").at(1).get<int64_t>();
+      const nlohmann::json& work = s.at("work");
+      const std::optional<int64_t> begin =
+          work.is_array() && work.size() == 2 ? Integer(work[0]) : std::nullopt;
+      const std::optional<int64_t> end = begin.has_value() ? Integer(work[1]) : std::nullopt;
+      if (!end.has_value()) {
+        return Malformed(absl::StrCat("work ", work.dump(), " is not [begin, end] in integers"));
+      }
+      subtask.begin = *begin;
+      subtask.end = *end;
       subtask.start_us = s.at("start_us").get<double>();
       subtask.end_us = s.at("end_us").get<double>();
       subtasks.push_back(subtask);
     }
   } catch (const nlohmann::json::exception& e) {
-    return absl::InternalError(absl::StrCat("malformed cached plan: ", e.what()));
+    return Malformed(e.what());
   }
   // Slots in work order per op; the plan's widths are the subtasks' ranges.
   std::vector<std::vector<int>> by_op(static_cast<size_t>(num_ops));

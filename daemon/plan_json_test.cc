@@ -1,0 +1,90 @@
+#include "daemon/plan_json.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/onnx_import.h"
+
+namespace psched::daemon {
+namespace {
+
+using ::testing::HasSubstr;
+
+class PlanJsonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<model::Graph> graph = model::ImportOnnxFile(
+        std::string(PSCHED_SOURCE_DIR) + "/tests/daemon/data/tiny_cnn.onnx", {});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    graph_ = *std::move(graph);
+    std::ifstream in(std::string(PSCHED_SOURCE_DIR) + "/fuzz/seeds/plan_json/plan1.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    plan_ = nlohmann::json::parse(text.str());
+  }
+
+  absl::StatusOr<scheduler::Schedule> Read(const nlohmann::json& plan) {
+    return ScheduleFromJson(graph_, {"cpu.0", "cpu.1"}, plan);
+  }
+
+  model::Graph graph_;
+  nlohmann::json plan_;  // an iterative:heft plan pschedd stored for the tiny CNN
+};
+
+TEST_F(PlanJsonTest, RebuildsPlansAndSlotsFromAStoredPlan) {
+  absl::StatusOr<scheduler::Schedule> schedule = Read(plan_);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  EXPECT_EQ(schedule->subtasks().size(), plan_["subtasks"].size());
+  // The first conv is split by output channels into [0, 4) and [4, 8).
+  EXPECT_EQ(schedule->plan(0).axis, model::SplitAxis::kOutputChannels);
+  EXPECT_EQ(schedule->plan(0).work, (std::vector<int64_t>{4, 4}));
+  EXPECT_DOUBLE_EQ(schedule->makespan_us(), plan_["makespan_us"].get<double>());
+}
+
+// fuzz_plan_json's finding: a float op id far outside int was converted to int (undefined).
+TEST_F(PlanJsonTest, NonIntegerOrOutOfRangeOpIdsAreErrors) {
+  for (const nlohmann::json& op_id :
+       {nlohmann::json(8.888888888888889e81), nlohmann::json(1.5), nlohmann::json(-1),
+        nlohmann::json(1000), nlohmann::json("0")}) {
+    nlohmann::json plan = plan_;
+    plan["subtasks"][0]["op_id"] = op_id;
+    absl::StatusOr<scheduler::Schedule> schedule = Read(plan);
+    EXPECT_EQ(schedule.status().code(), absl::StatusCode::kInternal) << op_id;
+    EXPECT_THAT(schedule.status().message(), HasSubstr("malformed cached plan")) << op_id;
+  }
+}
+
+TEST_F(PlanJsonTest, BadWorkRangesStrategiesAndShapesAreErrors) {
+  using Pointer = nlohmann::json::json_pointer;
+  const std::vector<std::pair<Pointer, nlohmann::json>> edits = {
+      {"/subtasks/0/work"_json_pointer, nlohmann::json::array({0.5, 4})},
+      {"/subtasks/0/work"_json_pointer, nlohmann::json::array({0})},
+      {"/subtasks/0/work"_json_pointer, "all"},
+      {"/subtasks/0/strategy"_json_pointer, "diagonal"},
+      {"/subtasks/0/start_us"_json_pointer, "soon"},
+      {"/subtasks"_json_pointer, 5},
+      {"/subtasks"_json_pointer, nlohmann::json::object()},
+  };
+  for (const auto& [where, value] : edits) {
+    nlohmann::json plan = plan_;
+    plan[where] = value;
+    absl::StatusOr<scheduler::Schedule> schedule = Read(plan);
+    EXPECT_EQ(schedule.status().code(), absl::StatusCode::kInternal)
+        << where.to_string() << " = " << value;
+    EXPECT_THAT(schedule.status().message(), HasSubstr("malformed cached plan"));
+  }
+  EXPECT_EQ(Read(nlohmann::json::array()).status().code(), absl::StatusCode::kInternal);
+}
+
+TEST_F(PlanJsonTest, UnknownDeviceIsFailedPrecondition) {
+  nlohmann::json plan = plan_;
+  plan["subtasks"][1]["device"] = "npu";
+  absl::StatusOr<scheduler::Schedule> schedule = Read(plan);
+  EXPECT_EQ(schedule.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(schedule.status().message(), HasSubstr("'npu'"));
+}
+
+}  // namespace
+}  // namespace psched::daemon
