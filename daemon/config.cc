@@ -1,17 +1,19 @@
 #include "daemon/config.h"
 
+#include <sched.h>
+#include <toml++/toml.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <toml++/toml.h>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 
 namespace psched::daemon {
 namespace {
 
-const std::set<std::string> kLogLevels = {"trace", "debug", "info",    "warn",
+const std::set<std::string> kLogLevels = {"trace", "debug",    "info", "warn",
                                           "error", "critical", "off"};
 
 std::string Where(const std::string& origin, const toml::node& node) {
@@ -24,7 +26,17 @@ absl::Status Read(const toml::table& table, const std::string& key, const std::s
                   T& out) {
   const toml::node* node = table.get(key);
   if (node == nullptr) return absl::OkStatus();
-  std::optional<T> value = node->value<T>();
+  // The node's own type must match: toml++ converts a float to an integer on request, which
+  // is undefined for values out of range (found by fuzz_config: queue_capacity = 1e25).
+  bool same_type = false;
+  if constexpr (std::is_same_v<T, bool>) {
+    same_type = node->is_boolean();
+  } else if constexpr (std::is_integral_v<T>) {
+    same_type = node->is_integer();
+  } else {
+    same_type = node->is_string();
+  }
+  std::optional<T> value = same_type ? node->value<T>() : std::nullopt;
   if (!value.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat(Where(origin, *node), ": '", key, "' has the wrong type"));
@@ -62,16 +74,17 @@ absl::StatusOr<DeviceConfig> ParseDevice(const toml::table& table, const std::st
     return absl::InvalidArgumentError(absl::StrCat(where, ": a device needs a 'name'"));
   }
   if (device.kind != "cpu" && device.kind != "gpu") {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": device '", device.name,
-                                                   "' has kind '", device.kind,
-                                                   "'; expected \"cpu\" or \"gpu\""));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": device '", device.name, "' has kind '",
+                                                   device.kind, "'; expected \"cpu\" or \"gpu\""));
   }
   if (const toml::array* cores = table.get_as<toml::array>("cores")) {
     for (const toml::node& core : *cores) {
-      std::optional<int64_t> value = core.value<int64_t>();
-      if (!value.has_value() || *value < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": device '", device.name, "': cores must be non-negative integers"));
+      std::optional<int64_t> value =
+          core.is_integer() ? core.value<int64_t>() : std::optional<int64_t>();
+      if (!value.has_value() || *value < 0 || *value >= CPU_SETSIZE) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": device '", device.name,
+                                                       "': cores must be integers in [0, ",
+                                                       CPU_SETSIZE, ")"));
       }
       device.cores.push_back(static_cast<int>(*value));
     }
@@ -140,12 +153,12 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
     return absl::InvalidArgumentError(absl::StrCat(origin, ":", error.source().begin.line, ": ",
                                                    std::string(error.description())));
   }
-  PSCHED_RETURN_IF_ERROR(CheckKeys(table,
-                                   {"socket", "state_dir", "log_level", "max_model_bytes",
-                                    "queue_capacity", "default_scheduler", "cache_max_bytes",
-                                    "shutdown_grace_s", "stuck_inference_s", "platform", "allow_non_finite_inputs",
-                                    "devices"},
-                                   origin, ""));
+  PSCHED_RETURN_IF_ERROR(
+      CheckKeys(table,
+                {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity",
+                 "default_scheduler", "cache_max_bytes", "shutdown_grace_s", "stuck_inference_s",
+                 "platform", "allow_non_finite_inputs", "devices"},
+                origin, ""));
   DaemonConfig config;
   PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
   PSCHED_RETURN_IF_ERROR(Read(table, "state_dir", origin, config.state_dir));
@@ -171,8 +184,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
     return absl::InvalidArgumentError(absl::StrCat(origin, ": max_model_bytes must be positive"));
   }
   if (grace < 0 || stuck < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": shutdown_grace_s must be >= 0 and stuck_inference_s >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": shutdown_grace_s must be >= 0 and stuck_inference_s >= 1"));
   }
   if (!kLogLevels.contains(config.log_level)) {
     return absl::InvalidArgumentError(

@@ -61,6 +61,14 @@ TEST(ConfigTest, RejectsBadInputWithLocation) {
       {"[[devices]]\nname = \"c\"\nkind = \"cpu\"\ncores = [0]\n[[devices]]\nname = \"c\"\n"
        "kind = \"cpu\"\ncores = [1]",
        "duplicate device 'c'"},
+      // fuzz_config's finding: a float where an integer belongs was converted (undefined).
+      {"queue_capacity=9999999999999999999999991.1",
+       "test.toml:1: 'queue_capacity' has the wrong type"},
+      {"max_model_bytes = 1.5", "'max_model_bytes' has the wrong type"},
+      {"allow_non_finite_inputs = 1", "'allow_non_finite_inputs' has the wrong type"},
+      {"[[devices]]\nname = \"c\"\nkind = \"cpu\"\ncores = [1e30]", "cores must be integers"},
+      {"[[devices]]\nname = \"c\"\nkind = \"cpu\"\ncores = [4294967296]",
+       "cores must be integers in [0, 1024)"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<DaemonConfig> parsed = ParseConfig(c.toml, "test.toml");
