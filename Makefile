@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build demo run test test-sanitize fuzz bench install clean format
+.PHONY: all deps configure build demo run test test-sanitize fuzz soak bench install clean format
 
 all: build
 
@@ -42,6 +42,12 @@ fuzz: deps
 	  -DPSCHED_FUZZ=ON
 	cmake --build build-fuzz --target fuzzers -j $(JOBS)
 	./scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_SEED)
+
+# A bounded soak of the real daemon: concurrent clients and model churn, RSS and fds sampled.
+SOAK_SECONDS ?= 180
+SOAK_CLIENTS ?= 4
+soak: build
+	./scripts/soak.sh $(BUILD) $(SOAK_SECONDS) $(SOAK_CLIENTS)
 
 bench: build
 	./scripts/bench.sh $(BUILD)

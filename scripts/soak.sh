@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# A bounded soak of pschedd (`make soak SOAK_SECONDS=N`): CLIENTS concurrent pschedctl loops
+# infer the tiny CNN and squeezenet and check every output against the reference, while a
+# churn loop adds, plans and removes a third model. Every 10 s it samples the daemon's RSS
+# and open file descriptors; at the end it prints the table, the answer counts and a verdict:
+# fails on any wrong or failed answer, on file-descriptor growth, or when the RSS of the last
+# third of the run (the first sample, taken before any load, left out) is more than 10%
+# above the middle third's mean.
+# Usage: scripts/soak.sh BUILD_DIR [SECONDS] [CLIENTS]
+set -euo pipefail
+build="$(cd "$1" && pwd)"
+seconds="${2:-180}"
+clients="${3:-4}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+shared="${PSCHED_SHARED_DIR:-$root/../shared}"
+work="$(mktemp -d /tmp/psched-soak.XXXXXX)"
+socket="$work/pschedd.sock"
+ctl() { "$build/client/pschedctl" --socket "$socket" --timeout 120 "$@"; }
+
+"$build/daemon/pschedd" --socket "$socket" --state-dir "$work/state" --log-level warn \
+  2>"$work/pschedd.log" &
+pid=$!
+cleanup() {
+  kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done
+
+tiny="$root/tests/daemon/data/tiny_cnn"
+squeeze="$shared/models/reference/squeezenet_v1_1"
+churn="$shared/models/reference/peleenet.onnx"
+tiny_id="$(ctl model add "$tiny.onnx" | head -1)"
+squeeze_id="$(ctl model add "$squeeze.onnx" | head -1)"
+
+# max |a - b| <= 1e-4, in numpy (Debian's python3-numpy is a test dependency).
+same() { /usr/bin/python3 -c "import numpy as n,sys; a=n.load(sys.argv[1]); b=n.load(sys.argv[2]); \
+sys.exit(0 if a.shape==b.shape and float(n.abs(a-b).max())<=1e-4 else 1)" "$1" "$2" \
+  2>>"$work/errors"; }
+
+deadline=$(( $(date +%s) + seconds ))
+client() {  # $1: index; alternates the two models, checks each answer
+  local i=0 ok=0 bad=0 out="$work/out.$1.npy"
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    if (( i % 2 )); then id="$squeeze_id"; ref="$squeeze"; else id="$tiny_id"; ref="$tiny"; fi
+    if ctl infer "$id" --input "$ref.input.npy" --output "$out" >/dev/null 2>>"$work/errors" &&
+       same "$out" "$ref.output.npy"; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
+    i=$((i + 1))
+  done
+  echo "$ok $bad" > "$work/client.$1"
+}
+churner() {  # add, plan, remove: the model cache and plan cache grow and shrink
+  local rounds=0 bad=0
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    if id="$(ctl model add "$churn" 2>>"$work/errors" | head -1)" &&
+       ctl plan show "$id" --scheduler heft >/dev/null 2>>"$work/errors" &&
+       ctl model rm "$id" >/dev/null 2>>"$work/errors"; then rounds=$((rounds + 1));
+    else bad=$((bad + 1)); fi
+  done
+  echo "$rounds $bad" > "$work/churn"
+}
+for c in $(seq "$clients"); do client "$c" & done
+churner &
+
+printf '%8s %10s %6s\n' elapsed_s rss_mib fds
+samples=()
+start=$(date +%s)
+while [ "$(date +%s)" -lt "$deadline" ]; do
+  rss=$(awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$pid/status")
+  fds=$(ls "/proc/$pid/fd" | wc -l)
+  printf '%8d %10s %6d\n' $(( $(date +%s) - start )) "$rss" "$fds"
+  samples+=("$rss $fds")
+  sleep 10
+done
+wait $(jobs -p | grep -v "^$pid$") 2>/dev/null || true
+
+ok=0; bad=0
+for c in $(seq "$clients"); do read -r o b < "$work/client.$c"; ok=$((ok + o)); bad=$((bad + b)); done
+read -r churned churn_bad < "$work/churn"
+echo "inferences: $ok correct, $bad wrong or failed; churn: $churned add/plan/remove rounds, $churn_bad failed"
+verdict=$(printf '%s\n' "${samples[@]:1}" | /usr/bin/python3 -c '
+import sys
+rows = [tuple(map(float, l.split())) for l in sys.stdin if l.strip()]
+n = len(rows); third = max(1, n // 3)
+mean = lambda part: sum(r[0] for r in part) / len(part)
+middle, last = mean(rows[third:n - third] or rows), mean(rows[-third:])
+fd_growth = rows[-1][1] - rows[0][1]
+print(f"rss mean middle third {middle:.1f} MiB, last third {last:.1f} MiB; fds {rows[0][1]:.0f} -> {rows[-1][1]:.0f}")
+print("ok" if last - middle <= 0.10 * middle and fd_growth <= 2 else "growth")')
+echo "$verdict" | head -1
+if [ "$bad" -ne 0 ] || [ "$churn_bad" -ne 0 ] || [ "$(echo "$verdict" | tail -1)" != ok ]; then
+  echo "soak: FAILED"; [ -s "$work/errors" ] && sort "$work/errors" | uniq -c | head; exit 1
+fi
+echo "soak: passed"
