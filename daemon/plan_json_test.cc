@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/onnx_import.h"
+#include "source_dir.h"
 
 namespace psched::daemon {
 namespace {

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "source_dir.h"
 
 namespace psched::executor {
 namespace {

@@ -4,15 +4,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
 
 #include "model/inspect.h"
 #include "model/op_cost.h"
+#include "source_dir.h"
 
 namespace psched::model {
 namespace {
@@ -71,8 +72,8 @@ TEST(OnnxImportTest, AllGraphOnlyModelsMatchPaperConvCounts) {
 }
 
 TEST(OnnxImportTest, ReferenceModelsImportWithWeights) {
-  for (const auto& [name, conv] : std::map<std::string, int>{{"squeezenet_v1_1", 26},
-                                                             {"peleenet", 113}}) {
+  for (const auto& [name, conv] :
+       std::map<std::string, int>{{"squeezenet_v1_1", 26}, {"peleenet", 113}}) {
     SCOPED_TRACE(name);
     auto g = ImportOnnxFile(SharedDir() + "/models/reference/" + name + ".onnx", {});
     ASSERT_TRUE(g.ok()) << g.status();
@@ -99,12 +100,13 @@ TEST(OnnxImportTest, MixedTorchExport) {
   auto g = ImportOnnxFile(std::string(PSCHED_SOURCE_DIR) + "/tests/data/onnx/mixed.onnx", {});
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_TRUE(g->has_weights);
-  const std::map<OpKind, int> expected = {
-      {OpKind::kConv2d, 5},  {OpKind::kFullyConnected, 2}, {OpKind::kFlatten, 1},
-      {OpKind::kResize, 1},  {OpKind::kPad, 1},            {OpKind::kAvgPool, 3},
-      {OpKind::kMaxPool, 1}, {OpKind::kConcat, 1},         {OpKind::kSub, 1},
-      {OpKind::kAdd, 1},     {OpKind::kMul, 4},            {OpKind::kGlobalAvgPool, 1},
-      {OpKind::kActivation, 1}};
+  const std::map<OpKind, int> expected = {{OpKind::kConv2d, 5},    {OpKind::kFullyConnected, 2},
+                                          {OpKind::kFlatten, 1},   {OpKind::kResize, 1},
+                                          {OpKind::kPad, 1},       {OpKind::kAvgPool, 3},
+                                          {OpKind::kMaxPool, 1},   {OpKind::kConcat, 1},
+                                          {OpKind::kSub, 1},       {OpKind::kAdd, 1},
+                                          {OpKind::kMul, 4},       {OpKind::kGlobalAvgPool, 1},
+                                          {OpKind::kActivation, 1}};
   int total = 0;
   for (const auto& [kind, count] : expected) {
     EXPECT_EQ(CountKind(*g, kind), count) << OpKindName(kind);

@@ -11,6 +11,7 @@
 #include "model/onnx_import.h"
 #include "predictor/profiles.h"
 #include "scheduler/registry.h"
+#include "source_dir.h"
 
 namespace psched::scheduler {
 namespace {

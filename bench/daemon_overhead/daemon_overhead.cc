@@ -21,6 +21,7 @@
 
 #include "CLI/CLI.hpp"
 #include "client/client.h"
+#include "source_dir.h"
 
 namespace {
 
@@ -45,7 +46,8 @@ int main(int argc, char** argv) {
   int iterations = 200;
   app.add_option("--model", model_path, "ONNX model to run")->check(CLI::ExistingFile);
   app.add_option("--pschedd", pschedd, "pschedd binary");
-  app.add_option("--iterations", iterations, "measured calls per metric")->check(CLI::PositiveNumber);
+  app.add_option("--iterations", iterations, "measured calls per metric")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
   std::string pattern = (std::filesystem::temp_directory_path() / "psched_bench_XXXXXX").string();
@@ -82,7 +84,8 @@ int main(int argc, char** argv) {
   bytes << in.rdbuf();
   auto registered = client.RegisterModel(bytes.str(), "bench", true);
   if (!registered.ok()) {
-    std::fprintf(stderr, "daemon_overhead: %s\n", std::string(registered.status().message()).c_str());
+    std::fprintf(stderr, "daemon_overhead: %s\n",
+                 std::string(registered.status().message()).c_str());
     stop();
     return 1;
   }
@@ -92,7 +95,8 @@ int main(int argc, char** argv) {
 
   auto first_plan = client.GetPlan(id, "");
   if (!first_plan.ok()) {
-    std::fprintf(stderr, "daemon_overhead: %s\n", std::string(first_plan.status().message()).c_str());
+    std::fprintf(stderr, "daemon_overhead: %s\n",
+                 std::string(first_plan.status().message()).c_str());
     stop();
     return 1;
   }
@@ -102,8 +106,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < iterations; ++i) {
     auto start = std::chrono::steady_clock::now();
     auto response = client.Infer(request);
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                    .count();
+    double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (!response.ok()) continue;
     round_trip.push_back(us);
     executor.push_back(response->execute_us());
@@ -114,8 +118,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < iterations; ++i) {
     auto start = std::chrono::steady_clock::now();
     auto plan = client.GetPlan(id, "");
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-                    .count();
+    double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (plan.ok() && plan->cached()) plan_latency.push_back(us);
   }
   stop();

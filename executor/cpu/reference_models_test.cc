@@ -11,6 +11,7 @@
 #include "executor/reference/reference_kernels.h"
 #include "gtest/gtest.h"
 #include "model/onnx_import.h"
+#include "source_dir.h"
 
 namespace psched::executor::cpu {
 namespace {

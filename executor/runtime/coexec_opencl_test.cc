@@ -29,6 +29,7 @@
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
 #include "scheduler/registry.h"
+#include "source_dir.h"
 
 namespace psched::executor::runtime {
 namespace {

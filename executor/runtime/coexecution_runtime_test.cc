@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/onnx_import.h"
+#include "source_dir.h"
 
 namespace psched::executor::runtime {
 namespace {

@@ -19,6 +19,7 @@
 #include "scheduler/list_scheduler.h"
 #include "scheduler/partition_aware/test_graphs.h"
 #include "scheduler/registry.h"
+#include "source_dir.h"
 
 namespace psched::scheduler {
 namespace {
@@ -38,7 +39,8 @@ std::vector<std::string> ExpandedMethodNames(const Platform& platform) {
   std::vector<std::string> out;
   for (const std::string& name : RegisteredSchedulers()) {
     if (absl::StrContains(name, "<device>")) {
-      for (const DeviceSpec& d : platform.devices) out.push_back(absl::StrReplaceAll(name, {{"<device>", d.name}}));
+      for (const DeviceSpec& d : platform.devices)
+        out.push_back(absl::StrReplaceAll(name, {{"<device>", d.name}}));
     } else if (absl::StrContains(name, "[:<list>]")) {
       const std::string base = absl::StrReplaceAll(name, {{"[:<list>]", ""}});
       out.push_back(base);
@@ -112,7 +114,8 @@ std::vector<Outcome> RunAll(const Problem& problem, const std::vector<std::strin
     if (absl::StartsWith(o.method, "single:")) {
       const int d = *problem.platform().DeviceIndex(o.method.substr(7));
       double sum = 0;
-      for (OpId op = 0; op < problem.num_ops(); ++op) sum += problem.LatencyUs(op, model::SplitAxis::kNone, 1, d);
+      for (OpId op = 0; op < problem.num_ops(); ++op)
+        sum += problem.LatencyUs(op, model::SplitAxis::kNone, 1, d);
       EXPECT_TRUE(Close(o.makespan_us, sum)) << o.makespan_us << " vs sum of latencies " << sum;
     }
   }
@@ -137,8 +140,9 @@ class MethodConformanceTest : public ::testing::Test {
 };
 
 TEST_F(MethodConformanceTest, EveryRegisteredNameIsCovered) {
-  for (const char* expected : {"partition-only", "pa-heft", "iterative", "iterative:peft",
-                                      "expanded-equal:heft", "expanded-local:psls", "single:gpu", "heft"}) {
+  for (const char* expected :
+       {"partition-only", "pa-heft", "iterative", "iterative:peft", "expanded-equal:heft",
+        "expanded-local:psls", "single:gpu", "heft"}) {
     EXPECT_NE(std::find(methods_.begin(), methods_.end(), expected), methods_.end()) << expected;
   }
 }
@@ -202,7 +206,8 @@ TEST_F(MethodConformanceTest, TaskGraphWithTransferCostsAcrossDomains) {
 TEST_F(MethodConformanceTest, EighteenModelsOnAThreeDeviceProfile) {
   const char* shared = std::getenv("PSCHED_SHARED_DIR");
   const std::filesystem::path dir =
-      std::filesystem::path(shared != nullptr ? shared : PSCHED_SOURCE_DIR "/../shared") / "models" / "graph-only";
+      std::filesystem::path(shared != nullptr ? shared : PSCHED_SOURCE_DIR "/../shared") /
+      "models" / "graph-only";
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " is absent";
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -213,12 +218,23 @@ TEST_F(MethodConformanceTest, EighteenModelsOnAThreeDeviceProfile) {
   // The default inner scheduler per method keeps the suite short; the synthetic graphs
   // above cover every inner scheduler and the exact (MILP) methods, which take minutes
   // per model.
-  const std::vector<std::string> methods = {"single:gpu", "single:cpu.l", "single:cpu.m", "heft",
-                                            "lookahead-heft", "peft", "ldcp", "ceft", "psls",
-                                            "partition-only", "expanded-equal:heft",
-                                            "expanded-local:heft", "pa-heft", "iterative"};
+  const std::vector<std::string> methods = {"single:gpu",
+                                            "single:cpu.l",
+                                            "single:cpu.m",
+                                            "heft",
+                                            "lookahead-heft",
+                                            "peft",
+                                            "ldcp",
+                                            "ceft",
+                                            "psls",
+                                            "partition-only",
+                                            "expanded-equal:heft",
+                                            "expanded-local:heft",
+                                            "pa-heft",
+                                            "iterative"};
   for (const auto& file : files) {
-    absl::StatusOr<model::Graph> graph = model::ImportOnnxFile(file.string(), model::ImportOptions{});
+    absl::StatusOr<model::Graph> graph =
+        model::ImportOnnxFile(file.string(), model::ImportOptions{});
     ASSERT_TRUE(graph.ok()) << graph.status();
     const std::vector<Outcome> out = RunAll(Make(*graph), methods, graph->name);
     EXPECT_EQ(out.size(), methods.size()) << graph->name;

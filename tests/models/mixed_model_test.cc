@@ -14,6 +14,7 @@
 #include "executor/testing/tensor_compare.h"
 #include "gtest/gtest.h"
 #include "model/onnx_import.h"
+#include "source_dir.h"
 
 namespace psched {
 namespace {
