@@ -100,14 +100,16 @@ diff -u "$work/want-psched" <(listing "$deb") || fail "psched contents differ (a
 diff -u "$work/want-python" <(listing "$pydeb") || fail "python3-psched contents differ"
 dpkg-deb -x "$deb" "$work/extracted"
 unit="$work/extracted/usr/lib/systemd/system/pschedd.service"
-grep -qx 'ExecStart=/usr/bin/pschedd --config /etc/pschedd/pschedd.toml --state-dir /var/lib/pschedd' \
-  "$unit" || fail "ExecStart of the packaged unit: $(grep ExecStart "$unit")"
+exec_start="ExecStart=/usr/bin/pschedd --config /etc/pschedd/pschedd.toml"
+exec_start+=" --state-dir /var/lib/pschedd"
+grep -qx "$exec_start" "$unit" || fail "ExecStart of the packaged unit: $(grep ExecStart "$unit")"
 grep -qx 'Documentation=file:///usr/share/doc/psched/operations.md' "$unit" || fail "Documentation="
 ! grep -n '@[A-Z]*@' "$unit" || fail "placeholders left in pschedd.service"
 cmp "$work/extracted/etc/pschedd/pschedd.toml" <("$build/daemon/pschedd" --print-default-config) ||
   fail "/etc/pschedd/pschedd.toml is not pschedd's default config"
 for bin in pschedd pschedctl; do
-  ! readelf -S "$work/extracted/usr/bin/$bin" | grep -q '\.debug_info' || fail "$bin is not stripped"
+  ! readelf -S "$work/extracted/usr/bin/$bin" | grep -q '\.debug_info' ||
+    fail "$bin is not stripped"
 done
 cmp <(zcat "$work/extracted/usr/share/doc/psched/changelog.gz") "$src/packaging/changelog" ||
   fail "changelog.gz"

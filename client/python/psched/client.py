@@ -93,7 +93,7 @@ class Client:
         self.socket = os.path.abspath(os.fspath(socket))
         self.timeout = timeout
         self.chunk_bytes = chunk_bytes
-        # Outputs and uploads chunks are far below this; the limit guards against nonsense.
+        # Outputs and upload chunks are far below this; the limit only bounds a bad answer.
         limit = 64 << 20
         self._channel = grpc.insecure_channel(
             f"unix:{self.socket}",
@@ -227,17 +227,20 @@ class Client:
             scheduler=scheduler,
             want_trace=trace,
         )
-        return Outputs(self._call(self._inference.Infer, request, inference_pb2.InferResponse, timeout))
+        response = self._call(self._inference.Infer, request, inference_pb2.InferResponse, timeout)
+        return Outputs(response)
 
     # -- administration ------------------------------------------------------------------
 
     def status(self) -> admin_pb2.StatusResponse:
         """Version, uptime, devices, models, queue and cache figures."""
-        return self._call(self._admin.Status, admin_pb2.StatusRequest(), admin_pb2.StatusResponse)
+        request = admin_pb2.StatusRequest()
+        return self._call(self._admin.Status, request, admin_pb2.StatusResponse)
 
     def devices(self) -> admin_pb2.DevicesResponse:
         """The platform the daemon plans for: name, fingerprint, predictor, devices."""
-        return self._call(self._admin.Devices, admin_pb2.DevicesRequest(), admin_pb2.DevicesResponse)
+        request = admin_pb2.DevicesRequest()
+        return self._call(self._admin.Devices, request, admin_pb2.DevicesResponse)
 
     def cache_stats(self) -> admin_pb2.CacheStatsResponse:
         """Models, plans, database size, hits and misses of the plan cache."""

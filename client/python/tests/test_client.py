@@ -302,18 +302,19 @@ class LimitsTest(unittest.TestCase):
         return daemon
 
     def test_oversize_upload_and_full_queue_are_resource_exhausted(self) -> None:
-        daemon = self.start("max_model_bytes = 1000000\nqueue_capacity = 1\n")
+        daemon = self.start("max_model_bytes = 8000000\nqueue_capacity = 1\n")
         client = daemon.client()
         with self.assertRaises(psched.ResourceExhaustedError) as caught:
-            client.add_model(SQUEEZENET)
+            client.add_model(reference("peleenet", ".onnx"))  # 11.4 MB
         self.assertEqual(caught.exception.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
-        self.assertRegex(caught.exception.message, "1000000")
-        model = client.add_model(TINY + ".onnx")
-        # Eight requests at once against a queue of one: some run, the rest are refused.
+        self.assertRegex(caught.exception.message, "8000000")
+        model = client.add_model(SQUEEZENET)  # 5 MB
+        # Eight requests at once against a queue of one: one runs (tens of milliseconds), the
+        # others find the queue full.
         outcomes: list[object] = []
         lock = threading.Lock()
         start = threading.Barrier(8)
-        x, want = np.load(TINY + ".input.npy"), np.load(TINY + ".output.npy")
+        x, want = load("squeezenet_v1_1")
 
         def infer() -> None:
             start.wait()
