@@ -81,7 +81,8 @@ listing() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ { print $6 }' | sort; }
 {
   printf '%s\n' ./etc/pschedd/pschedd.toml ./usr/bin/pschedctl ./usr/bin/pschedd \
     ./usr/lib/systemd/system/pschedd.service ./usr/lib/systemd/system/pschedd.socket \
-    ./usr/lib/sysusers.d/pschedd.conf ./usr/lib/tmpfiles.d/pschedd.conf
+    ./usr/lib/sysusers.d/pschedd.conf ./usr/lib/tmpfiles.d/pschedd.conf \
+    ./usr/share/man/man1/pschedctl.1.gz ./usr/share/man/man8/pschedd.8.gz
   for doc in README.md api.md changelog.gz copyright operations.md packaging.md; do
     echo "./usr/share/doc/psched/$doc"
   done
@@ -113,6 +114,10 @@ for bin in pschedd pschedctl; do
 done
 cmp <(zcat "$work/extracted/usr/share/doc/psched/changelog.gz") "$src/packaging/changelog" ||
   fail "changelog.gz"
+for page in man1/pschedctl.1 man8/pschedd.8; do
+  zcat "$work/extracted/usr/share/man/$page.gz" | grep -qF -- '\-\-socket' ||
+    fail "$page does not document --socket"
+done
 echo "contents as expected: $(wc -l <"$work/want-psched") + $(wc -l <"$work/want-python") files"
 
 step "lintian"
