@@ -342,6 +342,29 @@ class LimitsTest(unittest.TestCase):
             self.assertIn("queue is full", error.message)
         self.assertLess(max(answered), 1e-4)
 
+    def test_trace_cached_plans_and_purge(self) -> None:
+        client = self.start("").client()
+        model = client.add_model(TINY + ".onnx")
+        outputs = client.infer(model, np.load(TINY + ".input.npy"), scheduler="heft",
+                               trace=True)
+        trace = outputs.response.trace
+        self.assertGreater(len(trace), 0)
+        devices = {d.name for d in client.status().devices}
+        self.assertTrue({t.device for t in trace} <= devices)
+        self.assertTrue(all(t.end_us >= t.start_us >= 0 for t in trace))
+        self.assertEqual(len(client.infer(model, scheduler="heft").response.trace), 0)
+        plans = client.cached_plans(model)
+        self.assertEqual([(p.model_id, p.scheduler) for p in plans], [(model.id, "heft")])
+        assert_refused(self, psched.NotFoundError, "no model with id",
+                       lambda: client.cached_plans("0" * 64))
+        purged = client.purge_cache()
+        self.assertEqual((purged.plans_removed, purged.models_removed), (1, 0))
+        self.assertEqual(client.cached_plans(), [])
+        self.assertEqual([m.id for m in client.models()], [model.id])
+        purged = client.purge_cache(include_models=True)
+        self.assertEqual(purged.models_removed, 1)
+        self.assertEqual(client.models(), [])
+
     def test_calibration_needs_a_model_and_a_real_platform(self) -> None:
         client = self.start("").client()
         with self.assertRaises(psched.FailedPreconditionError) as caught:
