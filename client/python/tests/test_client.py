@@ -149,6 +149,16 @@ class ClientTest(unittest.TestCase):
 
     # -- every refusal -------------------------------------------------------------------
 
+    def test_closing_the_client_during_a_call_is_cancelled(self) -> None:
+        client = self.daemon.client()
+        model = client.add_model(SQUEEZENET)
+        # The first progress event closes the client: the plan stream is cut, not finished.
+        assert_refused(self, psched.CancelledError, "Channel closed",
+                       lambda: client.plan(model, "exact",
+                                           options={"stage_time_limit_s": 0.05, "seed": 5},
+                                           refresh=True, progress=lambda event: client.close()))
+
+
     def test_unknown_model_is_not_found(self) -> None:
         missing = "0" * 64
         for call in (lambda: self.client.infer(missing), lambda: self.client.plan(missing),
