@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build demo run test test-sanitize fuzz soak bench install clean format
+.PHONY: all deps configure build demo run test test-sanitize fuzz soak bench install deb clean format
 
 all: build
 
@@ -54,6 +54,11 @@ bench: build
 
 install: build
 	./scripts/install.sh $(BUILD) $(PREFIX)
+
+# Debian packages of this build's architecture into $(BUILD)/deb (docs/packaging.md). A cross
+# build passes its own BUILD and CMAKE_FLAGS (-DCMAKE_TOOLCHAIN_FILE=...).
+deb: build
+	./packaging/build-deb.sh $(BUILD)
 
 format:
 	git ls-files '*.h' '*.cc' | xargs clang-format -i

@@ -1,0 +1,50 @@
+"""psched: the Python client of pschedd, the partition-aware inference daemon.
+
+    import numpy as np, psched
+    client = psched.Client()                     # /run/pschedd/pschedd.sock or $PSCHED_SOCKET
+    model = client.add_model("squeezenet_v1_1.onnx")
+    outputs = client.infer(model, {"input": np.zeros((1, 3, 224, 224), np.float32)})
+
+See docs/python.md. The psched.v1 protobuf modules (``psched.v1.model_pb2``, ...) are
+generated from proto/psched/v1 when the package is built.
+"""
+
+from psched._version import __version__
+from psched.client import DEFAULT_SOCKET, Client, ModelRef, ModelSource, Outputs
+from psched.errors import (
+    CancelledError,
+    DataLossError,
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    PschedError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+    UnavailableError,
+    UnimplementedError,
+)
+
+__all__ = [
+    "__version__",
+    "DEFAULT_SOCKET",
+    "Client",
+    "ModelRef",
+    "ModelSource",
+    "Outputs",
+    "CancelledError",
+    "DataLossError",
+    "DeadlineExceededError",
+    "FailedPreconditionError",
+    "InternalError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "PschedError",
+    "ResourceExhaustedError",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "UnimplementedError",
+]
