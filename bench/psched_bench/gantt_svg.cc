@@ -56,7 +56,7 @@ double TickStep(double span, int ticks) {
 std::string GanttSvg(const scheduler::Problem& problem, const scheduler::Schedule& schedule,
                      const GanttOptions& options) {
   std::vector<std::string> devices;
-  for (const scheduler::DeviceSpec& d : problem.platform().devices) devices.push_back(d.name);
+  for (const platform::DeviceSpec& d : problem.platform().devices) devices.push_back(d.name);
   std::vector<GanttBar> bars;
   for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
     bars.push_back(

@@ -236,7 +236,7 @@ void RunDevice(const std::string& name, int device_index, std::span<const Calibr
 
 }  // namespace
 
-absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> devices,
+absl::StatusOr<CalibrationRun> Calibrate(std::span<const platform::DeviceSpec> devices,
                                          std::span<const CalibrationCase> cases,
                                          const CalibrationOptions& options) {
   if (devices.empty()) return absl::InvalidArgumentError("Calibrate: no devices");
@@ -250,12 +250,12 @@ absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> 
                      options.warmup_runs));
   }
   std::set<std::string> names;
-  for (const scheduler::DeviceSpec& d : devices) {
+  for (const platform::DeviceSpec& d : devices) {
     if (!names.insert(d.name).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("Calibrate: device '", d.name, "' listed twice"));
     }
-    if (d.kind == scheduler::DeviceKind::kCpu && d.cpu_cores.empty()) {
+    if (d.kind == platform::DeviceKind::kCpu && d.cpu_cores.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("Calibrate: CPU device '", d.name, "' has no cores to pin to"));
     }
@@ -263,10 +263,10 @@ absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> 
   CalibrationRun run;
   run.samples.platform = options.platform;
   for (size_t i = 0; i < devices.size(); ++i) {
-    const scheduler::DeviceSpec& spec = devices[i];
+    const platform::DeviceSpec& spec = devices[i];
     DeviceOutcome outcome;
     outcome.device = spec.name;
-    if (spec.kind == scheduler::DeviceKind::kCpu) {
+    if (spec.kind == platform::DeviceKind::kCpu) {
       absl::StatusOr<std::unique_ptr<cpu::PinnedWorker>> worker =
           cpu::PinnedWorker::Start(spec.cpu_cores);
       if (!worker.ok()) {

@@ -18,8 +18,8 @@
 
 #include "absl/status/statusor.h"
 #include "model/graph.h"
+#include "platform/platform.h"
 #include "predictor/calibration/calibration_samples.h"
-#include "scheduler/platform.h"
 
 namespace psched::executor::calibration {
 
@@ -34,7 +34,7 @@ struct InGraphOptions {
 // is not a CPU device with cores, runs < 1 or warmup_runs < 0; the executor's error for a
 // graph it cannot compile or run.
 absl::StatusOr<std::vector<predictor::calibration::CalibrationSample>> TimeOpsInGraph(
-    const scheduler::DeviceSpec& device, const model::Graph& graph,
+    const platform::DeviceSpec& device, const model::Graph& graph,
     const InGraphOptions& options = {});
 
 }  // namespace psched::executor::calibration

@@ -400,19 +400,19 @@ TEST(CoExecOpenClDeviceTest, UnknownDeviceIsAClearError) {
 }
 
 TEST(CoExecPlatformTest, TwoGpusAndEmptyPlatformsAreRejected) {
-  scheduler::Platform two_gpus;
+  platform::Platform two_gpus;
   two_gpus.name = "two";
   for (const char* name : {"gpu.0", "gpu.1"}) {
-    scheduler::DeviceSpec gpu;
+    platform::DeviceSpec gpu;
     gpu.name = name;
-    gpu.kind = scheduler::DeviceKind::kGpu;
+    gpu.kind = platform::DeviceKind::kGpu;
     two_gpus.devices.push_back(gpu);
   }
   auto devices = PlatformDevices::Create(two_gpus);
   ASSERT_FALSE(devices.ok());
   EXPECT_EQ(devices.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(devices.status().message(), HasSubstr("2 GPUs"));
-  scheduler::Platform none;
+  platform::Platform none;
   none.name = "none";
   auto empty = PlatformDevices::Create(none);
   ASSERT_FALSE(empty.ok());
@@ -437,7 +437,7 @@ TEST_F(CoExecOpenClTest, ScheduleForAnotherGraphIsRejected) {
 }
 
 // Every registered method's scheduler names, arguments filled in for `platform`.
-std::vector<std::string> Methods(const scheduler::Platform& platform) {
+std::vector<std::string> Methods(const platform::Platform& platform) {
   std::vector<std::string> methods;
   for (const std::string& name : scheduler::RegisteredSchedulers()) {
     if (name == "single:<device>") {

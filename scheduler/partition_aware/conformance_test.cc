@@ -31,7 +31,7 @@ bool Close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, 
 // Every registered name with its placeholder filled in every meaningful way: <device> by
 // each device, <list> by each list scheduler (single:<device> only inside iterative, where
 // partitioned candidates are simply infeasible), [:<list>] also left out.
-std::vector<std::string> ExpandedMethodNames(const Platform& platform) {
+std::vector<std::string> ExpandedMethodNames(const platform::Platform& platform) {
   std::vector<std::string> lists;
   for (const std::string& l : ListSchedulerNames()) {
     if (!absl::StrContains(l, "<")) lists.push_back(l);
@@ -39,7 +39,7 @@ std::vector<std::string> ExpandedMethodNames(const Platform& platform) {
   std::vector<std::string> out;
   for (const std::string& name : RegisteredSchedulers()) {
     if (absl::StrContains(name, "<device>")) {
-      for (const DeviceSpec& d : platform.devices)
+      for (const platform::DeviceSpec& d : platform.devices)
         out.push_back(absl::StrReplaceAll(name, {{"<device>", d.name}}));
     } else if (absl::StrContains(name, "[:<list>]")) {
       const std::string base = absl::StrReplaceAll(name, {{"[:<list>]", ""}});
@@ -176,10 +176,10 @@ TEST_F(MethodConformanceTest, ForkJoinsDiamondsAndRandomDags) {
 
 TEST_F(MethodConformanceTest, TaskGraphWithTransferCostsAcrossDomains) {
   // Nothing is partitionable, devices sit in two memory domains, edges cost 3 us across.
-  Platform platform;
+  platform::Platform platform;
   platform.name = "two_domains";
   for (int d = 0; d < 3; ++d) {
-    DeviceSpec spec;
+    platform::DeviceSpec spec;
     spec.name = "d" + std::to_string(d);
     spec.memory_domain = d == 0 ? 0 : 1;
     platform.devices.push_back(spec);

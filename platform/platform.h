@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace psched::scheduler {
+namespace psched::platform {
 
 enum class DeviceKind { kCpu, kGpu };
 
@@ -42,4 +42,4 @@ struct Platform {
   int num_devices() const { return static_cast<int>(devices.size()); }
 };
 
-}  // namespace psched::scheduler
+}  // namespace psched::platform

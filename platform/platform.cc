@@ -1,8 +1,8 @@
-#include "scheduler/platform.h"
+#include "platform/platform.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace psched::scheduler {
+namespace psched::platform {
 
 std::string_view DeviceKindName(DeviceKind kind) {
   return kind == DeviceKind::kGpu ? "gpu" : "cpu";
@@ -24,4 +24,4 @@ std::optional<int> Platform::DeviceIndex(std::string_view device_name) const {
   return std::nullopt;
 }
 
-}  // namespace psched::scheduler
+}  // namespace psched::platform
