@@ -28,7 +28,7 @@
 #include "predictor/calibration/analytic_params_json.h"
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 
 namespace psched {
 namespace {

@@ -23,7 +23,7 @@
 #include "predictor/profiles.h"
 #include "scheduler/list_scheduler.h"
 #include "scheduler/partition_aware/iterative_search.h"
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 
 namespace psched::bench {
 namespace {

@@ -1,7 +1,7 @@
-// The partition-aware entries of scheduler/registry.cc: names, arguments, errors.
+// The partition-aware entries of the registry (registry.cc): names, arguments, errors.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 
 namespace psched::scheduler {
 namespace {

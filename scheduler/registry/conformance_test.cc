@@ -18,7 +18,7 @@
 #include "predictor/profiles.h"
 #include "scheduler/list_scheduler.h"
 #include "scheduler/partition_aware/test_graphs.h"
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 #include "source_dir.h"
 
 namespace psched::scheduler {

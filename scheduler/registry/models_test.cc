@@ -10,7 +10,7 @@
 
 #include "model/onnx_import.h"
 #include "predictor/profiles.h"
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 #include "source_dir.h"
 
 namespace psched::scheduler {

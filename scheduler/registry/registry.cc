@@ -1,4 +1,4 @@
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 
 #include <functional>
 

@@ -1,4 +1,4 @@
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
