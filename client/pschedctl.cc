@@ -16,17 +16,19 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "bench/psched_bench/gantt_svg.h"
 #include "client/client.h"
 #include "executor/npy.h"
 #include "model/inspect.h"
 #include "model/onnx_import.h"
 #include "model/split.h"
 #include "nlohmann/json.hpp"
+#include "timeline/chrome_trace.h"
+#include "timeline/gantt_svg.h"
 
 namespace {
 
 namespace v1 = psched::v1;
+namespace timeline = psched::timeline;
 using nlohmann::json;
 
 // Thrown inside command handlers only; main turns it into "pschedctl: <message>".
@@ -59,6 +61,18 @@ std::string Dims(const google::protobuf::RepeatedField<int64_t>& dims) {
 }
 
 std::string Short(const std::string& id) { return id.substr(0, 12); }
+
+// The index of `device` in `devices`, appended when it is not there yet.
+int DeviceIndex(std::vector<std::string>& devices, const std::string& device) {
+  auto it = std::find(devices.begin(), devices.end(), device);
+  if (it == devices.end()) it = devices.insert(devices.end(), device);
+  return static_cast<int>(it - devices.begin());
+}
+
+// A subtask's strategy as sent by pschedd ("none", "cout", ...); unknown names draw as whole.
+psched::model::SplitAxis Axis(const std::string& strategy) {
+  return psched::model::SplitAxisFromName(strategy).value_or(psched::model::SplitAxis::kNone);
+}
 
 // Left-aligned columns sized to their widest cell.
 void PrintTable(const std::vector<std::string>& header,
@@ -266,25 +280,30 @@ void CmdModelInspect(const Globals& g, const std::string& target) {
   PrintJson(inspect);
 }
 
-// The plan as a Gantt chart (psched_gantt): one row per device in platform order.
-std::string SvgGantt(const v1::Plan& plan) {
+struct PlanTimeline {
   std::vector<std::string> devices;
+  std::vector<timeline::SubtaskSpan> spans;
+};
+
+// The plan's subtasks as timeline spans: devices in platform order, then any a subtask names
+// that the platform list lacks.
+PlanTimeline PlanSpans(const v1::Plan& plan) {
+  PlanTimeline out;
   json schedule = json::parse(plan.schedule_json(), nullptr, false);
   if (schedule.is_object() && schedule.contains("devices")) {
-    for (const json& name : schedule["devices"]) devices.push_back(name.get<std::string>());
+    for (const json& name : schedule["devices"]) out.devices.push_back(name.get<std::string>());
   }
-  std::vector<psched::bench::GanttBar> bars;
   for (const auto& s : plan.subtasks()) {
-    auto it = std::find(devices.begin(), devices.end(), s.device());
-    if (it == devices.end()) it = devices.insert(devices.end(), s.device());
-    bars.push_back(
-        {s.op(), s.op_id(), static_cast<int>(it - devices.begin()),
-         psched::model::SplitAxisFromName(s.strategy()).value_or(psched::model::SplitAxis::kNone),
-         s.work_begin(), s.work_end(), s.start_us(), s.end_us()});
+    out.spans.push_back({.op = s.op(),
+                         .op_id = s.op_id(),
+                         .device = DeviceIndex(out.devices, s.device()),
+                         .axis = Axis(s.strategy()),
+                         .begin = s.work_begin(),
+                         .end = s.work_end(),
+                         .start_us = s.start_us(),
+                         .end_us = s.end_us()});
   }
-  return psched::bench::GanttSvg(
-      devices, bars, plan.makespan_us(),
-      {.title = absl::StrCat(plan.scheduler(), " plan of model ", plan.model_id().substr(0, 12))});
+  return out;
 }
 
 void CmdPlanShow(const Globals& g, const std::string& id, const std::string& scheduler,
@@ -302,9 +321,10 @@ void CmdPlanShow(const Globals& g, const std::string& id, const std::string& sch
   };
   v1::Plan plan = Check(client.GetPlan(id, scheduler, options, refresh, progress));
   if (!svg_path.empty()) {
-    std::ofstream out(svg_path);
-    out << SvgGantt(plan);
-    if (!out) throw CommandError{absl::StrCat("cannot write ", svg_path)};
+    const PlanTimeline planned = PlanSpans(plan);
+    CheckStatus(timeline::WriteGanttSvg(
+        svg_path, planned.devices, planned.spans, plan.makespan_us(),
+        {.title = absl::StrCat(plan.scheduler(), " plan of model ", Short(plan.model_id()))}));
   }
   if (g.json()) {
     PrintJson(PlanJson(plan));
@@ -322,70 +342,42 @@ void CmdPlanShow(const Globals& g, const std::string& id, const std::string& sch
   PrintTable({"OP", "DEVICE", "STRATEGY", "WORK", "START_US", "END_US"}, rows);
 }
 
-// Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev): one measured event per
-// subtask on its device's track and, when a plan ran, the predicted subtask on a
-// "<device> (predicted)" track beside it.
-json ChromeTrace(const v1::InferResponse& response) {
-  std::vector<std::string> devices;
-  for (const auto& s : response.trace()) {
-    if (std::find(devices.begin(), devices.end(), s.device()) == devices.end()) {
-      devices.push_back(s.device());
-    }
-  }
+// The response's per-subtask timings as a Chrome trace (timeline/chrome_trace.h): devices in
+// order of first appearance, and the planned subtasks on predicted tracks when a plan ran.
+timeline::ChromeTraceInput InferTimeline(const v1::InferResponse& response) {
+  timeline::ChromeTraceInput out;
   const bool planned = response.predicted_makespan_us() > 0;
-  const int num_devices = static_cast<int>(devices.size());
-  json events = json::array();
-  for (int d = 0; d < num_devices; ++d) {
-    events.push_back({{"ph", "M"},
-                      {"name", "thread_name"},
-                      {"pid", 1},
-                      {"tid", d},
-                      {"args", {{"name", devices[static_cast<size_t>(d)]}}}});
-    if (planned) {
-      events.push_back({{"ph", "M"},
-                        {"name", "thread_name"},
-                        {"pid", 1},
-                        {"tid", num_devices + d},
-                        {"args", {{"name", devices[static_cast<size_t>(d)] + " (predicted)"}}}});
-    }
-  }
-  double measured_us = 0;
+  if (planned) out.predicted.emplace();
   for (const auto& s : response.trace()) {
-    const int tid =
-        static_cast<int>(std::find(devices.begin(), devices.end(), s.device()) - devices.begin());
-    json args = {
-        {"op", s.op()}, {"strategy", s.strategy()}, {"range", {s.work_begin(), s.work_end()}}};
-    if (s.device_us() >= 0) args["device_us"] = s.device_us();
+    timeline::SubtaskSpan span{.op = s.op(),
+                               .device = DeviceIndex(out.devices, s.device()),
+                               .axis = Axis(s.strategy()),
+                               .begin = s.work_begin(),
+                               .end = s.work_end(),
+                               .start_us = s.start_us(),
+                               .end_us = s.end_us(),
+                               .device_us = s.device_us()};
     if (s.predicted_start_us() >= 0) {
-      args["predicted_start_us"] = s.predicted_start_us();
-      args["predicted_end_us"] = s.predicted_end_us();
-      events.push_back({{"ph", "X"},
-                        {"name", s.op()},
-                        {"cat", "predicted"},
-                        {"pid", 1},
-                        {"tid", num_devices + tid},
-                        {"ts", s.predicted_start_us()},
-                        {"dur", s.predicted_end_us() - s.predicted_start_us()},
-                        {"args", args}});
+      span.predicted_start_us = s.predicted_start_us();
+      span.predicted_end_us = s.predicted_end_us();
+      if (planned) {
+        timeline::SubtaskSpan plan_span = span;
+        plan_span.start_us = s.predicted_start_us();
+        plan_span.end_us = s.predicted_end_us();
+        plan_span.predicted_start_us.reset();
+        plan_span.predicted_end_us.reset();
+        plan_span.device_us = -1;
+        out.predicted->push_back(std::move(plan_span));
+      }
     }
-    events.push_back({{"ph", "X"},
-                      {"name", s.op()},
-                      {"cat", "measured"},
-                      {"pid", 1},
-                      {"tid", tid},
-                      {"ts", s.start_us()},
-                      {"dur", s.end_us() - s.start_us()},
-                      {"args", std::move(args)}});
-    measured_us = std::max(measured_us, s.end_us());
+    out.measured.push_back(std::move(span));
   }
-  json other = {{"executor", response.executor()}, {"measured_makespan_us", measured_us}};
+  out.other_data = {{"executor", response.executor()}};
   if (planned) {
-    other["scheduler"] = response.scheduler();
-    other["predicted_makespan_us"] = response.predicted_makespan_us();
+    out.other_data["scheduler"] = response.scheduler();
+    out.predicted_makespan_us = response.predicted_makespan_us();
   }
-  return {{"traceEvents", std::move(events)},
-          {"displayTimeUnit", "ms"},
-          {"otherData", std::move(other)}};
+  return out;
 }
 
 void CmdInfer(const Globals& g, const std::string& id, const std::string& input_path,
@@ -434,9 +426,7 @@ void CmdInfer(const Globals& g, const std::string& id, const std::string& input_
     CheckStatus(psched::executor::WriteNpy(output_path, array));
   }
   if (!trace_path.empty()) {
-    std::ofstream out(trace_path);
-    out << ChromeTrace(response).dump() << "\n";
-    if (!out) throw CommandError{absl::StrCat("cannot write ", trace_path)};
+    CheckStatus(timeline::WriteChromeTrace(trace_path, InferTimeline(response)));
   }
   if (g.json()) {
     PrintJson({{"latency_us", mean(latencies)},

@@ -582,7 +582,10 @@ TEST_F(CoExecOpenClTest, TraceShowsMeasuredAndPredictedSubtasks) {
   ASSERT_TRUE((*rt)->Run({RandomVector(12 * 12 * 8, 3)}).ok());
 
   const std::vector<std::string> names{"cpu.0", "cpu.1", "gpu"};
-  const nlohmann::json trace = ChromeTrace(graph, names, (*rt)->last_timings(), &*schedule);
+  const absl::StatusOr<nlohmann::json> traced =
+      ChromeTrace(graph, names, (*rt)->last_timings(), &*schedule);
+  ASSERT_TRUE(traced.ok()) << traced.status();
+  const nlohmann::json& trace = *traced;
   int measured = 0, predicted = 0, tracks = 0, with_prediction = 0;
   for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e["ph"] == "M") ++tracks;

@@ -1,17 +1,13 @@
-#include "bench/psched_bench/gantt_svg.h"
+#include "timeline/gantt_svg.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "model/split.h"
+#include "timeline/text_file.h"
 
-namespace psched::bench {
+namespace psched::timeline {
 namespace {
 
 constexpr int kLabelWidth = 90;
@@ -24,11 +20,20 @@ std::string Escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -53,19 +58,7 @@ double TickStep(double span, int ticks) {
 
 }  // namespace
 
-std::string GanttSvg(const scheduler::Problem& problem, const scheduler::Schedule& schedule,
-                     const GanttOptions& options) {
-  std::vector<std::string> devices;
-  for (const platform::DeviceSpec& d : problem.platform().devices) devices.push_back(d.name);
-  std::vector<GanttBar> bars;
-  for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
-    bars.push_back(
-        {problem.op_name(s.op), s.op, s.device, s.axis, s.begin, s.end, s.start_us, s.end_us});
-  }
-  return GanttSvg(devices, bars, schedule.makespan_us(), options);
-}
-
-std::string GanttSvg(std::span<const std::string> device_names, std::span<const GanttBar> bars,
+std::string GanttSvg(std::span<const std::string> device_names, std::span<const SubtaskSpan> spans,
                      double makespan_us, const GanttOptions& options) {
   const int devices = static_cast<int>(device_names.size());
   const int plot_width = std::max(100, options.width_px - kLabelWidth - kRightMargin);
@@ -82,8 +75,10 @@ std::string GanttSvg(std::span<const std::string> device_names, std::span<const 
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
       options.width_px, height);
   if (!options.title.empty()) {
-    absl::StrAppend(&svg, absl::StrFormat("<text x=\"%d\" y=\"20\" font-size=\"14\" font-weight=\"bold\">%s</text>\n",
-                                          kLabelWidth, Escape(options.title)));
+    absl::StrAppend(
+        &svg,
+        absl::StrFormat("<text x=\"%d\" y=\"20\" font-size=\"14\" font-weight=\"bold\">%s</text>\n",
+                        kLabelWidth, Escape(options.title)));
   }
   for (int d = 0; d < devices; ++d) {
     const int y = kTop + d * kRowHeight;
@@ -95,14 +90,15 @@ std::string GanttSvg(std::span<const std::string> device_names, std::span<const 
                         kLabelWidth - 8, y + kRowHeight / 2 + 4,
                         Escape(device_names[static_cast<size_t>(d)])));
   }
-  for (const GanttBar& s : bars) {
+  for (const SubtaskSpan& s : spans) {
     if (s.device < 0 || s.device >= devices) continue;
     const double x0 = x(s.start_us);
     const double w = std::max(0.5, x(s.end_us) - x0);
     const int y = kTop + s.device * kRowHeight + 3;
     std::string tip = absl::StrFormat("%s (op %d)", s.op, s.op_id);
     if (s.axis != model::SplitAxis::kNone) {
-      absl::StrAppend(&tip, absl::StrFormat(" %s [%d, %d)", model::SplitAxisName(s.axis), s.begin, s.end));
+      absl::StrAppend(
+          &tip, absl::StrFormat(" %s [%d, %d)", model::SplitAxisName(s.axis), s.begin, s.end));
     }
     absl::StrAppend(&tip, absl::StrFormat(": %.1f-%.1f us", s.start_us, s.end_us));
     absl::StrAppend(
@@ -112,22 +108,25 @@ std::string GanttSvg(std::span<const std::string> device_names, std::span<const 
     // Label a bar only when its op id fits inside it.
     const std::string label = std::to_string(s.op_id);
     if (w > 7.0 * static_cast<double>(label.size()) + 4) {
-      absl::StrAppend(&svg, absl::StrFormat(
-                                "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">%s</text>\n",
-                                x0 + w / 2, y + (kRowHeight - 6) / 2 + 4, label));
+      absl::StrAppend(
+          &svg, absl::StrFormat(
+                    "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">%s</text>\n",
+                    x0 + w / 2, y + (kRowHeight - 6) / 2 + 4, label));
     }
   }
   const int axis_y = kTop + devices * kRowHeight;
-  absl::StrAppend(&svg, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n",
-                                        kLabelWidth, axis_y, kLabelWidth + plot_width, axis_y));
+  absl::StrAppend(
+      &svg, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n",
+                            kLabelWidth, axis_y, kLabelWidth + plot_width, axis_y));
   const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step)));
   for (int k = 0; k * step <= axis_ms + 1e-9; ++k) {
     const double t = k * step;
     const double tx = kLabelWidth + t * px_per_ms;
-    absl::StrAppend(&svg, absl::StrFormat(
-                              "<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" stroke=\"black\"/>\n"
-                              "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">%.*f</text>\n",
-                              tx, axis_y, tx, axis_y + 5, tx, axis_y + 18, decimals, t));
+    absl::StrAppend(
+        &svg,
+        absl::StrFormat("<line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" stroke=\"black\"/>\n"
+                        "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">%.*f</text>\n",
+                        tx, axis_y, tx, axis_y + 5, tx, axis_y + 18, decimals, t));
   }
   absl::StrAppend(
       &svg,
@@ -138,18 +137,10 @@ std::string GanttSvg(std::span<const std::string> device_names, std::span<const 
   return svg;
 }
 
-absl::Status WriteGanttSvg(const std::string& path, const scheduler::Problem& problem,
-                           const scheduler::Schedule& schedule, const GanttOptions& options) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    return absl::UnavailableError(absl::StrCat("cannot write Gantt chart ", path, ": ", std::strerror(errno)));
-  }
-  out << GanttSvg(problem, schedule, options);
-  out.close();
-  if (!out) {
-    return absl::UnavailableError(absl::StrCat("writing Gantt chart ", path, " failed: ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+absl::Status WriteGanttSvg(const std::string& path, std::span<const std::string> devices,
+                           std::span<const SubtaskSpan> spans, double makespan_us,
+                           const GanttOptions& options) {
+  return WriteTextFile(path, GanttSvg(devices, spans, makespan_us, options), "Gantt chart");
 }
 
-}  // namespace psched::bench
+}  // namespace psched::timeline
