@@ -456,10 +456,10 @@ class HostBackend final : public Backend {
                              device_names_[static_cast<size_t>(t.device)],
                              static_cast<double>(t.start_ns) / 1e3,
                              static_cast<double>(t.end_ns) / 1e3,
-                             std::string(model::SplitAxisName(t.step.axis)),
-                             t.step.begin,
-                             t.step.end};
-      auto it = (*compiled)->predicted.find({t.device, t.step.op, t.step.begin});
+                             std::string(model::SplitAxisName(t.step.slice.axis)),
+                             t.step.slice.begin,
+                             t.step.slice.end};
+      auto it = (*compiled)->predicted.find({t.device, t.step.op, t.step.slice.begin});
       if (it != (*compiled)->predicted.end()) {
         info.predicted_start_us = it->second.first;
         info.predicted_end_us = it->second.second;

@@ -109,7 +109,7 @@ ExecutionPlan RandomPlan(const model::Graph& graph, int num_devices, int max_pie
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t k = 0; k + 1 < cuts.size(); ++k) {
       plan.device_steps[static_cast<size_t>(order[k % order.size()])].push_back(
-          {id, axis, cuts[k], cuts[k + 1]});
+          {id, {axis, cuts[k], cuts[k + 1]}});
     }
   }
   return plan;
@@ -195,7 +195,7 @@ TEST_F(CoExecOpenClTest, RandomPlansMatchTheReference) {
       }
       std::map<model::OpId, std::set<int>> cin_devices;
       for (const SubtaskTiming& t : (*rt)->last_timings()) {
-        if (t.step.axis == SplitAxis::kInputChannels) cin_devices[t.step.op].insert(t.device);
+        if (t.step.slice.axis == SplitAxis::kInputChannels) cin_devices[t.step.op].insert(t.device);
         // The GPU reports each kernel's profiled time; CPU devices report none.
         EXPECT_EQ(t.device_us >= 0, t.device == n - 1) << "device " << t.device;
       }
@@ -302,9 +302,9 @@ class FailingCpuDevice final : public Device {
   FailingCpuDevice(CpuDevice* inner, model::OpId op) : inner_(inner), op_(op) {}
   const std::string& name() const override { return inner_->name(); }
   absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
-                                                   cpu::WorkSlice slice,
-                                                   std::span<const cpu::TensorView> inputs,
-                                                   const cpu::TensorView& output) override {
+                                                   WorkSlice slice,
+                                                   std::span<const TensorView> inputs,
+                                                   const TensorView& output) override {
     auto subtask = inner_->Compile(graph, id, slice, inputs, output);
     if (!subtask.ok() || id != op_) return subtask;
     return std::unique_ptr<Subtask>(new Failing(std::move(*subtask), &fail));

@@ -12,7 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "executor/cpu/arena_plan.h"
+#include "executor/common/arena_plan.h"
 #include "executor/opencl/opencl_kernels.h"
 #include "executor/opencl/sync_kernels.h"
 #include "spdlog/spdlog.h"
@@ -27,7 +27,7 @@ struct OpenClRuntimeDevice::Binding {
   std::shared_ptr<opencl::DependencyCounters> counters;
   float* base = nullptr;
   const model::Graph* graph = nullptr;
-  std::vector<cpu::TensorPlacement> placements;
+  std::vector<TensorPlacement> placements;
   std::unique_ptr<opencl::KernelFactory> factory;
 };
 
@@ -205,7 +205,7 @@ absl::StatusOr<std::unique_ptr<OpenClRuntimeDevice>> OpenClRuntimeDevice::Create
   if (!selector.ok()) return selector.status();
   std::vector<int> cores;
   if (options.core >= 0) cores.push_back(options.core);
-  auto worker = cpu::PinnedWorker::Start(cores);
+  auto worker = PinnedWorker::Start(cores);
   if (!worker.ok()) {
     return absl::Status(worker.status().code(),
                         absl::StrCat("device ", name, ": ", worker.status().message()));
@@ -271,8 +271,7 @@ absl::StatusOr<std::unique_ptr<OpenClRuntimeDevice>> OpenClRuntimeDevice::Create
   return d;
 }
 
-OpenClRuntimeDevice::OpenClRuntimeDevice(std::string name,
-                                         std::unique_ptr<cpu::PinnedWorker> worker,
+OpenClRuntimeDevice::OpenClRuntimeDevice(std::string name, std::unique_ptr<PinnedWorker> worker,
                                          const OpenClRuntimeDeviceOptions& options)
     : name_(std::move(name)),
       clock_(std::make_unique<Clock>()),
@@ -353,8 +352,8 @@ absl::Status OpenClRuntimeDevice::BindArena(float* base, size_t floats) {
 }
 
 absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
-    const model::Graph& graph, model::OpId id, cpu::WorkSlice slice,
-    std::span<const cpu::TensorView> inputs, const cpu::TensorView& output) {
+    const model::Graph& graph, model::OpId id, WorkSlice slice, std::span<const TensorView> inputs,
+    const TensorView& output) {
   std::lock_guard<std::mutex> lock(mu_);
   if (current_ == nullptr) {
     return absl::FailedPreconditionError(
@@ -364,9 +363,9 @@ absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
   if (b.graph != &graph) {
     // The runtime lays the arena out with the same planner, so every view must land on the
     // placement computed here; the checks below catch any drift.
-    b.placements = cpu::PlanArena(graph, /*reuse_memory=*/false).tensors;
-    std::vector<opencl::TensorPlacement> placements;
-    for (const cpu::TensorPlacement& p : b.placements) {
+    b.placements = PlanArena(graph, /*reuse_memory=*/false).tensors;
+    std::vector<TensorPlacement> placements;
+    for (const TensorPlacement& p : b.placements) {
       placements.push_back({p.offset, p.pixel_stride});
     }
     auto factory =
@@ -381,8 +380,8 @@ absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
                                                    in_tensors.size(), " inputs, got ",
                                                    inputs.size(), " views"));
   }
-  auto check = [&](model::TensorId t, const cpu::TensorView& v) -> absl::Status {
-    const cpu::TensorPlacement& p = b.placements[static_cast<size_t>(t)];
+  auto check = [&](model::TensorId t, const TensorView& v) -> absl::Status {
+    const TensorPlacement& p = b.placements[static_cast<size_t>(t)];
     if (v.data - b.base != p.offset || v.pixel_stride != p.pixel_stride) {
       return absl::InvalidArgumentError(
           absl::StrCat("op ", id, " '", graph.op(id).name, "': tensor ", t, " is viewed at offset ",
@@ -396,10 +395,10 @@ absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
   }
   const bool cin = slice.axis == model::SplitAxis::kInputChannels;
   opencl::KernelOptions options{.atomic_partial_sums = false};
-  const cpu::TensorPlacement& out = b.placements[static_cast<size_t>(graph.op(id).output)];
+  const TensorPlacement& out = b.placements[static_cast<size_t>(graph.op(id).output)];
   if (cin && output.data - b.base != out.offset) {
     // A partial buffer of this slice's own: nobody else adds into it, so plain adds suffice.
-    options.partial_output = opencl::TensorPlacement{output.data - b.base, output.pixel_stride};
+    options.partial_output = TensorPlacement{output.data - b.base, output.pixel_stride};
   } else if (auto s = check(graph.op(id).output, output); !s.ok()) {
     return s;
   }

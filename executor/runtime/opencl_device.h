@@ -41,7 +41,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "executor/cpu/pinned_worker.h"
+#include "executor/common/pinned_worker.h"
 #include "executor/opencl/opencl_device.h"
 #include "executor/opencl/svm_arena.h"
 #include "executor/opencl/sync_kernels.h"
@@ -79,9 +79,9 @@ class OpenClRuntimeDevice final : public Device {
   const std::string& name() const override { return name_; }
   absl::Status BindArena(float* base, size_t floats) override;
   absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
-                                                   cpu::WorkSlice slice,
-                                                   std::span<const cpu::TensorView> inputs,
-                                                   const cpu::TensorView& output) override;
+                                                   WorkSlice slice,
+                                                   std::span<const TensorView> inputs,
+                                                   const TensorView& output) override;
   absl::Status BindCounters(int32_t* counters, size_t count) override;
   void Post(std::function<void()> job) override;
   absl::Status Finish() override;
@@ -109,14 +109,14 @@ class OpenClRuntimeDevice final : public Device {
  private:
   struct Binding;
 
-  OpenClRuntimeDevice(std::string name, std::unique_ptr<cpu::PinnedWorker> worker,
+  OpenClRuntimeDevice(std::string name, std::unique_ptr<PinnedWorker> worker,
                       const OpenClRuntimeDeviceOptions& options);
   absl::StatusOr<SharedMemory<float>> AllocateArena(size_t floats);
   absl::StatusOr<SharedMemory<int32_t>> AllocateCounters(size_t count);
 
   const std::string name_;
   std::unique_ptr<Clock> clock_;
-  std::unique_ptr<cpu::PinnedWorker> worker_;
+  std::unique_ptr<PinnedWorker> worker_;
   std::unique_ptr<opencl::OpenClDevice> device_;
   std::optional<double> dispatch_overhead_us_;
   int pinned_driver_threads_ = 0;

@@ -47,10 +47,11 @@ timeline::ChromeTraceInput TraceInput(const model::Graph& graph,
   const auto predicted = IndexSchedule(schedule);
   for (const SubtaskTiming& t : timings) {
     timeline::SubtaskSpan span =
-        Span(graph, t.device, t.step.op, t.step.axis, t.step.begin, t.step.end);
+        Span(graph, t.device, t.step.op, t.step.slice.axis, t.step.slice.begin, t.step.slice.end);
     span.start_us = static_cast<double>(t.start_ns) / 1e3;
     span.end_us = static_cast<double>(t.end_ns) / 1e3;
-    if (auto it = predicted.find({t.device, t.step.op, t.step.begin}); it != predicted.end()) {
+    if (auto it = predicted.find({t.device, t.step.op, t.step.slice.begin});
+        it != predicted.end()) {
       span.predicted_start_us = it->second->start_us;
       span.predicted_end_us = it->second->end_us;
     }

@@ -1,11 +1,9 @@
-#include "executor/cpu/arena_plan.h"
+#include "executor/common/arena_plan.h"
 
 #include <algorithm>
 #include <numeric>
 
-#include "executor/cpu/cpu_kernel.h"
-
-namespace psched::executor::cpu {
+namespace psched::executor {
 namespace {
 
 // XNNPACK reads up to XNN_EXTRA_BYTES past its inputs; blocks are also kept 64-byte aligned.
@@ -25,6 +23,29 @@ struct Block {
 };
 
 }  // namespace
+
+bool SupportsStridedInput(model::OpKind kind) {
+  switch (kind) {
+    case model::OpKind::kAdd:
+    case model::OpKind::kMul:
+    case model::OpKind::kSub:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool SupportsStridedOutput(model::OpKind kind) {
+  switch (kind) {
+    case model::OpKind::kAdd:
+    case model::OpKind::kMul:
+    case model::OpKind::kSub:
+    case model::OpKind::kFlatten:
+      return false;
+    default:
+      return true;
+  }
+}
 
 ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
   const size_t n = graph.tensors.size();
@@ -123,4 +144,4 @@ ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
   return plan;
 }
 
-}  // namespace psched::executor::cpu
+}  // namespace psched::executor

@@ -1,9 +1,9 @@
-#include "executor/cpu/arena_plan.h"
+#include "executor/common/arena_plan.h"
 
 #include "executor/testing/graph_builder.h"
 #include "gtest/gtest.h"
 
-namespace psched::executor::cpu {
+namespace psched::executor {
 namespace {
 
 using model::OpKind;
@@ -43,4 +43,4 @@ TEST(ArenaPlan, GraphInputsAndConstantsAreNeverAliased) {
 }
 
 }  // namespace
-}  // namespace psched::executor::cpu
+}  // namespace psched::executor

@@ -19,7 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace psched::executor::cpu {
+namespace psched::executor {
 
 class PinnedWorker {
  public:
@@ -51,4 +51,4 @@ class PinnedWorker {
   std::thread thread_;
 };
 
-}  // namespace psched::executor::cpu
+}  // namespace psched::executor

@@ -1,4 +1,4 @@
-#include "executor/cpu/pinned_worker.h"
+#include "executor/common/pinned_worker.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace psched::executor::cpu {
+namespace psched::executor {
 
 absl::StatusOr<std::unique_ptr<PinnedWorker>> PinnedWorker::Start(std::vector<int> cores) {
   cpu_set_t set;
@@ -89,4 +89,4 @@ absl::Status PinnedWorker::Call(const std::function<absl::Status()>& job) {
   return status;
 }
 
-}  // namespace psched::executor::cpu
+}  // namespace psched::executor
