@@ -18,7 +18,7 @@
 #include "executor/reference/reference_kernels.h"
 #include "executor/runtime/coexecution_runtime.h"
 #include "executor/runtime/cpu_device.h"
-#include "executor/runtime/opencl_device.h"
+#include "executor/runtime/opencl_runtime_device.h"
 #include "executor/runtime/plan_from_schedule.h"
 #include "executor/runtime/trace.h"
 #include "executor/testing/graph_builder.h"

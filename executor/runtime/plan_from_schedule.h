@@ -20,7 +20,7 @@
 #include "executor/runtime/coexecution_runtime.h"
 #include "executor/runtime/device.h"
 #include "executor/runtime/execution_plan.h"
-#include "executor/runtime/opencl_device.h"
+#include "executor/runtime/opencl_runtime_device.h"
 #include "model/graph.h"
 #include "platform/platform.h"
 #include "scheduler/schedule.h"

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "scheduler/partition_aware/exact.h"
-#include "scheduler/partition_aware/expanded_dag.h"
+#include "scheduler/partition_aware/expanded_dag_scheduler.h"
 #include "scheduler/partition_aware/iterative_search.h"
 #include "scheduler/partition_aware/pa_heft.h"
 #include "scheduler/partition_aware/partition_only.h"

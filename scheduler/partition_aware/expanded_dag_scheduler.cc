@@ -1,4 +1,4 @@
-#include "scheduler/partition_aware/expanded_dag.h"
+#include "scheduler/partition_aware/expanded_dag_scheduler.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "executor/runtime/opencl_device.h"
+#include "executor/runtime/opencl_runtime_device.h"
 
 #include <dirent.h>
 #include <sched.h>
