@@ -29,7 +29,7 @@
 #include "predictor/calibration/analytic_params_json.h"
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 #include "scheduler/schedule.h"
 #include "spdlog/spdlog.h"
 
@@ -152,9 +152,9 @@ class HostBackend final : public Backend {
     if (devices_ != nullptr) {
       device_names_ = devices_->names();
       std::vector<std::string> keys;
-      for (const scheduler::DeviceSpec& spec : profile_.platform.devices) {
+      for (const platform::DeviceSpec& spec : profile_.platform.devices) {
         keys.push_back(absl::StrCat(spec.name, ":",
-                                    std::string(scheduler::DeviceKindName(spec.kind)), ":",
+                                    std::string(platform::DeviceKindName(spec.kind)), ":",
                                     absl::StrJoin(spec.cpu_cores, ","), ":", spec.opencl_device));
       }
       platform_.calibration_key = absl::StrJoin(keys, ";");
@@ -162,11 +162,11 @@ class HostBackend final : public Backend {
     platform_.name = profile_.platform.name;
     platform_.fingerprint = profile_.platform.Fingerprint();
     platform_.predictor_version = profile_.model->Version();
-    for (const scheduler::DeviceSpec& spec : profile_.platform.devices) {
+    for (const platform::DeviceSpec& spec : profile_.platform.devices) {
       platform_.devices.push_back(DeviceInfo{spec.name,
-                                             std::string(scheduler::DeviceKindName(spec.kind)),
+                                             std::string(platform::DeviceKindName(spec.kind)),
                                              spec.cpu_cores, spec.opencl_device});
-      if (run_device_.empty() && spec.kind == scheduler::DeviceKind::kCpu) {
+      if (run_device_.empty() && spec.kind == platform::DeviceKind::kCpu) {
         run_device_ = spec.name;
         run_cores_ = spec.cpu_cores;
       }
@@ -268,7 +268,7 @@ class HostBackend final : public Backend {
   absl::Status CheckPlan(const LoadedModel& model, const nlohmann::json& schedule) override {
     const model::Graph& graph = GraphOf(model);
     std::vector<std::string> names;
-    for (const scheduler::DeviceSpec& spec : profile_.platform.devices) names.push_back(spec.name);
+    for (const platform::DeviceSpec& spec : profile_.platform.devices) names.push_back(spec.name);
     absl::StatusOr<scheduler::Schedule> parsed = ScheduleFromJson(graph, names, schedule);
     if (!parsed.ok()) return absl::DataLossError(std::string(parsed.status().message()));
     absl::StatusOr<scheduler::Problem> problem = ProblemOf(graph);
@@ -456,10 +456,10 @@ class HostBackend final : public Backend {
                              device_names_[static_cast<size_t>(t.device)],
                              static_cast<double>(t.start_ns) / 1e3,
                              static_cast<double>(t.end_ns) / 1e3,
-                             std::string(model::SplitAxisName(t.step.axis)),
-                             t.step.begin,
-                             t.step.end};
-      auto it = (*compiled)->predicted.find({t.device, t.step.op, t.step.begin});
+                             std::string(model::SplitAxisName(t.step.slice.axis)),
+                             t.step.slice.begin,
+                             t.step.slice.end};
+      auto it = (*compiled)->predicted.find({t.device, t.step.op, t.step.slice.begin});
       if (it != (*compiled)->predicted.end()) {
         info.predicted_start_us = it->second.first;
         info.predicted_end_us = it->second.second;

@@ -14,7 +14,7 @@
 // conv with few input channels (a first layer over RGB, a 1x1 over 16 channels) spends
 // more of its time loading and storing outputs than multiplying. A concat costs the fixed
 // `concat_us`: the executors make its producers write straight into their channel slices
-// of the output (executor/cpu/arena_plan.h), so nothing is copied.
+// of the output (executor/common/arena_plan.h), so nothing is copied.
 //
 // These parameters are analytic stand-ins until a measured (GBDT) predictor exists.
 // AnalyticModel is immutable after construction; all methods are thread-safe.

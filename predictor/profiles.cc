@@ -11,8 +11,8 @@
 namespace psched::predictor {
 namespace {
 
-using scheduler::DeviceKind;
-using scheduler::DeviceSpec;
+using platform::DeviceKind;
+using platform::DeviceSpec;
 
 // Conv GFLOP/s of the three devices; everything else derives from them.
 struct PhoneSpec {

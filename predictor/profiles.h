@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "platform/platform.h"
 #include "predictor/latency_model.h"
-#include "scheduler/platform.h"
 
 namespace psched::predictor {
 
 struct Profile {
-  scheduler::Platform platform;
+  platform::Platform platform;
   std::shared_ptr<const LatencyModel> model;  // device i predicts platform.devices[i]
 };
 

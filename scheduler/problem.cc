@@ -20,7 +20,7 @@ bool Problem::IsPartitionable(OpId op) const {
   return false;
 }
 
-absl::Status Problem::Init(const Platform& platform,
+absl::Status Problem::Init(const platform::Platform& platform,
                            std::vector<std::vector<std::pair<int, double>>> preds,
                            std::vector<int64_t> work_size, int max_splits) {
   if (platform.devices.empty()) {
@@ -34,7 +34,7 @@ absl::Status Problem::Init(const Platform& platform,
     return absl::InvalidArgumentError(absl::StrCat("max_splits must be >= 0, got ", max_splits));
   }
   max_splits_ = max_splits == 0 ? num_devices_ : std::min(max_splits, num_devices_);
-  for (const DeviceSpec& d : platform.devices) domains_.push_back(d.memory_domain);
+  for (const platform::DeviceSpec& d : platform.devices) domains_.push_back(d.memory_domain);
   int cross = 0;
   for (int a = 0; a < num_devices_; ++a) {
     for (int b = 0; b < num_devices_; ++b) cross += (a != b && !SameDomain(a, b)) ? 1 : 0;
@@ -73,7 +73,8 @@ absl::Status Problem::Init(const Platform& platform,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph, const Platform& platform,
+absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph,
+                                           const platform::Platform& platform,
                                            const predictor::LatencyModel& latency_model,
                                            ProblemOptions options) {
   if (latency_model.num_devices() != platform.num_devices()) {
@@ -119,7 +120,8 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph, const Plat
   return p;
 }
 
-absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const Platform& platform) {
+absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks,
+                                               const platform::Platform& platform) {
   const int n = static_cast<int>(tasks.cost.size());
   if (!tasks.names.empty() && tasks.names.size() != tasks.cost.size()) {
     return absl::InvalidArgumentError(

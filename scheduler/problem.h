@@ -26,9 +26,9 @@
 #include "absl/status/statusor.h"
 #include "model/graph.h"
 #include "model/split.h"
+#include "platform/platform.h"
 #include "predictor/latency_model.h"
 #include "predictor/op_config.h"
-#include "scheduler/platform.h"
 
 namespace psched::scheduler {
 
@@ -56,10 +56,12 @@ struct TaskGraph {
 
 class Problem {
  public:
-  static absl::StatusOr<Problem> FromGraph(const model::Graph& graph, const Platform& platform,
+  static absl::StatusOr<Problem> FromGraph(const model::Graph& graph,
+                                           const platform::Platform& platform,
                                            const predictor::LatencyModel& latency_model,
                                            ProblemOptions options = {});
-  static absl::StatusOr<Problem> FromTaskGraph(const TaskGraph& tasks, const Platform& platform);
+  static absl::StatusOr<Problem> FromTaskGraph(const TaskGraph& tasks,
+                                               const platform::Platform& platform);
 
   Problem(Problem&&) noexcept;
   Problem& operator=(Problem&&) noexcept;
@@ -69,7 +71,7 @@ class Problem {
   int num_devices() const { return num_devices_; }
   int max_splits() const { return max_splits_; }
   int64_t alignment() const { return alignment_; }
-  const Platform& platform() const { return platform_; }
+  const platform::Platform& platform() const { return platform_; }
   const std::string& op_name(OpId op) const { return op_names_[static_cast<size_t>(op)]; }
 
   // Predecessors / successors of an op, ascending, with the transfer cost of each edge.
@@ -117,7 +119,7 @@ class Problem {
     return std::span<const T>(v.data() + begin[i], static_cast<size_t>(begin[i + 1] - begin[i]));
   }
   double Fill(OpId op, model::SplitAxis axis, int64_t work, int device, size_t slot) const;
-  absl::Status Init(const Platform& platform,
+  absl::Status Init(const platform::Platform& platform,
                     std::vector<std::vector<std::pair<int, double>>> preds,
                     std::vector<int64_t> work_size, int max_splits);
 
@@ -125,7 +127,7 @@ class Problem {
   int num_devices_ = 0;
   int max_splits_ = 0;
   int64_t alignment_ = 1;
-  Platform platform_;
+  platform::Platform platform_;
   std::vector<int> domains_;
   double cross_domain_fraction_ = 0;
   std::vector<std::string> op_names_;

@@ -94,11 +94,11 @@ TEST_F(FromGraphTest, RejectsBadOptionsAndMismatchedModel) {
                       .status()
                       .message()),
       HasSubstr("alignment must be >= 1"));
-  Platform two = profile_.platform;
+  platform::Platform two = profile_.platform;
   two.devices.pop_back();
   EXPECT_THAT(std::string(Problem::FromGraph(graph_, two, *profile_.model).status().message()),
               HasSubstr("predicts 3 devices but platform 'pixel4' has 2"));
-  Platform none = profile_.platform;
+  platform::Platform none = profile_.platform;
   none.devices.clear();
   EXPECT_FALSE(Problem::FromGraph(graph_, none, *profile_.model).ok());
 }
@@ -133,7 +133,7 @@ TEST(TransferTest, SeparateDomainsPayBytesOverBandwidth) {
 }
 
 TEST(FromTaskGraphTest, RejectsEveryKindOfBadInput) {
-  const Platform two = testing::MakePlatform(2, false);
+  const platform::Platform two = testing::MakePlatform(2, false);
   auto error = [&two](TaskGraph g) {
     return std::string(Problem::FromTaskGraph(g, two).status().message());
   };
@@ -144,8 +144,9 @@ TEST(FromTaskGraphTest, RejectsEveryKindOfBadInput) {
   EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {{0, 1, 1}, {0, 1, 2}}}), HasSubstr("listed twice"));
   EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {{0, 1, -1}}}), HasSubstr("transfer cost -1"));
   EXPECT_THAT(error({{"a"}, {{1, 2}, {1, 2}}, {}}), HasSubstr("1 names for 2 tasks"));
-  EXPECT_THAT(std::string(Problem::FromTaskGraph({{}, {{1}}, {}}, Platform{}).status().message()),
-              HasSubstr("has no devices"));
+  EXPECT_THAT(
+      std::string(Problem::FromTaskGraph({{}, {{1}}, {}}, platform::Platform{}).status().message()),
+      HasSubstr("has no devices"));
 }
 
 TEST(FromTaskGraphTest, CostsAreFixedAndNothingIsPartitionable) {

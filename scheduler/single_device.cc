@@ -9,7 +9,7 @@ absl::Status SingleDeviceScheduler::PlaceAll(const Problem& problem, Workspace& 
   const std::optional<int> device = problem.platform().DeviceIndex(device_);
   if (!device.has_value()) {
     std::vector<std::string> names;
-    for (const DeviceSpec& d : problem.platform().devices) names.push_back(d.name);
+    for (const platform::DeviceSpec& d : problem.platform().devices) names.push_back(d.name);
     return absl::NotFoundError(absl::StrCat("single:", device_, ": platform '",
                                             problem.platform().name, "' has no device '", device_,
                                             "'; it has: ", absl::StrJoin(names, ", ")));

@@ -7,15 +7,16 @@
 
 namespace psched::scheduler::testing {
 
-Platform MakePlatform(int n, bool separate_domains) {
-  Platform p;
+platform::Platform MakePlatform(int n, bool separate_domains) {
+  platform::Platform p;
   p.name = absl::StrCat("test", n);
   for (int d = 0; d < n; ++d) {
-    p.devices.push_back(DeviceSpec{absl::StrCat("d", d),
-                                   d == 0 ? DeviceKind::kGpu : DeviceKind::kCpu,
-                                   separate_domains ? d : 0,
-                                   {},
-                                   ""});
+    p.devices.push_back(
+        platform::DeviceSpec{absl::StrCat("d", d),
+                             d == 0 ? platform::DeviceKind::kGpu : platform::DeviceKind::kCpu,
+                             separate_domains ? d : 0,
+                             {},
+                             ""});
   }
   return p;
 }

@@ -28,7 +28,7 @@
 #include "predictor/calibration/analytic_params_json.h"
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 
 namespace psched {
 namespace {
@@ -125,7 +125,7 @@ int Main(int argc, char** argv) {
   auto calibrate = [&](predictor::Profile& profile) -> bool {
     if (calibrated.empty()) return true;
     std::vector<predictor::AnalyticDeviceParams> devices;
-    for (const scheduler::DeviceSpec& d : profile.platform.devices) {
+    for (const platform::DeviceSpec& d : profile.platform.devices) {
       auto it = calibrated.find(d.name);
       if (it == calibrated.end()) {
         std::fprintf(stderr, "--host-model has no device '%s'\n", d.name.c_str());

@@ -15,15 +15,15 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "bench/psched_bench/gantt_svg.h"
 #include "bench/psched_bench/results_table.h"
+#include "bench/psched_bench/schedule_gantt.h"
 #include "bench/psched_bench/taskgraph_json.h"
 #include "fmt/core.h"
 #include "model/onnx_import.h"
 #include "predictor/profiles.h"
 #include "scheduler/list_scheduler.h"
 #include "scheduler/partition_aware/iterative_search.h"
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 
 namespace psched::bench {
 namespace {
@@ -140,9 +140,9 @@ void RunMethod(const scheduler::Problem& problem, const std::string& method,
   if (!flags.gantt_dir.empty()) {
     const std::string path =
         (fs::path(flags.gantt_dir) / (FileSafe(row.model) + "__" + FileSafe(method) + ".svg")).string();
-    GanttOptions gantt;
+    timeline::GanttOptions gantt;
     gantt.title = absl::StrCat(row.model, " - ", method, " on ", row.platform);
-    if (absl::Status s = WriteGanttSvg(path, problem, *schedule, gantt); !s.ok()) {
+    if (absl::Status s = WriteScheduleGanttSvg(path, problem, *schedule, gantt); !s.ok()) {
       fmt::print(stderr, "warning: {}\n", std::string(s.message()));
     }
   }

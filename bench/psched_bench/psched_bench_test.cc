@@ -1,7 +1,7 @@
 #include <string>
 
-#include "bench/psched_bench/gantt_svg.h"
 #include "bench/psched_bench/results_table.h"
+#include "bench/psched_bench/schedule_gantt.h"
 #include "bench/psched_bench/taskgraph_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -95,7 +95,7 @@ TEST(ResultsTableTest, NormalizesToExactOrTheBestMethod) {
   EXPECT_EQ(ToJson(rows, summary)["summary"][0]["worst"].get<double>(), 2.5);
 }
 
-TEST(GanttSvgTest, DrawsOneBarPerSubtaskWithSharedOperatorColours) {
+TEST(ScheduleGanttTest, DrawsTheProblemsDevicesAndOps) {
   absl::StatusOr<TaskGraphInput> in = ParseTaskGraphJson(kDiamond);
   ASSERT_TRUE(in.ok());
   absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromTaskGraph(in->tasks, in->platform);
@@ -105,7 +105,7 @@ TEST(GanttSvgTest, DrawsOneBarPerSubtaskWithSharedOperatorColours) {
   s.Add({1, 0, 0, model::SplitAxis::kNone, 0, 1, 2000, 7000});
   s.Add({2, 0, 1, model::SplitAxis::kNone, 0, 1, 4500, 13500});
   s.Add({3, 0, 0, model::SplitAxis::kNone, 0, 1, 13500, 17500});
-  const std::string svg = GanttSvg(*problem, s, GanttOptions{"demo & test", 800});
+  const std::string svg = ScheduleGanttSvg(*problem, s, timeline::GanttOptions{"demo & test", 800});
   EXPECT_THAT(svg, HasSubstr("<svg"));
   EXPECT_THAT(svg, HasSubstr("demo &amp; test"));
   EXPECT_THAT(svg, HasSubstr(">gpu<"));
@@ -114,7 +114,8 @@ TEST(GanttSvgTest, DrawsOneBarPerSubtaskWithSharedOperatorColours) {
   size_t bars = 0;
   for (size_t p = svg.find("<title>"); p != std::string::npos; p = svg.find("<title>", p + 1)) ++bars;
   EXPECT_EQ(bars, 4u);
-  EXPECT_FALSE(WriteGanttSvg("/nonexistent/dir/x.svg", *problem, s).ok());
+  EXPECT_THAT(svg, HasSubstr("<title>c (op 2): 4500.0-13500.0 us</title>"));
+  EXPECT_FALSE(WriteScheduleGanttSvg("/nonexistent/dir/x.svg", *problem, s).ok());
 }
 
 }  // namespace

@@ -25,8 +25,8 @@ absl::StatusOr<double> NonNegative(const json& v, const std::string& where) {
   return d;
 }
 
-absl::StatusOr<scheduler::DeviceSpec> ParseDevice(const json& v, const std::string& where) {
-  scheduler::DeviceSpec spec;
+absl::StatusOr<platform::DeviceSpec> ParseDevice(const json& v, const std::string& where) {
+  platform::DeviceSpec spec;
   if (v.is_string()) {
     spec.name = v.get<std::string>();
   } else if (v.is_object()) {
@@ -35,7 +35,7 @@ absl::StatusOr<scheduler::DeviceSpec> ParseDevice(const json& v, const std::stri
     if (v.contains("kind")) {
       const std::string kind = v["kind"].is_string() ? v["kind"].get<std::string>() : "";
       if (kind == "gpu") {
-        spec.kind = scheduler::DeviceKind::kGpu;
+        spec.kind = platform::DeviceKind::kGpu;
       } else if (kind != "cpu") {
         return Bad(where + ".kind", "must be \"cpu\" or \"gpu\"");
       }
@@ -67,7 +67,7 @@ absl::StatusOr<TaskGraphInput> ParseTaskGraphJson(std::string_view text) {
   std::map<std::string, int> device_index;
   for (size_t d = 0; d < doc["devices"].size(); ++d) {
     const std::string where = absl::StrCat("devices[", d, "]");
-    absl::StatusOr<scheduler::DeviceSpec> spec = ParseDevice(doc["devices"][d], where);
+    absl::StatusOr<platform::DeviceSpec> spec = ParseDevice(doc["devices"][d], where);
     if (!spec.ok()) return spec.status();
     if (!device_index.emplace(spec->name, static_cast<int>(d)).second) {
       return Bad(where, absl::StrCat("duplicate device name '", spec->name, "'"));

@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/platform.h"
+#include "platform/platform.h"
 #include "scheduler/problem.h"
 
 namespace psched::bench {
 
 struct TaskGraphInput {
-  scheduler::Platform platform;
+  platform::Platform platform;
   scheduler::TaskGraph tasks;  // in topological order; tasks.names all set
 };
 

@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "executor/common/pinned_worker.h"
 #include "executor/cpu/cpu_kernel.h"
-#include "executor/cpu/pinned_worker.h"
 #include "executor/opencl/opencl_device.h"
 #include "executor/opencl/opencl_kernels.h"
 #include "executor/opencl/svm_arena.h"
@@ -78,7 +78,7 @@ absl::StatusOr<double> TimeRuns(int warmup, int runs, size_t evict_bytes, Fn run
 }
 
 // Whether op 0 is a concat the executors run in place: every input was produced straight
-// into its channel slice of the output (executor/cpu/arena_plan.h), so the case is timed
+// into its channel slice of the output (executor/common/arena_plan.h), so the case is timed
 // that way too and measures what a scheduled concat really costs. Constant or repeated
 // inputs cannot be placed so.
 bool IsInPlaceConcat(const model::Graph& graph) {
@@ -99,13 +99,13 @@ absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOp
   const std::vector<model::TensorId> activation_inputs = graph.ActivationInputs(0);
   cpu::KernelLayout layout;
   std::map<model::TensorId, std::vector<float>> buffers;
-  std::vector<cpu::TensorView> inputs;
+  std::vector<TensorView> inputs;
   if (IsInPlaceConcat(graph)) {
     output = RandomData(output.size(), options.seed);
     int64_t channel = 0;
     for (model::TensorId t : activation_inputs) {
       const model::Shape& shape = graph.tensor(t).shape;
-      inputs.push_back(cpu::TensorView{output.data() + channel, shape, out_shape.c});
+      inputs.push_back(TensorView{output.data() + channel, shape, out_shape.c});
       layout.input_pixel_strides.push_back(out_shape.c);
       channel += shape.c;
     }
@@ -117,11 +117,11 @@ absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOp
         data = RandomData(static_cast<size_t>(shape.Elements()),
                           options.seed + static_cast<uint64_t>(t));
       }
-      inputs.push_back(cpu::TensorView{data.data(), shape, shape.c});
+      inputs.push_back(TensorView{data.data(), shape, shape.c});
     }
   }
   absl::StatusOr<std::unique_ptr<cpu::CpuKernel>> kernel =
-      cpu::CreateCpuKernel(graph, 0, cpu::WorkSlice{c.axis, c.begin, c.end}, layout, nullptr);
+      cpu::CreateCpuKernel(graph, 0, WorkSlice{c.axis, c.begin, c.end}, layout, nullptr);
   if (!kernel.ok()) return kernel.status();
   if (absl::Status s = (*kernel)->Setup(inputs, {output.data(), out_shape, out_shape.c}); !s.ok()) {
     return s;
@@ -151,7 +151,7 @@ absl::StatusOr<double> TimeGpuCase(opencl::OpenClDevice* device, const Calibrati
                                    const CalibrationOptions& options) {
   const Clock::time_point created = Clock::now();
   const model::Graph graph = WithWeights(c, options.seed);
-  std::vector<opencl::TensorPlacement> placements(graph.tensors.size());
+  std::vector<TensorPlacement> placements(graph.tensors.size());
   int64_t floats = 0;
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     if (graph.tensors[t].constant != model::kInvalidId) continue;
@@ -187,7 +187,7 @@ absl::StatusOr<double> TimeGpuCase(opencl::OpenClDevice* device, const Calibrati
       opencl::KernelFactory::Create(device, &graph, arena->get(), placements);
   if (!factory.ok()) return factory.status();
   absl::StatusOr<std::unique_ptr<opencl::OpKernel>> kernel =
-      (*factory)->Create(0, opencl::KernelSlice{c.axis, c.begin, c.end});
+      (*factory)->Create(0, WorkSlice{c.axis, c.begin, c.end});
   if (!kernel.ok()) return kernel.status();
   spdlog::debug("calibration: gpu kernel for {} ready after {:.1f} ms", c.source,
                 Micros(Clock::now() - created) / 1e3);
@@ -236,7 +236,7 @@ void RunDevice(const std::string& name, int device_index, std::span<const Calibr
 
 }  // namespace
 
-absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> devices,
+absl::StatusOr<CalibrationRun> Calibrate(std::span<const platform::DeviceSpec> devices,
                                          std::span<const CalibrationCase> cases,
                                          const CalibrationOptions& options) {
   if (devices.empty()) return absl::InvalidArgumentError("Calibrate: no devices");
@@ -250,12 +250,12 @@ absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> 
                      options.warmup_runs));
   }
   std::set<std::string> names;
-  for (const scheduler::DeviceSpec& d : devices) {
+  for (const platform::DeviceSpec& d : devices) {
     if (!names.insert(d.name).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("Calibrate: device '", d.name, "' listed twice"));
     }
-    if (d.kind == scheduler::DeviceKind::kCpu && d.cpu_cores.empty()) {
+    if (d.kind == platform::DeviceKind::kCpu && d.cpu_cores.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("Calibrate: CPU device '", d.name, "' has no cores to pin to"));
     }
@@ -263,12 +263,11 @@ absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> 
   CalibrationRun run;
   run.samples.platform = options.platform;
   for (size_t i = 0; i < devices.size(); ++i) {
-    const scheduler::DeviceSpec& spec = devices[i];
+    const platform::DeviceSpec& spec = devices[i];
     DeviceOutcome outcome;
     outcome.device = spec.name;
-    if (spec.kind == scheduler::DeviceKind::kCpu) {
-      absl::StatusOr<std::unique_ptr<cpu::PinnedWorker>> worker =
-          cpu::PinnedWorker::Start(spec.cpu_cores);
+    if (spec.kind == platform::DeviceKind::kCpu) {
+      absl::StatusOr<std::unique_ptr<PinnedWorker>> worker = PinnedWorker::Start(spec.cpu_cores);
       if (!worker.ok()) {
         outcome.skipped = true;
         outcome.reason = std::string(worker.status().message());

@@ -27,9 +27,9 @@
 
 #include "absl/status/statusor.h"
 #include "executor/calibration/calibration_cases.h"
+#include "platform/platform.h"
 #include "predictor/calibration/calibration_samples.h"
 #include "predictor/latency_model.h"
-#include "scheduler/platform.h"
 
 namespace psched::executor::calibration {
 
@@ -84,7 +84,7 @@ struct CalibrationRun {
 // GPU: its opencl_device selector text, empty meaning the first GPU-type device, else the
 // first OpenCL device of any type). InvalidArgument for no devices, duplicate names, a CPU
 // device without cores, budget_s <= 0, runs < 1 or warmup_runs < 0.
-absl::StatusOr<CalibrationRun> Calibrate(std::span<const scheduler::DeviceSpec> devices,
+absl::StatusOr<CalibrationRun> Calibrate(std::span<const platform::DeviceSpec> devices,
                                          std::span<const CalibrationCase> cases,
                                          const CalibrationOptions& options);
 

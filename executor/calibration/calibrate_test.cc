@@ -32,8 +32,8 @@ std::vector<CalibrationCase> Cases() {
   return BuildCases(models);
 }
 
-scheduler::DeviceSpec Cpu(std::string name, int core) {
-  return scheduler::DeviceSpec{std::move(name), scheduler::DeviceKind::kCpu, 0, {core}, ""};
+platform::DeviceSpec Cpu(std::string name, int core) {
+  return platform::DeviceSpec{std::move(name), platform::DeviceKind::kCpu, 0, {core}, ""};
 }
 
 predictor::OpConfig Conv3x3(int64_t hw, int64_t c) {
@@ -49,7 +49,7 @@ predictor::OpConfig Conv3x3(int64_t hw, int64_t c) {
 TEST(CalibrateTest, TinyRunOnOneCoreFitsAUsefulModel) {
   const std::vector<CalibrationCase> cases = Cases();
   ASSERT_FALSE(cases.empty());
-  const std::vector<scheduler::DeviceSpec> devices = {Cpu("cpu.0", 0)};
+  const std::vector<platform::DeviceSpec> devices = {Cpu("cpu.0", 0)};
   CalibrationOptions options;
   options.budget_s = 1.5;
   options.runs = 3;
@@ -99,8 +99,8 @@ TEST(CalibrateTest, TinyRunOnOneCoreFitsAUsefulModel) {
 TEST(CalibrateTest, GpuRunsThroughOpenClOrIsSkippedCleanly) {
   std::vector<CalibrationCase> cases = Cases();
   ASSERT_FALSE(cases.empty());
-  std::vector<scheduler::DeviceSpec> devices = {
-      scheduler::DeviceSpec{"gpu", scheduler::DeviceKind::kGpu, 0, {}, ""}};
+  std::vector<platform::DeviceSpec> devices = {
+      platform::DeviceSpec{"gpu", platform::DeviceKind::kGpu, 0, {}, ""}};
   setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
   CalibrationOptions options;
   // Cold PoCL caches JIT-compile each new kernel shape, so this may time only a few cases.
@@ -131,7 +131,7 @@ TEST(CalibrateTest, ConcatsAreTimedInPlaceAsTheExecutorsRunThem) {
   CalibrationOptions options;
   options.budget_s = 1.0;
   options.runs = 3;
-  const std::vector<scheduler::DeviceSpec> devices = {Cpu("cpu.0", 0)};
+  const std::vector<platform::DeviceSpec> devices = {Cpu("cpu.0", 0)};
   absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
   ASSERT_TRUE(run.ok()) << run.status();
   double slowest_concat = 0, fastest_conv = INFINITY;
@@ -176,8 +176,7 @@ TEST(TimeOpsInGraphTest, EveryOpOfTheModelGetsItsWholeOpSample) {
   }
   EXPECT_GT(concats, 0);
   EXPECT_FALSE(
-      TimeOpsInGraph(scheduler::DeviceSpec{"gpu", scheduler::DeviceKind::kGpu, 0, {}, ""}, *g)
-          .ok());
+      TimeOpsInGraph(platform::DeviceSpec{"gpu", platform::DeviceKind::kGpu, 0, {}, ""}, *g).ok());
   absl::StatusOr<std::vector<CalibrationSample>> no_runs =
       TimeOpsInGraph(Cpu("cpu.0", 0), *g, {.warmup_runs = 0, .runs = 0, .seed = 1});
   EXPECT_EQ(no_runs.status().code(), absl::StatusCode::kInvalidArgument);
@@ -191,7 +190,7 @@ TEST(CalibrateTest, CacheEvictionIsOptional) {
     options.budget_s = 0.5;
     options.runs = 2;
     options.evict_bytes = evict;
-    const std::vector<scheduler::DeviceSpec> devices = {Cpu("cpu.0", 0)};
+    const std::vector<platform::DeviceSpec> devices = {Cpu("cpu.0", 0)};
     absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
     ASSERT_TRUE(run.ok()) << run.status();
     EXPECT_FALSE(run->samples.samples.empty()) << "evict_bytes " << evict;
@@ -200,10 +199,10 @@ TEST(CalibrateTest, CacheEvictionIsOptional) {
 
 TEST(CalibrateTest, MissingDevicesAreSkippedNotFatal) {
   const std::vector<CalibrationCase> cases = Cases();
-  const std::vector<scheduler::DeviceSpec> devices = {
+  const std::vector<platform::DeviceSpec> devices = {
       Cpu("cpu.999", 999),
-      scheduler::DeviceSpec{
-          "gpu", scheduler::DeviceKind::kGpu, 0, {}, "no-such-platform:no-such-device"}};
+      platform::DeviceSpec{
+          "gpu", platform::DeviceKind::kGpu, 0, {}, "no-such-platform:no-such-device"}};
   CalibrationOptions options;
   options.budget_s = 0.2;
   absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
@@ -227,7 +226,7 @@ TEST(CalibrateTest, OverBudgetCasesAreSkippedByThePrior) {
   slow.concat_us = 2e3;
   options.prior = std::make_shared<predictor::AnalyticModel>(
       "prior", std::vector<predictor::AnalyticDeviceParams>{slow});
-  const std::vector<scheduler::DeviceSpec> devices = {Cpu("cpu.0", 0)};
+  const std::vector<platform::DeviceSpec> devices = {Cpu("cpu.0", 0)};
   absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_TRUE(run->samples.samples.empty());
@@ -236,17 +235,17 @@ TEST(CalibrateTest, OverBudgetCasesAreSkippedByThePrior) {
 
 TEST(CalibrateTest, RejectsBadOptions) {
   const std::vector<CalibrationCase> cases;
-  const std::vector<scheduler::DeviceSpec> none;
+  const std::vector<platform::DeviceSpec> none;
   EXPECT_THAT(std::string(Calibrate(none, cases, {}).status().message()),
               ::testing::HasSubstr("no devices"));
-  const std::vector<scheduler::DeviceSpec> twice = {Cpu("cpu.0", 0), Cpu("cpu.0", 1)};
+  const std::vector<platform::DeviceSpec> twice = {Cpu("cpu.0", 0), Cpu("cpu.0", 1)};
   EXPECT_THAT(std::string(Calibrate(twice, cases, {}).status().message()),
               ::testing::HasSubstr("listed twice"));
-  const std::vector<scheduler::DeviceSpec> coreless = {
-      scheduler::DeviceSpec{"cpu.x", scheduler::DeviceKind::kCpu, 0, {}, ""}};
+  const std::vector<platform::DeviceSpec> coreless = {
+      platform::DeviceSpec{"cpu.x", platform::DeviceKind::kCpu, 0, {}, ""}};
   EXPECT_THAT(std::string(Calibrate(coreless, cases, {}).status().message()),
               ::testing::HasSubstr("no cores"));
-  const std::vector<scheduler::DeviceSpec> one = {Cpu("cpu.0", 0)};
+  const std::vector<platform::DeviceSpec> one = {Cpu("cpu.0", 0)};
   CalibrationOptions zero_budget;
   zero_budget.budget_s = 0;
   EXPECT_THAT(std::string(Calibrate(one, cases, zero_budget).status().message()),

@@ -14,10 +14,10 @@ namespace psched::executor::calibration {
 
 using predictor::calibration::CalibrationSample;
 
-absl::StatusOr<std::vector<CalibrationSample>> TimeOpsInGraph(const scheduler::DeviceSpec& device,
+absl::StatusOr<std::vector<CalibrationSample>> TimeOpsInGraph(const platform::DeviceSpec& device,
                                                               const model::Graph& graph,
                                                               const InGraphOptions& options) {
-  if (device.kind != scheduler::DeviceKind::kCpu || device.cpu_cores.empty()) {
+  if (device.kind != platform::DeviceKind::kCpu || device.cpu_cores.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("TimeOpsInGraph: device '", device.name,
                                                    "' is not a CPU device with cores to pin to"));
   }

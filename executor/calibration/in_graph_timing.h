@@ -3,7 +3,7 @@
 // A calibration case (calibration_cases.h) times one op alone: its inputs are hot in cache
 // and its output is a dense tensor of its own. In a model run an op reads what an earlier
 // op left in memory, writes straight into its channel slice of a concat output (a strided
-// store, executor/cpu/arena_plan.h), and may follow a large op that evicted its weights.
+// store, executor/common/arena_plan.h), and may follow a large op that evicted its weights.
 // TimeOpsInGraph runs the whole model on a single-threaded CpuGraphExecutor pinned to the
 // device's cores and records each op's own span in every run (CpuGraphExecutor's per-op
 // timings), so the samples carry those effects. Weights are synthesised for constants
@@ -18,8 +18,8 @@
 
 #include "absl/status/statusor.h"
 #include "model/graph.h"
+#include "platform/platform.h"
 #include "predictor/calibration/calibration_samples.h"
-#include "scheduler/platform.h"
 
 namespace psched::executor::calibration {
 
@@ -34,7 +34,7 @@ struct InGraphOptions {
 // is not a CPU device with cores, runs < 1 or warmup_runs < 0; the executor's error for a
 // graph it cannot compile or run.
 absl::StatusOr<std::vector<predictor::calibration::CalibrationSample>> TimeOpsInGraph(
-    const scheduler::DeviceSpec& device, const model::Graph& graph,
+    const platform::DeviceSpec& device, const model::Graph& graph,
     const InGraphOptions& options = {});
 
 }  // namespace psched::executor::calibration

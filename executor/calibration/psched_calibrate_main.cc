@@ -82,16 +82,16 @@ std::vector<predictor::calibration::CalibrationSample> FromModels(
 }
 
 // cpu.N -> core N; gpu -> the OpenCL device.
-absl::StatusOr<std::vector<scheduler::DeviceSpec>> ParseDevices(const std::string& text,
-                                                                const std::string& opencl) {
-  std::vector<scheduler::DeviceSpec> out;
+absl::StatusOr<std::vector<platform::DeviceSpec>> ParseDevices(const std::string& text,
+                                                               const std::string& opencl) {
+  std::vector<platform::DeviceSpec> out;
   const std::vector<std::string> parts = absl::StrSplit(text, ',', absl::SkipWhitespace());
   for (const std::string& part : parts) {
     const std::string_view name = part;
-    scheduler::DeviceSpec spec;
+    platform::DeviceSpec spec;
     spec.name = std::string(name);
     if (name == "gpu") {
-      spec.kind = scheduler::DeviceKind::kGpu;
+      spec.kind = platform::DeviceKind::kGpu;
       spec.opencl_device = opencl;
     } else {
       int core = -1;
@@ -112,18 +112,18 @@ absl::StatusOr<std::vector<scheduler::DeviceSpec>> ParseDevices(const std::strin
 
 // The host profile's parameters for each device: the fit's starting point and fallback.
 std::vector<predictor::AnalyticDeviceParams> Priors(
-    const std::vector<scheduler::DeviceSpec>& devices) {
+    const std::vector<platform::DeviceSpec>& devices) {
   int cores = 1;
-  for (const scheduler::DeviceSpec& d : devices) {
+  for (const platform::DeviceSpec& d : devices) {
     for (int c : d.cpu_cores) cores = std::max(cores, c + 1);
   }
   const predictor::Profile host = predictor::HostProfile(cores);
   const auto* model = dynamic_cast<const predictor::AnalyticModel*>(host.model.get());
   std::vector<predictor::AnalyticDeviceParams> priors;
-  for (const scheduler::DeviceSpec& d : devices) {
+  for (const platform::DeviceSpec& d : devices) {
     predictor::AnalyticDeviceParams p;
     p.name = d.name;
-    p.gpu = d.kind == scheduler::DeviceKind::kGpu;
+    p.gpu = d.kind == platform::DeviceKind::kGpu;
     if (model != nullptr) {
       const std::optional<int> index = host.platform.DeviceIndex(p.gpu ? "gpu" : d.name);
       if (index.has_value()) p = model->device(*index);
@@ -165,13 +165,12 @@ absl::StatusOr<std::vector<model::Graph>> LoadModels(std::vector<std::string> pa
 
 // Times every op of the priority models inside whole-model runs on each CPU device that
 // calibrated (in_graph_timing.h) and appends the samples.
-absl::Status AddInGraphSamples(const Flags& flags,
-                               const std::vector<scheduler::DeviceSpec>& devices,
+absl::Status AddInGraphSamples(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
                                const std::vector<executor::calibration::DeviceOutcome>& outcomes,
                                const std::vector<model::Graph>& models,
                                CalibrationSamples& samples) {
   for (size_t d = 0; d < devices.size(); ++d) {
-    if (devices[d].kind != scheduler::DeviceKind::kCpu || outcomes[d].skipped) continue;
+    if (devices[d].kind != platform::DeviceKind::kCpu || outcomes[d].skipped) continue;
     const auto start = std::chrono::steady_clock::now();
     size_t added = 0, timed_models = 0;
     for (const model::Graph& graph : models) {
@@ -257,12 +256,12 @@ absl::Status CheckTraces(const std::vector<std::string>& paths,
 }
 
 absl::Status Run(const Flags& flags) {
-  absl::StatusOr<std::vector<scheduler::DeviceSpec>> devices =
+  absl::StatusOr<std::vector<platform::DeviceSpec>> devices =
       ParseDevices(flags.devices, flags.opencl_device);
   if (!devices.ok()) return devices.status();
   const std::vector<predictor::AnalyticDeviceParams> priors = Priors(*devices);
   std::vector<std::string> names;
-  for (const scheduler::DeviceSpec& d : *devices) names.push_back(d.name);
+  for (const platform::DeviceSpec& d : *devices) names.push_back(d.name);
 
   CalibrationSamples samples;
   nlohmann::json outcomes = nlohmann::json::array();

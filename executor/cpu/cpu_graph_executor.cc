@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "executor/io_buffers.h"
-#include "executor/reference/reference_kernels.h"
+#include "model/op_validation.h"
 
 namespace psched::executor::cpu {
 
@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<CpuGraphExecutor>> CpuGraphExecutor::Create(
         "graph '", graph.name, "' has no weights; import it with weights or synthesize them"));
   }
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
-    if (auto s = reference::ValidateOp(graph, id); !s.ok()) return s;
+    if (auto s = model::ValidateOp(graph, id); !s.ok()) return s;
   }
   std::unique_ptr<CpuGraphExecutor> exec(new CpuGraphExecutor());
   auto worker = PinnedWorker::Start(options.cores);

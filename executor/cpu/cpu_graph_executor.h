@@ -18,9 +18,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "executor/cpu/arena_plan.h"
+#include "executor/common/arena_plan.h"
+#include "executor/common/pinned_worker.h"
 #include "executor/cpu/cpu_kernel.h"
-#include "executor/cpu/pinned_worker.h"
 #include "model/graph.h"
 
 namespace psched::executor::cpu {

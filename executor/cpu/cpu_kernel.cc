@@ -7,8 +7,9 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "executor/common/arena_plan.h"
 #include "executor/cpu/kernel_base.h"
-#include "executor/reference/reference_kernels.h"
+#include "model/op_validation.h"
 
 namespace psched::executor::cpu {
 namespace internal {
@@ -104,46 +105,11 @@ absl::Status EnsureXnnpackInitialized() {
 
 }  // namespace internal
 
-bool SupportsStridedInput(model::OpKind kind) {
-  switch (kind) {
-    case model::OpKind::kAdd:
-    case model::OpKind::kMul:
-    case model::OpKind::kSub:
-      return false;
-    default:
-      return true;
-  }
-}
-
-bool SupportsStridedOutput(model::OpKind kind) {
-  switch (kind) {
-    case model::OpKind::kAdd:
-    case model::OpKind::kMul:
-    case model::OpKind::kSub:
-    case model::OpKind::kFlatten:
-      return false;
-    default:
-      return true;
-  }
-}
-
-void ApplyActivationInPlace(const model::Activation& activation, const TensorView& view) {
-  if (activation.kind == model::ActivationKind::kNone) return;
-  for (int64_t h = 0; h < view.shape.h; ++h) {
-    for (int64_t w = 0; w < view.shape.w; ++w) {
-      float* p = view.pixel(h, w);
-      for (int64_t c = 0; c < view.shape.c; ++c) {
-        p[c] = reference::ApplyActivation(activation, p[c]);
-      }
-    }
-  }
-}
-
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& graph,
                                                            model::OpId id, WorkSlice slice,
                                                            const KernelLayout& layout,
                                                            pthreadpool_t threadpool) {
-  if (auto s = reference::ValidateOp(graph, id); !s.ok()) return s;
+  if (auto s = model::ValidateOp(graph, id); !s.ok()) return s;
   if (auto s = internal::EnsureXnnpackInitialized(); !s.ok()) return s;
   const model::Op& op = graph.op(id);
   const std::string where =

@@ -11,9 +11,9 @@
 //  - spatial: output rows [begin, end);
 //  - cin:     the partial sum over input channels [begin, end), ADDED to the output. The
 //             slice with begin == 0 adds the bias; no slice applies the fused activation
-//             (call ApplyActivationInPlace once every slice has run). REQUIRES: the output
-//             was zeroed before the first slice; slices of one op that may run concurrently
-//             share one accumulation mutex (SetAccumulationMutex).
+//             (call ApplyActivationInPlace, executor/common/activation.h, once every slice has
+//             run). REQUIRES: the output was zeroed before the first slice; slices of one op that
+//             may run concurrently share one accumulation mutex (SetAccumulationMutex).
 // Views always describe the whole op's tensors; the kernel offsets into them itself.
 //
 // Thread-safety: a kernel is used by one thread at a time. Run may use the XNNPACK
@@ -28,32 +28,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "executor/common/tensor_view.h"
+#include "executor/common/work_slice.h"
 #include "model/graph.h"
-#include "model/split.h"
 
 typedef struct pthreadpool* pthreadpool_t;
 typedef struct xnn_operator* xnn_operator_t;
 
 namespace psched::executor::cpu {
-
-// An NHWC tensor in memory; element (h, w, c) is at data[(h * shape.w + w) * pixel_stride + c].
-struct TensorView {
-  float* data = nullptr;
-  model::Shape shape;
-  int64_t pixel_stride = 0;  // >= shape.c
-
-  float* pixel(int64_t h, int64_t w) const { return data + (h * shape.w + w) * pixel_stride; }
-  bool contiguous() const { return pixel_stride == shape.c; }
-};
-
-// The part of an op's work a kernel computes: [begin, end) along `axis`.
-struct WorkSlice {
-  model::SplitAxis axis = model::SplitAxis::kNone;
-  int64_t begin = 0;
-  int64_t end = 1;
-
-  static WorkSlice Whole() { return {}; }
-};
 
 class CpuKernel {
  public:
@@ -73,12 +55,6 @@ class CpuKernel {
   virtual void SetAccumulationMutex(std::mutex* mu) {}
 };
 
-// Whether the CPU kernel for `kind` accepts strided (channel-slice) input and output views.
-// The arena planner only places a tensor inside a concat output when its producer writes
-// strided output and all its other consumers read strided input.
-bool SupportsStridedInput(model::OpKind kind);
-bool SupportsStridedOutput(model::OpKind kind);
-
 // The pixel strides of the views a kernel will be set up with. XNNPACK fixes strides when it
 // creates an operator, so they are part of compilation; Setup checks them.
 struct KernelLayout {
@@ -95,8 +71,5 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
                                                            model::OpId id, WorkSlice slice,
                                                            const KernelLayout& layout,
                                                            pthreadpool_t threadpool);
-
-// Applies op `id`'s fused activation to `view` in place (after cin partial sums).
-void ApplyActivationInPlace(const model::Activation& activation, const TensorView& view);
 
 }  // namespace psched::executor::cpu

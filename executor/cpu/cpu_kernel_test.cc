@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "executor/common/activation.h"
 #include "executor/reference/reference_kernels.h"
 #include "executor/testing/graph_builder.h"
 #include "gmock/gmock.h"

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "executor/common/activation.h"
 #include "executor/cpu/cpu_kernel.h"
 #include "model/graph.h"
 
@@ -46,7 +47,7 @@ bool NeedsActivationPass(const model::Activation& a);
 absl::Status XnnStatusToError(const std::string& where, const char* call, int status);
 absl::Status EnsureXnnpackInitialized();
 
-// Per-kind factories. REQUIRES: reference::ValidateOp(graph, id) passed and the slice axis
+// Per-kind factories. REQUIRES: model::ValidateOp(graph, id) passed and the slice axis
 // is one the kind supports.
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateConvKernel(const model::Graph& graph,
                                                             model::OpId id, WorkSlice slice,

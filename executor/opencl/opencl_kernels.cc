@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "executor/opencl/embedded_kernels.h"
-#include "executor/reference/reference_kernels.h"
+#include "model/op_validation.h"
 
 namespace psched::executor::opencl {
 namespace {
@@ -152,7 +152,7 @@ absl::StatusOr<KernelFactory::Bound> KernelFactory::Place(OpId id,
 }
 
 absl::StatusOr<KernelFactory::Bound> KernelFactory::PlaceOutput(
-    OpId id, const KernelSlice& slice, const KernelOptions& options) const {
+    OpId id, const WorkSlice& slice, const KernelOptions& options) const {
   const model::TensorId output = graph_->op(id).output;
   if (!options.partial_output.has_value()) return Place(id, output);
   if (slice.axis != model::SplitAxis::kInputChannels) {
@@ -283,16 +283,16 @@ absl::StatusOr<std::shared_ptr<SvmArena>> KernelFactory::Weights(OpId id) {
   return shared;
 }
 
-absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::Create(OpId id, KernelSlice slice,
-                                                               KernelOptions options) {
+absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::Create(OpId id, WorkSlice slice,
+                                                                KernelOptions options) {
   if (id < 0 || static_cast<size_t>(id) >= graph_->ops.size()) {
     return absl::InvalidArgumentError(absl::StrCat("opencl: op #", id, " does not exist (graph '",
                                                    graph_->name, "' has ", graph_->ops.size(),
                                                    " ops)"));
   }
-  // The reference validator is the one definition of a well-formed op (attrs, shapes,
-  // weights); the checks below only cover what is specific to OpenCL (slices, arena).
-  if (absl::Status valid = reference::ValidateOp(*graph_, id); !valid.ok()) return valid;
+  // model::ValidateOp is the one definition of a well-formed op (attrs, shapes, weights);
+  // the checks below only cover what is specific to OpenCL (slices, arena).
+  if (absl::Status valid = model::ValidateOp(*graph_, id); !valid.ok()) return valid;
   const model::Op& op = graph_->op(id);
   if (slice.axis != SplitAxis::kNone) {
     const int64_t work = model::WorkSize(*graph_, id, slice.axis);
@@ -324,8 +324,8 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::Create(OpId id, KernelS
   return kernel;
 }
 
-absl::Status KernelFactory::BuildConv(OpId id, const KernelSlice& slice,
-                                      const KernelOptions& options, OpKernel& kernel) {
+absl::Status KernelFactory::BuildConv(OpId id, const WorkSlice& slice, const KernelOptions& options,
+                                      OpKernel& kernel) {
   const model::Op& op = graph_->op(id);
   const auto* conv = std::get_if<model::ConvAttrs>(&op.attrs);
   if (conv == nullptr || op.inputs.size() != 1) {
@@ -423,7 +423,7 @@ absl::Status KernelFactory::BuildConv(OpId id, const KernelSlice& slice,
   return args.status();
 }
 
-absl::Status KernelFactory::BuildFullyConnected(OpId id, const KernelSlice& slice,
+absl::Status KernelFactory::BuildFullyConnected(OpId id, const WorkSlice& slice,
                                                 const KernelOptions& options, OpKernel& kernel) {
   const model::Op& op = graph_->op(id);
   const auto* fc = std::get_if<model::FullyConnectedAttrs>(&op.attrs);

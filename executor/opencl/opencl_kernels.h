@@ -31,26 +31,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "executor/common/arena_plan.h"
+#include "executor/common/work_slice.h"
 #include "executor/opencl/opencl_device.h"
 #include "executor/opencl/svm_arena.h"
 #include "model/graph.h"
 #include "model/split.h"
 
 namespace psched::executor::opencl {
-
-// Where an activation tensor lives in the arena.
-struct TensorPlacement {
-  int64_t offset = -1;       // floats from the arena start to element (0, 0, 0); < 0: absent
-  int64_t pixel_stride = 0;  // floats between consecutive pixels; 0: dense (the channel count).
-                             // Larger inside a channel slice of a concat output.
-};
-
-// The part of an op's work a kernel computes: [begin, end) of model::WorkSize(graph, op, axis).
-struct KernelSlice {
-  model::SplitAxis axis = model::SplitAxis::kNone;
-  int64_t begin = 0;
-  int64_t end = 0;
-};
 
 struct KernelOptions {
   // Input-channel slices only. true: CAS-loop atomic adds, required when another device adds
@@ -108,7 +96,7 @@ class KernelFactory {
   // The kernel for `slice` of op `id`. kInvalidArgument names the op and the problem when the
   // op is malformed, the slice is out of range or unsupported for the op, or a tensor is
   // missing from / does not fit in the arena.
-  absl::StatusOr<std::unique_ptr<OpKernel>> Create(model::OpId id, KernelSlice slice = {},
+  absl::StatusOr<std::unique_ptr<OpKernel>> Create(model::OpId id, WorkSlice slice = {},
                                                    KernelOptions options = {});
   // Zero-fills op `id`'s output (run before its input-channel slices).
   absl::StatusOr<std::unique_ptr<OpKernel>> CreateZeroFill(model::OpId id);
@@ -133,7 +121,7 @@ class KernelFactory {
 
   absl::StatusOr<Bound> Place(model::OpId id, model::TensorId tensor) const;
   // Place for the op's output, or for options.partial_output when set on a cin slice.
-  absl::StatusOr<Bound> PlaceOutput(model::OpId id, const KernelSlice& slice,
+  absl::StatusOr<Bound> PlaceOutput(model::OpId id, const WorkSlice& slice,
                                     const KernelOptions& options) const;
   absl::StatusOr<Bound> Place(model::OpId id, model::TensorId tensor,
                               const TensorPlacement& p) const;
@@ -141,9 +129,9 @@ class KernelFactory {
   // The op's packed weights, uploaded on first use.
   absl::StatusOr<std::shared_ptr<SvmArena>> Weights(model::OpId id);
 
-  absl::Status BuildConv(model::OpId id, const KernelSlice& slice, const KernelOptions& options,
+  absl::Status BuildConv(model::OpId id, const WorkSlice& slice, const KernelOptions& options,
                          OpKernel& kernel);
-  absl::Status BuildFullyConnected(model::OpId id, const KernelSlice& slice,
+  absl::Status BuildFullyConnected(model::OpId id, const WorkSlice& slice,
                                    const KernelOptions& options, OpKernel& kernel);
   absl::Status BuildUnsliced(model::OpId id, OpKernel& kernel);
 

@@ -156,7 +156,7 @@ void CheckOpAllSlices(OpenClDevice* device, Graph graph, const std::string& labe
       }
       const int n = static_cast<int>(std::min<int64_t>(parts, work));
       for (int p = 0; p < n; ++p) {
-        KernelSlice slice{axis, work * p / n, work * (p + 1) / n};
+        WorkSlice slice{axis, work * p / n, work * (p + 1) / n};
         absl::StatusOr<std::unique_ptr<OpKernel>> k =
             f.factory->Create(id, slice, KernelOptions{atomic});
         ASSERT_TRUE(k.ok()) << what << ": " << k.status();

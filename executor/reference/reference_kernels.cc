@@ -8,7 +8,8 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "executor/common/activation.h"
+#include "model/op_validation.h"
 
 namespace psched::executor::reference {
 namespace {
@@ -18,260 +19,6 @@ using model::Op;
 using model::OpId;
 using model::OpKind;
 using model::Shape;
-
-std::string ShapeString(const Shape& s) { return absl::StrCat("[", s.h, "x", s.w, "x", s.c, "]"); }
-
-absl::Status OpError(const Graph& graph, OpId id, const std::string& what) {
-  const Op& op = graph.op(id);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "op ", id, " '", op.name, "' (", std::string(model::OpKindName(op.kind)), "): ", what));
-}
-
-// Output extent of a sliding window along one axis (pads already include any ceil_mode
-// extension).
-int64_t WindowOutputSize(int64_t in, int32_t kernel, int32_t stride, int32_t dilation,
-                         int32_t pad_before, int32_t pad_after) {
-  const int64_t effective = static_cast<int64_t>(dilation) * (kernel - 1) + 1;
-  const int64_t span = in + pad_before + pad_after - effective;
-  return span < 0 ? 0 : span / stride + 1;
-}
-
-absl::Status ValidateWindow(const Graph& graph, OpId id, const model::Window2d& w, const Shape& in,
-                            const Shape& out) {
-  if (w.kernel_h < 1 || w.kernel_w < 1 || w.stride_h < 1 || w.stride_w < 1 || w.dilation_h < 1 ||
-      w.dilation_w < 1 || w.pad_top < 0 || w.pad_left < 0 || w.pad_bottom < 0 || w.pad_right < 0) {
-    return OpError(
-        graph, id,
-        absl::StrCat("bad window: kernel ", w.kernel_h, "x", w.kernel_w, " stride ", w.stride_h,
-                     "x", w.stride_w, " dilation ", w.dilation_h, "x", w.dilation_w, " pads ",
-                     w.pad_top, ",", w.pad_left, ",", w.pad_bottom, ",", w.pad_right,
-                     " (kernel/stride/dilation must be >= 1, pads >= 0)"));
-  }
-  const int64_t oh =
-      WindowOutputSize(in.h, w.kernel_h, w.stride_h, w.dilation_h, w.pad_top, w.pad_bottom);
-  const int64_t ow =
-      WindowOutputSize(in.w, w.kernel_w, w.stride_w, w.dilation_w, w.pad_left, w.pad_right);
-  if (oh != out.h || ow != out.w || oh < 1 || ow < 1) {
-    return OpError(
-        graph, id,
-        absl::StrCat("output ", ShapeString(out), " does not match input ", ShapeString(in),
-                     " under the window (expected ", oh, "x", ow, " pixels)"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateConstant(const Graph& graph, OpId id, model::ConstantId cid, const char* role,
-                              const std::vector<int64_t>& expected_dims) {
-  if (cid < 0 || static_cast<size_t>(cid) >= graph.constants.size()) {
-    return OpError(graph, id,
-                   absl::StrCat(role, " constant id ", cid, " is out of range (",
-                                graph.constants.size(), " constants)"));
-  }
-  const model::Constant& c = graph.constants[static_cast<size_t>(cid)];
-  if (c.dims != expected_dims) {
-    return OpError(graph, id,
-                   absl::StrCat(role, " '", c.name, "' has dims [", absl::StrJoin(c.dims, ","),
-                                "], expected [", absl::StrJoin(expected_dims, ","), "]"));
-  }
-  if (static_cast<int64_t>(c.data.size()) != c.Elements()) {
-    return OpError(graph, id,
-                   absl::StrCat(role, " '", c.name, "' holds ", c.data.size(), " values, expected ",
-                                c.Elements(), c.data.empty() ? " (graph has no weights)" : ""));
-  }
-  return absl::OkStatus();
-}
-
-// An operand of an element-wise binary op broadcasts along an axis when its extent is 1.
-bool Broadcasts(const Shape& operand, const Shape& out) {
-  return (operand.h == out.h || operand.h == 1) && (operand.w == out.w || operand.w == 1) &&
-         (operand.c == out.c || operand.c == 1);
-}
-
-template <typename T>
-const T* AttrsOf(const Op& op) {
-  return std::get_if<T>(&op.attrs);
-}
-
-// Whether op.attrs holds the alternative its kind reads, so later std::get calls cannot throw.
-bool HasExpectedAttrs(const Op& op) {
-  switch (op.kind) {
-    case OpKind::kConv2d:
-      return AttrsOf<model::ConvAttrs>(op) != nullptr;
-    case OpKind::kFullyConnected:
-      return AttrsOf<model::FullyConnectedAttrs>(op) != nullptr;
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool:
-      return AttrsOf<model::PoolAttrs>(op) != nullptr;
-    case OpKind::kPad:
-      return AttrsOf<model::PadAttrs>(op) != nullptr;
-    case OpKind::kResize:
-      return AttrsOf<model::ResizeAttrs>(op) != nullptr;
-    default:
-      return true;
-  }
-}
-
-absl::Status ValidateShapes(const Graph& graph, OpId id) {
-  const Op& op = graph.op(id);
-  const Shape& out = graph.output_shape(id);
-  const std::vector<model::TensorId> acts = graph.ActivationInputs(id);
-  const Shape& in = graph.tensor(acts[0]).shape;
-  switch (op.kind) {
-    case OpKind::kConv2d: {
-      const auto& conv = *AttrsOf<model::ConvAttrs>(op);
-      if (conv.groups < 1 || in.c % conv.groups != 0 || out.c % conv.groups != 0) {
-        return OpError(
-            graph, id,
-            absl::StrCat("groups ", conv.groups, " must divide cin ", in.c, " and cout ", out.c));
-      }
-      if (auto s = ValidateWindow(graph, id, conv.window, in, out); !s.ok()) return s;
-      if (auto s = ValidateConstant(
-              graph, id, conv.filter, "filter",
-              {out.c, conv.window.kernel_h, conv.window.kernel_w, in.c / conv.groups});
-          !s.ok()) {
-        return s;
-      }
-      if (conv.bias != model::kInvalidId) {
-        return ValidateConstant(graph, id, conv.bias, "bias", {out.c});
-      }
-      return absl::OkStatus();
-    }
-    case OpKind::kFullyConnected: {
-      const auto& fc = *AttrsOf<model::FullyConnectedAttrs>(op);
-      if (in.h != 1 || in.w != 1 || out.h != 1 || out.w != 1) {
-        return OpError(graph, id,
-                       absl::StrCat("input ", ShapeString(in), " and output ", ShapeString(out),
-                                    " must be 1x1xK (a flatten precedes it)"));
-      }
-      if (auto s = ValidateConstant(graph, id, fc.weight, "weight", {out.c, in.c}); !s.ok()) {
-        return s;
-      }
-      if (fc.bias != model::kInvalidId) {
-        return ValidateConstant(graph, id, fc.bias, "bias", {out.c});
-      }
-      return absl::OkStatus();
-    }
-    case OpKind::kMaxPool:
-    case OpKind::kAvgPool: {
-      const auto& pool = *AttrsOf<model::PoolAttrs>(op);
-      if (in.c != out.c) {
-        return OpError(graph, id, absl::StrCat("channels change from ", in.c, " to ", out.c));
-      }
-      if (pool.declared_pad_bottom < 0 || pool.declared_pad_right < 0 ||
-          pool.declared_pad_bottom > pool.window.pad_bottom ||
-          pool.declared_pad_right > pool.window.pad_right) {
-        return OpError(graph, id,
-                       absl::StrCat("declared pads ", pool.declared_pad_bottom, ",",
-                                    pool.declared_pad_right, " exceed the effective pads ",
-                                    pool.window.pad_bottom, ",", pool.window.pad_right));
-      }
-      return ValidateWindow(graph, id, pool.window, in, out);
-    }
-    case OpKind::kGlobalAvgPool:
-      if (out != Shape{1, 1, in.c}) {
-        return OpError(graph, id,
-                       absl::StrCat("output ", ShapeString(out), " for input ", ShapeString(in),
-                                    ", expected [1x1x", in.c, "]"));
-      }
-      return absl::OkStatus();
-    case OpKind::kAdd:
-    case OpKind::kMul:
-    case OpKind::kSub: {
-      if (op.inputs.size() != 2) {
-        return OpError(graph, id, absl::StrCat("has ", op.inputs.size(), " inputs, expected 2"));
-      }
-      for (model::TensorId t : op.inputs) {
-        const model::Tensor& operand = graph.tensor(t);
-        if (!Broadcasts(operand.shape, out)) {
-          return OpError(graph, id,
-                         absl::StrCat("operand '", operand.name, "' ", ShapeString(operand.shape),
-                                      " does not broadcast to ", ShapeString(out)));
-        }
-        if (operand.constant != model::kInvalidId) {
-          const model::ConstantId cid = operand.constant;
-          if (cid < 0 || static_cast<size_t>(cid) >= graph.constants.size()) {
-            return OpError(graph, id,
-                           absl::StrCat("operand '", operand.name, "' names constant ", cid,
-                                        ", out of range"));
-          }
-          const model::Constant& c = graph.constants[static_cast<size_t>(cid)];
-          if (static_cast<int64_t>(c.data.size()) != operand.shape.Elements()) {
-            return OpError(graph, id,
-                           absl::StrCat("constant operand '", c.name, "' holds ", c.data.size(),
-                                        " values for shape ", ShapeString(operand.shape),
-                                        c.data.empty() ? " (graph has no weights)" : ""));
-          }
-        }
-      }
-      const Shape& a = graph.tensor(op.inputs[0]).shape;
-      const Shape& b = graph.tensor(op.inputs[1]).shape;
-      const Shape expected{std::max(a.h, b.h), std::max(a.w, b.w), std::max(a.c, b.c)};
-      if (expected != out) {
-        return OpError(graph, id,
-                       absl::StrCat("output ", ShapeString(out), " is not the broadcast ",
-                                    ShapeString(expected), " of its operands"));
-      }
-      return absl::OkStatus();
-    }
-    case OpKind::kConcat: {
-      if (acts.size() != op.inputs.size()) {
-        return OpError(graph, id, "constant inputs are not supported");
-      }
-      int64_t channels = 0;
-      for (model::TensorId t : acts) {
-        const Shape& s = graph.tensor(t).shape;
-        if (s.h != out.h || s.w != out.w) {
-          return OpError(graph, id,
-                         absl::StrCat("input ", ShapeString(s), " differs spatially from output ",
-                                      ShapeString(out)));
-        }
-        channels += s.c;
-      }
-      if (channels != out.c) {
-        return OpError(
-            graph, id,
-            absl::StrCat("inputs have ", channels, " channels in all, output has ", out.c));
-      }
-      return absl::OkStatus();
-    }
-    case OpKind::kPad: {
-      const auto& pad = *AttrsOf<model::PadAttrs>(op);
-      if (pad.top < 0 || pad.left < 0 || pad.bottom < 0 || pad.right < 0 ||
-          pad.channels_before < 0 || pad.channels_after < 0) {
-        return OpError(graph, id, "negative pads (cropping) are not supported");
-      }
-      const Shape expected{in.h + pad.top + pad.bottom, in.w + pad.left + pad.right,
-                           in.c + pad.channels_before + pad.channels_after};
-      if (expected != out) {
-        return OpError(
-            graph, id,
-            absl::StrCat("output ", ShapeString(out), ", expected ", ShapeString(expected)));
-      }
-      return absl::OkStatus();
-    }
-    case OpKind::kResize:
-      if (in.c != out.c) {
-        return OpError(graph, id, absl::StrCat("channels change from ", in.c, " to ", out.c));
-      }
-      return absl::OkStatus();
-    case OpKind::kFlatten:
-      if (out != Shape{1, 1, in.Elements()}) {
-        return OpError(
-            graph, id,
-            absl::StrCat("output ", ShapeString(out), ", expected [1x1x", in.Elements(), "]"));
-      }
-      return absl::OkStatus();
-    case OpKind::kActivation:
-    case OpKind::kSoftmax:
-      if (in != out) {
-        return OpError(
-            graph, id,
-            absl::StrCat("output ", ShapeString(out), " differs from input ", ShapeString(in)));
-      }
-      return absl::OkStatus();
-  }
-  return OpError(graph, id, "unknown op kind");
-}
 
 void Conv2d(const Graph& graph, const Op& op, const Shape& in, const Shape& out, const float* x,
             float* y) {
@@ -538,62 +285,20 @@ void Softmax(const Shape& in, const float* x, float* y) {
 
 }  // namespace
 
-float ApplyActivation(const model::Activation& activation, float x) {
-  switch (activation.kind) {
-    case model::ActivationKind::kNone:
-      return x;
-    case model::ActivationKind::kRelu:
-      return x > 0.0f ? x : 0.0f;
-    case model::ActivationKind::kClip:
-      return std::min(std::max(x, activation.min), activation.max);
-    case model::ActivationKind::kSigmoid:
-      return 1.0f / (1.0f + std::exp(-x));
-    case model::ActivationKind::kHardSigmoid:
-      return std::clamp(activation.alpha * x + activation.beta, 0.0f, 1.0f);
-    case model::ActivationKind::kHardSwish:
-      return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
-  }
-  return x;
-}
-
-absl::Status ValidateOp(const Graph& graph, OpId id) {
-  if (id < 0 || static_cast<size_t>(id) >= graph.ops.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("op id ", id, " is out of range (graph has ", graph.ops.size(), " ops)"));
-  }
-  const Op& op = graph.op(id);
-  for (model::TensorId t : op.inputs) {
-    if (t < 0 || static_cast<size_t>(t) >= graph.tensors.size()) {
-      return OpError(graph, id, absl::StrCat("input tensor id ", t, " is out of range"));
-    }
-  }
-  if (op.output < 0 || static_cast<size_t>(op.output) >= graph.tensors.size()) {
-    return OpError(graph, id, absl::StrCat("output tensor id ", op.output, " is out of range"));
-  }
-  if (!HasExpectedAttrs(op)) return OpError(graph, id, "attrs do not match the op kind");
-  const size_t acts = graph.ActivationInputs(id).size();
-  const bool binary = op.kind == OpKind::kAdd || op.kind == OpKind::kMul || op.kind == OpKind::kSub;
-  if (acts == 0 || (!binary && op.kind != OpKind::kConcat && acts != 1)) {
-    return OpError(graph, id,
-                   absl::StrCat("has ", acts, " activation inputs, expected ",
-                                binary || op.kind == OpKind::kConcat ? "at least 1" : "exactly 1"));
-  }
-  return ValidateShapes(graph, id);
-}
-
 absl::Status RunOp(const Graph& graph, OpId id, std::span<const float* const> inputs,
                    float* output) {
-  if (auto s = ValidateOp(graph, id); !s.ok()) return s;
+  if (auto s = model::ValidateOp(graph, id); !s.ok()) return s;
   const Op& op = graph.op(id);
   const std::vector<model::TensorId> acts = graph.ActivationInputs(id);
   if (inputs.size() != acts.size()) {
-    return OpError(graph, id,
-                   absl::StrCat("got ", inputs.size(), " input buffers, expected ", acts.size()));
+    return model::InvalidOpError(
+        graph, id, absl::StrCat("got ", inputs.size(), " input buffers, expected ", acts.size()));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i] == nullptr) return OpError(graph, id, absl::StrCat("input ", i, " is null"));
+    if (inputs[i] == nullptr)
+      return model::InvalidOpError(graph, id, absl::StrCat("input ", i, " is null"));
   }
-  if (output == nullptr) return OpError(graph, id, "output is null");
+  if (output == nullptr) return model::InvalidOpError(graph, id, "output is null");
   const Shape& in = graph.tensor(acts[0]).shape;
   const Shape& out = graph.output_shape(id);
   const float* x = inputs[0];
@@ -666,15 +371,15 @@ absl::StatusOr<std::vector<std::vector<float>>> RunGraph(
     values[static_cast<size_t>(io.tensor)] = inputs_nhwc[i];
   }
   for (OpId id = 0; id < static_cast<OpId>(graph.ops.size()); ++id) {
-    if (auto s = ValidateOp(graph, id); !s.ok()) return s;
+    if (auto s = model::ValidateOp(graph, id); !s.ok()) return s;
     std::vector<const float*> ptrs;
     for (model::TensorId t : graph.ActivationInputs(id)) {
       const std::vector<float>& v = values[static_cast<size_t>(t)];
       if (static_cast<int64_t>(v.size()) != graph.tensor(t).shape.Elements()) {
-        return OpError(graph, id,
-                       absl::StrCat("input tensor '", graph.tensor(t).name,
-                                    "' is not computed before the op (ops out of "
-                                    "topological order or a missing graph input)"));
+        return model::InvalidOpError(graph, id,
+                                     absl::StrCat("input tensor '", graph.tensor(t).name,
+                                                  "' is not computed before the op (ops out of "
+                                                  "topological order or a missing graph input)"));
       }
       ptrs.push_back(v.data());
     }

@@ -16,17 +16,9 @@
 
 namespace psched::executor::reference {
 
-// f(x) for one element under `activation` (kNone is the identity).
-float ApplyActivation(const model::Activation& activation, float x);
-
-// Checks that op `id` is well formed: attrs of the right type, input count, shapes consistent
-// with the attrs (output extent included), weights present and sized as declared. The error
-// names the op, what is wrong and the values involved.
-absl::Status ValidateOp(const model::Graph& graph, model::OpId id);
-
 // Computes op `id`. `inputs` holds one pointer per activation (non-constant) input, in
 // `op.inputs` order, each to graph.tensor(t).shape.Elements() floats; `output` receives
-// graph.output_shape(id).Elements() floats. Validates the op first.
+// graph.output_shape(id).Elements() floats. Validates the op first (model::ValidateOp).
 absl::Status RunOp(const model::Graph& graph, model::OpId id, std::span<const float* const> inputs,
                    float* output);
 

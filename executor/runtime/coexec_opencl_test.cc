@@ -18,7 +18,7 @@
 #include "executor/reference/reference_kernels.h"
 #include "executor/runtime/coexecution_runtime.h"
 #include "executor/runtime/cpu_device.h"
-#include "executor/runtime/opencl_device.h"
+#include "executor/runtime/opencl_runtime_device.h"
 #include "executor/runtime/plan_from_schedule.h"
 #include "executor/runtime/trace.h"
 #include "executor/testing/graph_builder.h"
@@ -28,7 +28,7 @@
 #include "model/onnx_import.h"
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
-#include "scheduler/registry.h"
+#include "scheduler/registry/registry.h"
 #include "source_dir.h"
 
 namespace psched::executor::runtime {
@@ -109,7 +109,7 @@ ExecutionPlan RandomPlan(const model::Graph& graph, int num_devices, int max_pie
     std::shuffle(order.begin(), order.end(), rng);
     for (size_t k = 0; k + 1 < cuts.size(); ++k) {
       plan.device_steps[static_cast<size_t>(order[k % order.size()])].push_back(
-          {id, axis, cuts[k], cuts[k + 1]});
+          {id, {axis, cuts[k], cuts[k + 1]}});
     }
   }
   return plan;
@@ -195,7 +195,7 @@ TEST_F(CoExecOpenClTest, RandomPlansMatchTheReference) {
       }
       std::map<model::OpId, std::set<int>> cin_devices;
       for (const SubtaskTiming& t : (*rt)->last_timings()) {
-        if (t.step.axis == SplitAxis::kInputChannels) cin_devices[t.step.op].insert(t.device);
+        if (t.step.slice.axis == SplitAxis::kInputChannels) cin_devices[t.step.op].insert(t.device);
         // The GPU reports each kernel's profiled time; CPU devices report none.
         EXPECT_EQ(t.device_us >= 0, t.device == n - 1) << "device " << t.device;
       }
@@ -302,9 +302,9 @@ class FailingCpuDevice final : public Device {
   FailingCpuDevice(CpuDevice* inner, model::OpId op) : inner_(inner), op_(op) {}
   const std::string& name() const override { return inner_->name(); }
   absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
-                                                   cpu::WorkSlice slice,
-                                                   std::span<const cpu::TensorView> inputs,
-                                                   const cpu::TensorView& output) override {
+                                                   WorkSlice slice,
+                                                   std::span<const TensorView> inputs,
+                                                   const TensorView& output) override {
     auto subtask = inner_->Compile(graph, id, slice, inputs, output);
     if (!subtask.ok() || id != op_) return subtask;
     return std::unique_ptr<Subtask>(new Failing(std::move(*subtask), &fail));
@@ -400,19 +400,19 @@ TEST(CoExecOpenClDeviceTest, UnknownDeviceIsAClearError) {
 }
 
 TEST(CoExecPlatformTest, TwoGpusAndEmptyPlatformsAreRejected) {
-  scheduler::Platform two_gpus;
+  platform::Platform two_gpus;
   two_gpus.name = "two";
   for (const char* name : {"gpu.0", "gpu.1"}) {
-    scheduler::DeviceSpec gpu;
+    platform::DeviceSpec gpu;
     gpu.name = name;
-    gpu.kind = scheduler::DeviceKind::kGpu;
+    gpu.kind = platform::DeviceKind::kGpu;
     two_gpus.devices.push_back(gpu);
   }
   auto devices = PlatformDevices::Create(two_gpus);
   ASSERT_FALSE(devices.ok());
   EXPECT_EQ(devices.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(devices.status().message(), HasSubstr("2 GPUs"));
-  scheduler::Platform none;
+  platform::Platform none;
   none.name = "none";
   auto empty = PlatformDevices::Create(none);
   ASSERT_FALSE(empty.ok());
@@ -437,7 +437,7 @@ TEST_F(CoExecOpenClTest, ScheduleForAnotherGraphIsRejected) {
 }
 
 // Every registered method's scheduler names, arguments filled in for `platform`.
-std::vector<std::string> Methods(const scheduler::Platform& platform) {
+std::vector<std::string> Methods(const platform::Platform& platform) {
   std::vector<std::string> methods;
   for (const std::string& name : scheduler::RegisteredSchedulers()) {
     if (name == "single:<device>") {
@@ -582,7 +582,10 @@ TEST_F(CoExecOpenClTest, TraceShowsMeasuredAndPredictedSubtasks) {
   ASSERT_TRUE((*rt)->Run({RandomVector(12 * 12 * 8, 3)}).ok());
 
   const std::vector<std::string> names{"cpu.0", "cpu.1", "gpu"};
-  const nlohmann::json trace = ChromeTrace(graph, names, (*rt)->last_timings(), &*schedule);
+  const absl::StatusOr<nlohmann::json> traced =
+      ChromeTrace(graph, names, (*rt)->last_timings(), &*schedule);
+  ASSERT_TRUE(traced.ok()) << traced.status();
+  const nlohmann::json& trace = *traced;
   int measured = 0, predicted = 0, tracks = 0, with_prediction = 0;
   for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e["ph"] == "M") ++tracks;

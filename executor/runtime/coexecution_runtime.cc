@@ -7,8 +7,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "executor/common/activation.h"
 #include "executor/io_buffers.h"
-#include "executor/reference/reference_kernels.h"
+#include "model/op_validation.h"
 
 namespace psched::executor::runtime {
 namespace {
@@ -45,7 +46,7 @@ absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> CoExecutionRuntime::Create(
     return absl::FailedPreconditionError(absl::StrCat("graph '", graph.name, "' has no weights"));
   }
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
-    if (auto s = reference::ValidateOp(graph, id); !s.ok()) return s;
+    if (auto s = model::ValidateOp(graph, id); !s.ok()) return s;
   }
   if (auto s = ValidateExecutionPlan(graph, plan, static_cast<int>(devices.size())); !s.ok()) {
     return s;
@@ -67,14 +68,14 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
     for (const PlanStep& step : plan_.device_steps[d]) {
       OpState& s = ops_[static_cast<size_t>(step.op)];
       ++s.num_subtasks;
-      s.cin_split |= step.axis == model::SplitAxis::kInputChannels;
+      s.cin_split |= step.slice.axis == model::SplitAxis::kInputChannels;
       runs_on[static_cast<size_t>(step.op)][d] = true;
     }
   }
 
   // The activations, then one partial-sum buffer per cin slice but the op's first, which adds
   // into the output itself: no two slices ever add into the same memory.
-  arena_plan_ = cpu::PlanArena(graph, /*reuse_memory=*/false);
+  arena_plan_ = PlanArena(graph, /*reuse_memory=*/false);
   int64_t floats = arena_plan_.size;
   std::vector<int64_t> partial_offsets(ops_.size(), -1);
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
@@ -89,8 +90,8 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
     if (auto s = device->BindArena(arena_, static_cast<size_t>(floats)); !s.ok()) return s;
   }
   auto view = [&](model::TensorId t) {
-    const cpu::TensorPlacement& p = arena_plan_.tensors[static_cast<size_t>(t)];
-    return cpu::TensorView{arena_ + p.offset, graph.tensor(t).shape, p.pixel_stride};
+    const TensorPlacement& p = arena_plan_.tensors[static_cast<size_t>(t)];
+    return TensorView{arena_ + p.offset, graph.tensor(t).shape, p.pixel_stride};
   };
   for (const model::GraphIO& io : graph.inputs) inputs_.push_back(view(io.tensor));
   for (const model::GraphIO& io : graph.outputs) {
@@ -124,15 +125,14 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
     for (const PlanStep& step : plan_.device_steps[d]) {
       OpState& s = ops_[static_cast<size_t>(step.op)];
-      std::vector<cpu::TensorView> in_views;
+      std::vector<TensorView> in_views;
       for (model::TensorId t : graph.ActivationInputs(step.op)) in_views.push_back(view(t));
-      cpu::TensorView target = s.output;
-      if (step.axis == model::SplitAxis::kInputChannels) {
+      TensorView target = s.output;
+      if (step.slice.axis == model::SplitAxis::kInputChannels) {
         const size_t k = cin_slices_placed[static_cast<size_t>(step.op)]++;
         if (k > 0) target = s.partials[k - 1];
       }
-      auto subtask = devices_[d]->Compile(graph, step.op, {step.axis, step.begin, step.end},
-                                          in_views, target);
+      auto subtask = devices_[d]->Compile(graph, step.op, step.slice, in_views, target);
       if (!subtask.ok()) {
         return absl::Status(
             subtask.status().code(),
@@ -150,7 +150,7 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
         }
       }
       // A cin slice's completion is decided on the host (the last one combines the partials).
-      q.enqueue = q.subtask->can_enqueue() && step.axis != model::SplitAxis::kInputChannels;
+      q.enqueue = q.subtask->can_enqueue() && step.slice.axis != model::SplitAxis::kInputChannels;
       q.exclusive = q.subtask->takes_arena_turns();
       turn_taking_ |= q.exclusive;
       queues_[d].push_back(std::move(q));
@@ -228,8 +228,8 @@ bool CoExecutionRuntime::CompletesOp(model::OpId op) {
   if (!s.cin_split) return true;
   if (s.cin_slices_done.fetch_add(1) + 1 != s.num_subtasks) return false;
   // Last partial sum: add the other slices' partials into the output, then the activation.
-  const cpu::TensorView& out = s.output;
-  for (const cpu::TensorView& partial : s.partials) {
+  const TensorView& out = s.output;
+  for (const TensorView& partial : s.partials) {
     const float* src = partial.data;
     for (int64_t h = 0; h < out.shape.h; ++h) {
       for (int64_t w = 0; w < out.shape.w; ++w) {
@@ -238,7 +238,7 @@ bool CoExecutionRuntime::CompletesOp(model::OpId op) {
       }
     }
   }
-  cpu::ApplyActivationInPlace(s.activation, s.output);
+  ApplyActivationInPlace(s.activation, s.output);
   return true;
 }
 
@@ -335,7 +335,7 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
           std::fill_n(s.output.pixel(h, w), s.output.shape.c, 0.0f);
         }
       }
-      for (const cpu::TensorView& partial : s.partials) {
+      for (const TensorView& partial : s.partials) {
         std::fill_n(partial.data, partial.shape.Elements(), 0.0f);
       }
     }
@@ -351,7 +351,7 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
   done.wait();
   if (!error_.ok()) return error_;
   for (size_t i = 0; i < outputs_.size(); ++i) {
-    const cpu::TensorView& v = outputs_[i];
+    const TensorView& v = outputs_[i];
     float* dst = outputs_nhwc[i];
     for (int64_t h = 0; h < v.shape.h; ++h) {
       for (int64_t w = 0; w < v.shape.w; ++w) dst = std::copy_n(v.pixel(h, w), v.shape.c, dst);
@@ -363,8 +363,8 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
 absl::StatusOr<std::vector<std::vector<float>>> CoExecutionRuntime::Run(
     const std::vector<std::vector<float>>& inputs_nhwc) {
   std::vector<model::Shape> input_shapes, output_shapes;
-  for (const cpu::TensorView& i : inputs_) input_shapes.push_back(i.shape);
-  for (const cpu::TensorView& o : outputs_) output_shapes.push_back(o.shape);
+  for (const TensorView& i : inputs_) input_shapes.push_back(i.shape);
+  for (const TensorView& o : outputs_) output_shapes.push_back(o.shape);
   return executor::RunWithOwnedBuffers(
       input_shapes, output_shapes, inputs_nhwc,
       [this](std::span<const float* const> in, std::span<float* const> out) {

@@ -32,8 +32,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "executor/cpu/arena_plan.h"
-#include "executor/cpu/cpu_kernel.h"
+#include "executor/common/arena_plan.h"
+#include "executor/common/tensor_view.h"
 #include "executor/runtime/device.h"
 #include "executor/runtime/execution_plan.h"
 #include "model/graph.h"
@@ -83,9 +83,9 @@ class CoExecutionRuntime {
     int32_t done_target = 0;
     bool cin_split = false;
     model::Activation activation;
-    cpu::TensorView output;
+    TensorView output;
     // cin split: where slices 2..k add their partial sums (dense, the output's shape).
-    std::vector<cpu::TensorView> partials;
+    std::vector<TensorView> partials;
     std::atomic<int32_t> cin_slices_done{0};  // during Run
   };
   struct Queued {
@@ -118,7 +118,7 @@ class CoExecutionRuntime {
 
   std::vector<Device*> devices_;
   ExecutionPlan plan_;
-  cpu::ArenaPlan arena_plan_;
+  ArenaPlan arena_plan_;
   struct FreeDeleter {
     void operator()(float* p) const;
   };
@@ -128,7 +128,7 @@ class CoExecutionRuntime {
   std::shared_ptr<void> counters_owner_;  // an allocator's counters
   std::vector<int32_t> owned_counters_;   // empty when an allocator provided them
   int32_t* counters_ = nullptr;          // one per op
-  std::vector<cpu::TensorView> inputs_, outputs_;
+  std::vector<TensorView> inputs_, outputs_;
   std::vector<OpState> ops_;
   std::vector<std::vector<Queued>> queues_;
   std::vector<SubtaskTiming> timings_;

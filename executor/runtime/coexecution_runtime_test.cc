@@ -79,7 +79,7 @@ ExecutionPlan RandomPlan(const model::Graph& graph, int num_devices, uint32_t se
     std::sort(cuts.begin(), cuts.end());
     for (size_t k = 0; k + 1 < cuts.size(); ++k) {
       plan.device_steps[rng() % static_cast<uint32_t>(num_devices)].push_back(
-          {id, axis, cuts[k], cuts[k + 1]});
+          {id, {axis, cuts[k], cuts[k + 1]}});
     }
   }
   return plan;
@@ -122,7 +122,7 @@ TEST_F(CoExecutionTest, RandomPlansMatchTheReferenceAndRespectDependencies) {
     const std::vector<SubtaskTiming>& timings = (*rt)->last_timings();
     for (const SubtaskTiming& t : timings) {
       EXPECT_LE(t.start_ns, t.end_ns);
-      split_steps += t.step.axis != SplitAxis::kNone;
+      split_steps += t.step.slice.axis != SplitAxis::kNone;
       for (model::OpId pred : graph.Predecessors(t.step.op)) {
         for (const SubtaskTiming& p : timings) {
           if (p.step.op == pred) {
@@ -210,7 +210,7 @@ TEST_F(CoExecutionTest, RejectsBadPlans) {
 
   ExecutionPlan overlap = SingleDevicePlan(graph, 2);
   overlap.device_steps[0][0] = {0, SplitAxis::kOutputChannels, 0, 4};
-  overlap.device_steps[1].push_back({0, SplitAxis::kOutputChannels, 3, 6});
+  overlap.device_steps[1].push_back({0, {SplitAxis::kOutputChannels, 3, 6}});
   EXPECT_THAT(CoExecutionRuntime::Create(graph, devices_, overlap).status().ToString(),
               HasSubstr("leaves a gap, overlaps or is empty"));
 

@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<CpuDevice>> CpuDevice::Create(std::string name,
     return absl::InvalidArgumentError(
         absl::StrCat("device ", name, ": threads must be >= 1, got ", threads));
   }
-  auto worker = cpu::PinnedWorker::Start(std::move(cores));
+  auto worker = PinnedWorker::Start(std::move(cores));
   if (!worker.ok()) {
     return absl::Status(worker.status().code(),
                         absl::StrCat("device ", name, ": ", worker.status().message()));
@@ -51,13 +51,13 @@ CpuDevice::~CpuDevice() {
 }
 
 absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& graph,
-                                                            model::OpId id, cpu::WorkSlice slice,
-                                                            std::span<const cpu::TensorView> inputs,
-                                                            const cpu::TensorView& output) {
+                                                            model::OpId id, WorkSlice slice,
+                                                            std::span<const TensorView> inputs,
+                                                            const TensorView& output) {
   std::unique_ptr<Subtask> subtask;
   const absl::Status status = worker_->Call([&]() -> absl::Status {
     cpu::KernelLayout layout;
-    for (const cpu::TensorView& v : inputs) layout.input_pixel_strides.push_back(v.pixel_stride);
+    for (const TensorView& v : inputs) layout.input_pixel_strides.push_back(v.pixel_stride);
     layout.output_pixel_stride = output.pixel_stride;
     auto kernel = cpu::CreateCpuKernel(graph, id, slice, layout, threadpool_);
     if (!kernel.ok()) return kernel.status();

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "executor/cpu/pinned_worker.h"
+#include "executor/common/pinned_worker.h"
+#include "executor/cpu/cpu_kernel.h"
 #include "executor/runtime/device.h"
 
 namespace psched::executor::runtime {
@@ -23,17 +24,17 @@ class CpuDevice final : public Device {
 
   const std::string& name() const override { return name_; }
   absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
-                                                   cpu::WorkSlice slice,
-                                                   std::span<const cpu::TensorView> inputs,
-                                                   const cpu::TensorView& output) override;
+                                                   WorkSlice slice,
+                                                   std::span<const TensorView> inputs,
+                                                   const TensorView& output) override;
   void Post(std::function<void()> job) override;
 
  private:
-  CpuDevice(std::string name, std::unique_ptr<cpu::PinnedWorker> worker)
+  CpuDevice(std::string name, std::unique_ptr<PinnedWorker> worker)
       : name_(std::move(name)), worker_(std::move(worker)) {}
 
   const std::string name_;
-  std::unique_ptr<cpu::PinnedWorker> worker_;
+  std::unique_ptr<PinnedWorker> worker_;
   pthreadpool_t threadpool_ = nullptr;
 };
 

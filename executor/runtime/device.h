@@ -26,7 +26,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "executor/cpu/cpu_kernel.h"
+#include "executor/common/tensor_view.h"
+#include "executor/common/work_slice.h"
 #include "model/graph.h"
 
 namespace psched::executor::runtime {
@@ -104,9 +105,9 @@ class Device {
   // runtime zeroes it before, and combines the partials and applies the fused activation
   // after the last slice.
   virtual absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph,
-                                                           model::OpId id, cpu::WorkSlice slice,
-                                                           std::span<const cpu::TensorView> inputs,
-                                                           const cpu::TensorView& output) = 0;
+                                                           model::OpId id, WorkSlice slice,
+                                                           std::span<const TensorView> inputs,
+                                                           const TensorView& output) = 0;
   // Runs `job` on the device's thread without waiting; jobs run in submission order.
   virtual void Post(std::function<void()> job) = 0;
   // Blocks until everything enqueued so far has executed. Called on the device's thread.

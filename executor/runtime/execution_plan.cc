@@ -18,7 +18,7 @@ ExecutionPlan SingleDevicePlan(const model::Graph& graph, int num_devices) {
   ExecutionPlan plan;
   plan.device_steps.resize(static_cast<size_t>(std::max(1, num_devices)));
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
-    plan.device_steps[0].push_back({id, model::SplitAxis::kNone, 0, 1});
+    plan.device_steps[0].push_back({id, WorkSlice::Whole()});
   }
   return plan;
 }
@@ -46,9 +46,9 @@ absl::Status ValidateExecutionPlan(const model::Graph& graph, const ExecutionPla
     if (steps.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(OpLabel(graph, id), " has no step"));
     }
-    const model::SplitAxis axis = steps[0].axis;
+    const model::SplitAxis axis = steps[0].slice.axis;
     for (const PlanStep& s : steps) {
-      if (s.axis != axis) {
+      if (s.slice.axis != axis) {
         return absl::InvalidArgumentError(
             absl::StrCat(OpLabel(graph, id), " is split along two axes"));
       }
@@ -59,15 +59,15 @@ absl::Status ValidateExecutionPlan(const model::Graph& graph, const ExecutionPla
                                                      std::string(model::SplitAxisName(axis))));
     }
     std::sort(steps.begin(), steps.end(),
-              [](const PlanStep& a, const PlanStep& b) { return a.begin < b.begin; });
+              [](const PlanStep& a, const PlanStep& b) { return a.slice.begin < b.slice.begin; });
     int64_t covered = 0;
     for (const PlanStep& s : steps) {
-      if (s.begin != covered || s.end <= s.begin) {
+      if (s.slice.begin != covered || s.slice.end <= s.slice.begin) {
         return absl::InvalidArgumentError(absl::StrCat(
-            OpLabel(graph, id), ": step [", s.begin, ", ", s.end, ") of ",
+            OpLabel(graph, id), ": step [", s.slice.begin, ", ", s.slice.end, ") of ",
             std::string(model::SplitAxisName(axis)), " leaves a gap, overlaps or is empty"));
       }
-      covered = s.end;
+      covered = s.slice.end;
     }
     if (covered != work) {
       return absl::InvalidArgumentError(

@@ -1,7 +1,7 @@
 // ExecutionPlan: which device runs which slice of which op, and in what order.
 //
-// Per device an ordered list of steps; a step is one subtask: op `op`'s work range
-// [begin, end) along `axis` (model/split.h). The steps of one op use one axis and partition
+// Per device an ordered list of steps; a step is one subtask: the slice of op `op`'s work it
+// computes (executor/common/work_slice.h). The steps of one op use one axis and partition
 // [0, WorkSize) exactly (kNone: a single step [0, 1)). Every subtask of an op starts after
 // all subtasks of its predecessor ops have finished (the paper's full-barrier
 // dependencies), so a device's order must never wait on work queued behind it anywhere;
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "executor/common/work_slice.h"
 #include "model/graph.h"
 #include "model/split.h"
 
@@ -19,9 +20,7 @@ namespace psched::executor::runtime {
 
 struct PlanStep {
   model::OpId op = model::kInvalidId;
-  model::SplitAxis axis = model::SplitAxis::kNone;
-  int64_t begin = 0;
-  int64_t end = 1;
+  WorkSlice slice = WorkSlice::Whole();
 };
 
 struct ExecutionPlan {

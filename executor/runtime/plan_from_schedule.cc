@@ -33,7 +33,7 @@ absl::StatusOr<ExecutionPlan> PlanFromSchedule(const model::Graph& graph,
       return a->start_us != b->start_us ? a->start_us < b->start_us : a->op < b->op;
     });
     for (const scheduler::ScheduledSubtask* s : list) {
-      plan.device_steps[d].push_back({s->op, s->axis, s->begin, s->end});
+      plan.device_steps[d].push_back({s->op, {s->axis, s->begin, s->end}});
     }
   }
   if (auto s = ValidateExecutionPlan(graph, plan, schedule.num_devices()); !s.ok()) {
@@ -44,22 +44,22 @@ absl::StatusOr<ExecutionPlan> PlanFromSchedule(const model::Graph& graph,
 }
 
 absl::StatusOr<std::unique_ptr<PlatformDevices>> PlatformDevices::Create(
-    const scheduler::Platform& platform, const PlatformDeviceOptions& options) {
+    const platform::Platform& platform, const PlatformDeviceOptions& options) {
   if (platform.devices.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("platform '", platform.name, "' has no devices"));
   }
   const auto gpus = std::count_if(
       platform.devices.begin(), platform.devices.end(),
-      [](const scheduler::DeviceSpec& d) { return d.kind == scheduler::DeviceKind::kGpu; });
+      [](const platform::DeviceSpec& d) { return d.kind == platform::DeviceKind::kGpu; });
   if (gpus > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "platform '", platform.name, "' has ", gpus,
         " GPUs; the runtime shares one arena and can place it in one GPU's memory only"));
   }
   std::unique_ptr<PlatformDevices> result(new PlatformDevices());
-  for (const scheduler::DeviceSpec& spec : platform.devices) {
-    if (spec.kind == scheduler::DeviceKind::kGpu) {
+  for (const platform::DeviceSpec& spec : platform.devices) {
+    if (spec.kind == platform::DeviceKind::kGpu) {
       auto gpu = OpenClRuntimeDevice::Create(
           spec.name, {.selector = spec.opencl_device,
                       .core = options.gpu_core,

@@ -1,5 +1,5 @@
 // From planning to running: turns a scheduler::Schedule into the runtime's ExecutionPlan and a
-// scheduler::Platform into the runtime devices that execute it on this host.
+// platform::Platform into the runtime devices that execute it on this host.
 //
 // PlanFromSchedule keeps the scheduler's decisions exactly (partition plans, devices, per-device
 // order by predicted start time); the runtime then runs each device's queue as fast as the
@@ -20,9 +20,9 @@
 #include "executor/runtime/coexecution_runtime.h"
 #include "executor/runtime/device.h"
 #include "executor/runtime/execution_plan.h"
-#include "executor/runtime/opencl_device.h"
+#include "executor/runtime/opencl_runtime_device.h"
 #include "model/graph.h"
-#include "scheduler/platform.h"
+#include "platform/platform.h"
 #include "scheduler/schedule.h"
 
 namespace psched::executor::runtime {
@@ -46,7 +46,7 @@ class PlatformDevices {
   // kInvalidArgument for a platform with no device or more than one GPU; device creation
   // errors (no OpenCL device, bad core) name the device.
   static absl::StatusOr<std::unique_ptr<PlatformDevices>> Create(
-      const scheduler::Platform& platform, const PlatformDeviceOptions& options = {});
+      const platform::Platform& platform, const PlatformDeviceOptions& options = {});
 
   // In platform order, for CoExecutionRuntime::Create.
   const std::vector<Device*>& devices() const { return devices_; }

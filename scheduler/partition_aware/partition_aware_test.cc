@@ -9,7 +9,7 @@
 #include "scheduler/heft.h"
 #include "scheduler/partition_aware/candidate_plans.h"
 #include "scheduler/partition_aware/exact.h"
-#include "scheduler/partition_aware/expanded_dag.h"
+#include "scheduler/partition_aware/expanded_dag_scheduler.h"
 #include "scheduler/partition_aware/iterative_search.h"
 #include "scheduler/partition_aware/pa_heft.h"
 #include "scheduler/partition_aware/partition_only.h"
@@ -91,11 +91,11 @@ TEST(MinMaxDivisionTest, CoarseToFineFindsANonMonotonicOptimumNearTheGrid) {
 }
 
 // `n` devices in one memory domain.
-Platform Devices(int n) {
-  Platform p;
+platform::Platform Devices(int n) {
+  platform::Platform p;
   p.name = "test";
   for (int d = 0; d < n; ++d) {
-    DeviceSpec spec;
+    platform::DeviceSpec spec;
     spec.name = "d" + std::to_string(d);
     p.devices.push_back(spec);
   }
@@ -200,7 +200,7 @@ TEST(StagingTest, ChainOpsAreAllJoinPoints) {
   TaskGraph tg;
   tg.cost = {{1, 2}, {1, 2}, {1, 2}, {1, 2}};
   tg.edges = {{0, 1}, {1, 2}, {2, 3}};
-  const Platform platform = Devices(2);
+  const platform::Platform platform = Devices(2);
   auto problem = Problem::FromTaskGraph(tg, platform);
   ASSERT_TRUE(problem.ok()) << problem.status();
   const std::vector<bool> join = GlobalJoinPoints(*problem);
@@ -217,7 +217,7 @@ TEST(StagingTest, ForkJoinClosesAtTheJoinAndWideStagesAtTheLimit) {
     tg.edges.push_back({0, k});
     tg.edges.push_back({k, 31});
   }
-  const Platform platform = Devices(2);
+  const platform::Platform platform = Devices(2);
   auto problem = Problem::FromTaskGraph(tg, platform);
   ASSERT_TRUE(problem.ok()) << problem.status();
   const std::vector<bool> join = GlobalJoinPoints(*problem);
@@ -242,7 +242,7 @@ TEST(StagingTest, RankGuidesExplorationAcrossBranches) {
   TaskGraph tg;
   tg.cost.assign(8, {1.0});
   tg.edges = {{0, 1}, {1, 2}, {2, 3}, {3, 7}, {0, 4}, {4, 5}, {5, 6}, {6, 7}};
-  const Platform platform = Devices(1);
+  const platform::Platform platform = Devices(1);
   auto problem = Problem::FromTaskGraph(tg, platform);
   ASSERT_TRUE(problem.ok()) << problem.status();
   const std::vector<double> rank = {10, 8, 6, 4, 7.5, 5.5, 3.5, 1};
@@ -258,7 +258,7 @@ TEST(SlackTest, ComputesSlackOnDependencyAndDeviceEdges) {
   TaskGraph tg;
   tg.cost = {{10, 10}, {20, 20}, {5, 5}};
   tg.edges = {{0, 1}};
-  const Platform platform = Devices(2);
+  const platform::Platform platform = Devices(2);
   auto problem = Problem::FromTaskGraph(tg, platform);
   ASSERT_TRUE(problem.ok());
   Schedule s(3, 2);
@@ -278,7 +278,7 @@ TEST(SlackTest, DeviceOrderEdgesPropagateCriticality) {
   // so op 0 (before it on the device) has zero slack too.
   TaskGraph tg;
   tg.cost = {{5}, {15}};
-  const Platform platform = Devices(1);
+  const platform::Platform platform = Devices(1);
   auto problem = Problem::FromTaskGraph(tg, platform);
   ASSERT_TRUE(problem.ok());
   Schedule s(2, 1);
@@ -425,7 +425,7 @@ TEST(PaHeftTest, EqualsHeftWhenNothingIsPartitionable) {
   tg.edges = {{0, 1, 18}, {0, 2, 12}, {0, 3, 9},  {0, 4, 11}, {0, 5, 14},
               {1, 7, 19}, {1, 8, 16}, {2, 6, 23}, {3, 7, 27}, {3, 8, 23},
               {4, 8, 13}, {5, 7, 15}, {6, 9, 17}, {7, 9, 11}, {8, 9, 13}};
-  Platform platform = Devices(3);
+  platform::Platform platform = Devices(3);
   platform.devices[2].memory_domain = 1;
   auto problem = Problem::FromTaskGraph(tg, platform);
   ASSERT_TRUE(problem.ok()) << problem.status();

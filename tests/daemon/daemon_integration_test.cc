@@ -969,7 +969,7 @@ TEST_F(DaemonTest, PschedctlCommandsTableAndJson) {
   auto [plan_rc, plan] = Ctl("plan show " + id + " --svg " + svg);
   EXPECT_EQ(plan_rc, 0) << plan;
   EXPECT_NE(plan.find("makespan"), std::string::npos) << plan;
-  // psched_gantt's chart: one bar per subtask with the op name in its tooltip, device rows.
+  // The Gantt chart (timeline/gantt_svg.h): one bar per subtask with the op name in its tooltip, device rows.
   const std::string chart = ReadFile(svg);
   EXPECT_NE(chart.find("<svg"), std::string::npos);
   EXPECT_NE(chart.find("makespan"), std::string::npos);

@@ -1,0 +1,37 @@
+// pschedctl's commands, one function per noun-verb command (docs/api.md lists them and their
+// output). Each talks to pschedd through the typed client (command_context.h), prints a table
+// or JSON (output.h) and throws CommandError on failure. Internal to pschedctl.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "client/pschedctl/command_context.h"
+
+namespace psched::pschedctl {
+
+// admin_commands.cc: the daemon, calibration and the plan cache.
+void CmdStatus(const Globals& g);
+void CmdCalibrate(const Globals& g, double budget_s);
+void CmdCacheStats(const Globals& g);
+void CmdCacheLs(const Globals& g);
+void CmdCachePurge(const Globals& g, bool all);
+
+// model_commands.cc: registered models; `model inspect FILE` imports locally, no daemon.
+void CmdModelAdd(const Globals& g, const std::string& file, const std::string& name,
+                 bool synthetic);
+void CmdModelLs(const Globals& g);
+void CmdModelRm(const Globals& g, const std::string& id);
+void CmdModelInspect(const Globals& g, const std::string& target);
+
+// plan_commands.cc: a model's plan, optionally drawn as a Gantt chart.
+void CmdPlanShow(const Globals& g, const std::string& id, const std::string& scheduler,
+                 const std::vector<std::string>& option_list, bool refresh,
+                 const std::string& svg_path);
+
+// infer_commands.cc: inference, its outputs and its trace.
+void CmdInfer(const Globals& g, const std::string& id, const std::string& input_path,
+              const std::string& output_path, int repeat, const std::string& trace_path,
+              const std::string& scheduler);
+
+}  // namespace psched::pschedctl

@@ -1,0 +1,115 @@
+#include "client/pschedctl/output.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+
+namespace psched::pschedctl {
+
+std::string Dims(const google::protobuf::RepeatedField<int64_t>& dims) {
+  std::string out = "[";
+  for (int i = 0; i < dims.size(); ++i) absl::StrAppend(&out, i ? ", " : "", dims[i]);
+  return out + "]";
+}
+
+std::string Short(const std::string& id) { return id.substr(0, 12); }
+
+std::string Fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", digits, value);
+  return buffer;
+}
+
+void PrintTable(const std::vector<std::string>& header,
+                const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      width[c] = std::max(width[c], row[c].size());
+    }
+  }
+  auto print_row = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  };
+  print_row(header);
+  for (const auto& row : rows) print_row(row);
+}
+
+void PrintJson(const json& value) { std::cout << value.dump(2) << "\n"; }
+
+json DeviceJson(const v1::Device& device) {
+  return {{"name", device.name()},
+          {"kind", device.kind()},
+          {"cores", std::vector<int>(device.cores().begin(), device.cores().end())},
+          {"opencl_device", device.opencl_device()}};
+}
+
+json CacheJson(const v1::CacheStatsResponse& stats) {
+  return {{"models", stats.models()}, {"plans", stats.plans()},   {"db_bytes", stats.db_bytes()},
+          {"hits", stats.hits()},     {"misses", stats.misses()}, {"path", stats.path()}};
+}
+
+json ModelJson(const v1::Model& model) {
+  json inputs = json::array(), outputs = json::array();
+  for (const auto& t : model.inputs()) {
+    inputs.push_back(
+        {{"name", t.name()}, {"dims", std::vector<int64_t>(t.dims().begin(), t.dims().end())}});
+  }
+  for (const auto& t : model.outputs()) {
+    outputs.push_back(
+        {{"name", t.name()}, {"dims", std::vector<int64_t>(t.dims().begin(), t.dims().end())}});
+  }
+  return {{"id", model.id()},
+          {"name", model.name()},
+          {"size_bytes", model.size_bytes()},
+          {"ops", model.ops()},
+          {"flops", model.flops()},
+          {"params", model.params()},
+          {"has_weights", model.has_weights()},
+          {"registered_unix_s", model.registered_unix_s()},
+          {"inputs", inputs},
+          {"outputs", outputs}};
+}
+
+json PlanJson(const v1::Plan& plan) {
+  json subtasks = json::array();
+  for (const v1::Subtask& s : plan.subtasks()) {
+    subtasks.push_back({{"op", s.op()},
+                        {"op_id", s.op_id()},
+                        {"device", s.device()},
+                        {"strategy", s.strategy()},
+                        {"work", {s.work_begin(), s.work_end()}},
+                        {"start_us", s.start_us()},
+                        {"end_us", s.end_us()}});
+  }
+  return {{"model_id", plan.model_id()},
+          {"scheduler", plan.scheduler()},
+          {"makespan_us", plan.makespan_us()},
+          {"cached", plan.cached()},
+          {"planning_ms", plan.planning_ms()},
+          {"platform_fingerprint", plan.platform_fingerprint()},
+          {"predictor_version", plan.predictor_version()},
+          {"subtasks", subtasks}};
+}
+
+json Top5(const std::vector<float>& values) {
+  std::vector<size_t> order(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  size_t k = std::min<size_t>(5, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(k), order.end(),
+                    [&](size_t a, size_t b) { return values[a] > values[b]; });
+  json top = json::array();
+  for (size_t i = 0; i < k; ++i) top.push_back({order[i], values[order[i]]});
+  return top;
+}
+
+}  // namespace psched::pschedctl

@@ -1,0 +1,50 @@
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/pschedctl/commands.h"
+#include "client/pschedctl/output.h"
+#include "client/pschedctl/timelines.h"
+#include "timeline/gantt_svg.h"
+
+namespace psched::pschedctl {
+
+void CmdPlanShow(const Globals& g, const std::string& id, const std::string& scheduler,
+                 const std::vector<std::string>& option_list, bool refresh,
+                 const std::string& svg_path) {
+  std::map<std::string, std::string> options;
+  for (const std::string& option : option_list) {
+    std::vector<std::string> kv = absl::StrSplit(option, absl::MaxSplits('=', 1));
+    if (kv.size() != 2) throw CommandError{absl::StrCat("option '", option, "' is not KEY=VALUE")};
+    options[kv[0]] = kv[1];
+  }
+  auto client = Connect(g);
+  auto progress = [](const v1::PlanProgress& p) {
+    std::fprintf(stderr, "planning: %s (%.0f ms)\n", p.stage().c_str(), p.elapsed_ms());
+  };
+  v1::Plan plan = Check(client.GetPlan(id, scheduler, options, refresh, progress));
+  if (!svg_path.empty()) {
+    const PlanTimeline planned = PlanSpans(plan);
+    CheckStatus(timeline::WriteGanttSvg(
+        svg_path, planned.devices, planned.spans, plan.makespan_us(),
+        {.title = absl::StrCat(plan.scheduler(), " plan of model ", Short(plan.model_id()))}));
+  }
+  if (g.json()) {
+    PrintJson(PlanJson(plan));
+    return;
+  }
+  std::cout << "model " << plan.model_id() << "\nscheduler " << plan.scheduler() << ", makespan "
+            << Fixed(plan.makespan_us()) << " us, planned in " << Fixed(plan.planning_ms(), 2)
+            << " ms" << (plan.cached() ? " (cached)" : "") << "\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : plan.subtasks()) {
+    rows.push_back({s.op(), s.device(), s.strategy(),
+                    absl::StrCat("[", s.work_begin(), ", ", s.work_end(), ")"), Fixed(s.start_us()),
+                    Fixed(s.end_us())});
+  }
+  PrintTable({"OP", "DEVICE", "STRATEGY", "WORK", "START_US", "END_US"}, rows);
+}
+
+}  // namespace psched::pschedctl

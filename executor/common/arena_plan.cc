@@ -1,0 +1,147 @@
+#include "executor/common/arena_plan.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace psched::executor {
+namespace {
+
+// XNNPACK reads up to XNN_EXTRA_BYTES past its inputs; blocks are also kept 64-byte aligned.
+constexpr int64_t kSlackFloats = 16;
+constexpr int64_t kAlignFloats = 16;
+
+int64_t BlockSize(const model::Shape& s) {
+  const int64_t n = s.Elements() + kSlackFloats;
+  return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+}
+
+struct Block {
+  model::TensorId root = model::kInvalidId;
+  int64_t size = 0;
+  int64_t first = 0, last = 0;  // live during op steps [first, last]
+  int64_t offset = 0;
+};
+
+}  // namespace
+
+bool SupportsStridedInput(model::OpKind kind) {
+  switch (kind) {
+    case model::OpKind::kAdd:
+    case model::OpKind::kMul:
+    case model::OpKind::kSub:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool SupportsStridedOutput(model::OpKind kind) {
+  switch (kind) {
+    case model::OpKind::kAdd:
+    case model::OpKind::kMul:
+    case model::OpKind::kSub:
+    case model::OpKind::kFlatten:
+      return false;
+    default:
+      return true;
+  }
+}
+
+ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
+  const size_t n = graph.tensors.size();
+  const auto num_ops = static_cast<int64_t>(graph.ops.size());
+  std::vector<std::vector<model::OpId>> consumers(n);
+  for (model::OpId id = 0; id < num_ops; ++id) {
+    for (model::TensorId t : graph.op(id).inputs) consumers[static_cast<size_t>(t)].push_back(id);
+  }
+  std::vector<bool> is_graph_input(n, false);
+  for (const model::GraphIO& io : graph.inputs)
+    is_graph_input[static_cast<size_t>(io.tensor)] = true;
+
+  // Alias concat inputs into their output, outermost concat first so its own root is final.
+  std::vector<model::TensorId> root(n);
+  std::iota(root.begin(), root.end(), 0);
+  std::vector<int64_t> channel_offset(n, 0);
+  ArenaPlan plan;
+  for (model::OpId id = num_ops - 1; id >= 0; --id) {
+    const model::Op& op = graph.op(id);
+    if (op.kind != model::OpKind::kConcat) continue;
+    const auto out = static_cast<size_t>(op.output);
+    int64_t offset = 0;
+    for (model::TensorId t : op.inputs) {
+      const auto ti = static_cast<size_t>(t);
+      const model::Tensor& tensor = graph.tensor(t);
+      const int64_t this_offset = offset;
+      offset += tensor.shape.c;
+      if (is_graph_input[ti] || tensor.producer == model::kInvalidId || root[ti] != t) continue;
+      if (!SupportsStridedOutput(graph.op(tensor.producer).kind)) continue;
+      const auto& users = consumers[ti];
+      if (std::count(users.begin(), users.end(), id) != 1) continue;
+      const bool others_strided = std::all_of(users.begin(), users.end(), [&](model::OpId u) {
+        return u == id || SupportsStridedInput(graph.op(u).kind);
+      });
+      if (!others_strided) continue;
+      root[ti] = root[out];
+      channel_offset[ti] = channel_offset[out] + this_offset;
+      ++plan.in_place_concat_inputs;
+    }
+  }
+
+  // One block per root, live from the first producer to the last consumer of any tensor in it.
+  std::vector<bool> is_graph_output(n, false);
+  for (const model::GraphIO& io : graph.outputs)
+    is_graph_output[static_cast<size_t>(io.tensor)] = true;
+  std::vector<int> block_of(n, -1);
+  std::vector<Block> blocks;
+  for (size_t t = 0; t < n; ++t) {
+    if (graph.tensors[t].constant != model::kInvalidId) continue;
+    const auto r = static_cast<size_t>(root[t]);
+    if (block_of[r] < 0) {
+      block_of[r] = static_cast<int>(blocks.size());
+      blocks.push_back({root[t], BlockSize(graph.tensors[r].shape), num_ops, -1, 0});
+    }
+    Block& b = blocks[static_cast<size_t>(block_of[r])];
+    const model::OpId producer = graph.tensors[t].producer;
+    const int64_t first = producer == model::kInvalidId ? -1 : producer;
+    int64_t last = first;
+    for (model::OpId u : consumers[t]) last = std::max<int64_t>(last, u);
+    if (is_graph_output[t]) last = num_ops;
+    b.first = std::min(b.first, first);
+    b.last = std::max(b.last, last);
+  }
+
+  std::vector<size_t> by_size(blocks.size());
+  std::iota(by_size.begin(), by_size.end(), 0);
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](size_t a, size_t b) { return blocks[a].size > blocks[b].size; });
+  std::vector<size_t> placed;
+  for (size_t i : by_size) {
+    Block& b = blocks[i];
+    std::vector<const Block*> live;
+    for (size_t j : placed) {
+      const Block& o = blocks[j];
+      if (!reuse_memory || (o.first <= b.last && b.first <= o.last)) live.push_back(&o);
+    }
+    std::sort(live.begin(), live.end(),
+              [](const Block* x, const Block* y) { return x->offset < y->offset; });
+    int64_t candidate = 0;
+    for (const Block* o : live) {
+      if (candidate + b.size <= o->offset) break;
+      candidate = std::max(candidate, o->offset + o->size);
+    }
+    b.offset = candidate;
+    plan.size = std::max(plan.size, candidate + b.size);
+    placed.push_back(i);
+  }
+
+  plan.tensors.assign(n, TensorPlacement{});
+  for (size_t t = 0; t < n; ++t) {
+    if (graph.tensors[t].constant != model::kInvalidId) continue;
+    const auto r = static_cast<size_t>(root[t]);
+    const Block& b = blocks[static_cast<size_t>(block_of[r])];
+    plan.tensors[t] = {b.offset + channel_offset[t], graph.tensors[r].shape.c};
+  }
+  return plan;
+}
+
+}  // namespace psched::executor

@@ -1,0 +1,47 @@
+// ArenaPlan: where every activation tensor of a graph lives in one flat float arena - the
+// layout the CPU executor, the co-execution runtime and its OpenCL device all bind kernels to.
+//
+// Tensors whose lifetimes (producer .. last consumer, in op order) do not overlap share
+// memory; offsets are assigned greedily, largest block first, at the lowest offset that
+// does not collide with a block live at the same time. A concat input is placed directly
+// inside its channel slice of the concat output when that is legal (produced by an op whose
+// kernels write strided output, every other consumer reads strided input, not a graph
+// input), so the concat copies nothing for it; nested concats chain. Plain data; a plan is
+// computed once per graph and is immutable afterwards.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/graph.h"
+
+namespace psched::executor {
+
+// Where an activation tensor lives in the arena.
+struct TensorPlacement {
+  int64_t offset = -1;       // floats from the arena start to element (0, 0, 0); < 0: absent
+                             // (a constant)
+  int64_t pixel_stride = 0;  // floats between consecutive pixels; 0: dense (the channel count).
+                             // Larger inside a channel slice of a concat output.
+};
+
+struct ArenaPlan {
+  std::vector<TensorPlacement> tensors;  // indexed by TensorId
+  int64_t size = 0;                      // floats, including XNNPACK's read-past slack
+  int64_t in_place_concat_inputs = 0;    // concat inputs that need no copy
+};
+
+// Whether the kernels for `kind` accept strided (channel-slice) input and output views. The
+// CPU kernels decide (CreateCpuKernel refuses strided views the kind cannot take; the OpenCL
+// kernels take any pixel stride). PlanArena only places a tensor inside a concat output when
+// its producer writes strided output and all its other consumers read strided input.
+bool SupportsStridedInput(model::OpKind kind);
+bool SupportsStridedOutput(model::OpKind kind);
+
+// Plans the arena for `graph`, whose ops run one at a time in op id order. With
+// `reuse_memory` false every tensor gets its own block (for runtimes that run ops
+// concurrently). REQUIRES: every op passed model::ValidateOp. PlanArena sets every
+// activation tensor's pixel_stride.
+ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory = true);
+
+}  // namespace psched::executor

@@ -1,0 +1,107 @@
+#include <cstring>
+
+#include "absl/strings/str_join.h"
+#include "model/onnx_importer.h"
+
+namespace psched::model::onnx_importer {
+
+std::string DimsString(const std::vector<int64_t>& dims) {
+  return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
+}
+
+std::string DtypeName(int32_t dtype) {
+  return absl::StrCat(TensorProto::DataType_IsValid(dtype)
+                          ? TensorProto::DataType_Name(static_cast<TensorProto::DataType>(dtype))
+                          : std::string("unknown"),
+                      " (", dtype, ")");
+}
+
+absl::StatusOr<ConstValue> ReadTensorProto(const TensorProto& t, const ImportOptions& options,
+                                           absl::string_view where) {
+  ConstValue v;
+  v.name = t.name();
+  v.dtype = t.data_type();
+  int64_t elements = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": tensor '", t.name(), "' has a negative dimension ", d));
+    }
+    if (d > options.max_tensor_elements || (d > 0 && elements > options.max_tensor_elements / d)) {
+      return absl::ResourceExhaustedError(absl::StrCat(where, ": tensor '", t.name(),
+                                                       "' has more than max_tensor_elements (",
+                                                       options.max_tensor_elements, ") elements"));
+    }
+    elements *= d;
+    v.dims.push_back(d);
+  }
+  if (t.data_location() == TensorProto::EXTERNAL) {
+    v.has_data = false;
+    return v;
+  }
+  const auto n = static_cast<size_t>(elements);
+  auto size_error = [&](size_t got) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": tensor '", t.name(), "' with dims ",
+                                                   DimsString(v.dims), " holds ", got,
+                                                   " values, expected ", n));
+  };
+  const std::string& raw = t.raw_data();
+  switch (t.data_type()) {
+    case TensorProto::FLOAT:
+      if (!raw.empty()) {
+        if (raw.size() != n * 4) return size_error(raw.size() / 4);
+        v.floats.resize(n);
+        std::memcpy(v.floats.data(), raw.data(), raw.size());
+      } else {
+        if (static_cast<size_t>(t.float_data_size()) != n) return size_error(t.float_data_size());
+        v.floats.assign(t.float_data().begin(), t.float_data().end());
+      }
+      break;
+    case TensorProto::DOUBLE:
+      if (!raw.empty()) {
+        if (raw.size() != n * 8) return size_error(raw.size() / 8);
+        v.floats.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+          double d;
+          std::memcpy(&d, raw.data() + 8 * i, 8);
+          v.floats[i] = static_cast<float>(d);
+        }
+      } else {
+        if (static_cast<size_t>(t.double_data_size()) != n) return size_error(t.double_data_size());
+        v.floats.assign(t.double_data().begin(), t.double_data().end());
+      }
+      break;
+    case TensorProto::INT64:
+      if (!raw.empty()) {
+        if (raw.size() != n * 8) return size_error(raw.size() / 8);
+        v.ints.resize(n);
+        std::memcpy(v.ints.data(), raw.data(), raw.size());
+      } else {
+        if (static_cast<size_t>(t.int64_data_size()) != n) return size_error(t.int64_data_size());
+        v.ints.assign(t.int64_data().begin(), t.int64_data().end());
+      }
+      break;
+    case TensorProto::INT32:
+      if (!raw.empty()) {
+        if (raw.size() != n * 4) return size_error(raw.size() / 4);
+        v.ints.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+          int32_t x;
+          std::memcpy(&x, raw.data() + 4 * i, 4);
+          v.ints[i] = x;
+        }
+      } else {
+        if (static_cast<size_t>(t.int32_data_size()) != n) return size_error(t.int32_data_size());
+        v.ints.assign(t.int32_data().begin(), t.int32_data().end());
+      }
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": tensor '", t.name(), "' has unsupported data type ", DtypeName(t.data_type()),
+          "; psched reads float32 weights and int64 shapes"));
+  }
+  v.has_data = true;
+  return v;
+}
+
+}  // namespace psched::model::onnx_importer

@@ -1,0 +1,27 @@
+#include "platform/platform.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace psched::platform {
+
+std::string_view DeviceKindName(DeviceKind kind) {
+  return kind == DeviceKind::kGpu ? "gpu" : "cpu";
+}
+
+std::string Platform::Fingerprint() const {
+  std::string out = absl::StrCat(name, ";bw=", transfer_bytes_per_us);
+  for (const DeviceSpec& d : devices) {
+    absl::StrAppend(&out, ";", d.name, ":", std::string(DeviceKindName(d.kind)), ":",
+                    d.memory_domain);
+  }
+  return out;
+}
+
+std::optional<int> Platform::DeviceIndex(std::string_view device_name) const {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i].name == device_name) return static_cast<int>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace psched::platform

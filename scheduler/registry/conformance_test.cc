@@ -1,0 +1,245 @@
+// The scheduler conformance suite: every registered method on chains, fork-joins,
+// diamonds, random DAGs (fixed seeds), a two-domain task graph with transfer costs, and
+// the paper's 18 models on a 3-device profile. Every schedule must pass ValidateSchedule;
+// on top: the iterative search is never worse than its starting schedule, a single-device
+// schedule's makespan is the sum of its op latencies, and on a chain no method is slower
+// than the fastest single device.
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "gtest/gtest.h"
+#include "model/onnx_import.h"
+#include "predictor/profiles.h"
+#include "scheduler/list_scheduler.h"
+#include "scheduler/partition_aware/test_graphs.h"
+#include "scheduler/registry/registry.h"
+#include "source_dir.h"
+
+namespace psched::scheduler {
+namespace {
+
+namespace pt = partition_aware::testing;
+
+bool Close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+
+// Every registered name with its placeholder filled in every meaningful way: <device> by
+// each device, <list> by each list scheduler (single:<device> only inside iterative, where
+// partitioned candidates are simply infeasible), [:<list>] also left out.
+std::vector<std::string> ExpandedMethodNames(const platform::Platform& platform) {
+  std::vector<std::string> lists;
+  for (const std::string& l : ListSchedulerNames()) {
+    if (!absl::StrContains(l, "<")) lists.push_back(l);
+  }
+  std::vector<std::string> out;
+  for (const std::string& name : RegisteredSchedulers()) {
+    if (absl::StrContains(name, "<device>")) {
+      for (const platform::DeviceSpec& d : platform.devices)
+        out.push_back(absl::StrReplaceAll(name, {{"<device>", d.name}}));
+    } else if (absl::StrContains(name, "[:<list>]")) {
+      const std::string base = absl::StrReplaceAll(name, {{"[:<list>]", ""}});
+      out.push_back(base);
+      for (const std::string& l : lists) out.push_back(base + ":" + l);
+      out.push_back(base + ":single:" + platform.devices.front().name);
+    } else if (absl::StrContains(name, "<list>")) {
+      for (const std::string& l : lists) out.push_back(absl::StrReplaceAll(name, {{"<list>", l}}));
+    } else {
+      out.push_back(name);
+    }
+  }
+  return out;
+}
+
+struct Outcome {
+  std::string method;
+  double makespan_us = 0;
+};
+
+// Runs every method on `problem`, checks validity and the generic properties, returns the
+// makespans.
+std::vector<Outcome> RunAll(const Problem& problem, const std::vector<std::string>& methods,
+                            const std::string& label) {
+  std::vector<Outcome> out;
+  for (const std::string& method : methods) {
+    SCOPED_TRACE(label + " / " + method);
+    SchedulerOptions options;
+    options.seed = 42;
+    // The MILP reference solvers get a short budget per stage to keep the suite quick.
+    if (absl::StartsWith(method, "exact")) options.params["stage_time_limit_s"] = "0.2";
+    absl::StatusOr<std::unique_ptr<Scheduler>> scheduler = MakeScheduler(method);
+    if (!scheduler.ok()) {
+      ADD_FAILURE() << scheduler.status();
+      continue;
+    }
+    absl::StatusOr<Schedule> schedule = (*scheduler)->Plan(problem, options);
+    if (!schedule.ok()) {
+      ADD_FAILURE() << schedule.status();
+      continue;
+    }
+    const absl::Status valid = ValidateSchedule(problem, *schedule);
+    EXPECT_TRUE(valid.ok()) << valid;
+    EXPECT_GT(schedule->makespan_us(), 0);
+    out.push_back({method, schedule->makespan_us()});
+  }
+  auto find = [&](const std::string& m) {
+    for (const Outcome& o : out) {
+      if (o.method == m) return o.makespan_us;
+    }
+    return std::numeric_limits<double>::quiet_NaN();
+  };
+  for (const Outcome& o : out) {
+    SCOPED_TRACE(label + " / " + o.method);
+    if (absl::StartsWith(o.method, "exact")) {
+      // Never worse than HEFT on the same fixed plans.
+      if (o.method == "exact-schedule-only") {
+        EXPECT_LE(o.makespan_us, find("heft") * (1 + 1e-9));
+      }
+      if (o.method == "exact-expanded-local") {
+        EXPECT_LE(o.makespan_us, find("expanded-local:heft") * (1 + 1e-9));
+      }
+    }
+    if (absl::StartsWith(o.method, "iterative")) {
+      // The search starts from the inner scheduler's unpartitioned schedule.
+      const std::string inner = o.method == "iterative" ? "heft" : o.method.substr(10);
+      const double start = find(inner);
+      if (!std::isnan(start)) {
+        EXPECT_LE(o.makespan_us, start * (1 + 1e-9)) << "iterative worse than " << inner;
+      }
+    }
+    if (absl::StartsWith(o.method, "single:")) {
+      const int d = *problem.platform().DeviceIndex(o.method.substr(7));
+      double sum = 0;
+      for (OpId op = 0; op < problem.num_ops(); ++op)
+        sum += problem.LatencyUs(op, model::SplitAxis::kNone, 1, d);
+      EXPECT_TRUE(Close(o.makespan_us, sum)) << o.makespan_us << " vs sum of latencies " << sum;
+    }
+  }
+  return out;
+}
+
+class MethodConformanceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto profile = predictor::LoadProfile("oneplus11");
+    ASSERT_TRUE(profile.ok()) << profile.status();
+    profile_ = *std::move(profile);
+    methods_ = ExpandedMethodNames(profile_.platform);
+  }
+  Problem Make(const model::Graph& graph) {
+    auto problem = Problem::FromGraph(graph, profile_.platform, *profile_.model);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    return *std::move(problem);
+  }
+  predictor::Profile profile_;
+  std::vector<std::string> methods_;
+};
+
+TEST_F(MethodConformanceTest, EveryRegisteredNameIsCovered) {
+  for (const char* expected :
+       {"partition-only", "pa-heft", "iterative", "iterative:peft", "expanded-equal:heft",
+        "expanded-local:psls", "single:gpu", "heft"}) {
+    EXPECT_NE(std::find(methods_.begin(), methods_.end(), expected), methods_.end()) << expected;
+  }
+}
+
+TEST_F(MethodConformanceTest, ChainsNeverLoseToTheFastestSingleDevice) {
+  for (int n : {1, 2, 7}) {
+    const Problem problem = Make(pt::ConvChain(n));
+    const std::vector<Outcome> out = RunAll(problem, methods_, "chain" + std::to_string(n));
+    double fastest = std::numeric_limits<double>::infinity();
+    for (const Outcome& o : out) {
+      if (absl::StartsWith(o.method, "single:")) fastest = std::min(fastest, o.makespan_us);
+    }
+    for (const Outcome& o : out) {
+      if (absl::StartsWith(o.method, "single:")) continue;
+      // CEFT gives a whole constrained critical path to one device, so on an expanded chain
+      // the subtasks sized for the GPU can land on a CPU cluster: it loses to single:gpu by
+      // design, not by a bug (1538 vs 1261 us on the 7-conv chain).
+      if (absl::StartsWith(o.method, "expanded-") && absl::EndsWith(o.method, ":ceft")) continue;
+      EXPECT_LE(o.makespan_us, fastest * (1 + 1e-9)) << "chain" << n << " / " << o.method;
+    }
+  }
+}
+
+TEST_F(MethodConformanceTest, ForkJoinsDiamondsAndRandomDags) {
+  RunAll(Make(pt::ForkJoin(4, 2)), methods_, "fork_join");
+  RunAll(Make(pt::Diamonds(3)), methods_, "diamonds");
+  for (uint64_t seed : {1, 2, 3}) {
+    RunAll(Make(pt::RandomDag(24, seed)), methods_, "random" + std::to_string(seed));
+  }
+}
+
+TEST_F(MethodConformanceTest, TaskGraphWithTransferCostsAcrossDomains) {
+  // Nothing is partitionable, devices sit in two memory domains, edges cost 3 us across.
+  platform::Platform platform;
+  platform.name = "two_domains";
+  for (int d = 0; d < 3; ++d) {
+    platform::DeviceSpec spec;
+    spec.name = "d" + std::to_string(d);
+    spec.memory_domain = d == 0 ? 0 : 1;
+    platform.devices.push_back(spec);
+  }
+  TaskGraph tg;
+  std::mt19937_64 rng(9);
+  for (int t = 0; t < 16; ++t) {
+    tg.cost.push_back({5.0 + static_cast<double>(rng() % 20), 5.0 + static_cast<double>(rng() % 20),
+                       5.0 + static_cast<double>(rng() % 20)});
+    // One or two distinct predecessors among the earlier tasks.
+    if (t > 0) tg.edges.push_back({static_cast<int>(rng() % static_cast<uint64_t>(t)), t, 3.0});
+    if (t > 2) {
+      const int second = static_cast<int>(rng() % static_cast<uint64_t>(t));
+      if (second != tg.edges.back().from) tg.edges.push_back({second, t, 3.0});
+    }
+  }
+  std::vector<std::string> methods;
+  for (std::string m : ExpandedMethodNames(platform)) methods.push_back(m);
+  auto problem = Problem::FromTaskGraph(tg, platform);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  RunAll(*problem, methods, "task_graph");
+}
+
+TEST_F(MethodConformanceTest, EighteenModelsOnAThreeDeviceProfile) {
+  const char* shared = std::getenv("PSCHED_SHARED_DIR");
+  const std::filesystem::path dir =
+      std::filesystem::path(shared != nullptr ? shared : PSCHED_SOURCE_DIR "/../shared") /
+      "models" / "graph-only";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << dir << " is absent";
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".onnx") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_EQ(files.size(), 18u);
+  // The default inner scheduler per method keeps the suite short; the synthetic graphs
+  // above cover every inner scheduler and the exact (MILP) methods, which take minutes
+  // per model.
+  const std::vector<std::string> methods = {"single:gpu",
+                                            "single:cpu.l",
+                                            "single:cpu.m",
+                                            "heft",
+                                            "lookahead-heft",
+                                            "peft",
+                                            "ldcp",
+                                            "ceft",
+                                            "psls",
+                                            "partition-only",
+                                            "expanded-equal:heft",
+                                            "expanded-local:heft",
+                                            "pa-heft",
+                                            "iterative"};
+  for (const auto& file : files) {
+    absl::StatusOr<model::Graph> graph =
+        model::ImportOnnxFile(file.string(), model::ImportOptions{});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const std::vector<Outcome> out = RunAll(Make(*graph), methods, graph->name);
+    EXPECT_EQ(out.size(), methods.size()) << graph->name;
+  }
+}
+
+}  // namespace
+}  // namespace psched::scheduler
