@@ -483,6 +483,13 @@ absl::StatusOr<DeviceModel> TrainPerOp(const OpTable& ops, const TrainingSpec& s
         r.families.push_back(Summarise(std::string(FamilyName(f)), apes[static_cast<size_t>(f)]));
       }
     }
+    // The paper reports convolutions as one operator type.
+    std::vector<double> convs;
+    for (OpFamily f : {OpFamily::kConv, OpFamily::kGroupedConv, OpFamily::kDepthwiseConv}) {
+      const std::vector<double>& a = apes[static_cast<size_t>(f)];
+      convs.insert(convs.end(), a.begin(), a.end());
+    }
+    if (!convs.empty()) r.families.push_back(Summarise("all convolutions", convs));
     r.families.push_back(Summarise("all", all));
     r.groups.clear();
     for (auto& [name, g] : sums) r.groups.push_back(g);

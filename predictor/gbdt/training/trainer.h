@@ -32,7 +32,7 @@
 namespace psched::predictor::gbdt::training {
 
 struct BoosterParams {
-  int rounds = 200;
+  int rounds = 120;
   int max_depth = 6;
   double eta = 0.1;
   double subsample = 0.8;

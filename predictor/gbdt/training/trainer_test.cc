@@ -1,5 +1,5 @@
 // Training on the fixture (an excerpt of the phone data), the trained trees against
-// XGBoost's own predict, and determinism.
+// XGBoost's own predict, determinism, and the shipped models against the full data.
 #include "predictor/gbdt/training/trainer.h"
 
 #include <gmock/gmock.h>
@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "predictor/gbdt/embedded_models.h"
 #include "predictor/gbdt/training/mobile_benchmark.h"
 #include "predictor/gbdt/training/xgboost_booster.h"
+#include "predictor/profiles.h"
 #include "source_dir.h"
 
 namespace psched::predictor::gbdt::training {
@@ -18,6 +20,11 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kTestdata = std::string(PSCHED_SOURCE_DIR) + "/predictor/gbdt/training/testdata/";
+
+std::string SharedDir() {
+  const char* dir = std::getenv("PSCHED_SHARED_DIR");
+  return dir != nullptr ? dir : "/work/shared";
+}
 
 TrainingSpec GpuSpec() {
   TrainingSpec spec;
@@ -200,6 +207,28 @@ TEST_F(TrainerTest, UnknownDeviceOrSchemeIsRefused) {
   spec.device = "pixel9/1large";
   EXPECT_THAT(std::string(TrainFromTotals(*ops_, *totals_, spec, nullptr).status().message()),
               HasSubstr("no group of"));
+}
+
+// The models built into psched against the full phone data they were trained on: the
+// shipped files are these data's models (in-sample error well under the held-out one).
+TEST(ShippedModelsTest, PixelFourGpuModelFitsTheMeasuredOps) {
+  absl::StatusOr<MobileBenchmarkData> data =
+      ImportMobileBenchmark(SharedDir() + "/data/mobile-ml-benchmark");
+  ASSERT_TRUE(data.ok()) << data.status();
+  ProfileOptions options;
+  options.gpu_dispatch_us = 0.0;
+  absl::StatusOr<Profile> profile = LoadProfile("pixel4-measured", options);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  double conv_ape = 0;
+  int convs = 0;
+  for (const OpRow& row : data->ops.rows) {
+    if (row.config.kind != model::OpKind::kConv2d) continue;
+    const double measured = row.measured.at("pixel4/gpu").us;
+    conv_ape += std::abs(profile->model->PredictUs(row.config, 0) - measured) / measured;
+    ++convs;
+  }
+  EXPECT_EQ(convs, 4740);
+  EXPECT_LT(100.0 * conv_ape / convs, 5.0);
 }
 
 }  // namespace
