@@ -157,17 +157,17 @@ std::vector<std::string> ProfileNames() {
 }
 
 std::string DescribeProfiles() {
-  std::string out;
+  std::vector<std::string> lines;
   for (const MeasuredPlatform& m : MeasuredPlatforms()) {
-    absl::StrAppend(&out, "  ", m.name, ": ", m.description, "\n");
+    lines.push_back(absl::StrCat("  ", m.name, ": ", m.description));
   }
   for (const PhoneSpec& p : kPhones) {
-    absl::StrAppend(&out, "  ", std::string(p.name),
-                    ": SYNTHETIC analytic roofline fitted to the paper's single-device ratios\n");
+    lines.push_back(absl::StrCat("  ", std::string(p.name),
+                                 ": SYNTHETIC analytic roofline fitted to the paper's "
+                                 "single-device ratios"));
   }
-  absl::StrAppend(&out,
-                  "  host: this machine's CPU cores and OpenCL GPU (analytic until calibrated)\n");
-  return out;
+  lines.push_back("  host: this machine's CPU cores and OpenCL GPU (analytic until calibrated)");
+  return absl::StrJoin(lines, "\n");
 }
 
 Profile HostProfile(int cpu_cores, std::string opencl_device, const ProfileOptions& options) {
