@@ -52,10 +52,11 @@ using DispatchFn = DispatchFeatures (*)(const OpConfig& config);
 // a 1x1 conv over a 1x1 input runs the fully-connected kernel; a conv with one input
 // channel per group the depthwise kernel; other grouped convs the grouped kernel. The
 // Winograd variant also picks Winograd for a dense 3x3 stride-1 conv with at least 64 input
-// and 64 output channels and at least 32 4x4 output tiles (the Mali and Apple GPUs of the
-// data; the Adreno GPUs never used it). The data records kernel names, not NDRanges: the
-// global size is the delegate's grid (output pixels x 4-channel slices; Winograd tiles x
-// slices; output slices for fully connected) and the work-group size a fixed nominal one.
+// and 64 output channels and at least 32 4x4 output tiles (the Mali, PowerVR and Apple GPUs
+// of the data; the Adreno GPUs never used it; the data puts the tile threshold in 17..49).
+// The data records kernel names, not NDRanges: the global size is the delegate's grid
+// (output pixels x 4-channel slices; Winograd tiles x slices; output slices for fully
+// connected) and the work-group size a fixed nominal one.
 DispatchFeatures TfliteGpuDispatch(const OpConfig& config);
 DispatchFeatures TfliteGpuWinogradDispatch(const OpConfig& config);
 
