@@ -22,39 +22,18 @@ constexpr absl::string_view kGeometryColumns[] = {
     "kernel_h", "kernel_w", "dilation_h", "dilation_w", "stride_h", "stride_w",
     "pad_top",  "pad_left", "pad_bottom", "pad_right",  "groups",   "accumulate"};
 
-// One CSV file read line by line with its header, cells addressed by column name.
+// One CSV file with its header, cells addressed by column name.
 class CsvFile {
  public:
+  using Row = CsvText::Row;
+
   static absl::StatusOr<CsvFile> Open(absl::string_view text, absl::string_view source) {
+    absl::StatusOr<CsvText> csv = SplitCsv(text, source);
+    if (!csv.ok()) return csv.status();
     CsvFile f;
     f.source_ = std::string(source);
-    int number = 0;
-    for (absl::string_view line : absl::StrSplit(text, '\n')) {
-      ++number;
-      line = absl::StripSuffix(line, "\r");
-      if (absl::StripAsciiWhitespace(line).empty()) continue;
-      absl::StatusOr<std::vector<std::string>> cells = SplitCsvLine(line);
-      if (!cells.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(f.source_, ":", number, ": ", cells.status().message()));
-      }
-      if (f.header_.empty()) {
-        f.header_ = *std::move(cells);
-        f.header_line_ = number;
-        for (size_t i = 0; i < f.header_.size(); ++i) f.column_[f.header_[i]] = i;
-        continue;
-      }
-      if (cells->size() < f.header_.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(f.source_, ":", number, ": ", cells->size(),
-                                                       " cells, the header has ",
-                                                       f.header_.size()));
-      }
-      f.rows_.push_back({number, *std::move(cells)});
-    }
-    if (f.header_.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(f.source_, ":1: empty file, expected a header"));
-    }
+    f.csv_ = *std::move(csv);
+    for (size_t i = 0; i < f.csv_.header.size(); ++i) f.column_[f.csv_.header[i]] = i;
     return f;
   }
 
@@ -63,19 +42,27 @@ class CsvFile {
     for (absl::string_view name : names) {
       if (!column_.contains(std::string(name))) {
         return absl::InvalidArgumentError(
-            absl::StrCat(source_, ":", header_line_, ": missing column '", name, "'"));
+            absl::StrCat(source_, ":", csv_.header_line, ": missing column '", name, "'"));
       }
     }
     return absl::OkStatus();
   }
 
-  struct Row {
-    int line;
-    std::vector<std::string> cells;
-  };
-  const std::vector<Row>& rows() const { return rows_; }
-  const std::vector<std::string>& header() const { return header_; }
+  const std::vector<Row>& rows() const { return csv_.rows; }
   const std::string& source() const { return source_; }
+
+  // The devices of the "<device>:us" columns; at least one.
+  absl::StatusOr<std::vector<std::string>> Devices() const {
+    std::vector<std::string> devices;
+    for (const std::string& h : csv_.header) {
+      if (absl::EndsWith(h, kUsSuffix)) devices.push_back(h.substr(0, h.size() - kUsSuffix.size()));
+    }
+    if (devices.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source_, ":", csv_.header_line, ": no '<device>:us' column: nothing was measured"));
+    }
+    return devices;
+  }
 
   const std::string& Cell(const Row& row, absl::string_view column) const {
     return row.cells[column_.at(std::string(column))];
@@ -109,10 +96,8 @@ class CsvFile {
 
  private:
   std::string source_;
-  std::vector<std::string> header_;
-  int header_line_ = 1;
+  CsvText csv_;
   std::map<std::string, size_t> column_;
-  std::vector<Row> rows_;
 };
 
 absl::StatusOr<model::Shape> ParseShape(const CsvFile& f, const CsvFile::Row& row,
@@ -129,14 +114,6 @@ absl::StatusOr<model::Shape> ParseShape(const CsvFile& f, const CsvFile::Row& ro
     }
   }
   return model::Shape{v[0], v[1], v[2]};
-}
-
-std::vector<std::string> DevicesIn(const std::vector<std::string>& header) {
-  std::vector<std::string> devices;
-  for (const std::string& h : header) {
-    if (absl::EndsWith(h, kUsSuffix)) devices.push_back(h.substr(0, h.size() - kUsSuffix.size()));
-  }
-  return devices;
 }
 
 // Enough digits for a measured latency to survive a write and read.
@@ -177,6 +154,37 @@ absl::StatusOr<std::vector<std::string>> SplitCsvLine(absl::string_view line) {
   return cells;
 }
 
+absl::StatusOr<CsvText> SplitCsv(absl::string_view text, absl::string_view source) {
+  CsvText csv;
+  int number = 0;
+  bool header = true;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++number;
+    line = absl::StripSuffix(line, "\r");
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    absl::StatusOr<std::vector<std::string>> cells = SplitCsvLine(line);
+    if (!cells.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ":", number, ": ", cells.status().message()));
+    }
+    if (header) {
+      csv.header = *std::move(cells);
+      csv.header_line = number;
+      header = false;
+      continue;
+    }
+    if (cells->size() < csv.header.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ":", number, ": ", cells->size(),
+                                                     " cells, the header has ", csv.header.size()));
+    }
+    csv.rows.push_back({number, *std::move(cells)});
+  }
+  if (header) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ":1: empty file, expected a header"));
+  }
+  return csv;
+}
+
 absl::StatusOr<OpTable> ParseOpCsv(absl::string_view text, absl::string_view source) {
   absl::StatusOr<CsvFile> f = CsvFile::Open(text, source);
   if (!f.ok()) return f.status();
@@ -184,13 +192,11 @@ absl::StatusOr<OpTable> ParseOpCsv(absl::string_view text, absl::string_view sou
   for (absl::string_view column : kGeometryColumns) {
     if (absl::Status s = f->Require({column}); !s.ok()) return s;
   }
+  absl::StatusOr<std::vector<std::string>> devices = f->Devices();
+  if (!devices.ok()) return devices.status();
   OpTable table;
   table.source = std::string(source);
-  table.devices = DevicesIn(f->header());
-  if (table.devices.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ":1: no '<device>:us' column: nothing was measured"));
-  }
+  table.devices = *std::move(devices);
   for (const CsvFile::Row& row : f->rows()) {
     OpRow op;
     op.line = row.line;
@@ -254,13 +260,11 @@ absl::StatusOr<TotalsTable> ParseTotalsCsv(absl::string_view text, absl::string_
   absl::StatusOr<CsvFile> f = CsvFile::Open(text, source);
   if (!f.ok()) return f.status();
   if (absl::Status s = f->Require({"group"}); !s.ok()) return s;
+  absl::StatusOr<std::vector<std::string>> devices = f->Devices();
+  if (!devices.ok()) return devices.status();
   TotalsTable table;
   table.source = std::string(source);
-  table.devices = DevicesIn(f->header());
-  if (table.devices.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ":1: no '<device>:us' column: nothing was measured"));
-  }
+  table.devices = *std::move(devices);
   for (const CsvFile::Row& row : f->rows()) {
     const std::string& group = f->Cell(row, "group");
     if (table.totals.contains(group)) {

@@ -70,6 +70,20 @@ std::string FormatTotalsCsv(const TotalsTable& table);
 // unterminated quote.
 absl::StatusOr<std::vector<std::string>> SplitCsvLine(absl::string_view line);
 
+// A CSV text as cells: its header and every non-blank row after it, with line numbers.
+struct CsvText {
+  struct Row {
+    int line = 0;
+    std::vector<std::string> cells;
+  };
+  int header_line = 1;
+  std::vector<std::string> header;
+  std::vector<Row> rows;
+};
+// InvalidArgument naming `source` and the line for an empty text, an unterminated quote or
+// a row with fewer cells than the header.
+absl::StatusOr<CsvText> SplitCsv(absl::string_view text, absl::string_view source);
+
 // Reads a whole file; NotFound / Unavailable naming the path.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 absl::Status WriteFile(const std::string& path, absl::string_view bytes);

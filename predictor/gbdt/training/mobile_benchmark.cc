@@ -15,37 +15,6 @@ namespace {
 using model::OpKind;
 using model::Shape;
 
-struct Line {
-  int number;
-  std::vector<std::string> cells;
-};
-
-// Header and rows of a CSV file; rows with fewer cells than the header are refused.
-absl::StatusOr<std::vector<Line>> ReadLines(absl::string_view text, absl::string_view source) {
-  std::vector<Line> lines;
-  int number = 0;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    ++number;
-    line = absl::StripSuffix(line, "\r");
-    if (absl::StripAsciiWhitespace(line).empty()) continue;
-    absl::StatusOr<std::vector<std::string>> cells = SplitCsvLine(line);
-    if (!cells.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(source, ":", number, ": ", cells.status().message()));
-    }
-    if (!lines.empty() && cells->size() < lines[0].cells.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(source, ":", number, ": ", cells->size(),
-                                                     " cells, the header has ",
-                                                     lines[0].cells.size()));
-    }
-    lines.push_back({number, *std::move(cells)});
-  }
-  if (lines.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ":1: empty file, expected a header"));
-  }
-  return lines;
-}
-
 // {'Input_shape': '224', 'Input_channel': 3, ...} -> key -> value text ('-' for absent).
 absl::StatusOr<std::map<std::string, std::string>> ParseDict(absl::string_view text) {
   std::map<std::string, std::string> out;
@@ -166,15 +135,15 @@ absl::StatusOr<OpConfig> ConfigOf(absl::string_view operation, const Feature& f)
 }  // namespace
 
 absl::StatusOr<OpTable> ParseMobileBenchmarkOps(absl::string_view text, absl::string_view source) {
-  absl::StatusOr<std::vector<Line>> lines = ReadLines(text, source);
-  if (!lines.ok()) return lines.status();
-  const std::vector<std::string>& header = (*lines)[0].cells;
+  absl::StatusOr<CsvText> csv = SplitCsv(text, source);
+  if (!csv.ok()) return csv.status();
+  const std::vector<std::string>& header = csv->header;
   std::map<std::string, size_t> column;
   for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
   for (const char* required : {"model", "operation", "feature"}) {
     if (!column.contains(required)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(source, ":", (*lines)[0].number, ": missing column '", required, "'"));
+          absl::StrCat(source, ":", csv->header_line, ": missing column '", required, "'"));
     }
   }
   OpTable table;
@@ -191,11 +160,10 @@ absl::StatusOr<OpTable> ParseMobileBenchmarkOps(absl::string_view text, absl::st
   }
   if (table.devices.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(source, ":", (*lines)[0].number, ": no '<phone>|gpu|float' latency column"));
+        absl::StrCat(source, ":", csv->header_line, ": no '<phone>|gpu|float' latency column"));
   }
-  for (size_t l = 1; l < lines->size(); ++l) {
-    const Line& line = (*lines)[l];
-    const std::string where = absl::StrCat(source, ":", line.number);
+  for (const CsvText::Row& line : csv->rows) {
+    const std::string where = absl::StrCat(source, ":", line.line);
     absl::StatusOr<std::map<std::string, std::string>> dict =
         ParseDict(line.cells[column["feature"]]);
     if (!dict.ok()) {
@@ -212,7 +180,7 @@ absl::StatusOr<OpTable> ParseMobileBenchmarkOps(absl::string_view text, absl::st
     }
     OpRow row;
     row.group = line.cells[column["model"]];
-    row.line = line.number;
+    row.line = line.line;
     row.config = *std::move(config);
     ComputeCost(row.config);
     for (size_t d = 0; d < device_columns.size(); ++d) {
@@ -235,12 +203,12 @@ absl::StatusOr<OpTable> ParseMobileBenchmarkOps(absl::string_view text, absl::st
 
 absl::StatusOr<TotalsTable> ParseMobileBenchmarkTotals(absl::string_view text,
                                                        absl::string_view source) {
-  absl::StatusOr<std::vector<Line>> lines = ReadLines(text, source);
-  if (!lines.ok()) return lines.status();
-  const std::vector<std::string>& header = (*lines)[0].cells;
+  absl::StatusOr<CsvText> csv = SplitCsv(text, source);
+  if (!csv.ok()) return csv.status();
+  const std::vector<std::string>& header = csv->header;
   if (header.empty() || header[0] != "model") {
     return absl::InvalidArgumentError(
-        absl::StrCat(source, ":", (*lines)[0].number, ": missing column 'model' (first)"));
+        absl::StrCat(source, ":", csv->header_line, ": missing column 'model' (first)"));
   }
   TotalsTable table;
   table.source = std::string(source);
@@ -253,17 +221,16 @@ absl::StatusOr<TotalsTable> ParseMobileBenchmarkTotals(absl::string_view text,
   }
   if (table.devices.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(source, ":", (*lines)[0].number, ": no '<phone>|<cores>|float|mean' column"));
+        absl::StrCat(source, ":", csv->header_line, ": no '<phone>|<cores>|float|mean' column"));
   }
-  for (size_t l = 1; l < lines->size(); ++l) {
-    const Line& line = (*lines)[l];
+  for (const CsvText::Row& line : csv->rows) {
     auto& per_device = table.totals[line.cells[0]];
     for (size_t d = 0; d < columns.size(); ++d) {
       const std::string& cell = line.cells[columns[d]];
       if (absl::StripAsciiWhitespace(cell).empty()) continue;
       double us = 0;
       if (!absl::SimpleAtod(cell, &us) || !std::isfinite(us) || us <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(source, ":", line.number, ": column '",
+        return absl::InvalidArgumentError(absl::StrCat(source, ":", line.line, ": column '",
                                                        header[columns[d]], "': '", cell,
                                                        "' is not a latency"));
       }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "predictor/error_summary.h"
 #include "predictor/gbdt/training/nnls.h"
 #include "predictor/gbdt/training/xgboost_booster.h"
 
@@ -343,17 +344,8 @@ absl::StatusOr<std::unique_ptr<GbdtLatencyModel>> AsShipped(const DeviceModel& m
 }
 
 FamilyError Summarise(std::string name, std::vector<double> apes) {
-  FamilyError e;
-  e.family = std::move(name);
-  e.rows = static_cast<int>(apes.size());
-  if (apes.empty()) return e;
-  std::sort(apes.begin(), apes.end());
-  double sum = 0;
-  for (double a : apes) sum += a;
-  e.mape = sum / static_cast<double>(apes.size());
-  e.median_ape = apes[apes.size() / 2];
-  e.p90_ape = apes[std::min(apes.size() - 1, apes.size() * 9 / 10)];
-  return e;
+  const ErrorSummary summary = SummarizeErrors(std::move(apes));
+  return FamilyError{std::move(name), summary.count, summary.mape, summary.median, summary.p90};
 }
 
 std::string Comments(const TrainingSpec& spec, const TrainingReport& report, bool totals,
@@ -372,9 +364,9 @@ std::string Comments(const TrainingSpec& spec, const TrainingReport& report, boo
       absl::StrAppend(&out,
                       absl::StrFormat("\n  %s: MAPE %.2f%% over %d ops", e.family, e.mape, e.rows));
     }
-    const FamilyError g = report.GroupSummary();
+    const ErrorSummary g = report.GroupSummary();
     absl::StrAppend(
-        &out, absl::StrFormat("\n  whole-model sums: MAPE %.2f%% over %d models", g.mape, g.rows));
+        &out, absl::StrFormat("\n  whole-model sums: MAPE %.2f%% over %d models", g.mape, g.count));
   }
   return out;
 }
@@ -385,12 +377,10 @@ double GroupError::ape() const {
   return 100.0 * std::abs(predicted_us - measured_us) / measured_us;
 }
 
-FamilyError TrainingReport::GroupSummary() const {
+ErrorSummary TrainingReport::GroupSummary() const {
   std::vector<double> apes;
   for (const GroupError& g : groups) apes.push_back(g.ape());
-  FamilyError e = Summarise("models", apes);
-  if (!apes.empty()) e.p90_ape = *std::max_element(apes.begin(), apes.end());
-  return e;
+  return SummarizeErrors(std::move(apes));
 }
 
 std::string TrainingReport::Markdown() const {
@@ -406,7 +396,7 @@ std::string TrainingReport::Markdown() const {
     absl::StrAppend(&out, "\n");
   }
   if (!groups.empty()) {
-    const FamilyError g = GroupSummary();
+    const ErrorSummary g = GroupSummary();
     std::vector<GroupError> worst = groups;
     std::sort(worst.begin(), worst.end(),
               [](const GroupError& a, const GroupError& b) { return a.ape() > b.ape(); });
@@ -420,8 +410,8 @@ std::string TrainingReport::Markdown() const {
                                       : "Sum of per-op predictions vs sum of measured ops:\n\n");
     absl::StrAppend(&out, "| models | MAPE % | median APE % | max APE % | worst |\n",
                     "| ---: | ---: | ---: | ---: | --- |\n",
-                    absl::StrFormat("| %d | %.2f | %.2f | %.2f | %s |\n\n", g.rows, g.mape,
-                                    g.median_ape, g.p90_ape, names));
+                    absl::StrFormat("| %d | %.2f | %.2f | %.2f | %s |\n\n", g.count, g.mape,
+                                    g.median, g.max, names));
   }
   if (kernel_rows > 0) {
     absl::StrAppend(&out, absl::StrFormat("Kernel rule agrees with the recorded kernel on %d of %d "

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "predictor/error_summary.h"
 #include "predictor/gbdt/gbdt_latency_model.h"
 #include "predictor/gbdt/model_file.h"
 #include "predictor/gbdt/training/measurements.h"
@@ -83,8 +84,8 @@ struct TrainingReport {
   int kernel_rule_matches = 0;        // ... whose recorded kernel the dispatch rule predicts
   std::vector<std::string> kernel_mismatches;  // "file:line: recorded X, rule Y" (first few)
 
-  // The group errors summarised: MAPE, median, max (percent).
-  FamilyError GroupSummary() const;
+  // The group errors summarised (percent).
+  ErrorSummary GroupSummary() const;
   // Markdown tables of the above.
   std::string Markdown() const;
 };
