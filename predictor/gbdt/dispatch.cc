@@ -11,14 +11,6 @@ using model::OpKind;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// A whole-input average pool to a 1x1 output: the delegate runs it as a mean.
-bool IsWholeInputAverage(const OpConfig& c) {
-  if (c.kind != OpKind::kAvgPool || c.inputs.empty()) return false;
-  const model::Shape& in = c.inputs[0];
-  return c.output.h == 1 && c.output.w == 1 && c.window.kernel_h >= in.h &&
-         c.window.kernel_w >= in.w;
-}
-
 bool WinogradSuitable(const OpConfig& c) {
   if (c.kind != OpKind::kConv2d || c.groups != 1 || c.inputs.empty()) return false;
   const model::Window2d& w = c.window;
@@ -80,6 +72,13 @@ DispatchFeatures TfliteGpuDispatchWithKernel(const OpConfig& c, KernelClass kern
       break;
   }
   return d;
+}
+
+bool IsWholeInputAverage(const OpConfig& c) {
+  if (c.kind != OpKind::kAvgPool || c.inputs.empty()) return false;
+  const model::Shape& in = c.inputs[0];
+  return c.output.h == 1 && c.output.w == 1 && c.window.kernel_h >= in.h &&
+         c.window.kernel_w >= in.w;
 }
 
 std::array<int64_t, 3> WorkGroupCounts(const DispatchFeatures& d) {

@@ -42,6 +42,10 @@ struct DispatchFeatures {
   std::array<int64_t, 3> local = {0, 0, 0};
 };
 
+// An average pool over its whole input to a 1x1 output: TFLite runs it as a mean, and the
+// GBDT models predict it with the global-pool family.
+bool IsWholeInputAverage(const OpConfig& config);
+
 // Work-groups per dimension (ceil(global / local); 0 where local is 0).
 std::array<int64_t, 3> WorkGroupCounts(const DispatchFeatures& d);
 

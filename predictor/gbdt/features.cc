@@ -96,9 +96,7 @@ OpFamily FamilyOf(const OpConfig& config) {
     case OpKind::kMaxPool:
       return OpFamily::kPool;
     case OpKind::kAvgPool:
-      // The delegate and XNNPACK both run a whole-input average as a mean reduction.
-      return TfliteGpuDispatch(config).kernel == KernelClass::kMean ? OpFamily::kGlobalPool
-                                                                    : OpFamily::kPool;
+      return IsWholeInputAverage(config) ? OpFamily::kGlobalPool : OpFamily::kPool;
     case OpKind::kGlobalAvgPool:
       return OpFamily::kGlobalPool;
     case OpKind::kConcat:
