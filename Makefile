@@ -4,7 +4,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build demo run test test-sanitize fuzz soak bench install deb clean format
+.PHONY: all deps configure build demo run test test-sanitize fuzz soak bench install deb clean format \
+	phone-models
 
 all: build
 
@@ -51,6 +52,14 @@ soak: build
 
 bench: build
 	./scripts/bench.sh $(BUILD)
+
+# Retrains the data-backed platforms' GBDT model files (predictor/models) from the phone
+# measurements; deterministic, so an unchanged tree reproduces them byte for byte.
+SHARED ?= ../shared
+phone-models: configure
+	cmake --build $(BUILD) --target psched-train
+	$(BUILD)/tools/psched_train/psched-train phone-models \
+	  --data $(SHARED)/data/mobile-ml-benchmark --out-dir predictor/models
 
 install: build
 	./scripts/install.sh $(BUILD) $(PREFIX)

@@ -1,12 +1,16 @@
 #include "predictor/profiles.h"
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "predictor/analytic_model.h"
+#include "predictor/gbdt/embedded_models.h"
+#include "predictor/gbdt/gbdt_latency_model.h"
 
 namespace psched::predictor {
 namespace {
@@ -77,13 +81,93 @@ Profile PhoneProfile(const PhoneSpec& spec, const ProfileOptions& options) {
   return profile;
 }
 
+absl::StatusOr<std::string> ModelFileText(const std::string& model_dir, const std::string& path) {
+  if (model_dir.empty()) {
+    std::optional<absl::string_view> embedded = gbdt::EmbeddedModelFile(path);
+    if (!embedded.has_value()) {
+      return absl::NotFoundError(
+          absl::StrCat("model file ", path, " is not built in (make phone-models creates it)"));
+    }
+    return std::string(*embedded);
+  }
+  const std::string file = absl::StrCat(model_dir, "/", path);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open model file ", file));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+absl::StatusOr<Profile> MeasuredProfile(const MeasuredPlatform& measured,
+                                        const ProfileOptions& options) {
+  Profile profile;
+  profile.platform.name = measured.name;
+  std::vector<gbdt::GbdtLatencyModel::DeviceSource> sources;
+  for (const MeasuredDevice& d : measured.devices) {
+    profile.platform.devices.push_back(
+        DeviceSpec{d.name, d.gpu ? DeviceKind::kGpu : DeviceKind::kCpu, 0, {}, ""});
+    const std::string path = absl::StrCat(measured.name, "/", d.name, ".gbdt");
+    absl::StatusOr<std::string> text = ModelFileText(options.model_dir, path);
+    if (!text.ok()) return text.status();
+    gbdt::GbdtLatencyModel::DeviceSource source;
+    source.name = d.name;
+    source.source = options.model_dir.empty() ? absl::StrCat("embedded:", path)
+                                              : absl::StrCat(options.model_dir, "/", path);
+    source.text = *std::move(text);
+    source.expected_device = d.measured_id;
+    source.gpu = d.gpu;
+    // The measured per-op times hold no co-execution synchronisation; add the paper's.
+    source.extra_us = d.gpu ? options.gpu_dispatch_us.value_or(10.0) : 0.0;
+    sources.push_back(std::move(source));
+  }
+  absl::StatusOr<std::unique_ptr<gbdt::GbdtLatencyModel>> model =
+      gbdt::GbdtLatencyModel::Create(measured.name, std::move(sources));
+  if (!model.ok()) return model.status();
+  profile.model = *std::move(model);
+  return profile;
+}
+
 }  // namespace
+
+const std::vector<MeasuredPlatform>& MeasuredPlatforms() {
+  // As the paper's device table: cpu.l is the large-core cluster, cpu.m the medium one. The
+  // Pixel 4 (Snapdragon 855) has one prime core and three medium ones, of which the paper
+  // uses two; the Galaxy S10 (Exynos 9820) has two large and two medium cores.
+  static const std::vector<MeasuredPlatform> platforms = {
+      {"pixel4-measured",
+       "Pixel 4: Adreno 640 GPU, 1 large core, 2 medium cores (GBDT, measured)",
+       {{"gpu", true, "pixel4/gpu", "tflite-gpu"},
+        {"cpu.l", false, "pixel4/1large", ""},
+        {"cpu.m", false, "pixel4/2med", ""}}},
+      {"s10-measured",
+       "Galaxy S10: Mali-G76 GPU, 2 large cores, 2 medium cores (GBDT, measured)",
+       {{"gpu", true, "s10/gpu", "tflite-gpu-winograd"},
+        {"cpu.l", false, "s10/2large", ""},
+        {"cpu.m", false, "s10/2med", ""}}},
+  };
+  return platforms;
+}
 
 std::vector<std::string> ProfileNames() {
   std::vector<std::string> names;
+  for (const MeasuredPlatform& m : MeasuredPlatforms()) names.push_back(m.name);
   for (const PhoneSpec& p : kPhones) names.emplace_back(p.name);
   names.emplace_back("host");
   return names;
+}
+
+std::string DescribeProfiles() {
+  std::vector<std::string> lines;
+  for (const MeasuredPlatform& m : MeasuredPlatforms()) {
+    lines.push_back(absl::StrCat("  ", m.name, ": ", m.description));
+  }
+  for (const PhoneSpec& p : kPhones) {
+    lines.push_back(absl::StrCat("  ", std::string(p.name),
+                                 ": SYNTHETIC analytic roofline fitted to the paper's "
+                                 "single-device ratios"));
+  }
+  lines.push_back("  host: this machine's CPU cores and OpenCL GPU (analytic until calibrated)");
+  return absl::StrJoin(lines, "\n");
 }
 
 Profile HostProfile(int cpu_cores, std::string opencl_device, const ProfileOptions& options) {
@@ -113,6 +197,9 @@ absl::StatusOr<Profile> LoadProfile(std::string_view name, const ProfileOptions&
   }
   for (const PhoneSpec& p : kPhones) {
     if (p.name == name) return PhoneProfile(p, options);
+  }
+  for (const MeasuredPlatform& m : MeasuredPlatforms()) {
+    if (m.name == name) return MeasuredProfile(m, options);
   }
   if (name == "host") return HostProfile(2, "", options);
   const std::string known = absl::StrJoin(ProfileNames(), ", ");

@@ -117,6 +117,7 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph,
   }
   p.alignment_ = options.alignment;
   p.latency_model_ = &latency_model;
+  if (options.predict_all) p.PredictAll();
   return p;
 }
 
@@ -194,6 +195,40 @@ double Problem::Fill(OpId op, model::SplitAxis axis, int64_t work, int device, s
   }
   table_[slot].store(v, std::memory_order_relaxed);
   return v;
+}
+
+int64_t Problem::PredictAll() const {
+  if (latency_model_ == nullptr) return 0;
+  int64_t predicted = 0;
+  std::vector<int64_t> works;
+  std::vector<predictor::OpConfig> configs;
+  std::vector<double> out;
+  for (OpId op = 0; op < num_ops_; ++op) {
+    for (model::SplitAxis axis : model::kAllSplitAxes) {
+      const int64_t total = WorkSize(op, axis);
+      if (total <= 0) continue;
+      works.clear();
+      for (int64_t w = 1; w <= total; ++w) {
+        if (w % alignment_ == 0 || (total - w) % alignment_ == 0) works.push_back(w);
+      }
+      configs.clear();
+      for (int64_t w : works) {
+        configs.push_back(
+            predictor::SubtaskConfig(whole_configs_[static_cast<size_t>(op)], axis, 0, w));
+      }
+      out.resize(works.size());
+      for (int d = 0; d < num_devices_; ++d) {
+        latency_model_->PredictBatch(configs, d, out);
+        table_[Slot(op, axis, 0, d)].store(0.0, std::memory_order_relaxed);
+        for (size_t i = 0; i < works.size(); ++i) {
+          table_[Slot(op, axis, works[i], d)].store(std::max(0.0, out[i]),
+                                                    std::memory_order_relaxed);
+        }
+      }
+      predicted += static_cast<int64_t>(works.size());
+    }
+  }
+  return predicted;
 }
 
 }  // namespace psched::scheduler

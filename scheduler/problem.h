@@ -40,6 +40,10 @@ struct ProblemOptions {
   // Plans proposed by searches use multiples of this many work units per subtask (the
   // last subtask takes the remainder). 1 allows any integer division.
   int64_t alignment = 1;
+  // Predict every candidate configuration in FromGraph (PredictAll) instead of on first
+  // use: cheaper for methods that visit many partitions (partition-only, PA-HEFT), dearer
+  // for schedule-only methods that only need whole ops.
+  bool predict_all = false;
 };
 
 // A task graph with fixed costs: no op is partitionable (psched-bench --taskgraph, tests).
@@ -104,15 +108,25 @@ class Problem {
   // `device`, in microseconds; 0 for work == 0.
   // REQUIRES: 0 <= work <= WorkSize(op, axis), WorkSize(op, axis) > 0.
   double LatencyUs(OpId op, model::SplitAxis axis, int64_t work, int device) const {
-    const size_t slot =
-        static_cast<size_t>(table_offset_[static_cast<size_t>(op) * 4 + static_cast<size_t>(axis)] +
-                            work * num_devices_ + device);
+    const size_t slot = Slot(op, axis, work, device);
     const double v = table_[slot].load(std::memory_order_relaxed);
     return v >= 0.0 ? v : Fill(op, axis, work, device, slot);
   }
 
+  // Predicts every candidate configuration at once - per op and split axis, every work size a
+  // plan can give a subtask: multiples of the alignment and the remainders U - k * alignment
+  // (all of 1..U when the alignment is 1) - on every device, one LatencyModel::PredictBatch
+  // per (op, axis, device), and stores them in the tables LatencyUs reads. Returns how many
+  // configurations were predicted (per device). A no-op for FromTaskGraph problems.
+  int64_t PredictAll() const;
+
  private:
   Problem() = default;
+  size_t Slot(OpId op, model::SplitAxis axis, int64_t work, int device) const {
+    return static_cast<size_t>(
+        table_offset_[static_cast<size_t>(op) * 4 + static_cast<size_t>(axis)] +
+        work * num_devices_ + device);
+  }
   template <typename T>
   static std::span<const T> Slice(const std::vector<T>& v, const std::vector<int>& begin, OpId op) {
     const size_t i = static_cast<size_t>(op);

@@ -59,6 +59,41 @@ TEST_F(FromGraphTest, LatencyIsTheModelsPredictionOfTheSubtask) {
                    p->LatencyUs(1, SplitAxis::kOutputChannels, 24, 0));
 }
 
+// PredictAll predicts in batches what LatencyUs would predict one by one, for the analytic
+// and the GBDT models (whose batch walk differs from its single-row walk).
+TEST_F(FromGraphTest, PredictAllFillsWhatLazyLookupsWouldPredict) {
+  for (const char* name : {"pixel4", "pixel4-measured"}) {
+    const predictor::Profile profile = *predictor::LoadProfile(name);
+    for (int64_t alignment : {1, 8}) {
+      absl::StatusOr<Problem> batch = Problem::FromGraph(graph_, profile.platform, *profile.model,
+                                                         ProblemOptions{0, alignment});
+      absl::StatusOr<Problem> lazy = Problem::FromGraph(graph_, profile.platform, *profile.model,
+                                                        ProblemOptions{0, alignment});
+      ASSERT_TRUE(batch.ok() && lazy.ok());
+      int64_t expected = 0;
+      for (OpId op = 0; op < batch->num_ops(); ++op) {
+        for (SplitAxis a : model::kAllSplitAxes) {
+          const int64_t u = batch->WorkSize(op, a);
+          for (int64_t w = 1; w <= u; ++w)
+            expected += (w % alignment == 0 || (u - w) % alignment == 0);
+        }
+      }
+      EXPECT_EQ(batch->PredictAll(), expected) << name;
+      for (OpId op = 0; op < batch->num_ops(); ++op) {
+        for (SplitAxis a : model::kAllSplitAxes) {
+          for (int64_t w = 0; w <= batch->WorkSize(op, a); ++w) {
+            for (int d = 0; d < 3; ++d) {
+              const double want = lazy->LatencyUs(op, a, w, d);
+              EXPECT_NEAR(batch->LatencyUs(op, a, w, d), want, 1e-9 * want)
+                  << name << " op " << op << " axis " << static_cast<int>(a) << " work " << w;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_F(FromGraphTest, ConcurrentLookupsAgree) {
   absl::StatusOr<Problem> p = Problem::FromGraph(graph_, profile_.platform, *profile_.model);
   ASSERT_TRUE(p.ok());

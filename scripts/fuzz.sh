@@ -20,12 +20,15 @@ seed_dirs() {  # target -> the folders holding its seeds
     fuzz_config) echo "$root/fuzz/seeds/config" ;;
     fuzz_taskgraph_json) echo "$root/bench/psched_bench/examples" ;;
     fuzz_plan_json) echo "$root/fuzz/seeds/plan_json" ;;
+    fuzz_gbdt_model_file) echo "$root/fuzz/seeds/gbdt_model_file" ;;
+    fuzz_measurements_csv) echo "$root/predictor/gbdt/training/testdata" ;;
   esac
 }
 
 failed=0
 printf '%-22s %12s %10s %s\n' target executions exec/s result
-for target in fuzz_onnx_import fuzz_npy fuzz_config fuzz_taskgraph_json fuzz_plan_json; do
+for target in fuzz_onnx_import fuzz_npy fuzz_config fuzz_taskgraph_json fuzz_plan_json \
+    fuzz_gbdt_model_file fuzz_measurements_csv; do
   work="$out/$target"
   corpus="$work/corpus"
   mkdir -p "$corpus"

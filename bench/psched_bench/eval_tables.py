@@ -109,8 +109,10 @@ def platforms(args):
             ours = per_platform[p].get(m)
             cells.append(f"{ours[0]:.3f} / {ours[1]:.3f}" if ours else "-")
             theirs = paper.get(row) if row else None
-            known = theirs is not None and (p + "_avg") in theirs
-            cells.append(f"{theirs[p + '_avg']} / {theirs[p + '_worst']}" if known else "-")
+            # A data-backed platform (pixel4-measured) sits beside the paper's phone.
+            phone = p[: -len("-measured")] if p.endswith("-measured") else p
+            known = theirs is not None and (phone + "_avg") in theirs
+            cells.append(f"{theirs[phone + '_avg']} / {theirs[phone + '_worst']}" if known else "-")
         print("| " + " | ".join(cells) + " |")
 
 

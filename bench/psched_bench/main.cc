@@ -48,9 +48,18 @@ struct Flags {
   double stage_timeout_ms = 0;
   int splits = 0;
   int64_t alignment = 1;
+  bool predict_all = false;
   bool planning_time = false;
   int repeat = 3;
 };
+
+scheduler::ProblemOptions ProblemOptionsOf(const Flags& flags) {
+  scheduler::ProblemOptions options;
+  options.max_splits = flags.splits;
+  options.alignment = flags.alignment;
+  options.predict_all = flags.predict_all;
+  return options;
+}
 
 double MillisSince(absl::Time t) { return absl::ToDoubleMilliseconds(absl::Now() - t); }
 
@@ -194,7 +203,7 @@ absl::Status RunModels(const Flags& flags, const std::vector<std::string>& metho
       // A fresh problem per method: its planning time includes the predictions it needs.
       const absl::Time setup = absl::Now();
       absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromGraph(
-          *graph, profile->platform, *profile->model, scheduler::ProblemOptions{flags.splits, flags.alignment});
+          *graph, profile->platform, *profile->model, ProblemOptionsOf(flags));
       if (!problem.ok()) return problem.status();
       RunMethod(*problem, method, *options, MillisSince(setup), flags, row);
       fmt::print(stderr, "[{}/{}] {:<22} {:<24} {:>10.3f} ms  planned in {:.1f} ms{}\n", f + 1, files->size(),
@@ -287,7 +296,7 @@ absl::Status RunPlanningTime(const Flags& flags, const std::vector<std::string>&
       for (int r = 0; r < std::max(1, flags.repeat); ++r) {
         const absl::Time start = absl::Now();
         absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromGraph(
-            *graph, profile->platform, *profile->model, scheduler::ProblemOptions{flags.splits, flags.alignment});
+            *graph, profile->platform, *profile->model, ProblemOptionsOf(flags));
         if (!problem.ok()) return problem.status();
         absl::StatusOr<scheduler::Schedule> s =
             scheduler::partition_aware::IterativeSearch(*problem, **list, *iterative, &stats);
@@ -335,7 +344,10 @@ int Main(int argc, char** argv) {
   Flags flags;
   app.add_option("--models", flags.models, "ONNX files and/or folders of them");
   app.add_option("--taskgraph", flags.taskgraph, "JSON task graph (docs/taskgraph-format.md)");
-  app.add_option("--platform", flags.platform, "platform profile")->capture_default_str();
+  app.add_option("--platform", flags.platform,
+                 "platform profile; measured ones predict with GBDT models trained on phone data, "
+                 "the others are synthetic:\n" + predictor::DescribeProfiles())
+      ->capture_default_str();
   app.add_option("--methods", flags.methods, "comma-separated scheduler names (default: every baseline)");
   app.add_option("--out", flags.out_csv, "write the results as CSV to this file");
   app.add_option("-o,--output", flags.format, "stdout format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
@@ -347,6 +359,8 @@ int Main(int argc, char** argv) {
   app.add_option("--stage-timeout-ms", flags.stage_timeout_ms, "per-stage search budget (0: none)");
   app.add_option("--splits", flags.splits, "max subtasks per op K (0: number of devices)");
   app.add_option("--alignment", flags.alignment, "work units per partition step")->check(CLI::PositiveNumber);
+  app.add_flag("--predict-all", flags.predict_all,
+               "predict every candidate configuration in one batch before planning");
   app.add_flag("--planning-time", flags.planning_time, "measure the iterative search's planning cost");
   app.add_option("--repeat", flags.repeat, "cold runs per model for --planning-time")->capture_default_str();
   try {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "executor/opencl/embedded_kernels.h"
+#include "executor/opencl/launch_geometry.h"
 #include "model/op_validation.h"
 
 namespace psched::executor::opencl {
@@ -22,9 +23,6 @@ using model::SplitAxis;
 constexpr int32_t kStore = 0;
 constexpr int32_t kAdd = 1;
 constexpr int32_t kAtomicAdd = 2;
-// Must match PSCHED_CONV_TILE_W / PSCHED_CONV_TILE_C in kernels/conv2d.cl.
-constexpr size_t kConvTileW = 4;
-constexpr int64_t kConvTileC = 8;
 
 std::string ComputeProgramSource() {
   using namespace embedded;  // NOLINT(build/namespaces): the generated constants
@@ -32,7 +30,10 @@ std::string ComputeProgramSource() {
                       kElementwiseClSource, kLayoutClSource);
 }
 
-size_t CeilDiv(int64_t a, int64_t b) { return static_cast<size_t>((a + b - 1) / b); }
+void SetGlobal(OpKernel::Launch& launch, const NdRange& range) {
+  launch.dims = range.dims;
+  for (size_t i = 0; i < 3; ++i) launch.global[i] = range.global[i];
+}
 
 // Sets kernel arguments in declaration order; the first failure sticks.
 class ArgBinder {
@@ -405,17 +406,10 @@ absl::Status KernelFactory::BuildConv(OpId id, const WorkSlice& slice, const Ker
   if (depthwise) {
     const int64_t c_lo = g_begin * cog;
     const int64_t c_hi = (g_begin + g_count) * cog;
-    OpKernel::Launch& l = kernel.launches_.back();
-    l.global[0] = CeilDiv(c_hi - c_lo, 4);
-    l.global[1] = CeilDiv(out.w, kConvTileW);
-    l.global[2] = static_cast<size_t>(rows);
+    SetGlobal(kernel.launches_.back(), DepthwiseConvNdRange(out.w, rows, c_hi - c_lo));
     args.Int(cog).Int(c_lo).Int(c_hi).Int(oh_begin);
   } else {
-    // (pixel tiles, rows, channel blocks): see psched_conv2d.
-    OpKernel::Launch& l = kernel.launches_.back();
-    l.global[0] = CeilDiv(out.w, kConvTileW);
-    l.global[1] = static_cast<size_t>(rows);
-    l.global[2] = static_cast<size_t>(g_count) * CeilDiv(co_hi - co_lo, kConvTileC);
+    SetGlobal(kernel.launches_.back(), ConvNdRange(out.w, rows, g_count, co_hi - co_lo));
     args.Int(cig).Int(cog).Int(cog + kConvTileC - 1).Int(g_begin).Int(co_lo).Int(co_hi).Int(oh_begin);
     args.Int(ci_begin).Int(ci_end).Int(mode);
   }
@@ -459,7 +453,7 @@ absl::Status KernelFactory::BuildFullyConnected(OpId id, const WorkSlice& slice,
   if (!k.ok()) return k.status();
   OpKernel::Launch launch;
   launch.kernel = *k;
-  launch.global[0] = static_cast<size_t>(o_end - o_begin);
+  SetGlobal(launch, FullyConnectedNdRange(o_end - o_begin));
   kernel.launches_.push_back(launch);
   ArgBinder args(*k);
   args.Memory(*arena_).Int(in_off->offset).Memory(*arena_).Int(out_off->offset);

@@ -70,6 +70,8 @@ class OpKernel {
 
   const std::string& name() const { return name_; }
   size_t launch_count() const { return launches_.size(); }
+  // REQUIRES: i < launch_count().
+  const Launch& launch(size_t i) const { return launches_[i]; }
 
  private:
   friend class KernelFactory;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "predictor/calibration/analytic_params_json.h"
+#include "predictor/error_summary.h"
 
 namespace psched::predictor::calibration {
 namespace {
@@ -278,18 +279,14 @@ class DeviceFit {
 };
 
 ErrorStats Summarise(std::string device, std::string kind, std::vector<double> apes) {
+  const ErrorSummary summary = SummarizeErrors(std::move(apes));
   ErrorStats s;
   s.device = std::move(device);
   s.kind = std::move(kind);
-  s.count = static_cast<int>(apes.size());
-  if (apes.empty()) return s;
-  std::sort(apes.begin(), apes.end());
-  double sum = 0;
-  for (double a : apes) sum += a;
-  s.mape = sum / static_cast<double>(apes.size());
-  const size_t mid = apes.size() / 2;
-  s.median_ape = apes.size() % 2 == 1 ? apes[mid] : 0.5 * (apes[mid - 1] + apes[mid]);
-  s.max_ape = apes.back();
+  s.count = summary.count;
+  s.mape = summary.mape;
+  s.median_ape = summary.median;
+  s.max_ape = summary.max;
   return s;
 }
 
