@@ -34,14 +34,18 @@ struct CommandError {
   std::string message;
 };
 
-template <typename T>
-T Check(absl::StatusOr<T> result) {
-  if (!result.ok()) throw CommandError{std::string(result.status().message())};
-  return std::move(*result);
+void CheckStatus(const absl::Status& status) {
+  if (status.ok()) return;
+  // The daemon's message names the RPC, the role it needs and who asked.
+  throw CommandError{absl::StrCat(
+      status.code() == absl::StatusCode::kPermissionDenied ? "permission denied: " : "",
+      status.message())};
 }
 
-void CheckStatus(const absl::Status& status) {
-  if (!status.ok()) throw CommandError{std::string(status.message())};
+template <typename T>
+T Check(absl::StatusOr<T> result) {
+  CheckStatus(result.status());
+  return std::move(*result);
 }
 
 std::string ReadFile(const std::string& path) {
@@ -548,6 +552,40 @@ void CmdCachePurge(const Globals& g, bool all) {
   }
 }
 
+void CmdCacheVerify(const Globals& g) {
+  auto client = Connect(g);
+  v1::VerifyCacheResponse report = Check(client.VerifyCache());
+  if (g.json()) {
+    json problems = json::array();
+    for (const auto& p : report.problems()) {
+      problems.push_back({{"model_id", p.model_id()},
+                          {"scheduler_config", p.scheduler_config()},
+                          {"reason", p.reason()}});
+    }
+    PrintJson({{"models_checked", report.models_checked()},
+               {"plans_checked", report.plans_checked()},
+               {"plans_skipped", report.plans_skipped()},
+               {"problems", problems}});
+  } else {
+    std::cout << "checked " << report.models_checked() << " models and " << report.plans_checked()
+              << " plans (" << report.plans_skipped()
+              << " plans of other platforms or predictors skipped)\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& p : report.problems()) {
+      rows.push_back({Short(p.model_id()),
+                      p.scheduler_config().empty() ? "(model bytes)" : p.scheduler_config(),
+                      p.reason()});
+    }
+    if (!rows.empty()) PrintTable({"MODEL", "WHAT", "PROBLEM"}, rows);
+  }
+  if (report.problems_size() > 0) {
+    throw CommandError{absl::StrCat(
+        report.problems_size(),
+        " problem(s): damaged models are quarantined until their original file is added "
+        "again; invalid plans are recomputed when next asked for")};
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -634,6 +672,8 @@ int main(int argc, char** argv) {
   CLI::App* purge = cache->add_subcommand("purge", "delete cached plans");
   purge->add_flag("--all", all, "also delete every registered model");
   purge->callback([&] { action = [&] { CmdCachePurge(g, all); }; });
+  cache->add_subcommand("verify", "hash every stored model against its id, validate the plans")
+      ->callback([&] { action = [&] { CmdCacheVerify(g); }; });
 
   try {
     app.parse(argc, argv);

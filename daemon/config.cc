@@ -96,6 +96,41 @@ absl::StatusOr<DeviceConfig> ParseDevice(const toml::table& table, const std::st
   return device;
 }
 
+absl::Status ReadNames(const toml::table& table, const std::string& key, const std::string& origin,
+                       std::vector<std::string>& out) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return absl::OkStatus();
+  const toml::array* array = node->as_array();
+  if (array == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(origin, *node), ": 'access.", key, "' must be an array of strings"));
+  }
+  for (const toml::node& entry : *array) {
+    std::optional<std::string> name = entry.is_string() ? entry.value<std::string>() : std::nullopt;
+    if (!name.has_value() || name->empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(origin, entry), ": 'access.", key,
+                                                     "' entries must be non-empty strings"));
+    }
+    out.push_back(*name);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<AccessConfig> ParseAccess(const toml::node& node, const std::string& origin) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(origin, node), ": 'access' must be a table ([access])"));
+  }
+  PSCHED_RETURN_IF_ERROR(
+      CheckKeys(*table, {"admin_users", "admin_groups", "user_groups"}, origin, "access."));
+  AccessConfig access;
+  PSCHED_RETURN_IF_ERROR(ReadNames(*table, "admin_users", origin, access.admin_users));
+  PSCHED_RETURN_IF_ERROR(ReadNames(*table, "admin_groups", origin, access.admin_groups));
+  PSCHED_RETURN_IF_ERROR(ReadNames(*table, "user_groups", origin, access.user_groups));
+  return access;
+}
+
 }  // namespace
 
 std::string DefaultConfigToml() {
@@ -141,6 +176,15 @@ platform = "host"
 # kind = "gpu"
 # opencl_device = ""   # OpenCL device selector; "" = first GPU-type device, "pthread" = PoCL
 # cores = [1]          # optional: pin the GPU's dispatcher (and PoCL's worker) to this core
+
+# Who may call what; the socket's mode (0660) decides who can connect at all. Entries are
+# names or decimal ids. Admins may do everything: remove models, purge the cache, calibrate,
+# verify the cache. root and the daemon's own user are always admins.
+[access]
+admin_users = []
+admin_groups = []
+# Users may register models, plan, infer and read; [] = the group owning the socket file.
+user_groups = []
 )toml";
 }
 
@@ -157,7 +201,7 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
       CheckKeys(table,
                 {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity",
                  "default_scheduler", "cache_max_bytes", "shutdown_grace_s", "stuck_inference_s",
-                 "platform", "allow_non_finite_inputs", "devices"},
+                 "platform", "allow_non_finite_inputs", "devices", "access"},
                 origin, ""));
   DaemonConfig config;
   PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
@@ -216,6 +260,11 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
       }
       config.devices.push_back(std::move(*device));
     }
+  }
+  if (const toml::node* access = table.get("access")) {
+    absl::StatusOr<AccessConfig> parsed = ParseAccess(*access, origin);
+    if (!parsed.ok()) return parsed.status();
+    config.access = std::move(*parsed);
   }
   return config;
 }

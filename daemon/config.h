@@ -25,6 +25,18 @@ struct DeviceConfig {
   std::string opencl_device;
 };
 
+// Who may call what (daemon/access.h, docs/security.md). Entries are user or group names, or
+// decimal ids; an unknown name stops the daemon at start.
+struct AccessConfig {
+  // Admins besides root and the daemon's own user, who always are (they own the database).
+  std::vector<std::string> admin_users;
+  // Members (primary or supplementary) of these groups are admins.
+  std::vector<std::string> admin_groups;
+  // Members of these groups are users (register, plan, infer, read). Empty: the group that
+  // owns the socket file.
+  std::vector<std::string> user_groups;
+};
+
 struct DaemonConfig {
   // Unix socket the gRPC API listens on (ignored under socket activation).
   std::string socket = "/run/pschedd/pschedd.sock";
@@ -56,6 +68,8 @@ struct DaemonConfig {
   // Logical devices; empty: cpu.0 (core 0), cpu.1 (core 1) and a gpu on the first GPU-type
   // OpenCL device, which is left out when it cannot be opened.
   std::vector<DeviceConfig> devices;
+
+  AccessConfig access;
 };
 
 // The default configuration as a commented TOML document.

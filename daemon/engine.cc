@@ -284,17 +284,7 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::str
   }
   absl::StatusOr<cache::ModelRecord> record = store_->GetModel(id);
   if (!record.ok()) return record.status();
-  if (const std::string actual = model::ModelHash(record->onnx); actual != id) {
-    absl::MutexLock lock(&models_mu_);
-    if (quarantined_.insert(id).second) {
-      spdlog::error("model {} quarantined: its stored bytes hash to {} (damaged on disk)", id,
-                    actual);
-    }
-    return absl::DataLossError(absl::StrCat(
-        "model ", id, " is quarantined: its stored bytes hash to ", actual,
-        ", not to its id (damaged on disk); add the original file again to repair it, or "
-        "remove the model"));
-  }
+  if (absl::Status intact = CheckModelBytes(id, record->onnx); !intact.ok()) return intact;
   absl::StatusOr<LoadedModel> loaded =
       backend_->Load(record->onnx, record->name, record->synthesize_weights);
   if (!loaded.ok()) {
@@ -305,6 +295,23 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::str
   // Two threads may import at once; keep the first so every caller shares one handle.
   auto [it, inserted] = loaded_.emplace(id, shared);
   return it->second;
+}
+
+absl::Status Engine::CheckModelBytes(const std::string& id, const std::string& onnx) {
+  const std::string actual = model::ModelHash(onnx);
+  if (actual == id) return absl::OkStatus();
+  absl::MutexLock lock(&models_mu_);
+  // The copy in memory was checked when loaded, but the one on disk is what a restart
+  // serves: drop it, so the model answers the same before and after a restart.
+  loaded_.erase(id);
+  if (quarantined_.insert(id).second) {
+    spdlog::error("model {} quarantined: its stored bytes hash to {} (damaged on disk)", id,
+                  actual);
+  }
+  return absl::DataLossError(absl::StrCat(
+      "model ", id, " is quarantined: its stored bytes hash to ", actual,
+      ", not to its id (damaged on disk); add the original file again to repair it, or "
+      "remove the model"));
 }
 
 absl::StatusOr<std::vector<ModelInfo>> Engine::ListModels() {
@@ -672,6 +679,49 @@ absl::StatusOr<cache::PurgeResult> Engine::PurgeCache(bool include_models) {
     }
   }
   return result;
+}
+
+absl::StatusOr<CacheVerification> Engine::VerifyCache() {
+  absl::StatusOr<std::vector<cache::ModelRecord>> records = store_->ListModels();
+  if (!records.ok()) return records.status();
+  CacheVerification report;
+  std::set<std::string> damaged;
+  for (const cache::ModelRecord& listed : *records) {
+    absl::StatusOr<cache::ModelRecord> record = store_->GetModel(listed.id);
+    if (!record.ok()) return record.status();
+    ++report.models_checked;
+    if (absl::Status intact = CheckModelBytes(listed.id, record->onnx); !intact.ok()) {
+      damaged.insert(listed.id);
+      report.problems.push_back({listed.id, "", std::string(intact.message())});
+    }
+  }
+  absl::StatusOr<std::vector<cache::PlanRecord>> plans = store_->ListPlans();
+  if (!plans.ok()) return plans.status();
+  const PlatformInfo platform = backend_->platform();
+  for (const cache::PlanRecord& plan : *plans) {
+    if (plan.key.platform_fingerprint != platform.fingerprint ||
+        plan.key.predictor_version != platform.predictor_version ||
+        damaged.contains(plan.key.model_id)) {
+      ++report.plans_skipped;
+      continue;
+    }
+    ++report.plans_checked;
+    nlohmann::json schedule = nlohmann::json::parse(plan.schedule_json, nullptr, false);
+    absl::Status valid =
+        schedule.is_discarded()
+            ? absl::DataLossError("the stored plan is not valid JSON")
+            : CheckCachedPlan(plan.key.model_id, plan.key, plan.schedule_json, schedule);
+    if (!valid.ok()) {
+      spdlog::warn("cached plan {} of {} is invalid (recomputed when next asked for): {}",
+                   plan.key.scheduler_config, plan.key.model_id, std::string(valid.message()));
+      report.problems.push_back(
+          {plan.key.model_id, plan.key.scheduler_config, std::string(valid.message())});
+    }
+  }
+  spdlog::info("cache verified: {} models, {} plans checked ({} skipped), {} problems",
+               report.models_checked, report.plans_checked, report.plans_skipped,
+               report.problems.size());
+  return report;
 }
 
 }  // namespace psched::daemon

@@ -70,6 +70,20 @@ struct InferResult {
   double predicted_makespan_us = 0;
 };
 
+// What Engine::VerifyCache found.
+struct CacheProblemInfo {
+  std::string model_id;
+  std::string scheduler_config;  // empty: the model's bytes
+  std::string reason;
+};
+
+struct CacheVerification {
+  int64_t models_checked = 0;
+  int64_t plans_checked = 0;
+  int64_t plans_skipped = 0;  // other platform or predictor, or the model is damaged
+  std::vector<CacheProblemInfo> problems;
+};
+
 struct EngineStatus {
   std::string version;
   double uptime_s = 0;
@@ -125,6 +139,10 @@ class Engine {
   absl::StatusOr<cache::CacheStats> CacheStats() { return store_->Stats(); }
   absl::StatusOr<std::vector<cache::PlanRecord>> ListCachedPlans(const std::string& id_or_prefix);
   absl::StatusOr<cache::PurgeResult> PurgeCache(bool include_models);
+  // Hashes every stored model against its id (quarantining a damaged one, as loading it
+  // would) and validates every cached plan of the current platform and predictor against
+  // its model's graph (an invalid one is recomputed when next asked for).
+  absl::StatusOr<CacheVerification> VerifyCache();
   PlatformInfo platform() const { return backend_->platform(); }
   InferenceQueue::ProgressInfo QueueProgress() const { return queue_.Progress(); }
 
@@ -141,6 +159,9 @@ class Engine {
   // The imported model for a full id, importing it from the stored bytes on first use.
   absl::StatusOr<std::shared_ptr<const LoadedModel>> Loaded(const std::string& id);
   absl::StatusOr<std::string> Resolve(const std::string& id_or_prefix);
+  // OK when `onnx` hashes to `id`; otherwise quarantines the model (logged once) and
+  // returns DATA_LOSS naming it.
+  absl::Status CheckModelBytes(const std::string& id, const std::string& onnx);
   ModelInfo Describe(const cache::ModelRecord& record, const LoadedModel* loaded) const;
   absl::StatusOr<PlanResult> ComputePlan(const std::string& id, const cache::PlanKey& key,
                                          const std::string& scheduler,

@@ -429,6 +429,53 @@ TEST_F(EngineTest, DamagedCachedPlansAreDroppedAndRecomputed) {
   }
 }
 
+TEST_F(EngineTest, VerifyCacheFindsDamagedModelsAndPlansWhileServing) {
+  auto engine = MakeEngine();
+  const std::string good = engine->RegisterModel("good model", "g", false)->first.id;
+  const std::string bad = engine->RegisterModel("bad model", "b", false)->first.id;
+  ASSERT_TRUE(engine->GetPlan(good, "heft", {}, false, {}, nullptr).ok());
+  ASSERT_TRUE(engine->GetPlan(bad, "heft", {}, false, {}, nullptr).ok());
+  // Both are loaded and serve from memory.
+  ASSERT_TRUE(engine->Infer(bad, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {}).ok());
+
+  absl::StatusOr<CacheVerification> clean = engine->VerifyCache();
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  EXPECT_EQ(clean->models_checked, 2);
+  EXPECT_EQ(clean->plans_checked, 2);
+  EXPECT_TRUE(clean->problems.empty());
+
+  // Damaged on disk while the daemon runs: one model's bytes, the other's plan.
+  EditDatabase(dir_, "UPDATE models SET onnx = CAST('bad modeL' AS BLOB) WHERE name = 'b'");
+  EditDatabase(dir_,
+               "UPDATE plans SET schedule_json = replace(schedule_json, 'cpu.0', 'gpu.9') "
+               "WHERE model_id = '" +
+                   good + "'");
+  absl::StatusOr<CacheVerification> report = engine->VerifyCache();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->models_checked, 2);
+  EXPECT_EQ(report->plans_checked, 1);
+  EXPECT_EQ(report->plans_skipped, 1) << "the damaged model's plan is not checked";
+  ASSERT_EQ(report->problems.size(), 2u);
+  EXPECT_EQ(report->problems[0].model_id, bad);
+  EXPECT_EQ(report->problems[0].scheduler_config, "");
+  EXPECT_NE(report->problems[0].reason.find("quarantined"), std::string::npos);
+  EXPECT_EQ(report->problems[1].model_id, good);
+  EXPECT_EQ(report->problems[1].scheduler_config, "heft");
+  EXPECT_NE(report->problems[1].reason.find("unknown device"), std::string::npos)
+      << report->problems[1].reason;
+
+  // The damaged model is no longer served, even though memory held a good copy; the
+  // invalid plan is recomputed on its next use.
+  EXPECT_EQ(engine->Infer(bad, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {}).status().code(),
+            absl::StatusCode::kDataLoss);
+  const int plans_before = counters_->plans.load();
+  auto plan = engine->GetPlan(good, "heft", {}, false, {}, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->cached);
+  EXPECT_EQ(counters_->plans.load(), plans_before + 1);
+  engine->Shutdown();
+}
+
 TEST_F(EngineTest, NonFiniteInputsAreRefusedUnlessAllowed) {
   auto engine = MakeEngine();
   std::string id = engine->RegisterModel("model", "m", false)->first.id;
