@@ -154,6 +154,9 @@ default_scheduler = "iterative"
 cache_max_bytes = 0
 # Accept NaN/Inf in inference inputs (false: INVALID_ARGUMENT naming the first bad value).
 allow_non_finite_inputs = false
+# Models kept imported in memory with their compiled plans; the least recently used beyond
+# this is unloaded (and imported again from the cache when next used).
+max_loaded_models = 16
 # Seconds SIGTERM waits for in-flight requests.
 shutdown_grace_s = 30
 # An inference running longer than this is stuck: the systemd watchdog stops being fed.
@@ -200,8 +203,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(
       CheckKeys(table,
                 {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity",
-                 "default_scheduler", "cache_max_bytes", "shutdown_grace_s", "stuck_inference_s",
-                 "platform", "allow_non_finite_inputs", "devices", "access"},
+                 "default_scheduler", "cache_max_bytes", "max_loaded_models", "shutdown_grace_s",
+                 "stuck_inference_s", "platform", "allow_non_finite_inputs", "devices", "access"},
                 origin, ""));
   DaemonConfig config;
   PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
@@ -212,6 +215,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(Read(table, "queue_capacity", origin, queue_capacity));
   PSCHED_RETURN_IF_ERROR(Read(table, "default_scheduler", origin, config.default_scheduler));
   PSCHED_RETURN_IF_ERROR(Read(table, "cache_max_bytes", origin, config.cache_max_bytes));
+  int64_t max_loaded = config.max_loaded_models;
+  PSCHED_RETURN_IF_ERROR(Read(table, "max_loaded_models", origin, max_loaded));
   int64_t grace = config.shutdown_grace_s;
   PSCHED_RETURN_IF_ERROR(Read(table, "shutdown_grace_s", origin, grace));
   int64_t stuck = config.stuck_inference_s;
@@ -223,6 +228,10 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   if (queue_capacity < 1 || queue_capacity > 1000000) {
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": queue_capacity ", queue_capacity, " is outside [1, 1000000]"));
+  }
+  if (max_loaded < 1 || max_loaded > 100000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": max_loaded_models ", max_loaded, " is outside [1, 100000]"));
   }
   if (config.max_model_bytes < 1) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": max_model_bytes must be positive"));
@@ -236,6 +245,7 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
         absl::StrCat(origin, ": unknown log_level '", config.log_level, "'"));
   }
   config.queue_capacity = static_cast<int>(queue_capacity);
+  config.max_loaded_models = static_cast<int>(max_loaded);
   config.shutdown_grace_s = static_cast<int>(grace);
   config.stuck_inference_s = static_cast<int>(stuck);
 

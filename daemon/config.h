@@ -57,6 +57,9 @@ struct DaemonConfig {
   // naming the tensor and the first bad index (a NaN input gives garbage, not an error,
   // deep inside the kernels).
   bool allow_non_finite_inputs = false;
+  // Models kept imported in memory (graph, weights, compiled plans); the least recently used
+  // beyond this is unloaded and imported again from the cache when next used.
+  int max_loaded_models = 16;
   // Seconds SIGTERM waits for in-flight requests before cancelling them.
   int shutdown_grace_s = 30;
   // An inference running longer than this counts as stuck: the watchdog stops pinging

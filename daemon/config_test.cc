@@ -16,6 +16,7 @@ TEST(ConfigTest, DefaultTomlParsesToDefaults) {
   EXPECT_EQ(parsed->queue_capacity, defaults.queue_capacity);
   EXPECT_EQ(parsed->default_scheduler, defaults.default_scheduler);
   EXPECT_EQ(parsed->cache_max_bytes, defaults.cache_max_bytes);
+  EXPECT_EQ(parsed->max_loaded_models, defaults.max_loaded_models);
   EXPECT_EQ(parsed->shutdown_grace_s, defaults.shutdown_grace_s);
   EXPECT_EQ(parsed->stuck_inference_s, defaults.stuck_inference_s);
   EXPECT_EQ(parsed->platform, defaults.platform);
@@ -86,6 +87,7 @@ TEST(ConfigTest, RejectsBadInputWithLocation) {
   };
   const Case cases[] = {
       {"queue_capacity = 0", "queue_capacity 0"},
+      {"max_loaded_models = 0", "max_loaded_models 0 is outside [1, 100000]"},
       {"queue_size = 3", "test.toml:1: unknown key 'queue_size'"},
       {"socket = 5", "test.toml:1: 'socket' has the wrong type"},
       {"log_level = \"loud\"", "unknown log_level 'loud'"},

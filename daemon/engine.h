@@ -113,15 +113,13 @@ class Engine {
   // Returns the full id and the number of plans removed.
   absl::StatusOr<std::pair<std::string, int64_t>> RemoveModel(const std::string& id_or_prefix);
 
-  absl::StatusOr<PlanResult> GetPlan(const std::string& id_or_prefix,
-                                     const std::string& scheduler,
+  absl::StatusOr<PlanResult> GetPlan(const std::string& id_or_prefix, const std::string& scheduler,
                                      const std::map<std::string, std::string>& options,
                                      bool refresh, const CallContext& context,
                                      const ProgressFn& progress);
 
-  absl::StatusOr<InferResult> Infer(const std::string& id_or_prefix,
-                                    std::vector<HostTensor> inputs, const std::string& scheduler,
-                                    const CallContext& context);
+  absl::StatusOr<InferResult> Infer(const std::string& id_or_prefix, std::vector<HostTensor> inputs,
+                                    const std::string& scheduler, const CallContext& context);
 
   // Times op configurations of the registered models on every device for `budget_s`
   // seconds each (no inference runs meanwhile), fits the host latency model, stores it in
@@ -178,13 +176,29 @@ class Engine {
   absl::Status CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
                                const std::string& schedule_json, const nlohmann::json& schedule);
 
+  // Keeps `model` loaded as `id`, unloading the least recently used beyond
+  // config_.max_loaded_models; returns the handle every caller shares (the first one kept
+  // when two threads loaded it at once).
+  std::shared_ptr<const LoadedModel> KeepLoaded(const std::string& id,
+                                                std::shared_ptr<const LoadedModel> model)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(models_mu_);
+
+  struct LoadedEntry {
+    std::shared_ptr<const LoadedModel> model;
+    uint64_t last_used = 0;
+  };
   absl::Mutex models_mu_;
-  std::map<std::string, std::shared_ptr<const LoadedModel>> loaded_ ABSL_GUARDED_BY(models_mu_);
+  // Imported models with their compiled plans, at most config_.max_loaded_models; unloading
+  // one frees it once the requests using it are done (they hold their own reference).
+  std::map<std::string, LoadedEntry> loaded_ ABSL_GUARDED_BY(models_mu_);
+  uint64_t use_clock_ ABSL_GUARDED_BY(models_mu_) = 0;
   // Models whose stored bytes no longer hash to their id: never served, logged once, until
   // the original is added again (RegisterModel repairs the row) or the model is removed.
   std::set<std::string> quarantined_ ABSL_GUARDED_BY(models_mu_);
-  // Cached plans that passed Backend::CheckPlan: "<plan key>|<hash of the plan JSON>".
+  // Cached plans that passed Backend::CheckPlan: "<plan key>|<hash of the plan JSON>". A
+  // memo only: a removed model's entries go with it, and past kMaxCheckedPlans it starts over.
   std::set<std::string> checked_plans_ ABSL_GUARDED_BY(models_mu_);
+  static constexpr size_t kMaxCheckedPlans = 4096;
 
   absl::Mutex flights_mu_;
   std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(flights_mu_);

@@ -26,6 +26,19 @@ class FakeBackend final : public Backend {
     std::atomic<int> plans{0};
     std::atomic<int> loads{0};
     std::atomic<int> runs{0};
+    std::atomic<int> live_handles{0};  // imported models not yet freed
+  };
+
+  // Stands for an imported model's graph, weights and compiled plans.
+  class Handle final : public ModelHandle {
+   public:
+    explicit Handle(std::shared_ptr<Counters> counters) : counters_(std::move(counters)) {
+      ++counters_->live_handles;
+    }
+    ~Handle() override { --counters_->live_handles; }
+
+   private:
+    std::shared_ptr<Counters> counters_;
   };
 
   FakeBackend(std::shared_ptr<Counters> counters, absl::Duration plan_delay,
@@ -50,6 +63,7 @@ class FakeBackend final : public Backend {
     model.inputs = {{"x", {1, 2}}};
     model.outputs = {{"y", {1, 2}}};
     model.has_weights = synthesize_weights || onnx.find("noweights") == std::string_view::npos;
+    model.handle = std::make_shared<Handle>(counters_);
     return model;
   }
   absl::Status CheckScheduler(const std::string& scheduler,
@@ -473,6 +487,48 @@ TEST_F(EngineTest, VerifyCacheFindsDamagedModelsAndPlansWhileServing) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_FALSE(plan->cached);
   EXPECT_EQ(counters_->plans.load(), plans_before + 1);
+  engine->Shutdown();
+}
+
+// Loaded models (with their compiled plans) are bounded by max_loaded_models, least recently
+// used out first, and a removed model's are freed: churn cannot grow the daemon's memory.
+TEST_F(EngineTest, LoadedModelsAreBoundedAndRemovedOnesFreed) {
+  config_.max_loaded_models = 2;
+  auto engine = MakeEngine();
+  std::vector<std::string> ids;
+  for (const char* bytes : {"model a", "model b", "model c"}) {
+    ids.push_back(engine->RegisterModel(bytes, bytes, false)->first.id);
+  }
+  EXPECT_EQ(counters_->live_handles.load(), 2) << "the first model was unloaded";
+  auto infer = [&](const std::string& id) {
+    return engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {});
+  };
+  // The queue's worker drops its reference to a model just after Infer returns.
+  auto live_handles_settle_at = [&](int most) {
+    for (int i = 0; i < 500 && counters_->live_handles.load() > most; ++i) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return counters_->live_handles.load();
+  };
+  const int loads = counters_->loads.load();
+  ASSERT_TRUE(infer(ids[2]).ok());
+  ASSERT_TRUE(infer(ids[1]).ok());
+  EXPECT_EQ(counters_->loads.load(), loads) << "both still loaded";
+  ASSERT_TRUE(infer(ids[0]).ok()) << "an unloaded model is imported again from the cache";
+  EXPECT_EQ(counters_->loads.load(), loads + 1);
+  EXPECT_EQ(live_handles_settle_at(2), 2);
+  ASSERT_TRUE(infer(ids[1]).ok());
+  EXPECT_EQ(counters_->loads.load(), loads + 1) << "ids[1] was used more recently than ids[2]";
+
+  for (int round = 0; round < 20; ++round) {
+    const std::string id = engine->RegisterModel("churn", "churn", false)->first.id;
+    ASSERT_TRUE(infer(id).ok());
+    ASSERT_TRUE(engine->RemoveModel(id).ok());
+    EXPECT_LE(live_handles_settle_at(2), 2);
+  }
+  ASSERT_TRUE(engine->RemoveModel(ids[0]).ok());
+  ASSERT_TRUE(engine->RemoveModel(ids[1]).ok());
+  EXPECT_EQ(live_handles_settle_at(0), 0) << "removed models are freed";
   engine->Shutdown();
 }
 
