@@ -113,6 +113,17 @@ void BecomeOrExit(const Identity& who) {
   }
 }
 
+// The identities of the access tests. nobody/nogroup exist on every Debian system; the
+// numeric ids below belong to no account, which the kernel does not mind.
+Identity Nobody(std::vector<gid_t> groups) {
+  return {getpwnam("nobody")->pw_uid, getgrnam("nogroup")->gr_gid, std::move(groups)};
+}
+Identity Root() { return {0, 0, {0}}; }
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -794,6 +805,55 @@ TEST_F(DaemonTest, UnusableStateOrFlagsExitNonZeroWithOneLine) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
 }
 
+// The real binary refuses to start, exit 1 with one line naming the file and the fix, on a
+// database that lost a table, carries a schema from the future or does not take writes, and
+// on an [access] entry naming nobody on this system: never at the first request.
+TEST_F(DaemonTest, StartupFailsFastOnABrokenDatabaseOrAccessConfig) {
+  Start();
+  ASSERT_EQ(Stop(), 0);
+  const std::string db_path = state_ + "/psched.db";
+  auto exec = [&](const std::string& sql) {
+    absl::StatusOr<cache::Connection> db = cache::Connection::Open(db_path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE(db->Exec(sql).ok()) << sql;
+  };
+  // Starts pschedd (as `as`, when given) and returns its log if it exited 1.
+  auto refused = [&](const std::vector<std::string>& args, const Identity* as = nullptr) {
+    fs::remove(dir_ + "/pschedd.log");
+    pid_ = Spawn(args, {}, -1, false, as);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << ReadFile(dir_ + "/pschedd.log");
+    return ReadFile(dir_ + "/pschedd.log");
+  };
+
+  fs::copy_file(db_path, dir_ + "/good.db");
+  exec("DROP TABLE plans");
+  EXPECT_TRUE(Contains(refused({}), "table 'plans' is missing")) << Log();
+  fs::copy_file(dir_ + "/good.db", db_path, fs::copy_options::overwrite_existing);
+  exec("PRAGMA user_version = 99");
+  EXPECT_TRUE(Contains(refused({}), "cache schema version 99 is newer than this pschedd")) << Log();
+  fs::copy_file(dir_ + "/good.db", db_path, fs::copy_options::overwrite_existing);
+
+  const std::string config = dir_ + "/access.toml";
+  std::ofstream(config) << "[access]\nadmin_groups = [\"no-such-group-psched\"]\n";
+  EXPECT_TRUE(Contains(refused({"--config", config}),
+                       "pschedd: [access]: no group named 'no-such-group-psched'"))
+      << Log();
+
+  if (geteuid() == 0) {
+    // nobody owns the state dir; the database file stays root's, readable but not writable.
+    const Identity nobody = Nobody({getgrnam("nogroup")->gr_gid});
+    ASSERT_EQ(chown(state_.c_str(), nobody.uid, nobody.gid), 0);
+    fs::permissions(db_path, fs::perms::owner_read | fs::perms::owner_write |
+                                 fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::others_exec);
+    const std::string log = refused({"--socket", state_ + "/pschedd.sock"}, &nobody);
+    EXPECT_TRUE(Contains(log, "does not take writes") && Contains(log, db_path)) << log;
+  }
+}
+
 TEST_F(DaemonTest, PschedctlWithoutDaemonSaysSoInOneLine) {
   std::string err;
   auto [rc, out] = Ctl("status", &err);
@@ -1055,17 +1115,6 @@ TEST_F(DaemonTest, PschedctlCommandsTableAndJson) {
   auto [rm2_rc, rm2] = Ctl("model rm " + id.substr(0, 10));
   EXPECT_EQ(rm2_rc, 1);
   EXPECT_EQ(Stop(), 0);
-}
-
-// The identities of the access tests. nobody/nogroup exist on every Debian system; the
-// numeric ids below belong to no account, which the kernel does not mind.
-Identity Nobody(std::vector<gid_t> groups) {
-  return {getpwnam("nobody")->pw_uid, getgrnam("nogroup")->gr_gid, std::move(groups)};
-}
-Identity Root() { return {0, 0, {0}}; }
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // The daemon runs as root, so root is admin and the socket's group (root's, gid 0) are
