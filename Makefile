@@ -38,11 +38,12 @@ test-sanitize:
 # libFuzzer over every parser of untrusted bytes (fuzz/), clang + ASan + UBSan.
 FUZZ_SECONDS ?= 60
 FUZZ_SEED ?= 1
+FUZZ_RUNS ?= 0
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DPSCHED_FUZZ=ON
 	cmake --build build-fuzz --target fuzzers -j $(JOBS)
-	./scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_SEED)
+	./scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_SEED) $(FUZZ_RUNS)
 
 # A bounded soak of the real daemon: concurrent clients and model churn, RSS and fds sampled.
 SOAK_SECONDS ?= 180

@@ -70,6 +70,11 @@ absl::StatusOr<v1::PurgeCacheResponse> Client::PurgeCache(bool include_models) {
   PSCHED_UNARY(admin_, PurgeCache, v1::PurgeCacheRequest, v1::PurgeCacheResponse, request);
 }
 
+absl::StatusOr<v1::VerifyCacheResponse> Client::VerifyCache() {
+  PSCHED_UNARY(admin_, VerifyCache, v1::VerifyCacheRequest, v1::VerifyCacheResponse,
+               v1::VerifyCacheRequest());
+}
+
 absl::StatusOr<v1::ListModelsResponse> Client::ListModels() {
   PSCHED_UNARY(models_, ListModels, v1::ListModelsRequest, v1::ListModelsResponse,
                v1::ListModelsRequest());

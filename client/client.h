@@ -42,6 +42,8 @@ class Client {
   absl::StatusOr<v1::CacheStatsResponse> CacheStats();
   absl::StatusOr<v1::ListCachedPlansResponse> ListCachedPlans(const std::string& model_id = "");
   absl::StatusOr<v1::PurgeCacheResponse> PurgeCache(bool include_models);
+  // Hashes every stored model and validates the cached plans (admin role).
+  absl::StatusOr<v1::VerifyCacheResponse> VerifyCache();
   // Calls `progress` for every progress message while the devices are timed. The call's
   // deadline is the client timeout plus the budget of three devices.
   absl::StatusOr<v1::CalibrationResult> Calibrate(

@@ -96,6 +96,41 @@ absl::StatusOr<DeviceConfig> ParseDevice(const toml::table& table, const std::st
   return device;
 }
 
+absl::Status ReadNames(const toml::table& table, const std::string& key, const std::string& origin,
+                       std::vector<std::string>& out) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return absl::OkStatus();
+  const toml::array* array = node->as_array();
+  if (array == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(origin, *node), ": 'access.", key, "' must be an array of strings"));
+  }
+  for (const toml::node& entry : *array) {
+    std::optional<std::string> name = entry.is_string() ? entry.value<std::string>() : std::nullopt;
+    if (!name.has_value() || name->empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(origin, entry), ": 'access.", key,
+                                                     "' entries must be non-empty strings"));
+    }
+    out.push_back(*name);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<AccessConfig> ParseAccess(const toml::node& node, const std::string& origin) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(origin, node), ": 'access' must be a table ([access])"));
+  }
+  PSCHED_RETURN_IF_ERROR(
+      CheckKeys(*table, {"admin_users", "admin_groups", "user_groups"}, origin, "access."));
+  AccessConfig access;
+  PSCHED_RETURN_IF_ERROR(ReadNames(*table, "admin_users", origin, access.admin_users));
+  PSCHED_RETURN_IF_ERROR(ReadNames(*table, "admin_groups", origin, access.admin_groups));
+  PSCHED_RETURN_IF_ERROR(ReadNames(*table, "user_groups", origin, access.user_groups));
+  return access;
+}
+
 }  // namespace
 
 std::string DefaultConfigToml() {
@@ -119,6 +154,9 @@ default_scheduler = "iterative"
 cache_max_bytes = 0
 # Accept NaN/Inf in inference inputs (false: INVALID_ARGUMENT naming the first bad value).
 allow_non_finite_inputs = false
+# Models kept imported in memory with their compiled plans; the least recently used beyond
+# this is unloaded (and imported again from the cache when next used).
+max_loaded_models = 16
 # Seconds SIGTERM waits for in-flight requests.
 shutdown_grace_s = 30
 # An inference running longer than this is stuck: the systemd watchdog stops being fed.
@@ -141,6 +179,15 @@ platform = "host"
 # kind = "gpu"
 # opencl_device = ""   # OpenCL device selector; "" = first GPU-type device, "pthread" = PoCL
 # cores = [1]          # optional: pin the GPU's dispatcher (and PoCL's worker) to this core
+
+# Who may call what; the socket's mode (0660) decides who can connect at all. Entries are
+# names or decimal ids. Admins may do everything: remove models, purge the cache, calibrate,
+# verify the cache. root and the daemon's own user are always admins.
+[access]
+admin_users = []
+admin_groups = []
+# Users may register models, plan, infer and read; [] = the group owning the socket file.
+user_groups = []
 )toml";
 }
 
@@ -156,8 +203,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(
       CheckKeys(table,
                 {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity",
-                 "default_scheduler", "cache_max_bytes", "shutdown_grace_s", "stuck_inference_s",
-                 "platform", "allow_non_finite_inputs", "devices"},
+                 "default_scheduler", "cache_max_bytes", "max_loaded_models", "shutdown_grace_s",
+                 "stuck_inference_s", "platform", "allow_non_finite_inputs", "devices", "access"},
                 origin, ""));
   DaemonConfig config;
   PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
@@ -168,6 +215,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(Read(table, "queue_capacity", origin, queue_capacity));
   PSCHED_RETURN_IF_ERROR(Read(table, "default_scheduler", origin, config.default_scheduler));
   PSCHED_RETURN_IF_ERROR(Read(table, "cache_max_bytes", origin, config.cache_max_bytes));
+  int64_t max_loaded = config.max_loaded_models;
+  PSCHED_RETURN_IF_ERROR(Read(table, "max_loaded_models", origin, max_loaded));
   int64_t grace = config.shutdown_grace_s;
   PSCHED_RETURN_IF_ERROR(Read(table, "shutdown_grace_s", origin, grace));
   int64_t stuck = config.stuck_inference_s;
@@ -179,6 +228,10 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   if (queue_capacity < 1 || queue_capacity > 1000000) {
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": queue_capacity ", queue_capacity, " is outside [1, 1000000]"));
+  }
+  if (max_loaded < 1 || max_loaded > 100000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": max_loaded_models ", max_loaded, " is outside [1, 100000]"));
   }
   if (config.max_model_bytes < 1) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": max_model_bytes must be positive"));
@@ -192,6 +245,7 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
         absl::StrCat(origin, ": unknown log_level '", config.log_level, "'"));
   }
   config.queue_capacity = static_cast<int>(queue_capacity);
+  config.max_loaded_models = static_cast<int>(max_loaded);
   config.shutdown_grace_s = static_cast<int>(grace);
   config.stuck_inference_s = static_cast<int>(stuck);
 
@@ -216,6 +270,11 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
       }
       config.devices.push_back(std::move(*device));
     }
+  }
+  if (const toml::node* access = table.get("access")) {
+    absl::StatusOr<AccessConfig> parsed = ParseAccess(*access, origin);
+    if (!parsed.ok()) return parsed.status();
+    config.access = std::move(*parsed);
   }
   return config;
 }

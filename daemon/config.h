@@ -25,6 +25,18 @@ struct DeviceConfig {
   std::string opencl_device;
 };
 
+// Who may call what (daemon/access.h, docs/security.md). Entries are user or group names, or
+// decimal ids; an unknown name stops the daemon at start.
+struct AccessConfig {
+  // Admins besides root and the daemon's own user, who always are (they own the database).
+  std::vector<std::string> admin_users;
+  // Members (primary or supplementary) of these groups are admins.
+  std::vector<std::string> admin_groups;
+  // Members of these groups are users (register, plan, infer, read). Empty: the group that
+  // owns the socket file.
+  std::vector<std::string> user_groups;
+};
+
 struct DaemonConfig {
   // Unix socket the gRPC API listens on (ignored under socket activation).
   std::string socket = "/run/pschedd/pschedd.sock";
@@ -45,6 +57,9 @@ struct DaemonConfig {
   // naming the tensor and the first bad index (a NaN input gives garbage, not an error,
   // deep inside the kernels).
   bool allow_non_finite_inputs = false;
+  // Models kept imported in memory (graph, weights, compiled plans); the least recently used
+  // beyond this is unloaded and imported again from the cache when next used.
+  int max_loaded_models = 16;
   // Seconds SIGTERM waits for in-flight requests before cancelling them.
   int shutdown_grace_s = 30;
   // An inference running longer than this counts as stuck: the watchdog stops pinging
@@ -56,6 +71,8 @@ struct DaemonConfig {
   // Logical devices; empty: cpu.0 (core 0), cpu.1 (core 1) and a gpu on the first GPU-type
   // OpenCL device, which is left out when it cannot be opened.
   std::vector<DeviceConfig> devices;
+
+  AccessConfig access;
 };
 
 // The default configuration as a commented TOML document.

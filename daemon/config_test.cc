@@ -16,10 +16,45 @@ TEST(ConfigTest, DefaultTomlParsesToDefaults) {
   EXPECT_EQ(parsed->queue_capacity, defaults.queue_capacity);
   EXPECT_EQ(parsed->default_scheduler, defaults.default_scheduler);
   EXPECT_EQ(parsed->cache_max_bytes, defaults.cache_max_bytes);
+  EXPECT_EQ(parsed->max_loaded_models, defaults.max_loaded_models);
   EXPECT_EQ(parsed->shutdown_grace_s, defaults.shutdown_grace_s);
   EXPECT_EQ(parsed->stuck_inference_s, defaults.stuck_inference_s);
   EXPECT_EQ(parsed->platform, defaults.platform);
   EXPECT_TRUE(parsed->devices.empty());
+  EXPECT_TRUE(parsed->access.admin_users.empty());
+  EXPECT_TRUE(parsed->access.admin_groups.empty());
+  EXPECT_TRUE(parsed->access.user_groups.empty());
+}
+
+TEST(ConfigTest, ReadsAccess) {
+  absl::StatusOr<DaemonConfig> parsed = ParseConfig(R"(
+[access]
+admin_users = ["alice", "1001"]
+admin_groups = ["psched-admin"]
+user_groups = ["video", "render"]
+)",
+                                                    "access.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->access.admin_users, (std::vector<std::string>{"alice", "1001"}));
+  EXPECT_EQ(parsed->access.admin_groups, (std::vector<std::string>{"psched-admin"}));
+  EXPECT_EQ(parsed->access.user_groups, (std::vector<std::string>{"video", "render"}));
+}
+
+TEST(ConfigTest, BadAccessTablesNameFileLineAndKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"access = 3\n", "access.toml:1: 'access' must be a table"},
+      {"[access]\nadmin_users = \"root\"\n",
+       "access.toml:2: 'access.admin_users' must be an array"},
+      {"[access]\nadmin_groups = [0]\n", "access.toml:2: 'access.admin_groups' entries must be"},
+      {"[access]\nuser_groups = [\"\"]\n", "'access.user_groups' entries must be non-empty"},
+      {"[access]\nadmins = []\n", "access.toml:2: unknown key 'access.admins'"},
+  };
+  for (const auto& [text, expected] : cases) {
+    absl::StatusOr<DaemonConfig> parsed = ParseConfig(text, "access.toml");
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_NE(parsed.status().message().find(expected), std::string::npos)
+        << text << " -> " << parsed.status();
+  }
 }
 
 TEST(ConfigTest, ReadsDevices) {
@@ -52,6 +87,7 @@ TEST(ConfigTest, RejectsBadInputWithLocation) {
   };
   const Case cases[] = {
       {"queue_capacity = 0", "queue_capacity 0"},
+      {"max_loaded_models = 0", "max_loaded_models 0 is outside [1, 100000]"},
       {"queue_size = 3", "test.toml:1: unknown key 'queue_size'"},
       {"socket = 5", "test.toml:1: 'socket' has the wrong type"},
       {"log_level = \"loud\"", "unknown log_level 'loud'"},

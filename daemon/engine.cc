@@ -1,5 +1,7 @@
 #include "daemon/engine.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -85,6 +87,10 @@ nlohmann::json CheckedSummary(const std::string& text, const std::string& id) {
   }
   return summary;
 }
+
+// Hands memory freed in bulk (a removed model's graph, weights and compiled plans) back to
+// the system: glibc keeps freed chunks in its arenas otherwise, and RSS would only grow.
+void ReleaseFreedMemory() { malloc_trim(0); }
 
 }  // namespace
 
@@ -268,7 +274,7 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
   auto shared = std::make_shared<const LoadedModel>(std::move(*loaded));
   {
     absl::MutexLock lock(&models_mu_);
-    loaded_[id] = shared;
+    shared = KeepLoaded(id, std::move(shared));
   }
   absl::StatusOr<cache::ModelRecord> stored = store_->GetModel(id);
   if (!stored.ok()) return stored.status();
@@ -280,31 +286,54 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::str
   {
     absl::MutexLock lock(&models_mu_);
     auto it = loaded_.find(id);
-    if (it != loaded_.end()) return it->second;
+    if (it != loaded_.end()) {
+      it->second.last_used = ++use_clock_;
+      return it->second.model;
+    }
   }
   absl::StatusOr<cache::ModelRecord> record = store_->GetModel(id);
   if (!record.ok()) return record.status();
-  if (const std::string actual = model::ModelHash(record->onnx); actual != id) {
-    absl::MutexLock lock(&models_mu_);
-    if (quarantined_.insert(id).second) {
-      spdlog::error("model {} quarantined: its stored bytes hash to {} (damaged on disk)", id,
-                    actual);
-    }
-    return absl::DataLossError(absl::StrCat(
-        "model ", id, " is quarantined: its stored bytes hash to ", actual,
-        ", not to its id (damaged on disk); add the original file again to repair it, or "
-        "remove the model"));
-  }
+  if (absl::Status intact = CheckModelBytes(id, record->onnx); !intact.ok()) return intact;
   absl::StatusOr<LoadedModel> loaded =
       backend_->Load(record->onnx, record->name, record->synthesize_weights);
   if (!loaded.ok()) {
     return WithContext(loaded.status(), absl::StrCat("cannot re-import stored model ", id));
   }
-  auto shared = std::make_shared<const LoadedModel>(std::move(*loaded));
   absl::MutexLock lock(&models_mu_);
-  // Two threads may import at once; keep the first so every caller shares one handle.
-  auto [it, inserted] = loaded_.emplace(id, shared);
-  return it->second;
+  return KeepLoaded(id, std::make_shared<const LoadedModel>(std::move(*loaded)));
+}
+
+std::shared_ptr<const LoadedModel> Engine::KeepLoaded(const std::string& id,
+                                                      std::shared_ptr<const LoadedModel> model) {
+  auto [it, inserted] = loaded_.emplace(id, LoadedEntry{std::move(model), 0});
+  it->second.last_used = ++use_clock_;
+  std::shared_ptr<const LoadedModel> kept = it->second.model;
+  if (loaded_.size() > static_cast<size_t>(config_.max_loaded_models)) {
+    auto oldest = std::min_element(
+        loaded_.begin(), loaded_.end(),
+        [](const auto& a, const auto& b) { return a.second.last_used < b.second.last_used; });
+    spdlog::info("model {} unloaded (more than max_loaded_models = {} in use)", oldest->first,
+                 config_.max_loaded_models);
+    loaded_.erase(oldest);
+  }
+  return kept;
+}
+
+absl::Status Engine::CheckModelBytes(const std::string& id, const std::string& onnx) {
+  const std::string actual = model::ModelHash(onnx);
+  if (actual == id) return absl::OkStatus();
+  absl::MutexLock lock(&models_mu_);
+  // The copy in memory was checked when loaded, but the one on disk is what a restart
+  // serves: drop it, so the model answers the same before and after a restart.
+  loaded_.erase(id);
+  if (quarantined_.insert(id).second) {
+    spdlog::error("model {} quarantined: its stored bytes hash to {} (damaged on disk)", id,
+                  actual);
+  }
+  return absl::DataLossError(absl::StrCat(
+      "model ", id, " is quarantined: its stored bytes hash to ", actual,
+      ", not to its id (damaged on disk); add the original file again to repair it, or "
+      "remove the model"));
 }
 
 absl::StatusOr<std::vector<ModelInfo>> Engine::ListModels() {
@@ -333,7 +362,13 @@ absl::StatusOr<std::pair<std::string, int64_t>> Engine::RemoveModel(
     absl::MutexLock lock(&models_mu_);
     loaded_.erase(*id);
     quarantined_.erase(*id);
+    const std::string prefix = *id + "|";
+    auto first = checked_plans_.lower_bound(prefix);
+    auto last = first;
+    while (last != checked_plans_.end() && last->starts_with(prefix)) ++last;
+    checked_plans_.erase(first, last);
   }
+  ReleaseFreedMemory();
   spdlog::info("removed model {} and {} cached plan(s)", *id, *plans);
   return std::make_pair(*id, *plans);
 }
@@ -393,6 +428,7 @@ absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey
   if (!loaded.ok()) return loaded.status();
   if (absl::Status valid = backend_->CheckPlan(**loaded, schedule); !valid.ok()) return valid;
   absl::MutexLock lock(&models_mu_);
+  if (checked_plans_.size() >= kMaxCheckedPlans) checked_plans_.clear();
   checked_plans_.insert(memo);
   return absl::OkStatus();
 }
@@ -671,7 +707,51 @@ absl::StatusOr<cache::PurgeResult> Engine::PurgeCache(bool include_models) {
       quarantined_.clear();
     }
   }
+  if (include_models) ReleaseFreedMemory();
   return result;
+}
+
+absl::StatusOr<CacheVerification> Engine::VerifyCache() {
+  absl::StatusOr<std::vector<cache::ModelRecord>> records = store_->ListModels();
+  if (!records.ok()) return records.status();
+  CacheVerification report;
+  std::set<std::string> damaged;
+  for (const cache::ModelRecord& listed : *records) {
+    absl::StatusOr<cache::ModelRecord> record = store_->GetModel(listed.id);
+    if (!record.ok()) return record.status();
+    ++report.models_checked;
+    if (absl::Status intact = CheckModelBytes(listed.id, record->onnx); !intact.ok()) {
+      damaged.insert(listed.id);
+      report.problems.push_back({listed.id, "", std::string(intact.message())});
+    }
+  }
+  absl::StatusOr<std::vector<cache::PlanRecord>> plans = store_->ListPlans();
+  if (!plans.ok()) return plans.status();
+  const PlatformInfo platform = backend_->platform();
+  for (const cache::PlanRecord& plan : *plans) {
+    if (plan.key.platform_fingerprint != platform.fingerprint ||
+        plan.key.predictor_version != platform.predictor_version ||
+        damaged.contains(plan.key.model_id)) {
+      ++report.plans_skipped;
+      continue;
+    }
+    ++report.plans_checked;
+    nlohmann::json schedule = nlohmann::json::parse(plan.schedule_json, nullptr, false);
+    absl::Status valid =
+        schedule.is_discarded()
+            ? absl::DataLossError("the stored plan is not valid JSON")
+            : CheckCachedPlan(plan.key.model_id, plan.key, plan.schedule_json, schedule);
+    if (!valid.ok()) {
+      spdlog::warn("cached plan {} of {} is invalid (recomputed when next asked for): {}",
+                   plan.key.scheduler_config, plan.key.model_id, std::string(valid.message()));
+      report.problems.push_back(
+          {plan.key.model_id, plan.key.scheduler_config, std::string(valid.message())});
+    }
+  }
+  spdlog::info("cache verified: {} models, {} plans checked ({} skipped), {} problems",
+               report.models_checked, report.plans_checked, report.plans_skipped,
+               report.problems.size());
+  return report;
 }
 
 }  // namespace psched::daemon

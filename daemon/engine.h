@@ -70,6 +70,20 @@ struct InferResult {
   double predicted_makespan_us = 0;
 };
 
+// What Engine::VerifyCache found.
+struct CacheProblemInfo {
+  std::string model_id;
+  std::string scheduler_config;  // empty: the model's bytes
+  std::string reason;
+};
+
+struct CacheVerification {
+  int64_t models_checked = 0;
+  int64_t plans_checked = 0;
+  int64_t plans_skipped = 0;  // other platform or predictor, or the model is damaged
+  std::vector<CacheProblemInfo> problems;
+};
+
 struct EngineStatus {
   std::string version;
   double uptime_s = 0;
@@ -99,15 +113,13 @@ class Engine {
   // Returns the full id and the number of plans removed.
   absl::StatusOr<std::pair<std::string, int64_t>> RemoveModel(const std::string& id_or_prefix);
 
-  absl::StatusOr<PlanResult> GetPlan(const std::string& id_or_prefix,
-                                     const std::string& scheduler,
+  absl::StatusOr<PlanResult> GetPlan(const std::string& id_or_prefix, const std::string& scheduler,
                                      const std::map<std::string, std::string>& options,
                                      bool refresh, const CallContext& context,
                                      const ProgressFn& progress);
 
-  absl::StatusOr<InferResult> Infer(const std::string& id_or_prefix,
-                                    std::vector<HostTensor> inputs, const std::string& scheduler,
-                                    const CallContext& context);
+  absl::StatusOr<InferResult> Infer(const std::string& id_or_prefix, std::vector<HostTensor> inputs,
+                                    const std::string& scheduler, const CallContext& context);
 
   // Times op configurations of the registered models on every device for `budget_s`
   // seconds each (no inference runs meanwhile), fits the host latency model, stores it in
@@ -125,6 +137,10 @@ class Engine {
   absl::StatusOr<cache::CacheStats> CacheStats() { return store_->Stats(); }
   absl::StatusOr<std::vector<cache::PlanRecord>> ListCachedPlans(const std::string& id_or_prefix);
   absl::StatusOr<cache::PurgeResult> PurgeCache(bool include_models);
+  // Hashes every stored model against its id (quarantining a damaged one, as loading it
+  // would) and validates every cached plan of the current platform and predictor against
+  // its model's graph (an invalid one is recomputed when next asked for).
+  absl::StatusOr<CacheVerification> VerifyCache();
   PlatformInfo platform() const { return backend_->platform(); }
   InferenceQueue::ProgressInfo QueueProgress() const { return queue_.Progress(); }
 
@@ -141,6 +157,9 @@ class Engine {
   // The imported model for a full id, importing it from the stored bytes on first use.
   absl::StatusOr<std::shared_ptr<const LoadedModel>> Loaded(const std::string& id);
   absl::StatusOr<std::string> Resolve(const std::string& id_or_prefix);
+  // OK when `onnx` hashes to `id`; otherwise quarantines the model (logged once) and
+  // returns DATA_LOSS naming it.
+  absl::Status CheckModelBytes(const std::string& id, const std::string& onnx);
   ModelInfo Describe(const cache::ModelRecord& record, const LoadedModel* loaded) const;
   absl::StatusOr<PlanResult> ComputePlan(const std::string& id, const cache::PlanKey& key,
                                          const std::string& scheduler,
@@ -157,13 +176,29 @@ class Engine {
   absl::Status CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
                                const std::string& schedule_json, const nlohmann::json& schedule);
 
+  // Keeps `model` loaded as `id`, unloading the least recently used beyond
+  // config_.max_loaded_models; returns the handle every caller shares (the first one kept
+  // when two threads loaded it at once).
+  std::shared_ptr<const LoadedModel> KeepLoaded(const std::string& id,
+                                                std::shared_ptr<const LoadedModel> model)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(models_mu_);
+
+  struct LoadedEntry {
+    std::shared_ptr<const LoadedModel> model;
+    uint64_t last_used = 0;
+  };
   absl::Mutex models_mu_;
-  std::map<std::string, std::shared_ptr<const LoadedModel>> loaded_ ABSL_GUARDED_BY(models_mu_);
+  // Imported models with their compiled plans, at most config_.max_loaded_models; unloading
+  // one frees it once the requests using it are done (they hold their own reference).
+  std::map<std::string, LoadedEntry> loaded_ ABSL_GUARDED_BY(models_mu_);
+  uint64_t use_clock_ ABSL_GUARDED_BY(models_mu_) = 0;
   // Models whose stored bytes no longer hash to their id: never served, logged once, until
   // the original is added again (RegisterModel repairs the row) or the model is removed.
   std::set<std::string> quarantined_ ABSL_GUARDED_BY(models_mu_);
-  // Cached plans that passed Backend::CheckPlan: "<plan key>|<hash of the plan JSON>".
+  // Cached plans that passed Backend::CheckPlan: "<plan key>|<hash of the plan JSON>". A
+  // memo only: a removed model's entries go with it, and past kMaxCheckedPlans it starts over.
   std::set<std::string> checked_plans_ ABSL_GUARDED_BY(models_mu_);
+  static constexpr size_t kMaxCheckedPlans = 4096;
 
   absl::Mutex flights_mu_;
   std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(flights_mu_);

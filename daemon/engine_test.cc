@@ -26,6 +26,19 @@ class FakeBackend final : public Backend {
     std::atomic<int> plans{0};
     std::atomic<int> loads{0};
     std::atomic<int> runs{0};
+    std::atomic<int> live_handles{0};  // imported models not yet freed
+  };
+
+  // Stands for an imported model's graph, weights and compiled plans.
+  class Handle final : public ModelHandle {
+   public:
+    explicit Handle(std::shared_ptr<Counters> counters) : counters_(std::move(counters)) {
+      ++counters_->live_handles;
+    }
+    ~Handle() override { --counters_->live_handles; }
+
+   private:
+    std::shared_ptr<Counters> counters_;
   };
 
   FakeBackend(std::shared_ptr<Counters> counters, absl::Duration plan_delay,
@@ -50,6 +63,7 @@ class FakeBackend final : public Backend {
     model.inputs = {{"x", {1, 2}}};
     model.outputs = {{"y", {1, 2}}};
     model.has_weights = synthesize_weights || onnx.find("noweights") == std::string_view::npos;
+    model.handle = std::make_shared<Handle>(counters_);
     return model;
   }
   absl::Status CheckScheduler(const std::string& scheduler,
@@ -427,6 +441,95 @@ TEST_F(EngineTest, DamagedCachedPlansAreDroppedAndRecomputed) {
     EXPECT_TRUE(engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {}).ok());
     engine->Shutdown();
   }
+}
+
+TEST_F(EngineTest, VerifyCacheFindsDamagedModelsAndPlansWhileServing) {
+  auto engine = MakeEngine();
+  const std::string good = engine->RegisterModel("good model", "g", false)->first.id;
+  const std::string bad = engine->RegisterModel("bad model", "b", false)->first.id;
+  ASSERT_TRUE(engine->GetPlan(good, "heft", {}, false, {}, nullptr).ok());
+  ASSERT_TRUE(engine->GetPlan(bad, "heft", {}, false, {}, nullptr).ok());
+  // Both are loaded and serve from memory.
+  ASSERT_TRUE(engine->Infer(bad, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {}).ok());
+
+  absl::StatusOr<CacheVerification> clean = engine->VerifyCache();
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  EXPECT_EQ(clean->models_checked, 2);
+  EXPECT_EQ(clean->plans_checked, 2);
+  EXPECT_TRUE(clean->problems.empty());
+
+  // Damaged on disk while the daemon runs: one model's bytes, the other's plan.
+  EditDatabase(dir_, "UPDATE models SET onnx = CAST('bad modeL' AS BLOB) WHERE name = 'b'");
+  EditDatabase(dir_,
+               "UPDATE plans SET schedule_json = replace(schedule_json, 'cpu.0', 'gpu.9') "
+               "WHERE model_id = '" +
+                   good + "'");
+  absl::StatusOr<CacheVerification> report = engine->VerifyCache();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->models_checked, 2);
+  EXPECT_EQ(report->plans_checked, 1);
+  EXPECT_EQ(report->plans_skipped, 1) << "the damaged model's plan is not checked";
+  ASSERT_EQ(report->problems.size(), 2u);
+  EXPECT_EQ(report->problems[0].model_id, bad);
+  EXPECT_EQ(report->problems[0].scheduler_config, "");
+  EXPECT_NE(report->problems[0].reason.find("quarantined"), std::string::npos);
+  EXPECT_EQ(report->problems[1].model_id, good);
+  EXPECT_EQ(report->problems[1].scheduler_config, "heft");
+  EXPECT_NE(report->problems[1].reason.find("unknown device"), std::string::npos)
+      << report->problems[1].reason;
+
+  // The damaged model is no longer served, even though memory held a good copy; the
+  // invalid plan is recomputed on its next use.
+  EXPECT_EQ(engine->Infer(bad, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {}).status().code(),
+            absl::StatusCode::kDataLoss);
+  const int plans_before = counters_->plans.load();
+  auto plan = engine->GetPlan(good, "heft", {}, false, {}, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->cached);
+  EXPECT_EQ(counters_->plans.load(), plans_before + 1);
+  engine->Shutdown();
+}
+
+// Loaded models (with their compiled plans) are bounded by max_loaded_models, least recently
+// used out first, and a removed model's are freed: churn cannot grow the daemon's memory.
+TEST_F(EngineTest, LoadedModelsAreBoundedAndRemovedOnesFreed) {
+  config_.max_loaded_models = 2;
+  auto engine = MakeEngine();
+  std::vector<std::string> ids;
+  for (const char* bytes : {"model a", "model b", "model c"}) {
+    ids.push_back(engine->RegisterModel(bytes, bytes, false)->first.id);
+  }
+  EXPECT_EQ(counters_->live_handles.load(), 2) << "the first model was unloaded";
+  auto infer = [&](const std::string& id) {
+    return engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {});
+  };
+  // The queue's worker drops its reference to a model just after Infer returns.
+  auto live_handles_settle_at = [&](int most) {
+    for (int i = 0; i < 500 && counters_->live_handles.load() > most; ++i) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return counters_->live_handles.load();
+  };
+  const int loads = counters_->loads.load();
+  ASSERT_TRUE(infer(ids[2]).ok());
+  ASSERT_TRUE(infer(ids[1]).ok());
+  EXPECT_EQ(counters_->loads.load(), loads) << "both still loaded";
+  ASSERT_TRUE(infer(ids[0]).ok()) << "an unloaded model is imported again from the cache";
+  EXPECT_EQ(counters_->loads.load(), loads + 1);
+  EXPECT_EQ(live_handles_settle_at(2), 2);
+  ASSERT_TRUE(infer(ids[1]).ok());
+  EXPECT_EQ(counters_->loads.load(), loads + 1) << "ids[1] was used more recently than ids[2]";
+
+  for (int round = 0; round < 20; ++round) {
+    const std::string id = engine->RegisterModel("churn", "churn", false)->first.id;
+    ASSERT_TRUE(infer(id).ok());
+    ASSERT_TRUE(engine->RemoveModel(id).ok());
+    EXPECT_LE(live_handles_settle_at(2), 2);
+  }
+  ASSERT_TRUE(engine->RemoveModel(ids[0]).ok());
+  ASSERT_TRUE(engine->RemoveModel(ids[1]).ok());
+  EXPECT_EQ(live_handles_settle_at(0), 0) << "removed models are freed";
+  engine->Shutdown();
 }
 
 TEST_F(EngineTest, NonFiniteInputsAreRefusedUnlessAllowed) {

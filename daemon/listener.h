@@ -1,9 +1,9 @@
 // Listener: the unix stream socket pschedd accepts clients on, and the thread that accepts.
 //
 // gRPC 1.51 cannot adopt an already-listening fd (as socket activation hands over), so
-// pschedd always accepts connections itself and passes each connected fd to the gRPC server
-// (grpc::experimental::ExternalConnectionAcceptor). One code path serves both a socket the
-// daemon binds and one systemd passes in.
+// pschedd always accepts connections itself; the server reads each connection's credentials
+// and then passes the connected fd to gRPC (see callers.h). One code path serves both a
+// socket the daemon binds and one systemd passes in.
 //
 // Bind() creates the socket's directory, replaces a stale socket file (nobody answers on it)
 // but refuses when another server answers, and sets mode 0660 so the socket's group can

@@ -1,8 +1,9 @@
 #include "daemon/server.h"
 
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+#include <grpcpp/server_posix.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -44,11 +45,26 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& config
   if (!listener.ok()) return listener.status();
   server->listener_ = std::move(*listener);
 
+  // Users are the socket's group unless configured: whoever the socket's mode lets in.
+  std::optional<gid_t> socket_group;
+  struct stat socket_stat {};
+  if (!server->listener_->path().empty() &&
+      stat(server->listener_->path().c_str(), &socket_stat) == 0) {
+    socket_group = socket_stat.st_gid;
+  }
+  absl::StatusOr<AccessPolicy> policy =
+      AccessPolicy::Create(config.access, geteuid(), socket_group);
+  if (!policy.ok()) return policy.status();
+  spdlog::info("access: {}", policy->Summary());
+  server->callers_ = std::make_unique<Callers>(std::move(*policy));
+
   Engine* engine = server->engine_.get();
-  server->model_service_ = std::make_unique<ModelServiceImpl>(engine, config.max_model_bytes);
-  server->plan_service_ = std::make_unique<PlanServiceImpl>(engine);
-  server->inference_service_ = std::make_unique<InferenceServiceImpl>(engine);
-  server->admin_service_ = std::make_unique<AdminServiceImpl>(engine);
+  const Callers* callers = server->callers_.get();
+  server->model_service_ =
+      std::make_unique<ModelServiceImpl>(engine, callers, config.max_model_bytes);
+  server->plan_service_ = std::make_unique<PlanServiceImpl>(engine, callers);
+  server->inference_service_ = std::make_unique<InferenceServiceImpl>(engine, callers);
+  server->admin_service_ = std::make_unique<AdminServiceImpl>(engine, callers);
 
   grpc::ServerBuilder builder;
   builder.RegisterService(server->model_service_.get());
@@ -58,20 +74,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& config
   // Upload chunks and input tensors; the model size limit is enforced per stream.
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
-  server->acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
-      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
-      grpc::InsecureServerCredentials());
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr) {
     return absl::InternalError("the gRPC server failed to start");
   }
-  grpc::experimental::ExternalConnectionAcceptor* acceptor = server->acceptor_.get();
-  server->listener_->Start([acceptor](int listener_fd, int fd) {
-    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters params;
-    params.listener_fd = listener_fd;
-    params.fd = fd;
-    acceptor->HandleNewConnection(&params);
-  });
+  server->listener_->Start([s = server.get()](int, int fd) { s->Accept(fd); });
 
   if (std::optional<absl::Duration> interval = systemd::WatchdogInterval()) {
     server->watchdog_ =
@@ -84,6 +91,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& config
   systemd::NotifyStatus(absl::StrCat("serving on ", server->listener_->path()));
   systemd::NotifyReady();
   return server;
+}
+
+void Server::Accept(int fd) {
+  absl::StatusOr<PeerCredentials> peer = ReadPeerCredentials(fd);
+  if (!peer.ok()) {
+    spdlog::warn("connection refused: its credentials are unknown ({})",
+                 std::string(peer.status().message()));
+    close(fd);
+    return;
+  }
+  const Caller caller = callers_->Register(fd, *peer);
+  spdlog::debug("connection fd {} from {}: role {}", fd, caller.description, RoleName(caller.role));
+  // Its calls carry the peer string "fd:<fd>", by which the handlers find `caller`.
+  grpc::AddInsecureChannelFromFd(grpc_server_.get(), fd);
 }
 
 void Server::WatchdogLoop(absl::Duration period) {

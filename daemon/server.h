@@ -1,8 +1,8 @@
 // daemon::Server: pschedd's lifecycle around the Engine — opening the state dir and cache,
 // the listening socket (bound, or passed by systemd socket activation), the gRPC server fed
-// by our own accept loop, the systemd notifications (STATUS while loading, READY=1 once
-// serving, WATCHDOG=1 only while the inference queue makes progress, STOPPING=1) and the
-// orderly stop: stop accepting, let in-flight requests finish, drain the inference queue.
+// by our own accept loop (which records each connection's caller first, see callers.h), the
+// systemd notifications (STATUS while loading, READY=1 once serving, WATCHDOG=1 only while
+// the inference queue makes progress, STOPPING=1) and the orderly stop: stop accepting, let in-flight requests finish, drain the inference queue.
 //
 // Thread-safety: Start and Stop are called from one thread (main). Ownership: the Server
 // owns the engine, listener, gRPC server and watchdog thread.
@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "daemon/backend.h"
+#include "daemon/callers.h"
 #include "daemon/config.h"
 #include "daemon/engine.h"
 #include "daemon/listener.h"
@@ -42,15 +43,17 @@ class Server {
  private:
   explicit Server(const DaemonConfig& config) : config_(config) {}
   void WatchdogLoop(absl::Duration interval);
+  // Accept thread: records the caller of connected `fd`, then hands it to gRPC.
+  void Accept(int fd);
   void StopWatchdog();
 
   const DaemonConfig config_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Callers> callers_;
   std::unique_ptr<ModelServiceImpl> model_service_;
   std::unique_ptr<PlanServiceImpl> plan_service_;
   std::unique_ptr<InferenceServiceImpl> inference_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
-  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<Listener> listener_;
   absl::Notification stop_watchdog_;

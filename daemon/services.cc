@@ -20,18 +20,33 @@ grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-// Runs a handler so that nothing it throws reaches gRPC (which would answer UNKNOWN
-// "Unexpected error in RPC handling" and log nothing): an exception becomes INTERNAL naming
-// the RPC and is logged.
+absl::Status FromGrpc(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+// Runs the handler of `rpc` for the caller of the connection the call came on. A caller whose
+// role does not permit the RPC is refused (PERMISSION_DENIED naming the role it lacks).
+// Nothing the handler throws reaches gRPC (which would answer UNKNOWN "Unexpected error in
+// RPC handling" and log nothing): an exception becomes INTERNAL naming the RPC and is logged.
+// State-changing calls and refusals are logged with the caller and `detail` (read after the
+// handler ran, so it may fill it in).
 template <typename Handler>
-grpc::Status Guarded(const char* rpc, Handler&& handler) {
-  try {
-    return handler();
-  } catch (const std::exception& e) {
-    spdlog::error("{}: unexpected exception: {}", rpc, e.what());
-    return grpc::Status(grpc::StatusCode::INTERNAL,
-                        absl::StrCat(rpc, ": internal error: ", e.what()));
+grpc::Status Guarded(const Callers& callers, grpc::ServerContext* context, Rpc rpc,
+                     const std::string& detail, Handler&& handler) {
+  const Caller caller = callers.Lookup(context->peer());
+  const absl::Status permitted = callers.policy().Permit(caller, rpc);
+  grpc::Status status = ToGrpc(permitted);
+  if (permitted.ok()) {
+    try {
+      status = handler();
+    } catch (const std::exception& e) {
+      spdlog::error("{}: unexpected exception: {}", RpcName(rpc), e.what());
+      status = grpc::Status(grpc::StatusCode::INTERNAL,
+                            absl::StrCat(RpcName(rpc), ": internal error: ", e.what()));
+    }
   }
+  if (!permitted.ok() || ChangesState(rpc)) LogCall(caller, rpc, detail, FromGrpc(status));
+  return status;
 }
 
 CallContext ContextOf(grpc::ServerContext* context) {
@@ -142,7 +157,8 @@ void ToProto(const HostTensor& host, pb::Tensor* out) {
 grpc::Status ModelServiceImpl::RegisterModel(grpc::ServerContext* context,
                                              grpc::ServerReader<pb::RegisterModelRequest>* reader,
                                              pb::RegisterModelResponse* response) {
-  return Guarded("RegisterModel", [&]() -> grpc::Status {
+  std::string registered;
+  return Guarded(*callers_, context, Rpc::kRegisterModel, registered, [&]() -> grpc::Status {
     pb::RegisterModelRequest request;
     if (!reader->Read(&request) || !request.has_header()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -172,13 +188,15 @@ grpc::Status ModelServiceImpl::RegisterModel(grpc::ServerContext* context,
     if (!result.ok()) return ToGrpc(result.status());
     FillModel(result->first, /*with_inspect=*/true, response->mutable_model());
     response->set_already_registered(result->second);
+    registered = absl::StrCat(result->first.id, result->second ? " (already registered)" : "");
     return grpc::Status::OK;
   });
 }
 
-grpc::Status ModelServiceImpl::ListModels(grpc::ServerContext*, const pb::ListModelsRequest*,
+grpc::Status ModelServiceImpl::ListModels(grpc::ServerContext* context,
+                                          const pb::ListModelsRequest*,
                                           pb::ListModelsResponse* response) {
-  return Guarded("ListModels", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kListModels, "", [&]() -> grpc::Status {
     absl::StatusOr<std::vector<ModelInfo>> models = engine_->ListModels();
     if (!models.ok()) return ToGrpc(models.status());
     for (const ModelInfo& model : *models) {
@@ -188,9 +206,10 @@ grpc::Status ModelServiceImpl::ListModels(grpc::ServerContext*, const pb::ListMo
   });
 }
 
-grpc::Status ModelServiceImpl::GetModel(grpc::ServerContext*, const pb::GetModelRequest* request,
+grpc::Status ModelServiceImpl::GetModel(grpc::ServerContext* context,
+                                        const pb::GetModelRequest* request,
                                         pb::GetModelResponse* response) {
-  return Guarded("GetModel", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kGetModel, "", [&]() -> grpc::Status {
     absl::StatusOr<ModelInfo> model = engine_->GetModel(request->id());
     if (!model.ok()) return ToGrpc(model.status());
     FillModel(*model, /*with_inspect=*/true, response->mutable_model());
@@ -198,10 +217,10 @@ grpc::Status ModelServiceImpl::GetModel(grpc::ServerContext*, const pb::GetModel
   });
 }
 
-grpc::Status ModelServiceImpl::RemoveModel(grpc::ServerContext*,
+grpc::Status ModelServiceImpl::RemoveModel(grpc::ServerContext* context,
                                            const pb::RemoveModelRequest* request,
                                            pb::RemoveModelResponse* response) {
-  return Guarded("RemoveModel", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kRemoveModel, request->id(), [&]() -> grpc::Status {
     absl::StatusOr<std::pair<std::string, int64_t>> removed = engine_->RemoveModel(request->id());
     if (!removed.ok()) return ToGrpc(removed.status());
     response->set_id(removed->first);
@@ -213,7 +232,7 @@ grpc::Status ModelServiceImpl::RemoveModel(grpc::ServerContext*,
 grpc::Status PlanServiceImpl::GetPlan(grpc::ServerContext* context,
                                       const pb::GetPlanRequest* request,
                                       grpc::ServerWriter<pb::GetPlanResponse>* writer) {
-  return Guarded("GetPlan", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kGetPlan, "", [&]() -> grpc::Status {
     std::map<std::string, std::string> options(request->options().begin(),
                                                request->options().end());
     const absl::Time start = absl::Now();
@@ -239,7 +258,7 @@ grpc::Status PlanServiceImpl::GetPlan(grpc::ServerContext* context,
 grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context,
                                          const pb::InferRequest* request,
                                          pb::InferResponse* response) {
-  return Guarded("Infer", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kInfer, "", [&]() -> grpc::Status {
     std::vector<HostTensor> inputs;
     for (const pb::Tensor& tensor : request->inputs()) {
       absl::StatusOr<HostTensor> host = FromProto(tensor);
@@ -275,9 +294,9 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context,
   });
 }
 
-grpc::Status AdminServiceImpl::Status(grpc::ServerContext*, const pb::StatusRequest*,
+grpc::Status AdminServiceImpl::Status(grpc::ServerContext* context, const pb::StatusRequest*,
                                       pb::StatusResponse* response) {
-  return Guarded("Status", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kStatus, "", [&]() -> grpc::Status {
     EngineStatus status = engine_->Status();
     response->set_version(status.version);
     response->set_uptime_s(status.uptime_s);
@@ -296,9 +315,9 @@ grpc::Status AdminServiceImpl::Status(grpc::ServerContext*, const pb::StatusRequ
   });
 }
 
-grpc::Status AdminServiceImpl::Devices(grpc::ServerContext*, const pb::DevicesRequest*,
+grpc::Status AdminServiceImpl::Devices(grpc::ServerContext* context, const pb::DevicesRequest*,
                                        pb::DevicesResponse* response) {
-  return Guarded("Devices", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kDevices, "", [&]() -> grpc::Status {
     const PlatformInfo platform = engine_->platform();
     response->set_platform(platform.name);
     response->set_fingerprint(platform.fingerprint);
@@ -308,9 +327,10 @@ grpc::Status AdminServiceImpl::Devices(grpc::ServerContext*, const pb::DevicesRe
   });
 }
 
-grpc::Status AdminServiceImpl::CacheStats(grpc::ServerContext*, const pb::CacheStatsRequest*,
+grpc::Status AdminServiceImpl::CacheStats(grpc::ServerContext* context,
+                                          const pb::CacheStatsRequest*,
                                           pb::CacheStatsResponse* response) {
-  return Guarded("CacheStats", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kCacheStats, "", [&]() -> grpc::Status {
     absl::StatusOr<cache::CacheStats> stats = engine_->CacheStats();
     if (!stats.ok()) return ToGrpc(stats.status());
     FillCacheStats(*stats, response);
@@ -318,10 +338,10 @@ grpc::Status AdminServiceImpl::CacheStats(grpc::ServerContext*, const pb::CacheS
   });
 }
 
-grpc::Status AdminServiceImpl::ListCachedPlans(grpc::ServerContext*,
+grpc::Status AdminServiceImpl::ListCachedPlans(grpc::ServerContext* context,
                                                const pb::ListCachedPlansRequest* request,
                                                pb::ListCachedPlansResponse* response) {
-  return Guarded("ListCachedPlans", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kListCachedPlans, "", [&]() -> grpc::Status {
     absl::StatusOr<std::vector<cache::PlanRecord>> plans =
         engine_->ListCachedPlans(request->model_id());
     if (!plans.ok()) return ToGrpc(plans.status());
@@ -341,10 +361,11 @@ grpc::Status AdminServiceImpl::ListCachedPlans(grpc::ServerContext*,
   });
 }
 
-grpc::Status AdminServiceImpl::PurgeCache(grpc::ServerContext*,
+grpc::Status AdminServiceImpl::PurgeCache(grpc::ServerContext* context,
                                           const pb::PurgeCacheRequest* request,
                                           pb::PurgeCacheResponse* response) {
-  return Guarded("PurgeCache", [&]() -> grpc::Status {
+  const std::string purged = request->include_models() ? "plans and models" : "plans";
+  return Guarded(*callers_, context, Rpc::kPurgeCache, purged, [&]() -> grpc::Status {
     absl::StatusOr<cache::PurgeResult> result = engine_->PurgeCache(request->include_models());
     if (!result.ok()) return ToGrpc(result.status());
     response->set_plans_removed(result->plans_removed);
@@ -356,7 +377,8 @@ grpc::Status AdminServiceImpl::PurgeCache(grpc::ServerContext*,
 grpc::Status AdminServiceImpl::Calibrate(grpc::ServerContext* context,
                                          const pb::CalibrateRequest* request,
                                          grpc::ServerWriter<pb::CalibrateResponse>* writer) {
-  return Guarded("Calibrate", [&]() -> grpc::Status {
+  const std::string budget = absl::StrCat("budget ", request->budget_s(), " s");
+  return Guarded(*callers_, context, Rpc::kCalibrate, budget, [&]() -> grpc::Status {
     constexpr double kDefaultBudgetS = 3;
     const double budget_s = request->budget_s() == 0 ? kDefaultBudgetS : request->budget_s();
     // Progress arrives on the queue's worker while this thread waits in the engine; the
@@ -387,6 +409,25 @@ grpc::Status AdminServiceImpl::Calibrate(grpc::ServerContext* context,
     for (const std::string& skipped : output->skipped_devices) result->add_skipped_devices(skipped);
     std::lock_guard lock(*mu);
     writer->Write(message);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status AdminServiceImpl::VerifyCache(grpc::ServerContext* context,
+                                           const pb::VerifyCacheRequest*,
+                                           pb::VerifyCacheResponse* response) {
+  return Guarded(*callers_, context, Rpc::kVerifyCache, "", [&]() -> grpc::Status {
+    absl::StatusOr<CacheVerification> report = engine_->VerifyCache();
+    if (!report.ok()) return ToGrpc(report.status());
+    response->set_models_checked(report->models_checked);
+    response->set_plans_checked(report->plans_checked);
+    response->set_plans_skipped(report->plans_skipped);
+    for (const CacheProblemInfo& found : report->problems) {
+      pb::CacheProblem* problem = response->add_problems();
+      problem->set_model_id(found.model_id);
+      problem->set_scheduler_config(found.scheduler_config);
+      problem->set_reason(found.reason);
+    }
     return grpc::Status::OK;
   });
 }

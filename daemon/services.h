@@ -1,12 +1,16 @@
 // The psched.v1 gRPC services. Each is thin: it converts protobuf messages to the engine's
 // types, forwards to daemon::Engine and converts back; absl status codes map one to one onto
-// gRPC codes, with the engine's message. The Engine must outlive the services.
+// gRPC codes, with the engine's message. Every handler first finds its caller (Callers) and
+// asks the access policy whether the caller's role permits the RPC; state-changing calls and
+// refusals are logged with the caller. The Engine and Callers must outlive the services.
 //
-// Thread-safety: gRPC calls these concurrently; all state lives in the (thread-safe) Engine.
+// Thread-safety: gRPC calls these concurrently; all state lives in the (thread-safe) Engine
+// and Callers.
 #pragma once
 
 #include <cstdint>
 
+#include "daemon/callers.h"
 #include "daemon/engine.h"
 #include "psched/v1/admin.grpc.pb.h"
 #include "psched/v1/inference.grpc.pb.h"
@@ -17,8 +21,8 @@ namespace psched::daemon {
 
 class ModelServiceImpl final : public psched::v1::ModelService::Service {
  public:
-  ModelServiceImpl(Engine* engine, int64_t max_model_bytes)
-      : engine_(engine), max_model_bytes_(max_model_bytes) {}
+  ModelServiceImpl(Engine* engine, const Callers* callers, int64_t max_model_bytes)
+      : engine_(engine), callers_(callers), max_model_bytes_(max_model_bytes) {}
 
   grpc::Status RegisterModel(grpc::ServerContext* context,
                              grpc::ServerReader<psched::v1::RegisterModelRequest>* reader,
@@ -34,32 +38,36 @@ class ModelServiceImpl final : public psched::v1::ModelService::Service {
 
  private:
   Engine* engine_;
+  const Callers* callers_;
   const int64_t max_model_bytes_;
 };
 
 class PlanServiceImpl final : public psched::v1::PlanService::Service {
  public:
-  explicit PlanServiceImpl(Engine* engine) : engine_(engine) {}
+  PlanServiceImpl(Engine* engine, const Callers* callers) : engine_(engine), callers_(callers) {}
   grpc::Status GetPlan(grpc::ServerContext* context, const psched::v1::GetPlanRequest* request,
                        grpc::ServerWriter<psched::v1::GetPlanResponse>* writer) override;
 
  private:
   Engine* engine_;
+  const Callers* callers_;
 };
 
 class InferenceServiceImpl final : public psched::v1::InferenceService::Service {
  public:
-  explicit InferenceServiceImpl(Engine* engine) : engine_(engine) {}
+  InferenceServiceImpl(Engine* engine, const Callers* callers)
+      : engine_(engine), callers_(callers) {}
   grpc::Status Infer(grpc::ServerContext* context, const psched::v1::InferRequest* request,
                      psched::v1::InferResponse* response) override;
 
  private:
   Engine* engine_;
+  const Callers* callers_;
 };
 
 class AdminServiceImpl final : public psched::v1::AdminService::Service {
  public:
-  explicit AdminServiceImpl(Engine* engine) : engine_(engine) {}
+  AdminServiceImpl(Engine* engine, const Callers* callers) : engine_(engine), callers_(callers) {}
   grpc::Status Status(grpc::ServerContext* context, const psched::v1::StatusRequest* request,
                       psched::v1::StatusResponse* response) override;
   grpc::Status Devices(grpc::ServerContext* context, const psched::v1::DevicesRequest* request,
@@ -76,9 +84,13 @@ class AdminServiceImpl final : public psched::v1::AdminService::Service {
   grpc::Status Calibrate(grpc::ServerContext* context,
                          const psched::v1::CalibrateRequest* request,
                          grpc::ServerWriter<psched::v1::CalibrateResponse>* writer) override;
+  grpc::Status VerifyCache(grpc::ServerContext* context,
+                           const psched::v1::VerifyCacheRequest* request,
+                           psched::v1::VerifyCacheResponse* response) override;
 
  private:
   Engine* engine_;
+  const Callers* callers_;
 };
 
 }  // namespace psched::daemon

@@ -119,4 +119,38 @@ void CmdCachePurge(const Globals& g, bool all) {
   }
 }
 
+void CmdCacheVerify(const Globals& g) {
+  auto client = Connect(g);
+  v1::VerifyCacheResponse report = Check(client.VerifyCache());
+  if (g.json()) {
+    json problems = json::array();
+    for (const auto& p : report.problems()) {
+      problems.push_back({{"model_id", p.model_id()},
+                          {"scheduler_config", p.scheduler_config()},
+                          {"reason", p.reason()}});
+    }
+    PrintJson({{"models_checked", report.models_checked()},
+               {"plans_checked", report.plans_checked()},
+               {"plans_skipped", report.plans_skipped()},
+               {"problems", problems}});
+  } else {
+    std::cout << "checked " << report.models_checked() << " models and " << report.plans_checked()
+              << " plans (" << report.plans_skipped()
+              << " plans of other platforms or predictors skipped)\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& p : report.problems()) {
+      rows.push_back({Short(p.model_id()),
+                      p.scheduler_config().empty() ? "(model bytes)" : p.scheduler_config(),
+                      p.reason()});
+    }
+    if (!rows.empty()) PrintTable({"MODEL", "WHAT", "PROBLEM"}, rows);
+  }
+  if (report.problems_size() > 0) {
+    throw CommandError{absl::StrCat(
+        report.problems_size(),
+        " problem(s): damaged models are quarantined until their original file is added "
+        "again; invalid plans are recomputed when next asked for")};
+  }
+}
+
 }  // namespace psched::pschedctl

@@ -11,7 +11,11 @@
 namespace psched::pschedctl {
 
 void CheckStatus(const absl::Status& status) {
-  if (!status.ok()) throw CommandError{std::string(status.message())};
+  if (status.ok()) return;
+  // The daemon's message names the RPC, the role it needs and who asked.
+  throw CommandError{absl::StrCat(
+      status.code() == absl::StatusCode::kPermissionDenied ? "permission denied: " : "",
+      status.message())};
 }
 
 std::string ReadFile(const std::string& path) {

@@ -17,13 +17,15 @@ struct CommandError {
   std::string message;
 };
 
+// Throws CommandError with the status's message (prefixed "permission denied: " for a
+// missing role) unless it is OK.
+void CheckStatus(const absl::Status& status);
+
 template <typename T>
 T Check(absl::StatusOr<T> result) {
-  if (!result.ok()) throw CommandError{std::string(result.status().message())};
+  CheckStatus(result.status());
   return std::move(*result);
 }
-
-void CheckStatus(const absl::Status& status);
 
 // The file's bytes; CommandError naming the path and the OS reason when it cannot be read.
 std::string ReadFile(const std::string& path);

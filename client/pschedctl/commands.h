@@ -16,6 +16,7 @@ void CmdCalibrate(const Globals& g, double budget_s);
 void CmdCacheStats(const Globals& g);
 void CmdCacheLs(const Globals& g);
 void CmdCachePurge(const Globals& g, bool all);
+void CmdCacheVerify(const Globals& g);
 
 // model_commands.cc: registered models; `model inspect FILE` imports locally, no daemon.
 void CmdModelAdd(const Globals& g, const std::string& file, const std::string& name,

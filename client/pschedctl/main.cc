@@ -97,6 +97,8 @@ int Main(int argc, char** argv) {
   CLI::App* purge = cache->add_subcommand("purge", "delete cached plans");
   purge->add_flag("--all", all, "also delete every registered model");
   purge->callback([&] { action = [&] { CmdCachePurge(g, all); }; });
+  cache->add_subcommand("verify", "hash every stored model against its id, validate the plans")
+      ->callback([&] { action = [&] { CmdCacheVerify(g); }; });
 
   try {
     app.parse(argc, argv);

@@ -2,7 +2,9 @@
 // state dir and drives it with pschedctl and the client library, playing systemd's part
 // (socket activation, NOTIFY_SOCKET) over real sockets where needed.
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -96,6 +98,32 @@ void FormatPid(char* out, pid_t pid) {
   *out = '\0';
 }
 
+// A process identity the tests (running as root) give a child: pschedd or pschedctl.
+struct Identity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary
+};
+
+// Takes on `who` in a forked child; only system calls (safe between fork and exec).
+void BecomeOrExit(const Identity& who) {
+  if (setgroups(who.groups.size(), who.groups.data()) != 0 || setgid(who.gid) != 0 ||
+      setuid(who.uid) != 0) {
+    _exit(126);
+  }
+}
+
+// The identities of the access tests. nobody/nogroup exist on every Debian system; the
+// numeric ids below belong to no account, which the kernel does not mind.
+Identity Nobody(std::vector<gid_t> groups) {
+  return {getpwnam("nobody")->pw_uid, getgrnam("nogroup")->gr_gid, std::move(groups)};
+}
+Identity Root() { return {0, 0, {0}}; }
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -113,9 +141,10 @@ class DaemonTest : public ::testing::Test {
   }
 
   // Starts pschedd with `extra_args`; `listen_fd` >= 0 is passed as socket activation fd 3.
+  // `as`: the identity pschedd runs as (default: the test's, root).
   pid_t Spawn(const std::vector<std::string>& extra_args,
               const std::vector<std::string>& extra_env = {}, int listen_fd = -1,
-              bool with_listen_pid = false) {
+              bool with_listen_pid = false, const Identity* as = nullptr) {
     std::vector<std::string> args = {PSCHEDD_PATH};
     bool has_socket = false, has_state = false, has_level = false;
     for (const std::string& a : extra_args) {
@@ -150,6 +179,7 @@ class DaemonTest : public ::testing::Test {
     pid_t pid = fork();
     if (pid == 0) {
       FormatPid(listen_pid + std::strlen("LISTEN_PID="), getpid());
+      if (as != nullptr) BecomeOrExit(*as);
       dup2(log_fd, 1);
       dup2(log_fd, 2);
       if (listen_fd >= 0) {
@@ -261,6 +291,42 @@ cores = [1]
     int status = pclose(pipe);
     if (err != nullptr) *err = ReadFile(err_path);
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  }
+
+  struct CtlRun {
+    int code = -1;
+    std::string out, err;
+    pid_t pid = -1;  // pschedctl's pid, as the daemon's log names it
+  };
+  // Runs pschedctl as `who` against `socket` (fork, take on the identity, exec).
+  CtlRun CtlAs(const Identity& who, const std::string& socket,
+               const std::vector<std::string>& args) {
+    std::vector<std::string> argv_strings = {PSCHEDCTL_PATH, "--socket", socket};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    static std::atomic<int> runs{0};
+    const std::string base = absl::StrCat(dir_, "/ctl_as.", runs++);
+    int out_fd = open((base + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int err_fd = open((base + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    CtlRun run;
+    run.pid = fork();
+    if (run.pid == 0) {
+      dup2(out_fd, 1);
+      dup2(err_fd, 2);
+      BecomeOrExit(who);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out_fd);
+    close(err_fd);
+    int status = 0;
+    waitpid(run.pid, &status, 0);
+    run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.out = ReadFile(base + ".out");
+    run.err = ReadFile(base + ".err");
+    return run;
   }
 
   std::string Log() { return "pschedd log:\n" + ReadFile(dir_ + "/pschedd.log"); }
@@ -739,6 +805,55 @@ TEST_F(DaemonTest, UnusableStateOrFlagsExitNonZeroWithOneLine) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
 }
 
+// The real binary refuses to start, exit 1 with one line naming the file and the fix, on a
+// database that lost a table, carries a schema from the future or does not take writes, and
+// on an [access] entry naming nobody on this system: never at the first request.
+TEST_F(DaemonTest, StartupFailsFastOnABrokenDatabaseOrAccessConfig) {
+  Start();
+  ASSERT_EQ(Stop(), 0);
+  const std::string db_path = state_ + "/psched.db";
+  auto exec = [&](const std::string& sql) {
+    absl::StatusOr<cache::Connection> db = cache::Connection::Open(db_path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE(db->Exec(sql).ok()) << sql;
+  };
+  // Starts pschedd (as `as`, when given) and returns its log if it exited 1.
+  auto refused = [&](const std::vector<std::string>& args, const Identity* as = nullptr) {
+    fs::remove(dir_ + "/pschedd.log");
+    pid_ = Spawn(args, {}, -1, false, as);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << ReadFile(dir_ + "/pschedd.log");
+    return ReadFile(dir_ + "/pschedd.log");
+  };
+
+  fs::copy_file(db_path, dir_ + "/good.db");
+  exec("DROP TABLE plans");
+  EXPECT_TRUE(Contains(refused({}), "table 'plans' is missing")) << Log();
+  fs::copy_file(dir_ + "/good.db", db_path, fs::copy_options::overwrite_existing);
+  exec("PRAGMA user_version = 99");
+  EXPECT_TRUE(Contains(refused({}), "cache schema version 99 is newer than this pschedd")) << Log();
+  fs::copy_file(dir_ + "/good.db", db_path, fs::copy_options::overwrite_existing);
+
+  const std::string config = dir_ + "/access.toml";
+  std::ofstream(config) << "[access]\nadmin_groups = [\"no-such-group-psched\"]\n";
+  EXPECT_TRUE(Contains(refused({"--config", config}),
+                       "pschedd: [access]: no group named 'no-such-group-psched'"))
+      << Log();
+
+  if (geteuid() == 0) {
+    // nobody owns the state dir; the database file stays root's, readable but not writable.
+    const Identity nobody = Nobody({getgrnam("nogroup")->gr_gid});
+    ASSERT_EQ(chown(state_.c_str(), nobody.uid, nobody.gid), 0);
+    fs::permissions(db_path, fs::perms::owner_read | fs::perms::owner_write |
+                                 fs::perms::group_read | fs::perms::others_read);
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::others_exec);
+    const std::string log = refused({"--socket", state_ + "/pschedd.sock"}, &nobody);
+    EXPECT_TRUE(Contains(log, "does not take writes") && Contains(log, db_path)) << log;
+  }
+}
+
 TEST_F(DaemonTest, PschedctlWithoutDaemonSaysSoInOneLine) {
   std::string err;
   auto [rc, out] = Ctl("status", &err);
@@ -896,6 +1011,7 @@ TEST_F(DaemonTest, EveryRpcAnswersClearlyOnAPoisonedStore) {
   record("CacheStats", c.CacheStats().status());
   record("ListCachedPlans", c.ListCachedPlans().status());
   record("ListModels", c.ListModels().status());
+  record("VerifyCache", c.VerifyCache().status());
   record("GetModel", c.GetModel(id).status());
   record("GetPlan", c.GetPlan(id, "").status());
   v1::InferRequest request;
@@ -909,13 +1025,17 @@ TEST_F(DaemonTest, EveryRpcAnswersClearlyOnAPoisonedStore) {
   record("RemoveModel", c.RemoveModel(id).status());
   for (const auto& [rpc, status] : answers) {
     EXPECT_NE(status.code(), absl::StatusCode::kUnknown) << rpc << ": " << status;
-    if (!status.ok()) EXPECT_FALSE(status.message().empty()) << rpc;
+    if (!status.ok()) {
+      EXPECT_FALSE(status.message().empty()) << rpc;
+    }
     std::printf("%-16s %s\n", rpc.c_str(), status.ToString().c_str());
   }
   // A damaged summary loses its bad fields, not the model; the damaged plan is recomputed,
   // so inference runs and matches.
   for (const auto& [rpc, status] : answers) {
-    if (rpc != "Calibrate") EXPECT_TRUE(status.ok()) << rpc << ": " << status;
+    if (rpc != "Calibrate") {
+      EXPECT_TRUE(status.ok()) << rpc << ": " << status;
+    }
   }
   EXPECT_NE(Log().find("stored summary is damaged"), std::string::npos) << Log();
   ASSERT_TRUE(inferred.ok()) << inferred.status() << Log();
@@ -941,7 +1061,7 @@ TEST_F(DaemonTest, CreatedFilesAreNeverLooserThanConfiguredWhateverTheUmask) {
 }
 
 TEST_F(DaemonTest, PschedctlBadArgumentsExitOneAndHelpExitsZero) {
-  for (const std::string& args :
+  for (const char* args :
        {"--no-such-flag status", "model", "plan show", "infer abc --input", "nosuchcommand"}) {
     std::string err;
     auto [rc, out] = Ctl(args, &err);
@@ -995,6 +1115,223 @@ TEST_F(DaemonTest, PschedctlCommandsTableAndJson) {
   auto [rm2_rc, rm2] = Ctl("model rm " + id.substr(0, 10));
   EXPECT_EQ(rm2_rc, 1);
   EXPECT_EQ(Stop(), 0);
+}
+
+// The daemon runs as root, so root is admin and the socket's group (root's, gid 0) are
+// users. nobody, given group 0 as a supplementary group, may register, plan, infer and
+// read, and is refused every admin call with a message naming the role; a process outside
+// the group that still reaches the socket (its mode loosened by hand) has no role at all.
+// Every state-changing call and every refusal is logged with uid, gid and the client's pid.
+TEST_F(DaemonTest, RolesFromPeerCredentialsGuardEveryAdminCall) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run clients as other users";
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  const std::string out_dir = dir_ + "/out";
+  fs::create_directory(out_dir);
+  fs::permissions(out_dir, fs::perms::all);
+  Start();
+
+  const Identity user = Nobody({getgrnam("nogroup")->gr_gid, 0});
+  CtlRun add = CtlAs(user, socket_, {"model", "add", kTinyModel});
+  ASSERT_EQ(add.code, 0) << add.err << Log();
+  const std::string id = add.out.substr(0, 64);
+  for (const std::vector<std::string>& allowed :
+       {std::vector<std::string>{"status"},
+        {"model", "ls"},
+        {"plan", "show", id, "--scheduler", "heft"},
+        {"infer", id, "--input", kTinyInput, "--output", out_dir + "/y.npy"},
+        {"cache", "stats"},
+        {"cache", "ls"}}) {
+    CtlRun run = CtlAs(user, socket_, allowed);
+    EXPECT_EQ(run.code, 0) << allowed[0] << ": " << run.err << Log();
+  }
+  EXPECT_LT(
+      MaxDiff(executor::ReadNpy(out_dir + "/y.npy")->data, executor::ReadNpy(kTinyOutput)->data),
+      1e-4);
+
+  const std::map<std::string, std::vector<std::string>> admin_calls = {
+      {"RemoveModel", {"model", "rm", id}},
+      {"PurgeCache", {"cache", "purge", "--all"}},
+      {"Calibrate", {"calibrate", "--budget-s", "0.2"}},
+      {"VerifyCache", {"cache", "verify"}},
+  };
+  for (const auto& [rpc, args] : admin_calls) {
+    CtlRun run = CtlAs(user, socket_, args);
+    EXPECT_EQ(run.code, 1) << rpc;
+    const std::string expected =
+        absl::StrCat("pschedctl: permission denied: ", rpc,
+                     " needs the admin role; uid 65534 (nobody) gid 65534 (nogroup) pid ", run.pid,
+                     " has role user");
+    EXPECT_TRUE(Contains(run.err, expected)) << run.err;
+    EXPECT_TRUE(Contains(Log(), absl::StrCat("call: ", rpc)) &&
+                Contains(Log(), absl::StrCat("pid ", run.pid, " role user: PERMISSION_DENIED")))
+        << rpc << Log();
+  }
+  EXPECT_TRUE(Contains(Log(), absl::StrCat("call: RegisterModel ", id,
+                                           " by uid 65534 (nobody) gid 65534 (nogroup) pid ",
+                                           add.pid, " role user: OK")))
+      << Log();
+  // Nothing the refused calls asked for happened.
+  auto models = Client().ListModels();
+  ASSERT_TRUE(models.ok());
+  EXPECT_EQ(models->models_size(), 1);
+  EXPECT_EQ(Client().CacheStats()->plans(), 2) << "heft and the default scheduler's";
+
+  // Root is admin: the same calls pass, and are logged with root's pid.
+  CtlRun verify = CtlAs(Root(), socket_, {"cache", "verify"});
+  EXPECT_EQ(verify.code, 0) << verify.err;
+  EXPECT_TRUE(Contains(verify.out, "checked 1 models and 2 plans")) << verify.out;
+  CtlRun rm = CtlAs(Root(), socket_, {"model", "rm", id});
+  EXPECT_EQ(rm.code, 0) << rm.err;
+  EXPECT_TRUE(
+      Contains(Log(), absl::StrCat("call: RemoveModel ", id, " by uid 0 (root) gid 0 (root) pid ",
+                                   rm.pid, " role admin: OK")))
+      << Log();
+
+  // Outside the socket's group: the socket's mode keeps the process out...
+  const Identity stranger{4242, 4242, {}};
+  CtlRun kept_out = CtlAs(stranger, socket_, {"status"});
+  EXPECT_EQ(kept_out.code, 1);
+  EXPECT_FALSE(Contains(Log(), "uid 4242"));
+  // ...and if the mode is loosened by mistake, the daemon still refuses it everything.
+  fs::permissions(dir_ + "/run", fs::perms::all);
+  fs::permissions(socket_, fs::perms::all);
+  CtlRun refused = CtlAs(stranger, socket_, {"status"});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_TRUE(Contains(refused.err, absl::StrCat("pschedctl: permission denied: Status needs the "
+                                                 "user role; uid 4242 (4242) gid 4242 (4242) pid ",
+                                                 refused.pid, " has role none")))
+      << refused.err;
+  EXPECT_EQ(CtlAs(stranger, socket_, {"model", "add", kTinyModel}).code, 1);
+  EXPECT_EQ(Client().ListModels()->models_size(), 0);
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// pschedd running as nobody: its own user and root are admins by default; the config adds
+// an admin user by id and an admin group; others in the socket's group (nogroup) are users.
+TEST_F(DaemonTest, DaemonsOwnUserRootAndConfiguredUsersAndGroupsAreAdmins) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run as other users";
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+  const std::string home = dir_ + "/nobody";
+  fs::create_directory(home);
+  const gid_t nogroup = getgrnam("nogroup")->gr_gid;
+  ASSERT_EQ(chown(home.c_str(), getpwnam("nobody")->pw_uid, nogroup), 0);
+  const std::string socket = home + "/run/pschedd.sock";
+  const std::string config = dir_ + "/access.toml";
+  std::ofstream(config) << R"toml(
+[[devices]]
+name = "cpu.0"
+kind = "cpu"
+cores = [0]
+
+[access]
+admin_users = ["4243"]
+admin_groups = ["4244"]
+)toml";
+  fs::permissions(config, fs::perms::owner_read | fs::perms::others_read);
+  const Identity daemon = Nobody({nogroup});
+  pid_ = Spawn({"--socket", socket, "--state-dir", home + "/state", "--config", config}, {}, -1,
+               false, &daemon);
+  ASSERT_TRUE(WaitServing(socket)) << Log();
+  EXPECT_TRUE(Contains(Log(),
+                       "access: admins: root, 4243, nobody and groups 4244; users: "
+                       "members of nogroup"))
+      << Log();
+
+  const std::vector<std::pair<std::string, Identity>> admins = {
+      {"the daemon's own user", daemon},
+      {"root", Root()},
+      {"admin_users", {4243, 4243, {nogroup}}},
+      {"admin_groups", {4245, 4245, {nogroup, 4244}}},
+  };
+  const Identity user{4246, 4246, {nogroup}};
+  for (const auto& [why, admin] : admins) {
+    CtlRun add = CtlAs(user, socket, {"model", "add", kTinyModel});
+    ASSERT_EQ(add.code, 0) << add.err << Log();
+    const std::string id = add.out.substr(0, 64);
+    CtlRun denied = CtlAs(user, socket, {"model", "rm", id});
+    EXPECT_EQ(denied.code, 1) << why;
+    EXPECT_TRUE(Contains(denied.err, "RemoveModel needs the admin role; uid 4246")) << denied.err;
+    CtlRun rm = CtlAs(admin, socket, {"model", "rm", id});
+    EXPECT_EQ(rm.code, 0) << why << ": " << rm.err << Log();
+    EXPECT_TRUE(Contains(Log(), absl::StrCat("call: RemoveModel ", id, " by uid ", admin.uid)))
+        << why;
+    CtlRun verify = CtlAs(admin, socket, {"cache", "verify"});
+    EXPECT_EQ(verify.code, 0) << why << ": " << verify.err;
+  }
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// Connections of different roles at once: each call is judged by the credentials of its own
+// connection, never by a neighbour's (the caller is looked up by the connection's fd).
+TEST_F(DaemonTest, ConcurrentCallersOfDifferentRolesAreNeverMixedUp) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run clients as other users";
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec);
+  Start();
+  ASSERT_EQ(Ctl("model add " + kTinyModel).first, 0);
+  const Identity user = Nobody({0});
+  constexpr int kRounds = 12;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      const bool admin = t % 2 == 0;
+      for (int round = 0; round < kRounds; ++round) {
+        CtlRun run = CtlAs(admin ? Root() : user, socket_, {"cache", "verify"});
+        const bool denied = Contains(run.err, "permission denied");
+        if (admin ? run.code != 0 || denied : run.code != 1 || !denied) ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0) << Log();
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// `pschedctl cache verify` while serving: a model whose bytes change on disk is found and
+// quarantined (never served again from memory either), a damaged plan is reported and
+// recomputed when next asked for; the exit code says whether anything was found.
+TEST_F(DaemonTest, CacheVerifyFindsDamageWhileServing) {
+  Start();
+  auto [add_rc, id_line] = Ctl("model add " + kTinyModel);
+  ASSERT_EQ(add_rc, 0) << id_line;
+  const std::string id = id_line.substr(0, 64);
+  const std::string infer = "infer " + id + " --input " + kTinyInput;
+  ASSERT_EQ(Ctl("plan show " + id + " --scheduler heft").first, 0);
+  ASSERT_EQ(Ctl(infer + " --scheduler heft").first, 0);
+  auto [clean_rc, clean] = Ctl("-o json cache verify");
+  EXPECT_EQ(clean_rc, 0) << clean;
+  EXPECT_EQ(json::parse(clean)["plans_checked"], 1) << clean;
+
+  auto edit = [this](const std::string& sql) {
+    absl::StatusOr<cache::Connection> db = cache::Connection::Open(state_ + "/psched.db");
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE(db->Exec(sql).ok()) << sql;
+  };
+  edit("UPDATE plans SET schedule_json = json_remove(schedule_json, '$.subtasks[0]')");
+  std::string err;
+  auto [plan_rc, plan_report] = Ctl("cache verify", &err);
+  EXPECT_EQ(plan_rc, 1);
+  EXPECT_TRUE(Contains(plan_report, id.substr(0, 12)) && Contains(plan_report, "heft"))
+      << plan_report;
+  EXPECT_TRUE(Contains(err, "1 problem(s)")) << err;
+  auto [replan_rc, replan] = Ctl("-o json plan show " + id + " --scheduler heft");
+  ASSERT_EQ(replan_rc, 0);
+  EXPECT_FALSE(json::parse(replan)["cached"].get<bool>());
+  EXPECT_EQ(Ctl("cache verify").first, 0);
+
+  edit("UPDATE models SET onnx = substr(onnx, 1, length(onnx) - 1) || x'00'");
+  auto [model_rc, model_report] = Ctl("cache verify", &err);
+  EXPECT_EQ(model_rc, 1);
+  EXPECT_TRUE(Contains(model_report, "(model bytes)") && Contains(model_report, "quarantined"))
+      << model_report;
+  auto [infer_rc, infer_out] = Ctl(infer, &err);
+  EXPECT_EQ(infer_rc, 1);
+  EXPECT_TRUE(Contains(err, "quarantined")) << err;
+  EXPECT_EQ(Ctl("model add " + kTinyModel).first, 0);
+  EXPECT_EQ(Ctl(infer).first, 0) << Log();
+  EXPECT_EQ(Ctl("cache verify").first, 0);
+  EXPECT_EQ(Stop(), 0) << Log();
 }
 
 }  // namespace
