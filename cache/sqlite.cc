@@ -70,9 +70,12 @@ absl::Status Statement::Run() {
   }
 }
 
-int64_t Statement::ColumnInt(int column) const {
-  return sqlite3_column_int64(stmt_.get(), column);
+void Statement::Reset() {
+  sqlite3_reset(stmt_.get());
+  bind_status_ = absl::OkStatus();
 }
+
+int64_t Statement::ColumnInt(int column) const { return sqlite3_column_int64(stmt_.get(), column); }
 
 double Statement::ColumnDouble(int column) const {
   return sqlite3_column_double(stmt_.get(), column);
@@ -96,9 +99,8 @@ bool Statement::ColumnIsNull(int column) const {
 
 absl::StatusOr<Connection> Connection::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   Connection connection(db);
   if (rc != SQLITE_OK) return SqliteError(db, rc, absl::StrCat("cannot open ", path));
   sqlite3_extended_result_codes(db, 1);
@@ -107,8 +109,7 @@ absl::StatusOr<Connection> Connection::Open(const std::string& path) {
 
 absl::StatusOr<Statement> Connection::Prepare(absl::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
-  int rc = sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &stmt,
-                              nullptr);
+  int rc = sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_finalize(stmt);
     return SqliteError(db_.get(), rc, absl::StrCat("prepare ", sql));

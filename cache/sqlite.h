@@ -14,10 +14,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace psched::cache {
 
@@ -39,6 +39,8 @@ class Statement {
   absl::StatusOr<bool> Step();
   // Steps until done; for statements that return no rows.
   absl::Status Run();
+  // Makes the statement ready to bind and run again (bindings are kept until rebound).
+  void Reset();
 
   int64_t ColumnInt(int column) const;
   double ColumnDouble(int column) const;

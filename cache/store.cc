@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "cache/schema.h"
 
 namespace psched::cache {
@@ -24,18 +24,18 @@ int64_t NowUnixSeconds() {
 }
 
 // Propagates a non-OK Status or binds the value of a StatusOr.
-#define PSCHED_CACHE_RETURN_IF_ERROR(expr)  \
-  do {                                      \
-    absl::Status status_ = (expr);          \
-    if (!status_.ok()) return status_;      \
+#define PSCHED_CACHE_RETURN_IF_ERROR(expr) \
+  do {                                     \
+    absl::Status status_ = (expr);         \
+    if (!status_.ok()) return status_;     \
   } while (false)
 
 #define PSCHED_CACHE_CONCAT_INNER(a, b) a##b
 #define PSCHED_CACHE_CONCAT(a, b) PSCHED_CACHE_CONCAT_INNER(a, b)
-#define PSCHED_CACHE_ASSIGN_OR_RETURN(lhs, expr)                                   \
-  auto PSCHED_CACHE_CONCAT(statusor_, __LINE__) = (expr);                          \
-  if (!PSCHED_CACHE_CONCAT(statusor_, __LINE__).ok())                              \
-    return PSCHED_CACHE_CONCAT(statusor_, __LINE__).status();                      \
+#define PSCHED_CACHE_ASSIGN_OR_RETURN(lhs, expr)              \
+  auto PSCHED_CACHE_CONCAT(statusor_, __LINE__) = (expr);     \
+  if (!PSCHED_CACHE_CONCAT(statusor_, __LINE__).ok())         \
+    return PSCHED_CACHE_CONCAT(statusor_, __LINE__).status(); \
   lhs = std::move(*PSCHED_CACHE_CONCAT(statusor_, __LINE__))
 
 constexpr const char* kPlanColumns =
@@ -92,18 +92,16 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& state_dir,
   absl::StatusOr<Connection> db = Connection::Open(path);
   if (!db.ok()) return Prefixed(db.status(), prefix);
   PSCHED_CACHE_RETURN_IF_ERROR(
-      Prefixed(db->Exec(absl::StrCat("PRAGMA busy_timeout = ", options.busy_timeout_ms)),
-               prefix));
+      Prefixed(db->Exec(absl::StrCat("PRAGMA busy_timeout = ", options.busy_timeout_ms)), prefix));
 
   // integrity_check reads every page, so a garbage or truncated file is caught here rather
   // than by the first request that touches the damaged page.
   absl::StatusOr<std::string> integrity = db->QueryText("PRAGMA integrity_check");
   if (!integrity.ok() || *integrity != "ok") {
-    std::string reason =
-        integrity.ok() ? *integrity : std::string(integrity.status().message());
-    return absl::DataLossError(absl::StrCat(
-        prefix, "database is corrupt (", reason,
-        "); stop pschedd and move the file aside to start with an empty cache"));
+    std::string reason = integrity.ok() ? *integrity : std::string(integrity.status().message());
+    return absl::DataLossError(
+        absl::StrCat(prefix, "database is corrupt (", reason,
+                     "); stop pschedd and move the file aside to start with an empty cache"));
   }
   absl::StatusOr<std::string> mode = db->QueryText("PRAGMA journal_mode = WAL");
   if (!mode.ok()) return Prefixed(mode.status(), prefix);
@@ -211,9 +209,8 @@ absl::StatusOr<std::string> Store::ResolveModelId(const std::string& id_or_prefi
   }
   constexpr size_t kMinPrefix = 8;
   if (id_or_prefix.size() < kMinPrefix) {
-    return absl::InvalidArgumentError(absl::StrCat("model id prefix '", id_or_prefix,
-                                                   "' is shorter than ", kMinPrefix,
-                                                   " characters"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model id prefix '", id_or_prefix, "' is shorter than ", kMinPrefix, " characters"));
   }
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt =
@@ -258,6 +255,11 @@ absl::StatusOr<int64_t> Store::RemoveModel(const std::string& id) {
   }
   if (absl::Status status = db_.Exec("COMMIT"); !status.ok()) return fail(status);
   return plans;
+}
+
+std::string PlanKey::Joined() const {
+  return absl::StrCat(model_id, "|", platform_fingerprint, "|", predictor_version, "|",
+                      scheduler_config);
 }
 
 absl::Status Store::BumpCounter(const char* name) {
@@ -355,6 +357,51 @@ absl::Status Store::RecordInference(const std::string& model_id, double latency_
     return absl::NotFoundError(absl::StrCat("no model with id ", model_id));
   }
   return Annotate(status);
+}
+
+absl::Status Store::RecordUsage(const UsageBatch& batch) {
+  if (batch.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
+  auto fail = [&](const absl::Status& status) {
+    db_.Exec("ROLLBACK").IgnoreError();
+    return Annotate(status);
+  };
+  absl::StatusOr<Statement> hits = db_.Prepare(
+      "UPDATE plans SET hits = hits + ?5 WHERE model_id = ?1 AND platform_fingerprint = ?2 AND "
+      "predictor_version = ?3 AND scheduler_config = ?4");
+  if (!hits.ok()) return fail(hits.status());
+  absl::StatusOr<Statement> counter =
+      db_.Prepare("UPDATE counters SET value = value + ?1 WHERE name = 'plan_hits'");
+  if (!counter.ok()) return fail(counter.status());
+  for (const UsageBatch::PlanHits& plan : batch.plan_hits) {
+    hits->Reset();
+    counter->Reset();
+    hits->Bind(1, plan.key.model_id)
+        .Bind(2, plan.key.platform_fingerprint)
+        .Bind(3, plan.key.predictor_version)
+        .Bind(4, plan.key.scheduler_config)
+        .Bind(5, plan.hits);
+    if (absl::Status status = hits->Run(); !status.ok()) return fail(status);
+    counter->Bind(1, plan.hits);
+    if (absl::Status status = counter->Run(); !status.ok()) return fail(status);
+  }
+  absl::StatusOr<Statement> usage = db_.Prepare(
+      "INSERT INTO usage(model_id, inferences, total_latency_us, last_unix_s) "
+      "SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM models WHERE id = ?1) "
+      "ON CONFLICT(model_id) DO UPDATE SET inferences = inferences + ?2, "
+      "total_latency_us = total_latency_us + ?3, last_unix_s = max(last_unix_s, ?4)");
+  if (!usage.ok()) return fail(usage.status());
+  for (const UsageBatch::ModelUsage& model : batch.models) {
+    usage->Reset();
+    usage->Bind(1, model.model_id)
+        .Bind(2, model.inferences)
+        .Bind(3, model.total_latency_us)
+        .Bind(4, model.last_unix_s);
+    if (absl::Status status = usage->Run(); !status.ok()) return fail(status);
+  }
+  if (absl::Status status = db_.Exec("COMMIT"); !status.ok()) return fail(status);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<UsageRecord> Store::GetUsage(const std::string& model_id) {

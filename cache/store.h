@@ -53,6 +53,8 @@ struct PlanKey {
   // equal strings.
   std::string scheduler_config;
   bool operator==(const PlanKey&) const = default;
+  // The four fields joined with '|': a map key that sorts a model's plans together.
+  std::string Joined() const;
 };
 
 struct PlanRecord {
@@ -89,6 +91,23 @@ struct CacheStats {
   int64_t hits = 0;
   int64_t misses = 0;
   std::string path;
+};
+
+// Statistics gathered in memory and written in one transaction (Store::RecordUsage).
+struct UsageBatch {
+  struct PlanHits {
+    PlanKey key;
+    int64_t hits = 0;
+  };
+  struct ModelUsage {
+    std::string model_id;
+    int64_t inferences = 0;
+    double total_latency_us = 0;
+    int64_t last_unix_s = 0;
+  };
+  std::vector<PlanHits> plan_hits;
+  std::vector<ModelUsage> models;
+  bool empty() const { return plan_hits.empty() && models.empty(); }
 };
 
 struct PurgeResult {
@@ -130,6 +149,9 @@ class Store {
   // Adds one inference of `latency_us` to the model's usage statistics.
   absl::Status RecordInference(const std::string& model_id, double latency_us);
   // NOT_FOUND when the model has never run.
+  // Adds a batch of plan hits and inferences in one transaction. Plans and models removed
+  // since the batch was gathered are skipped, not errors.
+  absl::Status RecordUsage(const UsageBatch& batch);
   absl::StatusOr<UsageRecord> GetUsage(const std::string& model_id);
 
   // Inserts or replaces the calibration of `record.platform_key`.

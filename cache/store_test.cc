@@ -182,6 +182,32 @@ TEST(StoreTest, UsageAccumulates) {
   EXPECT_EQ(store->RecordInference(kIdB, 1).code(), absl::StatusCode::kNotFound);
 }
 
+TEST(StoreTest, RecordUsageAddsABatchAndSkipsWhatWasRemoved) {
+  TempDir dir;
+  auto store = *Store::Open(dir.path());
+  ASSERT_TRUE(store->PutModel(Model(kIdA, "a")).ok());
+  ASSERT_TRUE(store->PutPlan(Plan(Key(kIdA, "heft"), 1)).ok());
+  ASSERT_TRUE(store->PutPlan(Plan(Key(kIdA, "peft"), 1)).ok());
+  ASSERT_TRUE(store->RecordInference(kIdA, 10).ok());
+  UsageBatch batch;
+  batch.plan_hits = {{Key(kIdA, "heft"), 3}, {Key(kIdA, "peft"), 2}, {Key(kIdB, "heft"), 7}};
+  batch.models = {{kIdA, 4, 100.0, 1234567}, {kIdB, 9, 1.0, 1}};
+  ASSERT_TRUE(store->RecordUsage(batch).ok());
+  auto plans = *store->ListPlans(kIdA);
+  ASSERT_EQ(plans.size(), 2u);
+  for (const PlanRecord& plan : plans) {
+    EXPECT_EQ(plan.hits, plan.key.scheduler_config == "heft" ? 3 : 2);
+  }
+  // The counter counts what was added, including hits of a plan removed meanwhile.
+  EXPECT_EQ(store->Stats()->hits, 12);
+  auto usage = store->GetUsage(kIdA);
+  ASSERT_TRUE(usage.ok());
+  EXPECT_EQ(usage->inferences, 5);
+  EXPECT_DOUBLE_EQ(usage->total_latency_us, 110);
+  EXPECT_EQ(store->GetUsage(kIdB).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store->RecordUsage(UsageBatch{}).ok());
+}
+
 TEST(StoreTest, PurgeKeepsOrDropsModels) {
   TempDir dir;
   auto store = *Store::Open(dir.path());

@@ -74,6 +74,9 @@ struct PlanOutput {
   std::string scheduler;  // resolved name
   double makespan_us = 0;
   nlohmann::json schedule;
+  // SHA-256 of the schedule's JSON text, set by the engine: equal ids mean equal schedules,
+  // so a backend may key what it compiles for a plan by it. Empty from Backend::Plan.
+  std::string id;
 };
 
 struct PlanProgressEvent {

@@ -104,7 +104,8 @@ int64_t TensorSpec::Elements() const {
 struct Engine::Flight {
   absl::Mutex mu;
   bool done ABSL_GUARDED_BY(mu) = false;
-  absl::StatusOr<PlanResult> result ABSL_GUARDED_BY(mu) = absl::UnknownError("not planned");
+  absl::StatusOr<std::shared_ptr<const ReadyPlan>> result ABSL_GUARDED_BY(mu) =
+      absl::UnknownError("not planned");
   int waiters ABSL_GUARDED_BY(mu) = 0;
   int64_t progress_seq ABSL_GUARDED_BY(mu) = 0;
   PlanProgressEvent progress ABSL_GUARDED_BY(mu);
@@ -180,6 +181,7 @@ absl::StatusOr<CalibrationOutput> Engine::Calibrate(double budget_s,
   if (absl::Status stored = store_->PutCalibration(record); !stored.ok()) {
     spdlog::warn("calibration in use but not stored: {}", std::string(stored.message()));
   }
+  ForgetReadyPlans("");  // planned with the previous predictor: no longer asked for
   spdlog::info("calibrated: {} samples, planning with {}", output.samples,
                output.predictor_version);
   return std::move(output);
@@ -202,6 +204,11 @@ std::string Engine::SchedulerConfigKey(const std::string& scheduler,
 }
 
 absl::StatusOr<std::string> Engine::Resolve(const std::string& id_or_prefix) {
+  {
+    // A loaded model's full id needs no lookup: the hot path stays out of SQLite.
+    absl::MutexLock lock(&models_mu_);
+    if (loaded_.contains(id_or_prefix)) return id_or_prefix;
+  }
   return store_->ResolveModelId(id_or_prefix);
 }
 
@@ -368,6 +375,7 @@ absl::StatusOr<std::pair<std::string, int64_t>> Engine::RemoveModel(
     while (last != checked_plans_.end() && last->starts_with(prefix)) ++last;
     checked_plans_.erase(first, last);
   }
+  ForgetReadyPlans(*id);
   ReleaseFreedMemory();
   spdlog::info("removed model {} and {} cached plan(s)", *id, *plans);
   return std::make_pair(*id, *plans);
@@ -380,38 +388,90 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
                                            const ProgressFn& progress) {
   absl::StatusOr<std::string> id = Resolve(id_or_prefix);
   if (!id.ok()) return id.status();
+  absl::StatusOr<PlanLookup> found =
+      PlanFor(*id, requested_scheduler, options, refresh, context, progress);
+  if (!found.ok()) return found.status();
+  const ReadyPlan& plan = *found->plan;
+  PlanResult result;
+  result.model_id = plan.key.model_id;
+  result.scheduler = plan.output.scheduler;
+  result.makespan_us = plan.output.makespan_us;
+  result.cached = found->cached;
+  result.planning_ms = plan.planning_ms;
+  result.platform_fingerprint = plan.key.platform_fingerprint;
+  result.predictor_version = plan.key.predictor_version;
+  result.schedule = plan.output.schedule;
+  return result;
+}
+
+absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
+    const std::string& id, const std::string& requested_scheduler,
+    const std::map<std::string, std::string>& options, bool refresh, const CallContext& context,
+    const ProgressFn& progress) {
   const std::string scheduler =
       requested_scheduler.empty() ? config_.default_scheduler : requested_scheduler;
+  const PlatformInfo platform = backend_->platform();
+  cache::PlanKey key{id, platform.fingerprint, platform.predictor_version,
+                     SchedulerConfigKey(scheduler, options)};
+  if (!refresh) {
+    std::shared_ptr<const ReadyPlan> ready;
+    {
+      absl::MutexLock lock(&plans_mu_);
+      auto it = ready_plans_.find(key.Joined());
+      if (it != ready_plans_.end()) ready = it->second;
+    }
+    if (ready != nullptr) {
+      usage_.PlanHit(key);
+      return PlanLookup{std::move(ready), true};
+    }
+  }
   if (absl::Status status = backend_->CheckScheduler(scheduler, options); !status.ok()) {
     return status;
   }
-  const PlatformInfo platform = backend_->platform();
-  cache::PlanKey key{*id, platform.fingerprint, platform.predictor_version,
-                     SchedulerConfigKey(scheduler, options)};
   if (!refresh) {
     absl::StatusOr<std::optional<cache::PlanRecord>> cached = store_->LookupPlan(key);
     if (!cached.ok()) return cached.status();
     if (cached->has_value()) {
       const cache::PlanRecord& record = **cached;
-      PlanResult result;
-      result.model_id = *id;
-      result.scheduler = record.scheduler;
-      result.makespan_us = record.makespan_us;
-      result.cached = true;
-      result.planning_ms = record.planning_ms;
-      result.platform_fingerprint = key.platform_fingerprint;
-      result.predictor_version = key.predictor_version;
-      result.schedule = nlohmann::json::parse(record.schedule_json, nullptr, false);
-      absl::Status usable = result.schedule.is_discarded()
+      nlohmann::json schedule = nlohmann::json::parse(record.schedule_json, nullptr, false);
+      absl::Status usable = schedule.is_discarded()
                                 ? absl::DataLossError("the stored plan is not valid JSON")
-                                : CheckCachedPlan(*id, key, record.schedule_json, result.schedule);
-      if (usable.ok()) return result;
+                                : CheckCachedPlan(id, key, record.schedule_json, schedule);
+      if (usable.ok()) {
+        PlanOutput output{record.scheduler, record.makespan_us, std::move(schedule),
+                          model::ModelHash(record.schedule_json)};
+        return PlanLookup{KeepReady({key, std::move(output), record.planning_ms}), true};
+      }
       if (usable.code() != absl::StatusCode::kDataLoss) return usable;
-      spdlog::warn("cached {} plan for {} dropped and recomputed: {}", scheduler, *id,
+      spdlog::warn("cached {} plan for {} dropped and recomputed: {}", scheduler, id,
                    std::string(usable.message()));
     }
   }
-  return ComputePlan(*id, key, scheduler, options, context, progress);
+  absl::StatusOr<std::shared_ptr<const ReadyPlan>> computed =
+      ComputePlan(id, key, scheduler, options, context, progress);
+  if (!computed.ok()) return computed.status();
+  return PlanLookup{*std::move(computed), false};
+}
+
+std::shared_ptr<const Engine::ReadyPlan> Engine::KeepReady(ReadyPlan plan) {
+  auto ready = std::make_shared<const ReadyPlan>(std::move(plan));
+  absl::MutexLock lock(&plans_mu_);
+  if (ready_plans_.size() >= kMaxReadyPlans) ready_plans_.clear();
+  ready_plans_[ready->key.Joined()] = ready;
+  return ready;
+}
+
+void Engine::ForgetReadyPlans(const std::string& model_id) {
+  absl::MutexLock lock(&plans_mu_);
+  if (model_id.empty()) {
+    ready_plans_.clear();
+    return;
+  }
+  const std::string prefix = model_id + "|";
+  auto first = ready_plans_.lower_bound(prefix);
+  auto last = first;
+  while (last != ready_plans_.end() && last->first.starts_with(prefix)) ++last;
+  ready_plans_.erase(first, last);
 }
 
 absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
@@ -433,16 +493,14 @@ absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey
   return absl::OkStatus();
 }
 
-absl::StatusOr<PlanResult> Engine::ComputePlan(const std::string& id, const cache::PlanKey& key,
-                                               const std::string& scheduler,
-                                               const std::map<std::string, std::string>& options,
-                                               const CallContext& context,
-                                               const ProgressFn& progress) {
+absl::StatusOr<std::shared_ptr<const Engine::ReadyPlan>> Engine::ComputePlan(
+    const std::string& id, const cache::PlanKey& key, const std::string& scheduler,
+    const std::map<std::string, std::string>& options, const CallContext& context,
+    const ProgressFn& progress) {
   absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
   if (!loaded.ok()) return loaded.status();
 
-  const std::string flight_key = absl::StrCat(key.model_id, "|", key.platform_fingerprint, "|",
-                                              key.predictor_version, "|", key.scheduler_config);
+  const std::string flight_key = key.Joined();
   std::shared_ptr<Flight> flight;
   {
     absl::MutexLock lock(&flights_mu_);
@@ -475,31 +533,24 @@ absl::StatusOr<PlanResult> Engine::ComputePlan(const std::string& id, const cach
         double planning_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
-        absl::StatusOr<PlanResult> result = absl::UnknownError("unreachable");
+        absl::StatusOr<std::shared_ptr<const ReadyPlan>> result = absl::UnknownError("unreachable");
         if (!plan.ok()) {
           result = plan.status();
         } else {
-          PlanResult done;
-          done.model_id = key.model_id;
-          done.scheduler = plan->scheduler;
-          done.makespan_us = plan->makespan_us;
-          done.planning_ms = planning_ms;
-          done.platform_fingerprint = key.platform_fingerprint;
-          done.predictor_version = key.predictor_version;
-          done.schedule = plan->schedule;
           cache::PlanRecord record;
           record.key = key;
-          record.scheduler = done.scheduler;
-          record.schedule_json = done.schedule.dump();
-          record.makespan_us = done.makespan_us;
+          record.scheduler = plan->scheduler;
+          record.schedule_json = plan->schedule.dump();
+          record.makespan_us = plan->makespan_us;
           record.planning_ms = planning_ms;
           // A plan that cannot be cached (disk full) is still a good answer.
           if (absl::Status stored = store_->PutPlan(record); !stored.ok()) {
             spdlog::warn("plan for {} not cached: {}", key.model_id, std::string(stored.message()));
           }
           spdlog::info("planned {} with {}: makespan {:.1f} us in {:.1f} ms", key.model_id,
-                       done.scheduler, done.makespan_us, planning_ms);
-          result = std::move(done);
+                       plan->scheduler, plan->makespan_us, planning_ms);
+          plan->id = model::ModelHash(record.schedule_json);
+          result = KeepReady({key, *std::move(plan), planning_ms});
         }
         {
           absl::MutexLock guard(&flight->mu);
@@ -617,11 +668,11 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
     }
   }
 
-  std::optional<PlanResult> plan;
+  std::shared_ptr<const ReadyPlan> plan;
   if (backend_->RunUsesPlan()) {
-    absl::StatusOr<PlanResult> planned = GetPlan(*id, scheduler, {}, false, context, nullptr);
+    absl::StatusOr<PlanLookup> planned = PlanFor(*id, scheduler, {}, false, context, nullptr);
     if (!planned.ok()) return planned.status();
-    plan = std::move(*planned);
+    plan = std::move(planned->plan);
   }
 
   struct Shared {
@@ -629,11 +680,7 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
   };
   auto shared = std::make_shared<Shared>();
   auto work = [this, shared, model, plan, inputs = std::move(ordered)] {
-    std::optional<PlanOutput> plan_output;
-    if (plan.has_value()) {
-      plan_output = PlanOutput{plan->scheduler, plan->makespan_us, plan->schedule};
-    }
-    shared->output = backend_->Run(*model, plan_output ? &*plan_output : nullptr, inputs);
+    shared->output = backend_->Run(*model, plan ? &plan->output : nullptr, inputs);
   };
   absl::StatusOr<std::shared_ptr<InferenceQueue::Job>> job =
       queue_.Submit(std::move(work), context.deadline);
@@ -658,13 +705,11 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
   result.execute_us = shared->output->execute_us;
   result.trace = std::move(shared->output->trace);
   result.predicted_makespan_us = shared->output->predicted_makespan_us;
-  if (plan.has_value()) result.scheduler = plan->scheduler;
+  if (plan != nullptr) result.scheduler = plan->output.scheduler;
   result.queue_us = absl::ToDoubleMicroseconds((*job)->queued_for());
   result.latency_us = absl::ToDoubleMicroseconds(absl::Now() - arrived);
   result.executor = backend_->executor_name();
-  if (absl::Status status = store_->RecordInference(*id, result.latency_us); !status.ok()) {
-    spdlog::warn("usage of {} not recorded: {}", *id, std::string(status.message()));
-  }
+  usage_.Inference(*id, result.latency_us);
   return result;
 }
 
@@ -679,11 +724,17 @@ EngineStatus Engine::Status() {
   status.queue_depth = progress.depth;
   status.queue_capacity = queue_.capacity();
   status.inferences = progress.completed;
+  usage_.Flush();
   if (absl::StatusOr<cache::CacheStats> stats = store_->Stats(); stats.ok()) {
     status.cache = *stats;
     status.models = stats->models;
   }
   return status;
+}
+
+absl::StatusOr<cache::CacheStats> Engine::CacheStats() {
+  usage_.Flush();
+  return store_->Stats();
 }
 
 absl::StatusOr<std::vector<cache::PlanRecord>> Engine::ListCachedPlans(
@@ -694,12 +745,15 @@ absl::StatusOr<std::vector<cache::PlanRecord>> Engine::ListCachedPlans(
     if (!resolved.ok()) return resolved.status();
     id = *resolved;
   }
+  usage_.Flush();
   return store_->ListPlans(id);
 }
 
 absl::StatusOr<cache::PurgeResult> Engine::PurgeCache(bool include_models) {
+  usage_.Flush();
   absl::StatusOr<cache::PurgeResult> result = store_->Purge(include_models);
   if (result.ok()) {
+    ForgetReadyPlans("");
     absl::MutexLock lock(&models_mu_);
     checked_plans_.clear();
     if (include_models) {
@@ -746,6 +800,8 @@ absl::StatusOr<CacheVerification> Engine::VerifyCache() {
                    plan.key.scheduler_config, plan.key.model_id, std::string(valid.message()));
       report.problems.push_back(
           {plan.key.model_id, plan.key.scheduler_config, std::string(valid.message())});
+      absl::MutexLock lock(&plans_mu_);
+      ready_plans_.erase(plan.key.Joined());
     }
   }
   spdlog::info("cache verified: {} models, {} plans checked ({} skipped), {} problems",

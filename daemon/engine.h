@@ -27,6 +27,7 @@
 #include "daemon/backend.h"
 #include "daemon/config.h"
 #include "daemon/inference_queue.h"
+#include "daemon/usage_recorder.h"
 
 namespace psched::daemon {
 
@@ -134,7 +135,7 @@ class Engine {
   static constexpr double kMaxCalibrationBudgetS = 15;
 
   EngineStatus Status();
-  absl::StatusOr<cache::CacheStats> CacheStats() { return store_->Stats(); }
+  absl::StatusOr<cache::CacheStats> CacheStats();
   absl::StatusOr<std::vector<cache::PlanRecord>> ListCachedPlans(const std::string& id_or_prefix);
   absl::StatusOr<cache::PurgeResult> PurgeCache(bool include_models);
   // Hashes every stored model against its id (quarantining a damaged one, as loading it
@@ -153,6 +154,28 @@ class Engine {
 
  private:
   struct Flight;
+  // A validated plan held in memory under its plan key: what Infer runs and a cached GetPlan
+  // answers, with no SQLite or JSON on the way.
+  struct ReadyPlan {
+    cache::PlanKey key;
+    PlanOutput output;  // output.id set
+    double planning_ms = 0;
+  };
+  struct PlanLookup {
+    std::shared_ptr<const ReadyPlan> plan;
+    bool cached = false;
+  };
+
+  // The plan of `id` for the scheduler config: from memory, else from the store (validated),
+  // else planned now (one planning run per key however many ask).
+  absl::StatusOr<PlanLookup> PlanFor(const std::string& id, const std::string& requested_scheduler,
+                                     const std::map<std::string, std::string>& options,
+                                     bool refresh, const CallContext& context,
+                                     const ProgressFn& progress);
+  // Keeps `plan` in memory (bounded by kMaxReadyPlans) and returns the shared handle.
+  std::shared_ptr<const ReadyPlan> KeepReady(ReadyPlan plan);
+  // Drops the in-memory plans of `model_id` ("" = every model).
+  void ForgetReadyPlans(const std::string& model_id);
 
   // The imported model for a full id, importing it from the stored bytes on first use.
   absl::StatusOr<std::shared_ptr<const LoadedModel>> Loaded(const std::string& id);
@@ -161,10 +184,10 @@ class Engine {
   // returns DATA_LOSS naming it.
   absl::Status CheckModelBytes(const std::string& id, const std::string& onnx);
   ModelInfo Describe(const cache::ModelRecord& record, const LoadedModel* loaded) const;
-  absl::StatusOr<PlanResult> ComputePlan(const std::string& id, const cache::PlanKey& key,
-                                         const std::string& scheduler,
-                                         const std::map<std::string, std::string>& options,
-                                         const CallContext& context, const ProgressFn& progress);
+  absl::StatusOr<std::shared_ptr<const ReadyPlan>> ComputePlan(
+      const std::string& id, const cache::PlanKey& key, const std::string& scheduler,
+      const std::map<std::string, std::string>& options, const CallContext& context,
+      const ProgressFn& progress);
 
   const DaemonConfig config_;
   std::unique_ptr<cache::Store> store_;
@@ -199,6 +222,14 @@ class Engine {
   // memo only: a removed model's entries go with it, and past kMaxCheckedPlans it starts over.
   std::set<std::string> checked_plans_ ABSL_GUARDED_BY(models_mu_);
   static constexpr size_t kMaxCheckedPlans = 4096;
+
+  absl::Mutex plans_mu_;
+  // By PlanKey::Joined(); a model's plans sort together. Past kMaxReadyPlans it starts over
+  // (the store still holds every plan).
+  std::map<std::string, std::shared_ptr<const ReadyPlan>> ready_plans_ ABSL_GUARDED_BY(plans_mu_);
+  static constexpr size_t kMaxReadyPlans = 256;
+
+  UsageRecorder usage_{store_.get(), absl::Seconds(1)};
 
   absl::Mutex flights_mu_;
   std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(flights_mu_);

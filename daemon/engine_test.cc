@@ -325,6 +325,50 @@ TEST_F(EngineTest, FullQueueIsResourceExhaustedAndDeadlinesApply) {
   EXPECT_EQ(engine->Status().inferences, 2);
 }
 
+// Cached plans are served from memory; the statistics the store keeps still add up once
+// read, and a purge or removal takes the plans out of memory too.
+TEST_F(EngineTest, HotPlansComeFromMemoryAndStatisticsStillAddUp) {
+  std::string id;
+  {
+    auto engine = MakeEngine();
+    id = engine->RegisterModel("model", "m", false)->first.id;
+    ASSERT_FALSE(engine->GetPlan(id, "heft", {}, false, {}, nullptr)->cached);
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr)->cached);
+    }
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {}).ok());
+    }
+    EXPECT_EQ(counters_->plans.load(), 1);
+    // Five GetPlan calls and three inferences found the plan cached.
+    EXPECT_EQ(engine->CacheStats()->hits, 8);
+    auto plans = engine->ListCachedPlans(id);
+    ASSERT_TRUE(plans.ok());
+    ASSERT_EQ(plans->size(), 1u);
+    EXPECT_EQ((*plans)[0].hits, 8);
+
+    ASSERT_TRUE(engine->PurgeCache(false).ok());
+    EXPECT_FALSE(engine->GetPlan(id, "heft", {}, false, {}, nullptr)->cached);
+    EXPECT_EQ(counters_->plans.load(), 2);
+    ASSERT_TRUE(engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {}).ok());
+    engine->Shutdown();
+  }
+  // Inferences reach the store by the time the engine is gone.
+  auto store = cache::Store::Open(dir_);
+  ASSERT_TRUE(store.ok());
+  auto usage = (*store)->GetUsage(id);
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_EQ(usage->inferences, 4);
+  EXPECT_GT(usage->total_latency_us, 0);
+
+  auto engine = MakeEngine();
+  ASSERT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr)->cached);
+  ASSERT_TRUE(engine->RemoveModel(id).ok());
+  EXPECT_EQ(engine->GetPlan(id, "heft", {}, false, {}, nullptr).status().code(),
+            absl::StatusCode::kNotFound);
+  engine->Shutdown();
+}
+
 TEST_F(EngineTest, CalibrationChangesThePlanKeyAndSurvivesRestarts) {
   auto engine = MakeEngine();
   EXPECT_EQ(engine->Calibrate(1, [](const CalibrationProgressEvent&) {}, {}).status().code(),

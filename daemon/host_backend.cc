@@ -41,7 +41,7 @@ namespace rt = executor::runtime;
 // A plan compiled onto the runtime devices: kernels created and weights packed once, reused
 // by every Infer that executes the same schedule.
 struct CompiledPlan {
-  std::string key;  // the schedule's subtasks as JSON text
+  std::string key;  // PlanOutput::id
   double makespan_us = 0;
   std::unique_ptr<rt::CoExecutionRuntime> runtime;
   // Predicted [start, end] per (device, op, work begin), for the timings Run reports.
@@ -78,8 +78,8 @@ absl::StatusOr<scheduler::SchedulerOptions> ParseOptions(
   for (const auto& [key, value] : options) {
     if (key == "seed") {
       if (!absl::SimpleAtoi(value, &parsed.seed)) {
-        return absl::InvalidArgumentError(absl::StrCat("option seed='", value,
-                                                       "' is not a non-negative integer"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("option seed='", value, "' is not a non-negative integer"));
       }
     } else if (key == "timeout_ms") {
       int64_t ms = 0;
@@ -218,7 +218,8 @@ class HostBackend final : public Backend {
 
   absl::StatusOr<PlanOutput> Plan(const LoadedModel& model, const std::string& name,
                                   const std::map<std::string, std::string>& options,
-                                  const ProgressFn& progress, const CancelledFn& cancelled) override {
+                                  const ProgressFn& progress,
+                                  const CancelledFn& cancelled) override {
     absl::StatusOr<std::unique_ptr<scheduler::Scheduler>> method = scheduler::MakeScheduler(name);
     if (!method.ok()) return absl::InvalidArgumentError(std::string(method.status().message()));
     absl::StatusOr<scheduler::SchedulerOptions> parsed = ParseOptions(options);
@@ -242,9 +243,8 @@ class HostBackend final : public Backend {
     nlohmann::json subtasks = nlohmann::json::array();
     std::vector<scheduler::ScheduledSubtask> ordered(schedule->subtasks().begin(),
                                                      schedule->subtasks().end());
-    std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
-      return a.start_us < b.start_us;
-    });
+    std::stable_sort(ordered.begin(), ordered.end(),
+                     [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
     for (const scheduler::ScheduledSubtask& s : ordered) {
       subtasks.push_back({{"op", graph.op(s.op).name},
                           {"op_id", s.op},
@@ -295,9 +295,8 @@ class HostBackend final : public Backend {
     }
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<std::vector<float>>> outputs = handle.executor->Run(nhwc);
-    double execute_us = std::chrono::duration<double, std::micro>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
+    double execute_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (!outputs.ok()) return outputs.status();
     RunOutput out;
     out.execute_us = execute_us;
@@ -401,10 +400,10 @@ class HostBackend final : public Backend {
     if (!plan.schedule.contains("subtasks")) {
       return absl::InternalError("malformed cached plan: no subtasks");
     }
-    std::string key = plan.schedule["subtasks"].dump();
+    if (plan.id.empty()) return absl::InternalError("a plan to run has no id");
     auto& cache = handle.compiled;
     for (auto it = cache.begin(); it != cache.end(); ++it) {
-      if ((*it)->key == key) {
+      if ((*it)->key == plan.id) {
         std::shared_ptr<CompiledPlan> hit = *it;
         cache.erase(it);
         cache.push_back(hit);
@@ -422,7 +421,7 @@ class HostBackend final : public Backend {
                                        devices_->runtime_options());
     if (!runtime.ok()) return runtime.status();
     auto compiled = std::make_shared<CompiledPlan>();
-    compiled->key = std::move(key);
+    compiled->key = plan.id;
     compiled->makespan_us = plan.makespan_us;
     compiled->runtime = std::move(*runtime);
     for (const scheduler::ScheduledSubtask& s : schedule->subtasks()) {

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -44,9 +45,13 @@ int main(int argc, char** argv) {
   std::string model_path = std::string(PSCHED_SOURCE_DIR) + "/tests/daemon/data/tiny_cnn.onnx";
   std::string pschedd = PSCHEDD_PATH;
   int iterations = 200;
+  std::vector<int> client_counts = {1, 2, 4, 8};
   app.add_option("--model", model_path, "ONNX model to run")->check(CLI::ExistingFile);
   app.add_option("--pschedd", pschedd, "pschedd binary");
   app.add_option("--iterations", iterations, "measured calls per metric")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--clients", client_counts,
+                 "concurrent client counts for the throughput table (each sends --iterations)")
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
@@ -122,6 +127,32 @@ int main(int argc, char** argv) {
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (plan.ok() && plan->cached()) plan_latency.push_back(us);
   }
+  // Throughput: N clients, each on its own channel, each sending `iterations` inferences.
+  struct Throughput {
+    int clients;
+    double per_s;
+    int failed;
+  };
+  std::vector<Throughput> throughput;
+  for (int clients : client_counts) {
+    std::vector<int> failures(static_cast<size_t>(clients), 0);
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&, c] {
+        psched::client::Client own(options);
+        for (int i = 0; i < iterations; ++i) {
+          if (!own.Infer(request).ok()) ++failures[static_cast<size_t>(c)];
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    int failed = 0;
+    for (int f : failures) failed += f;
+    throughput.push_back({clients, (clients * iterations - failed) / seconds, failed});
+  }
   stop();
   if (round_trip.empty() || plan_latency.empty()) {
     std::fprintf(stderr, "daemon_overhead: calls failed\n");
@@ -143,5 +174,9 @@ int main(int argc, char** argv) {
   row("cached GetPlan round trip", plan_latency);
   std::printf("overhead / round trip (median): %.3f\n",
               Percentile(overhead, 0.5) / Percentile(round_trip, 0.5));
+  std::printf("%-10s %14s %10s\n", "clients", "inferences/s", "failed");
+  for (const Throughput& t : throughput) {
+    std::printf("%-10d %14.0f %10d\n", t.clients, t.per_s, t.failed);
+  }
   return 0;
 }
