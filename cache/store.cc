@@ -235,31 +235,32 @@ absl::StatusOr<std::string> Store::ResolveModelId(const std::string& id_or_prefi
 absl::StatusOr<int64_t> Store::RemoveModel(const std::string& id) {
   absl::MutexLock lock(&mu_);
   PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
-  auto fail = [&](const absl::Status& status) {
-    db_.Exec("ROLLBACK").IgnoreError();
-    return Annotate(status);
-  };
   absl::StatusOr<Statement> count = db_.Prepare("SELECT count(*) FROM plans WHERE model_id = ?");
-  if (!count.ok()) return fail(count.status());
+  if (!count.ok()) return Rollback(count.status());
   count->Bind(1, id);
   absl::StatusOr<bool> row = count->Step();
-  if (!row.ok()) return fail(row.status());
+  if (!row.ok()) return Rollback(row.status());
   int64_t plans = count->ColumnInt(0);
   absl::StatusOr<Statement> erase = db_.Prepare("DELETE FROM models WHERE id = ?");
-  if (!erase.ok()) return fail(erase.status());
+  if (!erase.ok()) return Rollback(erase.status());
   erase->Bind(1, id);
-  if (absl::Status status = erase->Run(); !status.ok()) return fail(status);
+  if (absl::Status status = erase->Run(); !status.ok()) return Rollback(status);
   if (db_.Changes() == 0) {
     db_.Exec("ROLLBACK").IgnoreError();
     return absl::NotFoundError(absl::StrCat("no model with id ", id));
   }
-  if (absl::Status status = db_.Exec("COMMIT"); !status.ok()) return fail(status);
+  if (absl::Status status = db_.Exec("COMMIT"); !status.ok()) return Rollback(status);
   return plans;
 }
 
 std::string PlanKey::Joined() const {
   return absl::StrCat(model_id, "|", platform_fingerprint, "|", predictor_version, "|",
                       scheduler_config);
+}
+
+absl::Status Store::Rollback(const absl::Status& status) {
+  db_.Exec("ROLLBACK").IgnoreError();
+  return Annotate(status);
 }
 
 absl::Status Store::BumpCounter(const char* name) {
@@ -363,17 +364,13 @@ absl::Status Store::RecordUsage(const UsageBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
-  auto fail = [&](const absl::Status& status) {
-    db_.Exec("ROLLBACK").IgnoreError();
-    return Annotate(status);
-  };
   absl::StatusOr<Statement> hits = db_.Prepare(
       "UPDATE plans SET hits = hits + ?5 WHERE model_id = ?1 AND platform_fingerprint = ?2 AND "
       "predictor_version = ?3 AND scheduler_config = ?4");
-  if (!hits.ok()) return fail(hits.status());
+  if (!hits.ok()) return Rollback(hits.status());
   absl::StatusOr<Statement> counter =
       db_.Prepare("UPDATE counters SET value = value + ?1 WHERE name = 'plan_hits'");
-  if (!counter.ok()) return fail(counter.status());
+  if (!counter.ok()) return Rollback(counter.status());
   for (const UsageBatch::PlanHits& plan : batch.plan_hits) {
     hits->Reset();
     counter->Reset();
@@ -382,25 +379,25 @@ absl::Status Store::RecordUsage(const UsageBatch& batch) {
         .Bind(3, plan.key.predictor_version)
         .Bind(4, plan.key.scheduler_config)
         .Bind(5, plan.hits);
-    if (absl::Status status = hits->Run(); !status.ok()) return fail(status);
+    if (absl::Status status = hits->Run(); !status.ok()) return Rollback(status);
     counter->Bind(1, plan.hits);
-    if (absl::Status status = counter->Run(); !status.ok()) return fail(status);
+    if (absl::Status status = counter->Run(); !status.ok()) return Rollback(status);
   }
   absl::StatusOr<Statement> usage = db_.Prepare(
       "INSERT INTO usage(model_id, inferences, total_latency_us, last_unix_s) "
       "SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM models WHERE id = ?1) "
       "ON CONFLICT(model_id) DO UPDATE SET inferences = inferences + ?2, "
       "total_latency_us = total_latency_us + ?3, last_unix_s = max(last_unix_s, ?4)");
-  if (!usage.ok()) return fail(usage.status());
+  if (!usage.ok()) return Rollback(usage.status());
   for (const UsageBatch::ModelUsage& model : batch.models) {
     usage->Reset();
     usage->Bind(1, model.model_id)
         .Bind(2, model.inferences)
         .Bind(3, model.total_latency_us)
         .Bind(4, model.last_unix_s);
-    if (absl::Status status = usage->Run(); !status.ok()) return fail(status);
+    if (absl::Status status = usage->Run(); !status.ok()) return Rollback(status);
   }
-  if (absl::Status status = db_.Exec("COMMIT"); !status.ok()) return fail(status);
+  if (absl::Status status = db_.Exec("COMMIT"); !status.ok()) return Rollback(status);
   return absl::OkStatus();
 }
 

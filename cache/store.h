@@ -170,6 +170,8 @@ class Store {
   Store(Connection db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
   absl::Status Annotate(const absl::Status& status) const;
   absl::Status BumpCounter(const char* name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Rolls back the open transaction and returns `status` annotated.
+  absl::Status Rollback(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   Connection db_ ABSL_GUARDED_BY(mu_);

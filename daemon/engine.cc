@@ -106,7 +106,7 @@ struct Engine::Flight {
   bool done ABSL_GUARDED_BY(mu) = false;
   absl::StatusOr<std::shared_ptr<const ReadyPlan>> result ABSL_GUARDED_BY(mu) =
       absl::UnknownError("not planned");
-  int waiters ABSL_GUARDED_BY(mu) = 0;
+  int waiters ABSL_GUARDED_BY(mu) = 1;  // the caller that started it
   int64_t progress_seq ABSL_GUARDED_BY(mu) = 0;
   PlanProgressEvent progress ABSL_GUARDED_BY(mu);
 };
@@ -511,7 +511,6 @@ absl::StatusOr<std::shared_ptr<const Engine::ReadyPlan>> Engine::ComputePlan(
       ++flight->waiters;
     } else {
       flight = std::make_shared<Flight>();
-      flight->waiters = 1;
       flights_[flight_key] = flight;
       std::shared_ptr<const LoadedModel> model = *loaded;
       // The planner runs on its own thread so a caller that gives up does not abandon the
