@@ -1187,6 +1187,15 @@ TEST_F(DaemonTest, RolesFromPeerCredentialsGuardEveryAdminCall) {
       Contains(Log(), absl::StrCat("call: RemoveModel ", id, " by uid 0 (root) gid 0 (root) pid ",
                                    rm.pid, " role admin: OK")))
       << Log();
+  EXPECT_TRUE(Contains(Log(), absl::StrCat("call: VerifyCache by uid 0 (root) gid 0 (root) pid ",
+                                           verify.pid, " role admin: OK")))
+      << Log();
+  CtlRun purge = CtlAs(Root(), socket_, {"cache", "purge", "--all"});
+  EXPECT_EQ(purge.code, 0) << purge.err;
+  EXPECT_TRUE(Contains(Log(), absl::StrCat(" by uid 0 (root) gid 0 (root) pid ", purge.pid,
+                                           " role admin: OK")) &&
+              Contains(Log(), "call: PurgeCache"))
+      << Log();
 
   // Outside the socket's group: the socket's mode keeps the process out...
   const Identity stranger{4242, 4242, {}};
