@@ -208,7 +208,7 @@ absl::Status RunModels(const Flags& flags, const std::vector<std::string>& metho
 absl::Status RunTaskGraph(const Flags& flags, const std::vector<std::string>& methods) {
   absl::StatusOr<TaskGraphInput> input = LoadTaskGraphFile(flags.taskgraph);
   if (!input.ok()) return input.status();
-  absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromTaskGraph(input->tasks, input->platform);
+  absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromTaskGraph(input->tasks, input->platform, input->options);
   if (!problem.ok()) return problem.status();
   std::vector<ResultRow> rows;
   nlohmann::json schedules = nlohmann::json::object();
