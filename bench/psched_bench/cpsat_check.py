@@ -83,7 +83,7 @@ def solve(path, time_limit, workers):
             if axis not in AXES:
                 fail(path, f"tasks[{i}]: unknown split axis {axis}")
             U = len(table)
-            rows = [costs_row(path, f"tasks[{i}].splits.{axis}[{u}]", r, devices) for r in table]
+            rows = [costs_row(path, f"tasks[{i}].splits.{axis}[{u}]", r, devices) for u, r in enumerate(table)]
             chosen = m.NewBoolVar(f"a{i}_{axis}")
             choices.append(chosen)
             units, present = [], []

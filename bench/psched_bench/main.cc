@@ -21,6 +21,7 @@
 #include "fmt/core.h"
 #include "model/onnx_import.h"
 #include "predictor/profiles.h"
+#include "scheduler/exact/exact_scheduler.h"
 #include "scheduler/list_scheduler.h"
 #include "scheduler/partition_aware/iterative_search.h"
 #include "scheduler/registry.h"
@@ -123,7 +124,19 @@ void RunMethod(const scheduler::Problem& problem, const std::string& method,
     return;
   }
   const absl::Time start = absl::Now();
-  absl::StatusOr<scheduler::Schedule> schedule = (*scheduler)->Plan(problem, options);
+  absl::StatusOr<scheduler::Schedule> schedule;
+  if (const auto* exact = dynamic_cast<const scheduler::exact::ExactScheduler*>(scheduler->get())) {
+    scheduler::exact::ExactReport report;
+    schedule = exact->PlanWithReport(problem, options, &report);
+    row.stages = static_cast<int>(report.stages.size());
+    row.stages_proven = report.stages_proven;
+    row.stage_gap = report.makespan_us > 0 ? report.stage_gap_us / report.makespan_us : 0;
+    row.lower_bound_us = report.lower_bound_us;
+    row.staged_makespan_us = report.staged_makespan_us;
+    row.exact_source = report.source;
+  } else {
+    schedule = (*scheduler)->Plan(problem, options);
+  }
   row.planning_ms = setup_ms + MillisSince(start);
   if (!schedule.ok()) {
     row.error = std::string(schedule.status().message());

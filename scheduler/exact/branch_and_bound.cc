@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -66,15 +67,15 @@ struct Generator {
   int device = 0;
   bool last = false;
   int64_t lo = 1, hi = 1, center = 1;
-  int64_t step = 0;  // sizes so far: center -+ 2, center -+ 3, ... (lo and hi excluded)
+  int64_t step = 0;  // sizes so far: center -+ 1, center -+ 2, ... (the centre is tried first)
 
   // The next size, or -1 when every size has been produced.
   int64_t Next() {
     const int64_t reach = std::max(center - lo, hi - center);
-    while (2 + step / 2 <= reach) {
-      const int64_t k = center + (step % 2 == 0 ? -1 : 1) * (2 + step / 2);
+    while (1 + step / 2 <= reach) {
+      const int64_t k = center + (step % 2 == 0 ? -1 : 1) * (1 + step / 2);
       ++step;
-      if (k > lo && k < hi) return k;
+      if (k >= lo && k <= hi) return k;
     }
     return -1;
   }
@@ -85,6 +86,7 @@ struct Frame {
   size_t gen_begin = 0, gen_end = 0, gen_next = 0;
   double lb = 0;
   bool has_item = false;
+  bool cut = false;  // the deadline passed while its children were generated
 };
 
 class Solver {
@@ -98,6 +100,8 @@ class Solver {
         end_on_(static_cast<size_t>(n_) * static_cast<size_t>(D_), -1.0),
         tail_(static_cast<size_t>(D_), 0.0),
         heads_(static_cast<size_t>(n_) * static_cast<size_t>(D_), 0.0),
+        relative_heads_(static_cast<size_t>(n_) * static_cast<size_t>(D_), -1.0),
+        relative_bound_(static_cast<size_t>(n_), 0.0),
         completion_(static_cast<size_t>(n_), 0.0) {
     single_domain_ = true;
     for (int d = 1; d < D_; ++d) single_domain_ &= in.problem().SameDomain(0, d);
@@ -244,16 +248,28 @@ class Solver {
   }
 
   // Least completion of an unfinished op given per-device heads (relaxations only).
-  double CompletionBound(int l, const double* head) const {
+  double CompletionBound(int l, const double* head) {
     const OpState& s = ops_[static_cast<size_t>(l)];
     const std::span<const double> offsets(head, static_cast<size_t>(D_));
     if (s.status == 0) {
-      double best = kInf;
+      // The bound moves with a common shift of the heads: cache it per op by the heads
+      // relative to the least one (all equal is the static MinBody).
+      const double low = *std::min_element(head, head + D_);
+      double* rel = &relative_heads_[static_cast<size_t>(l) * static_cast<size_t>(D_)];
+      bool same = true;
+      for (int d = 0; d < D_; ++d) same &= head[d] - low == rel[d];
+      if (same) return low + relative_bound_[static_cast<size_t>(l)];
+      bool flat = true;
+      for (int d = 0; d < D_; ++d) flat &= head[d] == low;
+      double best = flat ? low + in_.MinBody(l) : kInf;
       for (int ax = 0; ax < static_cast<int>(in_.space(l).size()); ++ax) {
         const OpAxis& a = Axis(l, ax);
+        if (flat) break;
         best = std::min(best, a.grid() ? RelaxedDivisionBound(in_, l, ax, a.units, AllDevices(), offsets)
                                        : FixedSlotsBound(l, ax, (1u << a.fixed.size()) - 1u, AllDevices(), head));
       }
+      for (int d = 0; d < D_; ++d) rel[d] = head[d] - low;
+      relative_bound_[static_cast<size_t>(l)] = best - low;
       return best;
     }
     const OpAxis& a = Axis(l, s.axis);
@@ -272,7 +288,7 @@ class Solver {
       double best = kInf;
       for (int d = 0; d < D_; ++d) {
         if ((mask >> d & 1u) == 0) continue;
-        best = std::min(best, head[d] + in_.Duration(l, axis, a.fixed[q], d));
+        best = std::min(best, head[d] + in_.FixedDuration(l, axis, static_cast<int>(q), d));
       }
       worst = std::max(worst, best);
     }
@@ -303,7 +319,7 @@ class Solver {
         double best = kInf;
         for (int d = 0; d < D_; ++d) {
           if ((mask >> d & 1u) == 0) continue;
-          const double duration = in_.Duration(l, ax, a.fixed[q], d);
+          const double duration = in_.FixedDuration(l, ax, static_cast<int>(q), d);
           if (head[d] + duration <= slack) best = std::min(best, lambda[static_cast<size_t>(d)] * duration);
         }
         sum += best;
@@ -367,9 +383,58 @@ class Solver {
 
   // True when the load bounds prove that no completion of the node finishes by `t`.
   // REQUIRES: NodeBound was last called on this node.
-  bool RuledOut(double t) const {
+  bool RuledOut(double t) {
     for (const std::vector<double>& lambda : lambdas_) {
       if (ShortOf(lambda, t) > 0) return true;
+    }
+    return OneDeviceRulesOut(t);
+  }
+
+  // The one-machine relaxation (Jackson's preemptive schedule): the unstarted whole-op
+  // subtasks that can only finish by t on device d - every other device would start them
+  // too late - must fit on d, preemptively, between their heads and t minus their tails.
+  // EDF over release dates decides that exactly for the preemptive relaxation.
+  bool OneDeviceRulesOut(double t) {
+    for (int d = 0; d < D_; ++d) {
+      jobs_.clear();
+      for (int l = 0; l < n_; ++l) {
+        const OpState& s = ops_[static_cast<size_t>(l)];
+        if (s.status != 0 || in_.space(l).size() != 1 || Axis(l, 0).fixed.size() != 1) continue;
+        const double* head = &heads_[static_cast<size_t>(l) * static_cast<size_t>(D_)];
+        const double due = t - in_.Tail(l);
+        bool elsewhere = false;
+        for (int e = 0; e < D_ && !elsewhere; ++e) {
+          elsewhere = e != d && head[e] + in_.FixedDuration(l, 0, 0, e) <= due;
+        }
+        if (elsewhere) continue;
+        jobs_.push_back({head[d], in_.FixedDuration(l, 0, 0, d), due});
+      }
+      if (jobs_.empty()) continue;
+      std::sort(jobs_.begin(), jobs_.end(), [](const Job& a, const Job& b) { return a.release < b.release; });
+      // Preemptive EDF: `pending` holds (due, remaining work) of released jobs.
+      pending_.clear();
+      double now = available_[d];
+      size_t next = 0;
+      while (next < jobs_.size() || !pending_.empty()) {
+        if (pending_.empty()) now = std::max(now, jobs_[next].release);
+        while (next < jobs_.size() && jobs_[next].release <= now) {
+          pending_.push_back({jobs_[next].due, jobs_[next].work});
+          std::push_heap(pending_.begin(), pending_.end(), std::greater<>());
+          ++next;
+        }
+        std::pop_heap(pending_.begin(), pending_.end(), std::greater<>());
+        auto [due, work] = pending_.back();
+        pending_.pop_back();
+        const double until = next < jobs_.size() ? std::min(now + work, jobs_[next].release) : now + work;
+        work -= until - now;
+        now = until;
+        if (work > 1e-9) {
+          pending_.push_back({due, work});
+          std::push_heap(pending_.begin(), pending_.end(), std::greater<>());
+        } else if (now > due + 1e-9 * std::max(1.0, due)) {
+          return true;
+        }
+      }
     }
     return false;
   }
@@ -409,15 +474,15 @@ class Solver {
       completion_[static_cast<size_t>(l)] = c;
       lb = std::max(lb, c + in_.Tail(l));
     }
-    // Device d takes no new work before max(its tail, the current start, the first input
-    // any unfinished op receives on it); capped at the path bound, which T exceeds even
-    // when d gets nothing more.
+    // Device d takes no new work before the least head any unfinished op has on it (heads
+    // include its tail and the current start); capped at the path bound, which T exceeds
+    // even when d gets nothing more.
     for (int d = 0; d < D_; ++d) {
-      double first_input = kInf;
+      double first = kInf;
       for (int l = 0; l < n_; ++l) {
-        if (ops_[static_cast<size_t>(l)].status != 2) first_input = std::min(first_input, in_.ExternalReady(l, d));
+        if (ops_[static_cast<size_t>(l)].status != 2) first = std::min(first, Head(l, d));
       }
-      available_[d] = std::max({tail_[static_cast<size_t>(d)], last_start_, std::min(first_input, lb)});
+      available_[d] = std::max({tail_[static_cast<size_t>(d)], last_start_, std::min(first, lb)});
     }
     for (size_t k = 0; k < lambdas_.size(); ++k) {
       if (strong) {
@@ -434,6 +499,7 @@ class Solver {
     lambdas_.assign(1, std::vector<double>(static_cast<size_t>(D_), 1.0 / D_));
     weighted_lambdas_ = 1;
     if (D_ < 2 || D_ > 4 || n_ == 0) return;
+    NodeBound();  // the root's heads and device availability
     const int steps = D_ == 2 ? 40 : D_ == 3 ? 20 : 8;
     std::vector<int> c(static_cast<size_t>(D_), 0);
     std::vector<double> best;
@@ -442,13 +508,7 @@ class Solver {
     auto evaluate = [&]() {
       std::vector<double> lambda(static_cast<size_t>(D_));
       for (int d = 0; d < D_; ++d) lambda[static_cast<size_t>(d)] = static_cast<double>(c[static_cast<size_t>(d)]) / steps;
-      double v = 0;
-      for (int d = 0; d < D_; ++d) {
-        double first_input = kInf;
-        for (int l = 0; l < n_; ++l) first_input = std::min(first_input, in_.ExternalReady(l, d));
-        v += lambda[static_cast<size_t>(d)] * first_input;
-      }
-      for (int l = 0; l < n_; ++l) v += Energy(l, lambda, kInf, &heads_[static_cast<size_t>(l) * static_cast<size_t>(D_)]);
+      const double v = FreeLoad(lambda);
       if (v > best_v) {
         best_v = v;
         best = lambda;
@@ -483,6 +543,10 @@ class Solver {
 
   // Appends child `c` (start/end filled) to the pool when its bound beats the incumbent.
   void Evaluate(Child c) {
+    if (expired_ || ((++evaluations_ & 15) == 0 && std::chrono::steady_clock::now() >= deadline_)) {
+      expired_ = true;
+      return;
+    }
     Apply(c);
     c.lb = NodeBound();
     Undo();
@@ -500,21 +564,63 @@ class Solver {
     c.units = units;
     c.last = last;
     c.work = a.grid() ? a.Work(units, last) : a.fixed[static_cast<size_t>(slot)];
-    const double duration = in_.Duration(l, axis, c.work, d);
+    const double duration = a.grid() ? in_.Duration(l, axis, c.work, d) : in_.FixedDuration(l, axis, slot, d);
     c.start = in_.Fit(d, std::max(tail_[static_cast<size_t>(d)], ready), duration);
     c.end = c.start + duration;
     return AfterLast(c.start, l, d);
   }
 
   // The grid part size that balances op l's finish over the free devices (a guess).
-  int64_t Center(int l, int axis, int d, int64_t units, uint32_t mask) {
-    std::vector<double>& offsets = scratch_offsets_;
+  // Per-device earliest starts of op l's next subtasks (busy intervals ignored).
+  void Offsets(int l, std::vector<double>& offsets) const {
     offsets.assign(static_cast<size_t>(D_), 0.0);
     for (int e = 0; e < D_; ++e) {
       offsets[static_cast<size_t>(e)] = std::max({tail_[static_cast<size_t>(e)], last_start_, Ready(l, e)});
     }
+  }
+
+  int64_t Center(int l, int axis, int d, int64_t units, uint32_t mask, const std::vector<double>& offsets) const {
     const double t = RelaxedDivisionBound(in_, l, axis, units, mask, offsets);
     return in_.MaxUnitsWithin(l, axis, d, t - offsets[static_cast<size_t>(d)]);
+  }
+
+  // Narrows [lo, hi], the sizes of op l's next grid part on device d, to those whose op
+  // can still finish before the incumbent: the part itself ends no earlier than
+  // offset_d + MinPartDuration(k) (growing with k), and the rest, left - k units on the
+  // other free devices, no earlier than its relaxed division (shrinking with k); either
+  // plus the op's tail reaching the incumbent rules k out. False when nothing is left.
+  bool Narrow(int l, int axis, int d, int64_t left, uint32_t others, const std::vector<double>& offsets,
+              int64_t& lo, int64_t& hi) const {
+    if (ub_ == kInf) return lo <= hi;
+    const double limit = ub_ - 1e-9 * std::max(1.0, ub_) - in_.Tail(l);
+    auto part_ok = [&](int64_t k) {
+      return offsets[static_cast<size_t>(d)] + in_.MinPartDuration(l, axis, d, k) < limit;
+    };
+    auto rest_ok = [&](int64_t k) {
+      return k == left || RelaxedDivisionBound(in_, l, axis, left - k, others, offsets) < limit;
+    };
+    // part_ok holds on a prefix of sizes, rest_ok on a suffix.
+    int64_t a = lo, b = hi;
+    if (!part_ok(lo)) return false;
+    while (a < b) {
+      const int64_t mid = a + (b - a + 1) / 2;
+      (part_ok(mid) ? a : b) = part_ok(mid) ? mid : mid - 1;
+    }
+    const int64_t part_hi = a;
+    a = lo;
+    b = part_hi;
+    if (!rest_ok(part_hi)) return false;
+    while (a < b) {
+      const int64_t mid = a + (b - a) / 2;
+      if (rest_ok(mid)) {
+        b = mid;
+      } else {
+        a = mid + 1;
+      }
+    }
+    lo = a;
+    hi = part_hi;
+    return lo <= hi;
   }
 
   void Expand(Frame& f, double lb) {
@@ -565,22 +671,17 @@ class Solver {
             g.lo = must_complete ? left : 1;
             if (must_complete && !can_complete) continue;
             if (g.lo > g.hi) continue;
-            g.center = std::clamp<int64_t>(Center(l, ax, d, left, free), g.lo, g.hi);
-            // Primary sizes: the balancing one, its neighbours, both ends.
-            int64_t primary[5] = {g.center, g.center - 1, g.center + 1, g.lo, g.hi};
-            for (int i = 0; i < 5; ++i) {
-              const int64_t k = primary[i];
-              if (k < g.lo || k > g.hi) continue;
-              bool seen = false;
-              for (int j = 0; j < i; ++j) seen |= primary[j] == k;
-              if (seen) continue;
-              if (MakeChild(l, ax, d, -1, k, last, ready[d], c)) Evaluate(c);
-            }
-            if (g.hi - g.lo >= 3) generators_.push_back(g);
+            Offsets(l, scratch_offsets_);
+            if (!Narrow(l, ax, d, left, free & ~(1u << d), scratch_offsets_, g.lo, g.hi)) continue;
+            g.center = std::clamp<int64_t>(Center(l, ax, d, left, free, scratch_offsets_), g.lo, g.hi);
+            // The balancing size now; every other size later, from the generator.
+            if (MakeChild(l, ax, d, -1, g.center, last, ready[d], c)) Evaluate(c);
+            if (g.hi > g.lo) generators_.push_back(g);
           }
         }
       }
     }
+    f.cut = expired_;
     f.child_end = children_.size();
     f.next = f.child_begin;
     f.gen_end = generators_.size();
@@ -605,6 +706,11 @@ class Solver {
     while (f.gen_next < f.gen_end) {
       Generator& g = generators_[f.gen_next];
       for (int64_t k = g.Next(); k >= 0; k = g.Next()) {
+        if ((++evaluations_ & 15) == 0 && std::chrono::steady_clock::now() >= deadline_) {
+          expired_ = true;
+          --g.step;  // this size stays open
+          return false;
+        }
         Child c;
         if (!MakeChild(g.local, g.axis, g.device, -1, k, g.last, Ready(g.local, g.device), c)) continue;
         Apply(c);
@@ -621,6 +727,10 @@ class Solver {
   }
 
   bool OutOfTime() {
+    if (expired_) {
+      stop_ = StopReason::kTimeLimit;
+      return true;
+    }
     if (limits_.node_limit > 0 && nodes_ >= limits_.node_limit) {
       stop_ = StopReason::kNodeLimit;
       return true;
@@ -644,6 +754,10 @@ class Solver {
         continue;
       }
       ++nodes_;
+      if (expired_) {
+        stop_ = StopReason::kTimeLimit;
+        return stop_;
+      }
       if (OutOfTime()) return stop_;
       Apply(c);
       if (complete_ == n_) {
@@ -668,7 +782,8 @@ class Solver {
     double open = kInf;
     for (const Frame& f : frames_) {
       for (size_t i = f.next; i < f.child_end; ++i) open = std::min(open, children_[i].lb);
-      if (f.gen_next < f.gen_end) open = std::min(open, f.lb);
+      // Children not generated yet (a generator, or an expansion cut by the deadline).
+      if (f.gen_next < f.gen_end || f.cut) open = std::min(open, f.lb);
     }
     return open;
   }
@@ -785,7 +900,13 @@ class Solver {
   std::vector<double> end_on_;
   std::vector<double> tail_;
   std::vector<double> heads_;
+  std::vector<double> relative_heads_, relative_bound_;  // CompletionBound's cache
   std::vector<double> completion_;
+  struct Job {
+    double release, work, due;
+  };
+  std::vector<Job> jobs_;
+  std::vector<std::pair<double, double>> pending_;  // min-heap on (due, remaining work)
   std::vector<std::vector<double>> lambdas_;
   size_t weighted_lambdas_ = 0;  // the first ones spread over every device
   double available_[kMaxExactDevices] = {};
@@ -803,6 +924,8 @@ class Solver {
   double ub_ = kInf;
   StageSolution best_;
   int64_t nodes_ = 0;
+  int64_t evaluations_ = 0;
+  bool expired_ = false;  // the deadline passed inside an expansion
   StopReason stop_ = StopReason::kOptimal;
   std::chrono::steady_clock::time_point deadline_;
   absl::flat_hash_map<std::string, std::vector<double>> memo_;

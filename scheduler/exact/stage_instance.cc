@@ -31,10 +31,10 @@ double FixedBound(const StageInstance& instance, int local, int axis,
                   std::span<const double> offsets) {
   const OpAxis& a = instance.space(local)[static_cast<size_t>(axis)];
   double worst = 0;
-  for (int64_t w : a.fixed) {
+  for (size_t q = 0; q < a.fixed.size(); ++q) {
     double best = kInf;
     for (int d = 0; d < instance.num_devices(); ++d) {
-      best = std::min(best, offsets[static_cast<size_t>(d)] + instance.Duration(local, axis, w, d));
+      best = std::min(best, offsets[static_cast<size_t>(d)] + instance.FixedDuration(local, axis, static_cast<int>(q), d));
     }
     worst = std::max(worst, best);
   }
@@ -213,6 +213,7 @@ absl::StatusOr<StageInstance> StageInstance::Build(const Problem& problem, std::
   const size_t rows = static_cast<size_t>(s.axis_begin_.back());
   s.unit_rate_.assign(rows * D, 0.0);
   s.min_part_.assign(rows * D, {});
+  s.fixed_duration_.assign(rows * D, {});
   auto check = [&](double v, size_t l, const OpAxis& a, int64_t w, size_t d) -> absl::Status {
     if (std::isfinite(v) && v >= 0) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(
@@ -227,10 +228,9 @@ absl::StatusOr<StageInstance> StageInstance::Build(const Problem& problem, std::
         const size_t row = s.RateIndex(static_cast<int>(l), static_cast<int>(ax), static_cast<int>(d));
         if (!a.grid()) {
           for (int64_t w : a.fixed) {
-            if (absl::Status st = check(problem.LatencyUs(s.ops_[l], a.axis, w, static_cast<int>(d)), l, a, w, d);
-                !st.ok()) {
-              return st;
-            }
+            const double v = problem.LatencyUs(s.ops_[l], a.axis, w, static_cast<int>(d));
+            if (absl::Status st = check(v, l, a, w, d); !st.ok()) return st;
+            s.fixed_duration_[row].push_back(v);
           }
           continue;
         }
@@ -305,29 +305,61 @@ int64_t StageInstance::MaxUnitsWithin(int local, int axis, int device, double bu
 double RelaxedDivisionBound(const StageInstance& instance, int local, int axis, int64_t units,
                             uint32_t mask, std::span<const double> offsets) {
   if (units <= 0) return 0.0;
-  double lo = kInf, hi = kInf;
-  for (int d = 0; d < instance.num_devices(); ++d) {
-    if ((mask >> d & 1u) == 0) continue;
-    const double o = offsets[static_cast<size_t>(d)];
-    lo = std::min(lo, o);
-    hi = std::min(hi, o + instance.MinPartDuration(local, axis, d, units));
+  // The least T with sum_d MaxUnitsWithin(T - offset_d) >= units is the units-th smallest
+  // value of the union of the sorted sequences offset_d + MinPartDuration(d, k), k >= 1:
+  // found by discarding, from the sequence whose step-th next value is least, that many
+  // values (each round keeps the answer, O(D log units) rounds).
+  const int D = instance.num_devices();
+  int64_t taken[kMaxExactDevices] = {};
+  int64_t length[kMaxExactDevices] = {};
+  bool any = false;
+  for (int d = 0; d < D; ++d) {
+    length[d] = (mask >> d & 1u) ? instance.MaxPartUnits(local, axis) : 0;
+    any |= length[d] > 0;
   }
-  if (!(hi < kInf)) return kInf;
-  auto feasible = [&](double t) {
-    int64_t total = 0;
-    for (int d = 0; d < instance.num_devices() && total < units; ++d) {
-      if ((mask >> d & 1u) == 0) continue;
-      total += instance.MaxUnitsWithin(local, axis, d, t - offsets[static_cast<size_t>(d)]);
-    }
-    return total >= units;
+  if (!any) return kInf;
+  auto value = [&](int d, int64_t k) {  // the k-th value (1-based) of sequence d
+    return offsets[static_cast<size_t>(d)] + instance.MinPartDuration(local, axis, d, k);
   };
-  if (feasible(lo)) return lo;
-  // Invariant: lo infeasible, hi feasible; lo is returned, a valid lower bound.
-  for (int it = 0; it < 60 && hi - lo > 1e-9 * std::max(1.0, hi); ++it) {
-    const double mid = 0.5 * (lo + hi);
-    (feasible(mid) ? hi : lo) = mid;
+  int64_t k = units;
+  while (true) {
+    int live = 0;
+    for (int d = 0; d < D; ++d) live += taken[d] < length[d] ? 1 : 0;
+    const int64_t step = k / std::max(1, live);
+    if (step == 0) break;
+    int best = -1;
+    double best_value = kInf;
+    int64_t best_take = 0;
+    for (int d = 0; d < D; ++d) {
+      if (taken[d] >= length[d]) continue;
+      const int64_t t = std::min(step, length[d] - taken[d]);
+      const double v = value(d, taken[d] + t);
+      if (v < best_value) {
+        best_value = v;
+        best = d;
+        best_take = t;
+      }
+    }
+    taken[best] += best_take;
+    k -= best_take;
+    if (k == 0) return best_value;
   }
-  return lo;
+  // Fewer than `live` values left to pass: merge them one by one.
+  double last = kInf;
+  for (; k > 0; --k) {
+    int best = -1;
+    double best_value = kInf;
+    for (int d = 0; d < D; ++d) {
+      if (taken[d] < length[d] && value(d, taken[d] + 1) < best_value) {
+        best_value = value(d, taken[d] + 1);
+        best = d;
+      }
+    }
+    if (best < 0) return kInf;
+    ++taken[best];
+    last = best_value;
+  }
+  return last;
 }
 
 }  // namespace psched::scheduler::exact

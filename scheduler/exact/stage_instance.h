@@ -116,11 +116,19 @@ class StageInstance {
     return problem_->LatencyUs(op(local), space(local)[static_cast<size_t>(axis)].axis, work,
                                device);
   }
+  // Latency of slot `slot` of a fixed plan (axis index `axis`) on `device` (precomputed).
+  double FixedDuration(int local, int axis, int slot, int device) const {
+    return fixed_duration_[RateIndex(local, axis, device)][static_cast<size_t>(slot)];
+  }
   // Least latency, on `device`, of a grid part of at least `k` units (0 for k <= 0).
   double MinPartDuration(int local, int axis, int device, int64_t k) const;
   // The most units a grid part can hold and still end within `budget` on `device` under
   // the MinPartDuration relaxation (0 when even one unit does not fit).
   int64_t MaxUnitsWithin(int local, int axis, int device, double budget) const;
+  // The most units one grid part of (local, axis) may hold.
+  int64_t MaxPartUnits(int local, int axis) const {
+    return space(local)[static_cast<size_t>(axis)].units;
+  }
   // Least latency per unit of a grid part on `device`.
   double MinUnitDuration(int local, int axis, int device) const {
     return unit_rate_[RateIndex(local, axis, device)];
@@ -157,6 +165,7 @@ class StageInstance {
   std::vector<int> axis_begin_;
   std::vector<double> unit_rate_;                  // [row * D + d]
   std::vector<std::vector<double>> min_part_;      // [row * D + d][k - 1], nondecreasing in k
+  std::vector<std::vector<double>> fixed_duration_;  // [row * D + d][slot]
   std::vector<double> tail_, min_body_;
 };
 

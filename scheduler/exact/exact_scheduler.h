@@ -1,0 +1,89 @@
+// The exact reference methods (paper sec. 4.1 and 6.2, Table 3's Gurobi rows):
+// `exact` (the joint space - every op unpartitioned or split along any allowed axis into
+// any division on the alignment grid, the space the iterative search samples from),
+// `exact-schedule-only`, `exact-expanded-local` and `exact-expanded-equal`.
+//
+// Staged mode (default, as the paper's Joint-Gurobi): the stages of the iterative search
+// (staging.h, HEFT-rank exploration closed at global joins or `max_stage_size` ops) are
+// solved in order, each with the earlier ones fixed - their subtasks keep their devices
+// and times, give the stage's input readiness, and block their devices, but a stage
+// subtask may use an idle gap between them. Whole-graph mode (`staging=false`) solves one
+// stage holding every op: exact for the whole problem, for small graphs.
+//
+// Per stage: warm starts are HEFT on the stage under several plan vectors (every op
+// unpartitioned, min-local-latency, equal-size, and the plans of PA-HEFT and of the
+// iterative search on the whole problem; for the restricted spaces, their own plans);
+// the best is the incumbent of the formulation (branch and bound by default, or the CBC
+// program), which runs until it proves optimality or hits the per-stage time limit and
+// reports its lower bound. Finally the staged schedule is compared with the whole-graph
+// heuristic schedules in the same space, and the better one is returned (the report says
+// which). So `exact` is never worse than its warm starts, its stages are optimal where
+// the report says so, and otherwise the report bounds how far each stage may be from it.
+//
+// Parameters (SchedulerOptions.params): "stage_time_limit_s" (default 10; a finite
+// SchedulerOptions.timeout overrides it), "max_stage_size" (20), "staging" (true|false),
+// "formulation" (bnb|mip). Immutable; Plan is thread-safe (CBC calls are serialised).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/exact/stage_instance.h"
+#include "scheduler/exact/stage_solution.h"
+#include "scheduler/scheduler.h"
+
+namespace psched::scheduler::exact {
+
+enum class ExactFormulation { kBranchAndBound, kMip };
+
+struct ExactOptions {
+  ExactSpace space = ExactSpace::kJoint;
+  ExactFormulation formulation = ExactFormulation::kBranchAndBound;
+  double stage_time_limit_s = 10;
+  int max_stage_size = 20;
+  bool staging = true;
+};
+
+struct ExactStageReport {
+  int ops = 0;
+  double makespan_us = 0;     // the stage objective reached (latest end of its subtasks)
+  double lower_bound_us = 0;  // proven bound on it, given the earlier stages
+  StopReason stop = StopReason::kOptimal;
+  int64_t nodes = 0;
+  double seconds = 0;
+  std::string incumbent;  // where the final stage schedule came from: "search" or a warm start
+};
+
+struct ExactReport {
+  std::vector<ExactStageReport> stages;
+  int stages_proven = 0;
+  double stage_gap_us = 0;       // sum over stages of makespan - lower bound
+  double staged_makespan_us = 0;
+  double makespan_us = 0;        // of the returned schedule
+  std::string source;            // "staged", or the whole-graph heuristic that was better
+  double lower_bound_us = 0;     // root bound of the whole problem in the space (no staging)
+  double seconds = 0;
+};
+
+// Reads the parameters above into `base`; InvalidArgument names a bad key or value.
+absl::StatusOr<ExactOptions> ApplyExactParams(ExactOptions base, const SchedulerOptions& options);
+
+// Solves `problem` under `options`; `report` may be null.
+absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& options,
+                                    ExactReport* report = nullptr);
+
+class ExactScheduler final : public Scheduler {
+ public:
+  explicit ExactScheduler(ExactSpace space) : space_(space) {}
+  std::string name() const override;
+  absl::StatusOr<Schedule> Plan(const Problem& problem, const SchedulerOptions& options) const override;
+  // As Plan, with the per-stage report.
+  absl::StatusOr<Schedule> PlanWithReport(const Problem& problem, const SchedulerOptions& options,
+                                          ExactReport* report) const;
+
+ private:
+  ExactSpace space_;
+};
+
+}  // namespace psched::scheduler::exact
