@@ -5,6 +5,11 @@
 platform (one psched-bench CSV per platform, normalised as psched-bench wrote it) beside
 the paper's figures from paper-tables/simulation_full.csv.
 
+`exact` summarises, per platform and exact method, how its search ended: stages proven
+optimal, the sum of the stage gaps over the makespan (average and worst over the
+models), the gap to the whole problem's lower bound, how often a whole-graph warm start
+beat the staged solution, and the solver time.
+
 `ablation` compares search configurations that psched-bench ran separately: each
 LABEL=FILE.csv[#METHOD] holds one configuration's rows (those of METHOD if given); the reference per model is the smallest
 makespan over every file given (configurations and any `--reference` CSV), so the
@@ -38,6 +43,7 @@ def paper_row(method):
         "partition-only": ("Partition-only", "Min-local-latency"),
         "exact-schedule-only": ("Schedule-only", "Gurobi"),
         "exact-expanded-local": ("Expanded-DAG (Min-local-latency)", "Gurobi"),
+        "exact-expanded-equal": ("Expanded-DAG (Equal-size)", "Gurobi"),
         "pa-heft": ("Partition-aware heuristic", "HEFT"),
         "iterative": ("Iterative search", "HEFT"),
     }
@@ -114,6 +120,30 @@ def platforms(args):
         print("| " + " | ".join(cells) + " |")
 
 
+def exact(args):
+    print("| platform | method | stages proven | stage gap avg / worst | bound gap avg / worst "
+          "| warm start returned | solver s avg / max / total |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for path in args.csv:
+        rows = read_rows(path)
+        if "stages" not in rows[0]:
+            sys.exit(f"eval_tables: {path} has no exact solver columns")
+        by_method = {}
+        for r in rows:
+            if int(r["stages"]) > 0:
+                by_method.setdefault(r["method"], []).append(r)
+        for m, rs in by_method.items():
+            stages = sum(int(r["stages"]) for r in rs)
+            proven = sum(int(r["stages_proven"]) for r in rs)
+            gap = [float(r["stage_gap"]) for r in rs]
+            bound = [1 - float(r["lower_bound_us"]) / float(r["makespan_us"]) for r in rs]
+            warm = sum(1 for r in rs if r["exact_source"] != "staged")
+            secs = [float(r["planning_ms"]) / 1000 for r in rs]
+            print(f"| {rs[0]['platform']} | `{m}` | {proven} / {stages} | {100 * sum(gap) / len(gap):.2f}% / "
+                  f"{100 * max(gap):.2f}% | {100 * sum(bound) / len(bound):.2f}% / {100 * max(bound):.2f}% | "
+                  f"{warm} of {len(rs)} | {sum(secs) / len(secs):.1f} / {max(secs):.1f} / {sum(secs):.0f} |")
+
+
 def ablation(args):
     configs = []
     for spec in args.config:
@@ -153,12 +183,14 @@ def main():
     p.add_argument("csv", nargs="+", help="one psched-bench CSV per platform")
     p.add_argument("--paper", default=os.path.join(
         os.environ.get("PSCHED_SHARED_DIR", "/work/shared"), "paper-tables", "simulation_full.csv"))
+    e = sub.add_parser("exact", help="how the exact solvers' searches ended, per platform")
+    e.add_argument("csv", nargs="+", help="one psched-bench CSV per platform")
     a = sub.add_parser("ablation", help="search configurations on one shared reference")
     a.add_argument("--config", action="append", required=True, metavar="LABEL=FILE.csv[#METHOD]")
     a.add_argument("--reference", action="append", metavar="FILE.csv",
                    help="further runs whose makespans count for the per-model reference")
     args = parser.parse_args()
-    {"platforms": platforms, "ablation": ablation}[args.command](args)
+    {"platforms": platforms, "exact": exact, "ablation": ablation}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -175,7 +175,10 @@ absl::StatusOr<StageInstance> StageInstance::Build(const Problem& problem, std::
         }
       }
     }
+    // Only entry ops (no input inside the stage) can start first.
+    const bool entry = s.pred_.size() == static_cast<size_t>(s.pred_begin_.back());
     s.pred_begin_.push_back(static_cast<int>(s.pred_.size()));
+    if (!entry) continue;
     for (size_t d = 0; d < D; ++d) earliest = std::min(earliest, s.external_ready_[l * D + d]);
   }
   s.succ_begin_.assign(1, 0);
