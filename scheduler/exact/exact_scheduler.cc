@@ -45,7 +45,7 @@ std::vector<PartitionPlan> FixedPlans(const Problem& problem, ExactSpace space) 
 
 // The warm starts of `space`: plan vectors for the stages, and whole-graph schedules to
 // compare the staged result with.
-absl::StatusOr<std::vector<Candidate>> WarmStarts(const Problem& problem, ExactSpace space) {
+absl::StatusOr<std::vector<Candidate>> WarmStarts(const Problem& problem, ExactSpace space, uint64_t seed) {
   std::vector<Candidate> out;
   if (space != ExactSpace::kJoint) {
     const std::vector<PartitionPlan> plans = FixedPlans(problem, space);
@@ -79,6 +79,7 @@ absl::StatusOr<std::vector<Candidate>> WarmStarts(const Problem& problem, ExactS
   // The paper's search, and the variant docs/evaluation.md found best (local moves from
   // the min-local-latency plans).
   partition_aware::IterativeOptions paper, tuned;
+  paper.seed = tuned.seed = seed;
   tuned.local_moves = 5;
   tuned.initial = partition_aware::InitialPlans::kMinLocalLatency;
   for (auto& [name, opts] : {std::pair{"iterative", paper}, std::pair{"iterative(local_moves=5,min-local)", tuned}}) {
@@ -174,6 +175,10 @@ absl::StatusOr<ExactOptions> ApplyExactParams(ExactOptions base, const Scheduler
           base.stage_time_limit_s > 1e6) {
         return bad("a number of seconds in (0, 1e6]");
       }
+    } else if (key == "stage_node_limit") {
+      if (!absl::SimpleAtoi(value, &base.stage_node_limit) || base.stage_node_limit < 0) {
+        return bad("a non-negative integer");
+      }
     } else if (key == "max_stage_size") {
       if (!absl::SimpleAtoi(value, &base.max_stage_size) || base.max_stage_size < 1) return bad("a positive integer");
     } else if (key == "staging") {
@@ -184,9 +189,11 @@ absl::StatusOr<ExactOptions> ApplyExactParams(ExactOptions base, const Scheduler
       base.formulation = value == "bnb" ? ExactFormulation::kBranchAndBound : ExactFormulation::kMip;
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "exact: unknown option '", key, "'; known: stage_time_limit_s, max_stage_size, staging, formulation"));
+          "exact: unknown option '", key,
+          "'; known: stage_time_limit_s, stage_node_limit, max_stage_size, staging, formulation"));
     }
   }
+  base.seed = options.seed;
   if (options.timeout != absl::InfiniteDuration()) {
     base.stage_time_limit_s = std::max(1e-3, absl::ToDoubleSeconds(options.timeout));
   }
@@ -214,7 +221,7 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
     for (OpId op = 0; op < n; ++op) stages.back().push_back(op);
   }
 
-  absl::StatusOr<std::vector<Candidate>> warm = WarmStarts(problem, options.space);
+  absl::StatusOr<std::vector<Candidate>> warm = WarmStarts(problem, options.space, options.seed);
   if (!warm.ok()) return warm.status();
 
   {
@@ -229,6 +236,7 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
   partition_aware::StageHeft heft;
   SolveLimits limits;
   limits.time_limit_s = options.stage_time_limit_s;
+  limits.node_limit = options.stage_node_limit;
   for (const std::vector<OpId>& stage : stages) {
     absl::StatusOr<StageInstance> instance =
         StageInstance::Build(problem, stage, committed, BuildOpSpaces(problem, stage, options.space));
@@ -249,21 +257,31 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
       std::lock_guard<std::mutex> lock(CbcMutex());
       result = SolveMip(*instance, limits, &best);
     } else {
-      // Joint space: first the candidate plans (half the budget), whose optimum seeds the
-      // search of the whole space.
+      // Joint space: first subspaces the search finishes quickly - every op unpartitioned,
+      // every op on its min-local-latency plan, then the candidate plans - each seeding
+      // the next, then the whole space with what is left of the budget.
       SolveLimits rest = limits;
       if (options.space == ExactSpace::kJoint) {
-        absl::StatusOr<StageInstance> candidates =
-            StageInstance::Build(problem, stage, committed, CandidateSpaces(problem, stage, *warm));
-        if (!candidates.ok()) return candidates.status();
-        SolveLimits half = limits;
-        half.time_limit_s = limits.time_limit_s / 2;
-        const StageResult seeded = SolveBranchAndBound(*candidates, half, &best);
-        if (seeded.best.makespan_us < best.makespan_us) {
-          best = seeded.best;
-          best_name = "candidates";
+        const std::pair<const char*, double> phases[] = {
+            {"schedule-only", 0.15}, {"expanded-local", 0.15}, {"candidates", 0.3}};
+        double spent = 0;
+        for (const auto& [phase, share] : phases) {
+          const std::string name(phase);
+          std::vector<OpSpace> spaces = name == "schedule-only" ? BuildOpSpaces(problem, stage, ExactSpace::kScheduleOnly)
+                                        : name == "expanded-local" ? BuildOpSpaces(problem, stage, ExactSpace::kExpandedLocal)
+                                                                   : CandidateSpaces(problem, stage, *warm);
+          absl::StatusOr<StageInstance> sub = StageInstance::Build(problem, stage, committed, std::move(spaces));
+          if (!sub.ok()) return sub.status();
+          SolveLimits part = limits;
+          part.time_limit_s = limits.time_limit_s * share;
+          const StageResult seeded = SolveBranchAndBound(*sub, part, &best);
+          spent += seeded.seconds;
+          if (seeded.best.makespan_us < best.makespan_us) {
+            best = seeded.best;
+            best_name = name;
+          }
         }
-        rest.time_limit_s = std::max(1e-3, limits.time_limit_s - seeded.seconds);
+        rest.time_limit_s = std::max(1e-3, limits.time_limit_s - spent);
       }
       result = SolveBranchAndBound(*instance, rest, &best);
     }

@@ -15,16 +15,21 @@
 // iterative search on the whole problem; for the restricted spaces, their own plans);
 // the best is the incumbent of the formulation (branch and bound by default, or the CBC
 // program), which runs until it proves optimality or hits the per-stage time limit and
-// reports its lower bound. Finally the staged schedule is compared with the whole-graph
+// reports its lower bound. In the joint space the branch and bound first spends 15%, 15%
+// and 30% of the budget on subspaces it finishes quickly - schedule-only, min-local-
+// latency plans, and the candidate plans (each op unpartitioned, every warm start's plan,
+// and per axis the divisions balancing the op over all devices and over each pair) - each
+// seeding the next, so the joint result is at least as good as what those searches reach. Finally the staged schedule is compared with the whole-graph
 // heuristic schedules in the same space, and the better one is returned (the report says
 // which). So `exact` is never worse than its warm starts, its stages are optimal where
 // the report says so, and otherwise the report bounds how far each stage may be from it.
 //
 // Parameters (SchedulerOptions.params): "stage_time_limit_s" (default 10; a finite
-// SchedulerOptions.timeout overrides it), "max_stage_size" (20), "staging" (true|false),
-// "formulation" (bnb|mip). Immutable; Plan is thread-safe (CBC calls are serialised).
+// SchedulerOptions.timeout overrides it), "stage_node_limit" (0: none), "max_stage_size"
+// (20), "staging" (true|false), "formulation" (bnb|mip). Immutable; Plan is thread-safe (CBC calls are serialised).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,8 +46,13 @@ struct ExactOptions {
   ExactSpace space = ExactSpace::kJoint;
   ExactFormulation formulation = ExactFormulation::kBranchAndBound;
   double stage_time_limit_s = 10;
+  // Nodes per search (each phase of a stage); 0: none. Makes results independent of the
+  // machine's speed, for tests.
+  int64_t stage_node_limit = 0;
   int max_stage_size = 20;
   bool staging = true;
+  // Seed of the randomised warm starts (the iterative search), as the methods get it.
+  uint64_t seed = 0;
 };
 
 struct ExactStageReport {

@@ -103,7 +103,8 @@ class ExactOnModelsTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Scheduler>> s = MakeScheduler(method);
     EXPECT_TRUE(s.ok()) << s.status();
     const SchedulerOptions options =
-        method.rfind("exact", 0) == 0 ? Params({{"stage_time_limit_s", "0.3"}}) : SchedulerOptions{};
+        method.rfind("exact", 0) == 0 ? Params({{"stage_time_limit_s", "60"}, {"stage_node_limit", "500"}})
+                                      : SchedulerOptions{};
     absl::StatusOr<Schedule> schedule = (*s)->Plan(problem, options);
     EXPECT_TRUE(schedule.ok()) << method << ": " << schedule.status();
     if (!schedule.ok()) return std::numeric_limits<double>::quiet_NaN();
@@ -131,7 +132,8 @@ TEST_F(ExactOnModelsTest, ReportIsConsistent) {
   const Problem problem = Make(partition_aware::testing::ForkJoin(3, 2));
   ExactReport report;
   absl::StatusOr<Schedule> s =
-      ExactScheduler(ExactSpace::kJoint).PlanWithReport(problem, Params({{"stage_time_limit_s", "0.3"}}), &report);
+      ExactScheduler(ExactSpace::kJoint)
+          .PlanWithReport(problem, Params({{"stage_time_limit_s", "60"}, {"stage_node_limit", "500"}}), &report);
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_FALSE(report.stages.empty());
   int proven = 0, ops = 0;
