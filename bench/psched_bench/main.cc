@@ -20,6 +20,7 @@
 #include "bench/psched_bench/taskgraph_json.h"
 #include "fmt/core.h"
 #include "model/onnx_import.h"
+#include "model/split.h"
 #include "predictor/profiles.h"
 #include "scheduler/exact/exact_scheduler.h"
 #include "scheduler/list_scheduler.h"
@@ -238,6 +239,8 @@ absl::Status RunTaskGraph(const Flags& flags, const std::vector<std::string>& me
       for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
         subtasks.push_back({{"task", problem->op_name(s.op)},
                             {"device", input->platform.devices[static_cast<size_t>(s.device)].name},
+                            {"axis", std::string(model::SplitAxisName(s.axis))},
+                            {"work", {s.begin, s.end}},
                             {"start_us", s.start_us},
                             {"end_us", s.end_us}});
       }
