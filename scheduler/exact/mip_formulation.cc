@@ -250,7 +250,7 @@ absl::StatusOr<StageResult> SolveMip(const StageInstance& in, const SolveLimits&
   cbc.setLogLevel(0);
   cbc.messageHandler()->setLogLevel(0);
   const std::string seconds = absl::StrCat(std::max(0.01, limits.time_limit_s));
-  std::vector<std::string> args = {"psched", "-log", "0", "-threads", "0", "-sec", seconds};
+  std::vector<std::string> args = {"psched", "-log", "0", "-threads", "0", "-timeMode", "elapsed", "-sec", seconds};
   if (limits.node_limit > 0) {
     args.push_back("-maxN");
     args.push_back(absl::StrCat(limits.node_limit));
