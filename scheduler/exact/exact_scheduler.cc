@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "scheduler/exact/branch_and_bound.h"
 #include "scheduler/exact/mip_formulation.h"
+#include "scheduler/exact/placed_plans.h"
 #include "scheduler/expanded_graph.h"
 #include "scheduler/list_scheduler.h"
 #include "scheduler/partition_aware/candidate_plans.h"
@@ -158,6 +159,110 @@ std::vector<OpSpace> CandidateSpaces(const Problem& problem, std::span<const OpI
   return out;
 }
 
+// The stage's part of a whole-graph schedule, re-timed after the stages committed so far:
+// its plans, devices and per-device order kept, every subtask at its earliest start.
+// Not found (infinite makespan) when a plan is outside the instance's space.
+StageSolution Retimed(const StageInstance& instance, const Schedule& whole) {
+  const int n = instance.num_ops();
+  const int D = instance.num_devices();
+  std::vector<PlacedPlan> placed(static_cast<size_t>(n));
+  std::vector<std::vector<std::pair<double, int>>> by_device(static_cast<size_t>(D));
+  for (int l = 0; l < n; ++l) {
+    const PartitionPlan& plan = whole.plan(instance.op(l));
+    PlacedPlan& p = placed[static_cast<size_t>(l)];
+    p.axis = -1;
+    for (size_t ax = 0; ax < instance.space(l).size(); ++ax) {
+      const OpAxis& a = instance.space(l)[ax];
+      std::vector<int64_t> active;
+      for (int64_t w : plan.work) {
+        if (w > 0) active.push_back(w);
+      }
+      if (a.axis == plan.axis && (a.grid() || a.fixed == active)) p.axis = static_cast<int>(ax);
+    }
+    if (p.axis < 0) return StageSolution{};
+    p.work.assign(static_cast<size_t>(D), 0);
+    p.last.assign(static_cast<size_t>(D), false);
+    p.slot.assign(static_cast<size_t>(D), -1);
+  }
+  for (const ScheduledSubtask& t : whole.subtasks()) {
+    int l = -1;
+    for (int k = 0; k < n && l < 0; ++k) l = instance.op(k) == t.op ? k : -1;
+    if (l < 0) continue;
+    PlacedPlan& p = placed[static_cast<size_t>(l)];
+    const OpAxis& a = instance.space(l)[static_cast<size_t>(p.axis)];
+    if (a.grid() && ((t.end - t.begin) % a.alignment != 0 && t.end != a.total)) return StageSolution{};
+    p.work[static_cast<size_t>(t.device)] = t.end - t.begin;
+    p.last[static_cast<size_t>(t.device)] = a.grid() && a.clip > 0 && t.end == a.total;
+    p.slot[static_cast<size_t>(t.device)] = a.grid() ? -1 : t.slot;
+    by_device[static_cast<size_t>(t.device)].emplace_back(t.start_us, l);
+  }
+  std::vector<std::vector<int>> orders(static_cast<size_t>(D));
+  for (int d = 0; d < D; ++d) {
+    std::stable_sort(by_device[static_cast<size_t>(d)].begin(), by_device[static_cast<size_t>(d)].end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (const auto& [start, l] : by_device[static_cast<size_t>(d)]) orders[static_cast<size_t>(d)].push_back(l);
+  }
+  std::vector<const PlacedPlan*> plans;
+  for (const PlacedPlan& p : placed) plans.push_back(&p);
+  OrderTimer timer(instance);
+  if (!(timer.Time(plans, orders) < std::numeric_limits<double>::infinity())) return StageSolution{};
+  return SolutionFromPlacedPlans(instance, plans, timer.starts());
+}
+
+// Large neighbourhoods of the incumbent: a window of consecutive stage ops gets its whole
+// joint space while every other op keeps its incumbent plan (devices and order stay free);
+// the branch and bound solves that (up to a node budget) and an improvement is kept.
+// Windows slide over the stage until one pass improves nothing or `seconds` pass.
+absl::Status ImproveByNeighbourhoods(const StageInstance& joint, const Schedule& committed, double seconds,
+                                     int64_t node_limit, StageSolution& best, std::string& best_name) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                 std::chrono::duration<double>(seconds));
+  const int n = joint.num_ops();
+  constexpr int kWidth = 3;
+  std::vector<OpId> ops;
+  for (int l = 0; l < n; ++l) ops.push_back(joint.op(l));
+  bool improved = true;
+  while (improved) {
+    improved = false;
+    for (int first = 0; first < n; ++first) {
+      const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return absl::OkStatus();
+      bool any_grid = false;
+      std::vector<OpSpace> spaces;
+      for (int l = 0; l < n; ++l) {
+        const bool open = l >= first && l < first + kWidth;
+        if (open) {
+          spaces.push_back(joint.space(l));
+          for (const OpAxis& a : joint.space(l)) any_grid |= a.grid();
+          continue;
+        }
+        const PartitionPlan& plan = best.plans[static_cast<size_t>(l)];
+        OpAxis a;
+        a.axis = plan.axis;
+        a.total = joint.problem().WorkSize(ops[static_cast<size_t>(l)], plan.axis);
+        a.units = a.total;
+        for (int64_t w : plan.work) {
+          if (w > 0) a.fixed.push_back(w);
+        }
+        spaces.push_back(OpSpace{a});
+      }
+      if (!any_grid) continue;
+      absl::StatusOr<StageInstance> window = StageInstance::Build(joint.problem(), ops, committed, std::move(spaces));
+      if (!window.ok()) return window.status();
+      SolveLimits limits;
+      limits.time_limit_s = std::min(left, std::max(0.02, seconds / 8));
+      limits.node_limit = node_limit > 0 ? node_limit : 5000;
+      const StageResult r = SolveBranchAndBound(*window, limits, &best);
+      if (r.best.makespan_us < best.makespan_us * (1 - 1e-12)) {
+        best = r.best;
+        best_name = "neighbourhoods";
+        improved = true;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::mutex& CbcMutex() {
   static std::mutex m;
   return m;
@@ -251,6 +356,12 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
         best = FromStageHeft(heft, problem, stage, c.plans, makespan);
         best_name = c.name;
       }
+      if (!c.whole) continue;
+      StageSolution kept = Retimed(*instance, *c.whole);
+      if (kept.makespan_us < best.makespan_us) {
+        best = std::move(kept);
+        best_name = c.name + " (its own order)";
+      }
     }
     absl::StatusOr<StageResult> result;
     if (options.formulation == ExactFormulation::kMip) {
@@ -263,7 +374,7 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
       SolveLimits rest = limits;
       if (options.space == ExactSpace::kJoint) {
         const std::pair<const char*, double> phases[] = {
-            {"schedule-only", 0.15}, {"expanded-local", 0.15}, {"candidates", 0.3}};
+            {"schedule-only", 0.1}, {"expanded-local", 0.1}, {"candidates", 0.2}};
         double spent = 0;
         for (const auto& [phase, share] : phases) {
           const std::string name(phase);
@@ -281,6 +392,14 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
             best_name = name;
           }
         }
+        // Then neighbourhoods of the incumbent (half the budget), then the whole space.
+        const auto lns_begin = std::chrono::steady_clock::now();
+        if (absl::Status st = ImproveByNeighbourhoods(*instance, committed, limits.time_limit_s * 0.5,
+                                                      limits.node_limit, best, best_name);
+            !st.ok()) {
+          return st;
+        }
+        spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - lns_begin).count();
         rest.time_limit_s = std::max(1e-3, limits.time_limit_s - spent);
       }
       result = SolveBranchAndBound(*instance, rest, &best);
@@ -302,6 +421,15 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
   }
   r.staged_makespan_us = committed.makespan_us();
   r.source = "staged";
+  // Stages are optimised one after the other: the list schedulers on the staged plans,
+  // across stage boundaries, can interleave what staging kept apart (as the iterative
+  // search's last step does).
+  for (const char* list : {"heft", "psls"}) {
+    absl::StatusOr<std::unique_ptr<ListScheduler>> s = MakeListScheduler(list);
+    if (!s.ok()) return s.status();
+    absl::StatusOr<Schedule> across = (*s)->Schedule(problem, committed.plans());
+    if (across.ok()) warm->push_back(Candidate{absl::StrCat("staged plans, ", list), {}, *std::move(across)});
+  }
   Schedule out = std::move(committed);
   for (Candidate& c : *warm) {
     if (c.whole && c.whole->makespan_us() < out.makespan_us() * (1 - 1e-12)) {

@@ -15,11 +15,15 @@
 // iterative search on the whole problem; for the restricted spaces, their own plans);
 // the best is the incumbent of the formulation (branch and bound by default, or the CBC
 // program), which runs until it proves optimality or hits the per-stage time limit and
-// reports its lower bound. In the joint space the branch and bound first spends 15%, 15%
-// and 30% of the budget on subspaces it finishes quickly - schedule-only, min-local-
-// latency plans, and the candidate plans (each op unpartitioned, every warm start's plan,
-// and per axis the divisions balancing the op over all devices and over each pair) - each
-// seeding the next, so the joint result is at least as good as what those searches reach. Finally the staged schedule is compared with the whole-graph
+// reports its lower bound. Each warm start's own whole-graph schedule also serves,
+// re-timed after the committed stages with its plans, devices and per-device order kept.
+// In the joint space the branch and bound first spends 10%, 10% and 20% of the budget on
+// subspaces it finishes quickly - schedule-only, min-local-latency plans, and the
+// candidate plans (each op unpartitioned, every warm start's plan, and per axis the
+// divisions balancing the op over all devices and over each pair) - each seeding the next,
+// then half on neighbourhoods of the incumbent (a sliding window of three ops gets the whole
+// joint space, the others keep their plans), then the rest on the whole space. Finally
+// the staged plans are also scheduled by HEFT and PSLS across stage boundaries. Finally the staged schedule is compared with the whole-graph
 // heuristic schedules in the same space, and the better one is returned (the report says
 // which). So `exact` is never worse than its warm starts, its stages are optimal where
 // the report says so, and otherwise the report bounds how far each stage may be from it.
