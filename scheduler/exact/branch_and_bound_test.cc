@@ -6,11 +6,12 @@
 // schedule returned must pass ValidateSchedule. Then the limits: node and time limits
 // return a valid schedule with a bound below it, warm starts are kept when nothing beats
 // them, an empty instance is solved.
+#include "scheduler/exact/branch_and_bound.h"
+
 #include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "scheduler/exact/branch_and_bound.h"
 #include "scheduler/exact/brute_force.h"
 #include "scheduler/exact/mip_formulation.h"
 #include "scheduler/exact/random_task_graphs.h"
@@ -77,7 +78,8 @@ void ExpectThreeWayAgreement(const testing::RandomTaskGraphOptions& o, ProblemOp
     EXPECT_NEAR(mip->best.makespan_us, brute->makespan_us, 1e-6);
     EXPECT_NEAR(bb.lower_bound_us, bb.best.makespan_us, 1e-9);
     EXPECT_LE(RootLowerBound(*in), brute->makespan_us + 1e-9);
-    for (const StageSolution* sol : std::vector<const StageSolution*>{&bb.best, &mip->best, &*brute}) {
+    for (const StageSolution* sol :
+         std::vector<const StageSolution*>{&bb.best, &mip->best, &*brute}) {
       const absl::Status valid = Validate(s, *sol);
       EXPECT_TRUE(valid.ok()) << valid;
     }
@@ -85,50 +87,31 @@ void ExpectThreeWayAgreement(const testing::RandomTaskGraphOptions& o, ProblemOp
 }
 
 TEST(ExactProofTest, ScheduleOnlySevenTasks) {
-  testing::RandomTaskGraphOptions o;
-  o.tasks = 7;
-  ExpectThreeWayAgreement(o, {}, ExactSpace::kScheduleOnly, 8, 0);
+  ExpectThreeWayAgreement({.tasks = 7}, {}, ExactSpace::kScheduleOnly, 8, 0);
 }
 
 TEST(ExactProofTest, PartitionableTasksOnAClippedGrid) {
   // Units of two work items: a part holding the last unit of an odd U is one item short.
-  testing::RandomTaskGraphOptions o;
-  o.tasks = 4;
-  o.partitionable = 2;
-  o.axes = 2;
-  o.max_units = 5;
-  ExpectThreeWayAgreement(o, ProblemOptions{0, 2}, ExactSpace::kJoint, 5, 0);
+  ExpectThreeWayAgreement({.tasks = 4, .partitionable = 2, .axes = 2, .max_units = 5},
+                          ProblemOptions{0, 2}, ExactSpace::kJoint, 5, 0);
 }
 
 TEST(ExactProofTest, TransferCostsAcrossMemoryDomains) {
-  testing::RandomTaskGraphOptions o;
-  o.tasks = 6;
-  o.partitionable = 1;
-  o.domains = 2;
-  o.max_transfer_us = 30;
-  ExpectThreeWayAgreement(o, {}, ExactSpace::kJoint, 5, 0);
+  ExpectThreeWayAgreement({.tasks = 6, .partitionable = 1, .domains = 2, .max_transfer_us = 30}, {},
+                          ExactSpace::kJoint, 5, 0);
 }
 
 TEST(ExactProofTest, AtMostTwoSubtasksPerOp) {
-  testing::RandomTaskGraphOptions o;
-  o.tasks = 5;
-  o.partitionable = 3;
-  o.max_units = 4;
-  ExpectThreeWayAgreement(o, ProblemOptions{2, 1}, ExactSpace::kJoint, 5, 0);
+  ExpectThreeWayAgreement({.tasks = 5, .partitionable = 3, .max_units = 4}, ProblemOptions{2, 1},
+                          ExactSpace::kJoint, 5, 0);
 }
 
 TEST(ExactProofTest, SecondStageUsesIdleTimeBetweenTheFirstStagesSubtasks) {
-  testing::RandomTaskGraphOptions o;
-  o.tasks = 9;
-  o.partitionable = 3;
-  ExpectThreeWayAgreement(o, {}, ExactSpace::kJoint, 5, 5);
+  ExpectThreeWayAgreement({.tasks = 9, .partitionable = 3}, {}, ExactSpace::kJoint, 5, 5);
 }
 
 TEST(ExactProofTest, FixedExpandedPlansOnFreeDevices) {
-  testing::RandomTaskGraphOptions o;
-  o.tasks = 5;
-  o.partitionable = 3;
-  o.max_units = 6;
+  const testing::RandomTaskGraphOptions o{.tasks = 5, .partitionable = 3, .max_units = 6};
   ExpectThreeWayAgreement(o, {}, ExactSpace::kExpandedLocal, 4, 0);
   ExpectThreeWayAgreement(o, {}, ExactSpace::kExpandedEqual, 4, 0);
 }
@@ -136,11 +119,9 @@ TEST(ExactProofTest, FixedExpandedPlansOnFreeDevices) {
 // Two independent formulations agree beyond brute force's reach.
 TEST(ExactProofTest, BranchAndBoundAndMipAgreeOnTwelveTasks) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
-    testing::RandomTaskGraphOptions o;
-    o.tasks = 12;
-    const Staged s = MakeStaged(o, {}, ExactSpace::kScheduleOnly, seed, 0);
-    absl::StatusOr<StageInstance> in =
-        StageInstance::Build(s.problem, s.stage, s.fixed, BuildOpSpaces(s.problem, s.stage, ExactSpace::kScheduleOnly));
+    const Staged s = MakeStaged({.tasks = 12}, {}, ExactSpace::kScheduleOnly, seed, 0);
+    absl::StatusOr<StageInstance> in = StageInstance::Build(
+        s.problem, s.stage, s.fixed, BuildOpSpaces(s.problem, s.stage, ExactSpace::kScheduleOnly));
     ASSERT_TRUE(in.ok()) << in.status();
     const StageResult bb = SolveBranchAndBound(*in, SolveLimits{});
     SolveLimits limits;
@@ -165,12 +146,10 @@ StageInstance WideInstance(Problem& problem, Schedule& none) {
 }
 
 Problem WideProblem() {
-  testing::RandomTaskGraphOptions o;
-  o.tasks = 30;
-  o.edge_probability = 0.1;
-  o.partitionable = 10;
-  o.max_units = 12;
-  absl::StatusOr<Problem> p = Problem::FromTaskGraph(testing::RandomTaskGraph(o, 7), testing::RandomPlatform(o));
+  const testing::RandomTaskGraphOptions o{
+      .tasks = 30, .edge_probability = 0.1, .partitionable = 10, .max_units = 12};
+  absl::StatusOr<Problem> p =
+      Problem::FromTaskGraph(testing::RandomTaskGraph(o, 7), testing::RandomPlatform(o));
   EXPECT_TRUE(p.ok()) << p.status();
   return *std::move(p);
 }
@@ -212,8 +191,9 @@ TEST(BranchAndBoundTest, TimeLimitStopsTheSearchWithTheWarmStartOrBetter) {
 
 TEST(BranchAndBoundTest, KeepsAnOptimalWarmStartAndProvesIt) {
   // Two independent tasks, one per device: the optimum is 5, which HEFT finds.
-  absl::StatusOr<Problem> p = Problem::FromTaskGraph(TaskGraph{{}, {{5, 9}, {9, 5}}, {}, {}},
-                                                     testing::RandomPlatform(testing::RandomTaskGraphOptions{2, 2}));
+  absl::StatusOr<Problem> p =
+      Problem::FromTaskGraph(TaskGraph{{}, {{5, 9}, {9, 5}}, {}, {}},
+                             testing::RandomPlatform(testing::RandomTaskGraphOptions{2, 2}));
   ASSERT_TRUE(p.ok()) << p.status();
   Schedule none;
   const StageInstance in = WideInstance(*p, none);
@@ -249,7 +229,8 @@ TEST(MipTest, RefusesAnInstanceWithTooManyPlans) {
   const StageInstance in = WideInstance(problem, none);
   const absl::StatusOr<StageResult> r = SolveMip(in, SolveLimits{}, nullptr, /*max_plans=*/20);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(r.status().message().find("more than 20 placed plans"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("more than 20 placed plans"), std::string::npos)
+      << r.status();
 }
 
 TEST(BruteForceTest, RefusesAnInstanceBeyondItsLimit) {

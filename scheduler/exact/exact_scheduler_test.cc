@@ -2,6 +2,8 @@
 // valid schedules never worse than its warm starts with consistent reports, both
 // formulations agree, bad parameters and bad task graphs are refused clearly, and an
 // instance too large for the time limit comes back with a gap instead of hanging.
+#include "scheduler/exact/exact_scheduler.h"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -11,7 +13,6 @@
 #include "gtest/gtest.h"
 #include "predictor/profiles.h"
 #include "scheduler/exact/brute_force.h"
-#include "scheduler/exact/exact_scheduler.h"
 #include "scheduler/exact/random_task_graphs.h"
 #include "scheduler/partition_aware/test_graphs.h"
 #include "scheduler/registry.h"
@@ -22,7 +23,8 @@ namespace {
 using ::testing::HasSubstr;
 
 Problem RandomProblem(const testing::RandomTaskGraphOptions& o, uint64_t seed) {
-  absl::StatusOr<Problem> p = Problem::FromTaskGraph(testing::RandomTaskGraph(o, seed), testing::RandomPlatform(o));
+  absl::StatusOr<Problem> p =
+      Problem::FromTaskGraph(testing::RandomTaskGraph(o, seed), testing::RandomPlatform(o));
   EXPECT_TRUE(p.ok()) << p.status();
   return *std::move(p);
 }
@@ -35,13 +37,11 @@ SchedulerOptions Params(std::map<std::string, std::string> params) {
 
 TEST(ExactSchedulerTest, WholeGraphModeEqualsBruteForce) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
-    testing::RandomTaskGraphOptions o;
-    o.tasks = 5;
-    o.partitionable = 2;
-    const Problem problem = RandomProblem(o, seed);
+    const Problem problem = RandomProblem({.tasks = 5, .partitionable = 2}, seed);
     ExactReport report;
     absl::StatusOr<Schedule> s =
-        ExactScheduler(ExactSpace::kJoint).PlanWithReport(problem, Params({{"staging", "false"}}), &report);
+        ExactScheduler(ExactSpace::kJoint)
+            .PlanWithReport(problem, Params({{"staging", "false"}}), &report);
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_TRUE(ValidateSchedule(problem, *s).ok()) << ValidateSchedule(problem, *s);
     ASSERT_EQ(report.stages.size(), 1u);
@@ -61,10 +61,7 @@ TEST(ExactSchedulerTest, WholeGraphModeEqualsBruteForce) {
 }
 
 TEST(ExactSchedulerTest, FormulationsAgreeStageByStage) {
-  testing::RandomTaskGraphOptions o;
-  o.tasks = 10;
-  o.edge_probability = 0.4;
-  const Problem problem = RandomProblem(o, 3);
+  const Problem problem = RandomProblem({.tasks = 10, .edge_probability = 0.4}, 3);
   for (const char* space_name : {"exact-schedule-only", "exact"}) {
     SCOPED_TRACE(space_name);
     absl::StatusOr<std::unique_ptr<Scheduler>> s = MakeScheduler(space_name);
@@ -72,9 +69,10 @@ TEST(ExactSchedulerTest, FormulationsAgreeStageByStage) {
     const auto* exact = dynamic_cast<const ExactScheduler*>(s->get());
     ASSERT_NE(exact, nullptr);
     ExactReport bnb, mip;
-    absl::StatusOr<Schedule> a = exact->PlanWithReport(problem, Params({{"max_stage_size", "5"}}), &bnb);
-    absl::StatusOr<Schedule> b =
-        exact->PlanWithReport(problem, Params({{"max_stage_size", "5"}, {"formulation", "mip"}}), &mip);
+    absl::StatusOr<Schedule> a =
+        exact->PlanWithReport(problem, Params({{"max_stage_size", "5"}}), &bnb);
+    absl::StatusOr<Schedule> b = exact->PlanWithReport(
+        problem, Params({{"max_stage_size", "5"}, {"formulation", "mip"}}), &mip);
     ASSERT_TRUE(a.ok() && b.ok());
     ASSERT_EQ(bnb.stages.size(), mip.stages.size());
     ASSERT_EQ(bnb.stages_proven, static_cast<int>(bnb.stages.size()));
@@ -103,12 +101,14 @@ class ExactOnModelsTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Scheduler>> s = MakeScheduler(method);
     EXPECT_TRUE(s.ok()) << s.status();
     const SchedulerOptions options =
-        method.rfind("exact", 0) == 0 ? Params({{"stage_time_limit_s", "60"}, {"stage_node_limit", "500"}})
-                                      : SchedulerOptions{};
+        method.rfind("exact", 0) == 0
+            ? Params({{"stage_time_limit_s", "60"}, {"stage_node_limit", "500"}})
+            : SchedulerOptions{};
     absl::StatusOr<Schedule> schedule = (*s)->Plan(problem, options);
     EXPECT_TRUE(schedule.ok()) << method << ": " << schedule.status();
     if (!schedule.ok()) return std::numeric_limits<double>::quiet_NaN();
-    EXPECT_TRUE(ValidateSchedule(problem, *schedule).ok()) << method << ": " << ValidateSchedule(problem, *schedule);
+    EXPECT_TRUE(ValidateSchedule(problem, *schedule).ok())
+        << method << ": " << ValidateSchedule(problem, *schedule);
     return schedule->makespan_us();
   }
   predictor::Profile profile_;
@@ -133,7 +133,9 @@ TEST_F(ExactOnModelsTest, ReportIsConsistent) {
   ExactReport report;
   absl::StatusOr<Schedule> s =
       ExactScheduler(ExactSpace::kJoint)
-          .PlanWithReport(problem, Params({{"stage_time_limit_s", "60"}, {"stage_node_limit", "500"}}), &report);
+          .PlanWithReport(problem,
+                          Params({{"stage_time_limit_s", "60"}, {"stage_node_limit", "500"}}),
+                          &report);
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_FALSE(report.stages.empty());
   int proven = 0, ops = 0;
@@ -153,16 +155,13 @@ TEST_F(ExactOnModelsTest, ReportIsConsistent) {
 }
 
 TEST(ExactSchedulerTest, AStageTooLargeForTheLimitComesBackWithAGap) {
-  testing::RandomTaskGraphOptions o;
-  o.tasks = 40;
-  o.edge_probability = 0.08;
-  o.partitionable = 20;
-  o.max_units = 16;
-  const Problem problem = RandomProblem(o, 5);
+  const Problem problem = RandomProblem(
+      {.tasks = 40, .edge_probability = 0.08, .partitionable = 20, .max_units = 16}, 5);
   ExactReport report;
-  absl::StatusOr<Schedule> s = ExactScheduler(ExactSpace::kJoint)
-                                   .PlanWithReport(problem, Params({{"staging", "false"}, {"stage_time_limit_s", "0.2"}}),
-                                                   &report);
+  absl::StatusOr<Schedule> s =
+      ExactScheduler(ExactSpace::kJoint)
+          .PlanWithReport(problem, Params({{"staging", "false"}, {"stage_time_limit_s", "0.2"}}),
+                          &report);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_TRUE(ValidateSchedule(problem, *s).ok());
   ASSERT_EQ(report.stages.size(), 1u);
@@ -220,16 +219,19 @@ TEST(ExactSchedulerTest, TaskGraphsWithBadSplitTablesAreRefused) {
   }
   TaskGraph twice = make({{1, 1, 1}, {1, 1, 1}}, model::SplitAxis::kRows);
   twice.splits[0].push_back(twice.splits[0][0]);
-  EXPECT_THAT(std::string(Problem::FromTaskGraph(twice, platform).status().message()), HasSubstr("given twice"));
+  EXPECT_THAT(std::string(Problem::FromTaskGraph(twice, platform).status().message()),
+              HasSubstr("given twice"));
 }
 
 TEST(ExactSchedulerTest, RegistryBuildsEveryExactMethod) {
-  for (const char* name : {"exact", "exact-schedule-only", "exact-expanded-local", "exact-expanded-equal"}) {
+  for (const char* name :
+       {"exact", "exact-schedule-only", "exact-expanded-local", "exact-expanded-equal"}) {
     absl::StatusOr<std::unique_ptr<Scheduler>> s = MakeScheduler(name);
     ASSERT_TRUE(s.ok()) << name << ": " << s.status();
     EXPECT_EQ((*s)->name(), name);
   }
-  EXPECT_THAT(std::string(MakeScheduler("exact:heft").status().message()), HasSubstr("takes no argument"));
+  EXPECT_THAT(std::string(MakeScheduler("exact:heft").status().message()),
+              HasSubstr("takes no argument"));
 }
 
 }  // namespace
