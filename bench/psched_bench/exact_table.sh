@@ -8,7 +8,8 @@
 #
 # Usage: bench/psched_bench/exact_table.sh BUILD_DIR OUT_DIR [PLATFORM...]
 # Environment: STAGE_LIMIT_S (default 2, seconds per stage for each exact solver),
-# PSCHED_SHARED_DIR (default ../shared). Runs under `nice`; hours on 2 shared cores.
+# MODELS (space-separated model names of graph-only/, default all 18), PSCHED_SHARED_DIR
+# (default ../shared). Runs under `nice`; hours on 2 shared cores for all 18 models.
 set -euo pipefail
 
 if [[ $# -lt 2 ]]; then
@@ -28,6 +29,14 @@ limit="${STAGE_LIMIT_S:-2}"
 [[ -x "$bench" ]] || { echo "exact_table.sh: $bench is missing; build psched-bench first" >&2; exit 1; }
 [[ -d "$shared/models/graph-only" ]] || { echo "exact_table.sh: no models in $shared/models/graph-only" >&2; exit 1; }
 mkdir -p "$out"
+models=("$shared/models/graph-only")
+if [[ -n "${MODELS:-}" ]]; then
+  models=()
+  for m in $MODELS; do
+    [[ -f "$shared/models/graph-only/$m.onnx" ]] || { echo "exact_table.sh: no model $m in $shared/models/graph-only" >&2; exit 1; }
+    models+=("$shared/models/graph-only/$m.onnx")
+  done
+fi
 
 lists="heft lookahead-heft peft ldcp ceft psls"
 methods="single:gpu,single:cpu.l,single:cpu.m,partition-only,${lists// /,},exact-schedule-only"
@@ -39,7 +48,7 @@ methods+=",pa-heft,iterative,iterative:peft,iterative:psls,iterative:lookahead-h
 
 for p in "${platforms[@]}"; do
   start=$(date +%s)
-  nice -n 10 "$bench" --models "$shared/models/graph-only" --platform "$p" --methods "$methods" \
+  nice -n 10 "$bench" --models "${models[@]}" --platform "$p" --methods "$methods" \
     --param "exact.stage_time_limit_s=$limit" --out "$out/table3_$p.csv" \
     >"$out/table3_$p.txt" 2>"$out/table3_$p.log"
   echo "$p: $(( $(date +%s) - start )) s" | tee -a "$out/elapsed.txt"
