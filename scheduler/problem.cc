@@ -121,9 +121,13 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph,
   return p;
 }
 
-absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks,
-                                               const platform::Platform& platform) {
+absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const platform::Platform& platform,
+                                               ProblemOptions options) {
   const int n = static_cast<int>(tasks.cost.size());
+  if (options.alignment < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("alignment must be >= 1, got ", options.alignment));
+  }
   if (!tasks.names.empty() && tasks.names.size() != tasks.cost.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("task graph has ", tasks.names.size(), " names for ", n, " tasks"));
@@ -156,12 +160,34 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks,
     list.emplace_back(edge.from, edge.transfer_us);
   }
   for (auto& list : preds) std::sort(list.begin(), list.end());
+  if (tasks.splits.size() > tasks.cost.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("task graph has split tables for ",
+                                                   tasks.splits.size(), " tasks, but ", n,
+                                                   " tasks"));
+  }
   std::vector<int64_t> work_size(static_cast<size_t>(n) * 4, 0);
   for (int t = 0; t < n; ++t) work_size[static_cast<size_t>(t) * 4] = 1;
+  for (size_t t = 0; t < tasks.splits.size(); ++t) {
+    for (const TaskGraph::Split& split : tasks.splits[t]) {
+      const size_t axis = static_cast<size_t>(split.axis);
+      if (split.axis == model::SplitAxis::kNone || split.cost.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "task ", t, ": a split needs a split axis and at least one work unit, got axis ",
+            std::string(model::SplitAxisName(split.axis)), " with ", split.cost.size(), " units"));
+      }
+      if (work_size[t * 4 + axis] != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "task ", t, ": split axis ", std::string(model::SplitAxisName(split.axis)), " is given twice"));
+      }
+      work_size[t * 4 + axis] = static_cast<int64_t>(split.cost.size());
+    }
+  }
   Problem p;
-  if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), 0); !s.ok()) {
+  if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits);
+      !s.ok()) {
     return s;
   }
+  p.alignment_ = options.alignment;
   for (int t = 0; t < n; ++t) {
     const std::vector<double>& row = tasks.cost[static_cast<size_t>(t)];
     if (static_cast<int>(row.size()) != p.num_devices_) {
@@ -182,6 +208,30 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks,
     }
     p.op_names_.push_back(tasks.names.empty() ? absl::StrCat("t", t)
                                               : tasks.names[static_cast<size_t>(t)]);
+    if (static_cast<size_t>(t) >= tasks.splits.size()) continue;
+    for (const TaskGraph::Split& split : tasks.splits[static_cast<size_t>(t)]) {
+      const int64_t offset = p.table_offset_[static_cast<size_t>(t) * 4 +
+                                             static_cast<size_t>(split.axis)];
+      for (int d = 0; d < p.num_devices_; ++d) p.table_[static_cast<size_t>(offset + d)].store(0.0);
+      for (size_t u = 0; u < split.cost.size(); ++u) {
+        const std::vector<double>& costs = split.cost[u];
+        if (static_cast<int>(costs.size()) != p.num_devices_) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "task ", t, " split ", std::string(model::SplitAxisName(split.axis)), " work ", u + 1, " has ",
+              costs.size(), " costs for ", p.num_devices_, " devices"));
+        }
+        for (int d = 0; d < p.num_devices_; ++d) {
+          const double c = costs[static_cast<size_t>(d)];
+          if (!std::isfinite(c) || c < 0) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "task ", t, " split ", std::string(model::SplitAxisName(split.axis)), " work ", u + 1,
+                " device ", d, ": cost ", c, " is not a finite value >= 0"));
+          }
+          p.table_[static_cast<size_t>(offset + static_cast<int64_t>(u + 1) * p.num_devices_ + d)]
+              .store(c);
+        }
+      }
+    }
   }
   return p;
 }

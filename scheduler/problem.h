@@ -46,15 +46,25 @@ struct ProblemOptions {
   bool predict_all = false;
 };
 
-// A task graph with fixed costs: no op is partitionable (psched-bench --taskgraph, tests).
+// A task graph given by costs (psched-bench --taskgraph, tests, the exact solvers' proofs):
+// every task has a whole-task cost per device and may also be split along up to three
+// axes, each with its own cost table, so a task graph can carry the same partition-aware
+// instance a model does.
 struct TaskGraph {
   struct Edge {
     int from = 0;
     int to = 0;
     double transfer_us = 0;  // paid when the two tasks run in different memory domains
   };
+  // One axis a task may be split along: U = cost.size() work units, and cost[u - 1][device]
+  // is the latency of a subtask doing u of them. REQUIRES: axis != kNone.
+  struct Split {
+    model::SplitAxis axis = model::SplitAxis::kOutputChannels;
+    std::vector<std::vector<double>> cost;
+  };
   std::vector<std::string> names;         // one per task; empty: "t<index>"
   std::vector<std::vector<double>> cost;  // [task][device], microseconds
+  std::vector<std::vector<Split>> splits;  // [task]: its split axes; may be shorter than cost
   std::vector<Edge> edges;                // REQUIRES: from < to (tasks in topological order)
 };
 
@@ -64,8 +74,9 @@ class Problem {
                                            const platform::Platform& platform,
                                            const predictor::LatencyModel& latency_model,
                                            ProblemOptions options = {});
-  static absl::StatusOr<Problem> FromTaskGraph(const TaskGraph& tasks,
-                                               const platform::Platform& platform);
+  // `options` bound the split count and set the alignment grid of split tasks.
+  static absl::StatusOr<Problem> FromTaskGraph(const TaskGraph& tasks, const platform::Platform& platform,
+                                               ProblemOptions options = {});
 
   Problem(Problem&&) noexcept;
   Problem& operator=(Problem&&) noexcept;

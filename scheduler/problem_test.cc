@@ -172,15 +172,15 @@ TEST(FromTaskGraphTest, RejectsEveryKindOfBadInput) {
   auto error = [&two](TaskGraph g) {
     return std::string(Problem::FromTaskGraph(g, two).status().message());
   };
-  EXPECT_THAT(error({{}, {{1, 2}, {1}}, {}}), HasSubstr("task 1 has 1 costs for 2 devices"));
-  EXPECT_THAT(error({{}, {{1, 2}, {1, -3}}, {}}), HasSubstr("task 1 device 1: cost -3"));
-  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {{1, 0, 0}}}), HasSubstr("does not go forward"));
-  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {{0, 5, 0}}}), HasSubstr("outside [0, 2)"));
-  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {{0, 1, 1}, {0, 1, 2}}}), HasSubstr("listed twice"));
-  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {{0, 1, -1}}}), HasSubstr("transfer cost -1"));
-  EXPECT_THAT(error({{"a"}, {{1, 2}, {1, 2}}, {}}), HasSubstr("1 names for 2 tasks"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1}}, {}, {}}), HasSubstr("task 1 has 1 costs for 2 devices"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1, -3}}, {}, {}}), HasSubstr("task 1 device 1: cost -3"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {}, {{1, 0, 0}}}), HasSubstr("does not go forward"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {}, {{0, 5, 0}}}), HasSubstr("outside [0, 2)"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {}, {{0, 1, 1}, {0, 1, 2}}}), HasSubstr("listed twice"));
+  EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {}, {{0, 1, -1}}}), HasSubstr("transfer cost -1"));
+  EXPECT_THAT(error({{"a"}, {{1, 2}, {1, 2}}, {}, {}}), HasSubstr("1 names for 2 tasks"));
   EXPECT_THAT(
-      std::string(Problem::FromTaskGraph({{}, {{1}}, {}}, platform::Platform{}).status().message()),
+      std::string(Problem::FromTaskGraph({{}, {{1}}, {}, {}}, platform::Platform{}).status().message()),
       HasSubstr("has no devices"));
 }
 

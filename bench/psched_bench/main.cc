@@ -20,7 +20,9 @@
 #include "bench/psched_bench/taskgraph_json.h"
 #include "fmt/core.h"
 #include "model/onnx_import.h"
+#include "model/split.h"
 #include "predictor/profiles.h"
+#include "scheduler/exact/exact_scheduler.h"
 #include "scheduler/list_scheduler.h"
 #include "scheduler/partition_aware/iterative_search.h"
 #include "scheduler/registry/registry.h"
@@ -132,7 +134,19 @@ void RunMethod(const scheduler::Problem& problem, const std::string& method,
     return;
   }
   const absl::Time start = absl::Now();
-  absl::StatusOr<scheduler::Schedule> schedule = (*scheduler)->Plan(problem, options);
+  absl::StatusOr<scheduler::Schedule> schedule;
+  if (const auto* exact = dynamic_cast<const scheduler::exact::ExactScheduler*>(scheduler->get())) {
+    scheduler::exact::ExactReport report;
+    schedule = exact->PlanWithReport(problem, options, &report);
+    row.stages = static_cast<int>(report.stages.size());
+    row.stages_proven = report.stages_proven;
+    row.stage_gap = report.makespan_us > 0 ? report.stage_gap_us / report.makespan_us : 0;
+    row.lower_bound_us = report.lower_bound_us;
+    row.staged_makespan_us = report.staged_makespan_us;
+    row.exact_source = report.source;
+  } else {
+    schedule = (*scheduler)->Plan(problem, options);
+  }
   row.planning_ms = setup_ms + MillisSince(start);
   if (!schedule.ok()) {
     row.error = std::string(schedule.status().message());
@@ -217,7 +231,7 @@ absl::Status RunModels(const Flags& flags, const std::vector<std::string>& metho
 absl::Status RunTaskGraph(const Flags& flags, const std::vector<std::string>& methods) {
   absl::StatusOr<TaskGraphInput> input = LoadTaskGraphFile(flags.taskgraph);
   if (!input.ok()) return input.status();
-  absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromTaskGraph(input->tasks, input->platform);
+  absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromTaskGraph(input->tasks, input->platform, input->options);
   if (!problem.ok()) return problem.status();
   std::vector<ResultRow> rows;
   nlohmann::json schedules = nlohmann::json::object();
@@ -234,6 +248,8 @@ absl::Status RunTaskGraph(const Flags& flags, const std::vector<std::string>& me
       for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
         subtasks.push_back({{"task", problem->op_name(s.op)},
                             {"device", input->platform.devices[static_cast<size_t>(s.device)].name},
+                            {"axis", std::string(model::SplitAxisName(s.axis))},
+                            {"work", {s.begin, s.end}},
                             {"start_us", s.start_us},
                             {"end_us", s.end_us}});
       }

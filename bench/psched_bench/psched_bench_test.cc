@@ -62,6 +62,64 @@ TEST(TaskGraphJsonTest, RejectsBadInputWithItsLocation) {
   EXPECT_EQ(LoadTaskGraphFile("/nonexistent/graph.json").status().code(), absl::StatusCode::kNotFound);
 }
 
+constexpr char kSplit[] = R"({
+  "devices": ["gpu", "cpu"],
+  "alignment": 2,
+  "max_splits": 2,
+  "tasks": [
+    {"name": "a", "cost": [4, 9], "splits": {"cout": [[2, 5], [3, 8], {"gpu": 4, "cpu": 9}]}},
+    {"name": "b", "cost": [1, 1]}
+  ],
+  "edges": [["a", "b"]]
+})";
+
+TEST(TaskGraphJsonTest, ParsesSplitTablesAndWritesThemBack) {
+  absl::StatusOr<TaskGraphInput> in = ParseTaskGraphJson(kSplit);
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->options.alignment, 2);
+  EXPECT_EQ(in->options.max_splits, 2);
+  ASSERT_EQ(in->tasks.splits.size(), 2u);
+  ASSERT_EQ(in->tasks.splits[0].size(), 1u);
+  EXPECT_EQ(in->tasks.splits[0][0].axis, model::SplitAxis::kOutputChannels);
+  EXPECT_EQ(in->tasks.splits[0][0].cost[2], (std::vector<double>{4, 9}));
+  EXPECT_TRUE(in->tasks.splits[1].empty());
+  absl::StatusOr<scheduler::Problem> problem =
+      scheduler::Problem::FromTaskGraph(in->tasks, in->platform, in->options);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->WorkSize(0, model::SplitAxis::kOutputChannels), 3);
+  EXPECT_DOUBLE_EQ(problem->LatencyUs(0, model::SplitAxis::kOutputChannels, 2, 1), 8);
+  EXPECT_EQ(problem->alignment(), 2);
+  // Written and read again, the instance is the same.
+  absl::StatusOr<TaskGraphInput> again = ParseTaskGraphJson(TaskGraphToJson(*in));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->tasks.names, in->tasks.names);
+  EXPECT_EQ(again->tasks.cost, in->tasks.cost);
+  EXPECT_EQ(again->tasks.splits[0][0].cost, in->tasks.splits[0][0].cost);
+  EXPECT_EQ(again->tasks.edges.size(), 1u);
+  EXPECT_EQ(again->options.alignment, 2);
+  EXPECT_EQ(again->platform.devices[1].name, "cpu");
+}
+
+TEST(TaskGraphJsonTest, RejectsBadSplitTablesWithTheirLocation) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": [1]}]})", "tasks[0].splits: must be an object"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"rows": [[1]]}}]})", "unknown split axis"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"none": [[1]]}}]})", "unknown split axis"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"cin": []}}]})", "non-empty array"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"cin": [[1, 2]]}}]})",
+       "tasks[0].splits.cin[0]: has 2 entries for 1 devices"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"cin": [[-3]]}}]})",
+       "tasks[0].splits.cin[0][0]: must be finite and >= 0"},
+      {R"({"devices": ["a"], "alignment": 0, "tasks": [{"cost": [1]}]})", "alignment: must be an integer >= 1"},
+      {R"({"devices": ["a"], "max_splits": -1, "tasks": [{"cost": [1]}]})", "max_splits: must be an integer >= 0"},
+  };
+  for (const auto& [text, message] : cases) {
+    absl::StatusOr<TaskGraphInput> in = ParseTaskGraphJson(text);
+    ASSERT_FALSE(in.ok()) << text;
+    EXPECT_THAT(std::string(in.status().message()), HasSubstr(message)) << text;
+  }
+}
+
 TEST(ResultsTableTest, NormalizesToExactOrTheBestMethod) {
   auto row = [](std::string model, std::string method, bool ok, double makespan) {
     ResultRow r;
@@ -93,6 +151,27 @@ TEST(ResultsTableTest, NormalizesToExactOrTheBestMethod) {
   EXPECT_THAT(CsvLine(rows[5]), HasSubstr("pa-heft"));
   EXPECT_THAT(TextTable(rows, summary), HasSubstr("iterative"));
   EXPECT_EQ(ToJson(rows, summary)["summary"][0]["worst"].get<double>(), 2.5);
+}
+
+TEST(ResultsTableTest, ReportsHowTheExactSearchEnded) {
+  ResultRow r;
+  r.model = "m";
+  r.platform = "p";
+  r.method = "exact";
+  r.ok = true;
+  r.makespan_us = 1000;
+  r.stages = 5;
+  r.stages_proven = 4;
+  r.stage_gap = 0.0125;
+  r.lower_bound_us = 950;
+  r.staged_makespan_us = 1000;
+  r.exact_source = "staged";
+  std::vector<ResultRow> rows = {r};
+  Normalize(rows);
+  EXPECT_THAT(CsvHeader(), HasSubstr("stages,stages_proven,stage_gap,lower_bound_us,staged_makespan_us,exact_source"));
+  EXPECT_THAT(CsvLine(rows[0]), HasSubstr(",5,4,0.012500,950.000,1000.000,staged"));
+  EXPECT_THAT(TextTable(rows, Summarize(rows)), HasSubstr("proven   4/5    gap   1.25%  bound     0.950 ms  staged"));
+  EXPECT_EQ(ToJson(rows, Summarize(rows))["results"][0]["exact"]["stages_proven"].get<int>(), 4);
 }
 
 TEST(ScheduleGanttTest, DrawsTheProblemsDevicesAndOps) {

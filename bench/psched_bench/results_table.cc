@@ -85,14 +85,17 @@ std::vector<MethodSummary> Summarize(const std::vector<ResultRow>& rows) {
 
 std::string CsvHeader() {
   return "model,platform,method,makespan_us,planning_ms,normalized,reference,ops,subtasks,"
-         "partitioned_ops,ok,error\n";
+         "partitioned_ops,ok,error,stages,stages_proven,stage_gap,lower_bound_us,"
+         "staged_makespan_us,exact_source\n";
 }
 
 std::string CsvLine(const ResultRow& r) {
-  return absl::StrFormat("%s,%s,%s,%.3f,%.3f,%.5f,%s,%d,%d,%d,%s,%s\n", CsvField(r.model),
-                         CsvField(r.platform), CsvField(r.method), r.makespan_us, r.planning_ms,
-                         r.normalized, CsvField(r.reference), r.ops, r.subtasks, r.partitioned_ops,
-                         r.ok ? "true" : "false", CsvField(r.error));
+  return absl::StrFormat("%s,%s,%s,%.3f,%.3f,%.5f,%s,%d,%d,%d,%s,%s,%d,%d,%.6f,%.3f,%.3f,%s\n",
+                         CsvField(r.model), CsvField(r.platform), CsvField(r.method), r.makespan_us,
+                         r.planning_ms, r.normalized, CsvField(r.reference), r.ops, r.subtasks,
+                         r.partitioned_ops, r.ok ? "true" : "false", CsvField(r.error), r.stages,
+                         r.stages_proven, r.stage_gap, r.lower_bound_us, r.staged_makespan_us,
+                         CsvField(r.exact_source));
 }
 
 nlohmann::json ToJson(const std::vector<ResultRow>& rows, const std::vector<MethodSummary>& summary) {
@@ -106,6 +109,14 @@ nlohmann::json ToJson(const std::vector<ResultRow>& rows, const std::vector<Meth
                           {"ops", r.ops},           {"subtasks", r.subtasks},
                           {"partitioned_ops", r.partitioned_ops}};
     if (!r.ok) row["error"] = r.error;
+    if (r.stages > 0) {
+      row["exact"] = {{"stages", r.stages},
+                      {"stages_proven", r.stages_proven},
+                      {"stage_gap", r.stage_gap},
+                      {"lower_bound_us", r.lower_bound_us},
+                      {"staged_makespan_us", r.staged_makespan_us},
+                      {"source", r.exact_source}};
+    }
     j["results"].push_back(std::move(row));
   }
   j["summary"] = nlohmann::json::array();
@@ -165,6 +176,18 @@ std::string TextTable(const std::vector<ResultRow>& rows, const std::vector<Meth
       }
     }
     absl::StrAppend(&out, absl::StrFormat("m%-3d %-*s  ref %8.3f ms (%s)\n", k, model_width, models[k], reference, by));
+  }
+  bool any_exact = false;
+  for (const ResultRow& r : rows) any_exact |= r.ok && r.stages > 0;
+  if (!any_exact) return out;
+  absl::StrAppend(&out, "\nExact solvers: stages proven optimal / all, the sum of the stage gaps over the "
+                        "makespan, the whole problem's lower bound, what was returned:\n\n");
+  for (const ResultRow& r : rows) {
+    if (!r.ok || r.stages == 0) continue;
+    absl::StrAppend(&out, absl::StrFormat("%-*s %-*s  proven %3d/%-3d  gap %6.2f%%  bound %9.3f ms  %s  %.1f s\n",
+                                          model_width, r.model, method_width, r.method, r.stages_proven,
+                                          r.stages, 100 * r.stage_gap, r.lower_bound_us / 1000.0,
+                                          r.exact_source, r.planning_ms / 1000.0));
   }
   return out;
 }

@@ -24,6 +24,13 @@ struct ResultRow {
   int partitioned_ops = 0;   // ops with more than one active subtask
   double normalized = 0;     // makespan / reference of the model; 0 when !ok
   std::string reference;     // the method the model was normalised to
+  // Exact methods only (scheduler/exact): how their search ended.
+  int stages = 0;
+  int stages_proven = 0;            // stages whose schedule is proven optimal
+  double stage_gap = 0;             // sum over stages of (makespan - lower bound) / makespan
+  double lower_bound_us = 0;        // root bound of the whole problem in the method's space
+  double staged_makespan_us = 0;    // the staged solution (makespan_us may be a warm start's)
+  std::string exact_source;         // "staged", or the whole-graph warm start that was better
 };
 
 // Fills `normalized` and `reference` of every row, per model.

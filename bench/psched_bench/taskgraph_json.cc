@@ -4,9 +4,11 @@
 #include <fstream>
 #include <map>
 #include <queue>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "model/split.h"
 #include "nlohmann/json.hpp"
 
 namespace psched::bench {
@@ -51,6 +53,41 @@ absl::StatusOr<platform::DeviceSpec> ParseDevice(const json& v, const std::strin
   return spec;
 }
 
+// Microseconds per device: an array in device order or an object keyed by device name.
+absl::StatusOr<std::vector<double>> ParseCosts(const json& c, const std::string& where,
+                                               const platform::Platform& platform,
+                                               const std::map<std::string, int>& device_index) {
+  const size_t devices = platform.devices.size();
+  std::vector<double> row(devices, -1.0);
+  if (c.is_array()) {
+    if (c.size() != devices) {
+      return Bad(where, absl::StrCat("has ", c.size(), " entries for ", devices, " devices"));
+    }
+    for (size_t d = 0; d < devices; ++d) {
+      absl::StatusOr<double> v = NonNegative(c[d], absl::StrCat(where, "[", d, "]"));
+      if (!v.ok()) return v.status();
+      row[d] = *v;
+    }
+    return row;
+  }
+  if (!c.is_object()) {
+    return Bad(where, "must be an array (one per device) or an object keyed by device");
+  }
+  for (const auto& [device, value] : c.items()) {
+    auto it = device_index.find(device);
+    if (it == device_index.end()) return Bad(where, absl::StrCat("unknown device '", device, "'"));
+    absl::StatusOr<double> v = NonNegative(value, absl::StrCat(where, ".", device));
+    if (!v.ok()) return v.status();
+    row[static_cast<size_t>(it->second)] = *v;
+  }
+  for (size_t d = 0; d < devices; ++d) {
+    if (row[d] < 0) {
+      return Bad(where, absl::StrCat("no cost for device '", platform.devices[d].name, "'"));
+    }
+  }
+  return row;
+}
+
 }  // namespace
 
 absl::StatusOr<TaskGraphInput> ParseTaskGraphJson(std::string_view text) {
@@ -74,12 +111,21 @@ absl::StatusOr<TaskGraphInput> ParseTaskGraphJson(std::string_view text) {
     }
     in.platform.devices.push_back(*std::move(spec));
   }
-  const size_t devices = in.platform.devices.size();
 
-  // Tasks in file order first; reordered topologically below.
+  for (const char* key : {"alignment", "max_splits"}) {
+    if (!doc.contains(key)) continue;
+    if (!doc[key].is_number_integer() || doc[key].get<int64_t>() < (key[0] == 'a' ? 1 : 0) ||
+        doc[key].get<int64_t>() > 1'000'000) {
+      return Bad(key, key[0] == 'a' ? "must be an integer >= 1" : "must be an integer >= 0");
+    }
+  }
+  in.options.alignment = doc.value("alignment", int64_t{1});
+  in.options.max_splits = doc.value("max_splits", 0);
   std::vector<std::string> names;
   std::vector<std::vector<double>> cost;
+  std::vector<std::vector<scheduler::TaskGraph::Split>> splits;
   std::map<std::string, int> task_index;
+  // Tasks in file order first; reordered topologically below.
   for (size_t t = 0; t < doc["tasks"].size(); ++t) {
     const json& task = doc["tasks"][t];
     const std::string where = absl::StrCat("tasks[", t, "]");
@@ -95,35 +141,35 @@ absl::StatusOr<TaskGraphInput> ParseTaskGraphJson(std::string_view text) {
       return Bad(where, absl::StrCat("duplicate task name '", name, "'"));
     }
     if (!task.contains("cost")) return Bad(where, "missing \"cost\"");
-    const json& c = task["cost"];
-    std::vector<double> row(devices, -1.0);
-    if (c.is_array()) {
-      if (c.size() != devices) {
-        return Bad(where + ".cost", absl::StrCat("has ", c.size(), " entries for ", devices, " devices"));
-      }
-      for (size_t d = 0; d < devices; ++d) {
-        absl::StatusOr<double> v = NonNegative(c[d], absl::StrCat(where, ".cost[", d, "]"));
-        if (!v.ok()) return v.status();
-        row[d] = *v;
-      }
-    } else if (c.is_object()) {
-      for (const auto& [device, value] : c.items()) {
-        auto it = device_index.find(device);
-        if (it == device_index.end()) return Bad(where + ".cost", absl::StrCat("unknown device '", device, "'"));
-        absl::StatusOr<double> v = NonNegative(value, absl::StrCat(where, ".cost.", device));
-        if (!v.ok()) return v.status();
-        row[static_cast<size_t>(it->second)] = *v;
-      }
-      for (size_t d = 0; d < devices; ++d) {
-        if (row[d] < 0) {
-          return Bad(where + ".cost", absl::StrCat("no cost for device '", in.platform.devices[d].name, "'"));
-        }
-      }
-    } else {
-      return Bad(where + ".cost", "must be an array (one per device) or an object keyed by device");
-    }
+    absl::StatusOr<std::vector<double>> row = ParseCosts(task["cost"], where + ".cost", in.platform, device_index);
+    if (!row.ok()) return row.status();
     names.push_back(std::move(name));
-    cost.push_back(std::move(row));
+    cost.push_back(*std::move(row));
+    std::vector<scheduler::TaskGraph::Split> task_splits;
+    if (task.contains("splits")) {
+      const json& sp = task["splits"];
+      if (!sp.is_object()) return Bad(where + ".splits", "must be an object keyed by split axis");
+      for (const auto& [axis_name, table] : sp.items()) {
+        const std::string at = absl::StrCat(where, ".splits.", axis_name);
+        const std::optional<model::SplitAxis> axis = model::SplitAxisFromName(axis_name);
+        if (!axis || *axis == model::SplitAxis::kNone) {
+          return Bad(at, "unknown split axis; use cout, cin or spatial");
+        }
+        if (!table.is_array() || table.empty()) {
+          return Bad(at, "must be a non-empty array with one row of costs per work size");
+        }
+        scheduler::TaskGraph::Split split;
+        split.axis = *axis;
+        for (size_t u = 0; u < table.size(); ++u) {
+          absl::StatusOr<std::vector<double>> costs =
+              ParseCosts(table[u], absl::StrCat(at, "[", u, "]"), in.platform, device_index);
+          if (!costs.ok()) return costs.status();
+          split.cost.push_back(*std::move(costs));
+        }
+        task_splits.push_back(std::move(split));
+      }
+    }
+    splits.push_back(std::move(task_splits));
   }
   const int n = static_cast<int>(names.size());
 
@@ -201,15 +247,51 @@ absl::StatusOr<TaskGraphInput> ParseTaskGraphJson(std::string_view text) {
   }
   in.tasks.names.resize(static_cast<size_t>(n));
   in.tasks.cost.resize(static_cast<size_t>(n));
+  in.tasks.splits.resize(static_cast<size_t>(n));
   for (int t = 0; t < n; ++t) {
     const size_t p = static_cast<size_t>(position[static_cast<size_t>(t)]);
     in.tasks.names[p] = names[static_cast<size_t>(t)];
     in.tasks.cost[p] = cost[static_cast<size_t>(t)];
+    in.tasks.splits[p] = std::move(splits[static_cast<size_t>(t)]);
   }
   for (const auto& e : edges) {
     in.tasks.edges.push_back({position[static_cast<size_t>(e.from)], position[static_cast<size_t>(e.to)], e.transfer_us});
   }
   return in;
+}
+
+std::string TaskGraphToJson(const TaskGraphInput& input) {
+  json doc;
+  doc["name"] = input.platform.name;
+  json devices = json::array();
+  for (const platform::DeviceSpec& d : input.platform.devices) {
+    devices.push_back({{"name", d.name},
+                       {"kind", std::string(platform::DeviceKindName(d.kind))},
+                       {"memory_domain", d.memory_domain}});
+  }
+  doc["devices"] = std::move(devices);
+  if (input.options.alignment != 1) doc["alignment"] = input.options.alignment;
+  if (input.options.max_splits != 0) doc["max_splits"] = input.options.max_splits;
+  json tasks = json::array();
+  const scheduler::TaskGraph& g = input.tasks;
+  for (size_t t = 0; t < g.cost.size(); ++t) {
+    json task = {{"name", g.names.empty() ? absl::StrCat("t", t) : g.names[t]}, {"cost", g.cost[t]}};
+    if (t < g.splits.size() && !g.splits[t].empty()) {
+      json sp = json::object();
+      for (const scheduler::TaskGraph::Split& split : g.splits[t]) {
+        sp[std::string(model::SplitAxisName(split.axis))] = split.cost;
+      }
+      task["splits"] = std::move(sp);
+    }
+    tasks.push_back(std::move(task));
+  }
+  doc["tasks"] = std::move(tasks);
+  json edges = json::array();
+  for (const scheduler::TaskGraph::Edge& e : g.edges) {
+    edges.push_back({{"from", e.from}, {"to", e.to}, {"transfer_us", e.transfer_us}});
+  }
+  doc["edges"] = std::move(edges);
+  return doc.dump(1) + "\n";
 }
 
 absl::StatusOr<TaskGraphInput> LoadTaskGraphFile(const std::string& path) {

@@ -8,7 +8,6 @@
 #include "predictor/profiles.h"
 #include "scheduler/heft.h"
 #include "scheduler/partition_aware/candidate_plans.h"
-#include "scheduler/partition_aware/exact.h"
 #include "scheduler/partition_aware/expanded_dag_scheduler.h"
 #include "scheduler/partition_aware/iterative_search.h"
 #include "scheduler/partition_aware/pa_heft.h"
@@ -439,44 +438,6 @@ TEST(PaHeftTest, EqualsHeftWhenNothingIsPartitionable) {
       IterativeScheduler(std::make_unique<HeftScheduler>()).Plan(*problem, SchedulerOptions{});
   ASSERT_TRUE(it.ok());
   EXPECT_DOUBLE_EQ(it->makespan_us(), heft->makespan_us());
-}
-
-TEST(ExactTest, ScheduleOnlyBeatsHeftOnAPartitionProblem) {
-  // Five independent tasks on two identical devices: HEFT (largest first, earliest finish)
-  // packs 3+2+2 | 3+2 = 7; the optimum is 3+3 | 2+2+2 = 6.
-  TaskGraph tg;
-  tg.cost = {{3, 3}, {3, 3}, {2, 2}, {2, 2}, {2, 2}};
-  auto problem = Problem::FromTaskGraph(tg, Devices(2));
-  ASSERT_TRUE(problem.ok()) << problem.status();
-  auto heft = HeftScheduler().Schedule(*problem);
-  ASSERT_TRUE(heft.ok());
-  EXPECT_DOUBLE_EQ(heft->makespan_us(), 7);
-  SchedulerOptions options;
-  options.params["stage_time_limit_s"] = "5";
-  auto exact = ExactScheduler(ExactMode::kScheduleOnly).Plan(*problem, options);
-  ASSERT_TRUE(exact.ok()) << exact.status();
-  EXPECT_TRUE(ValidateSchedule(*problem, *exact).ok()) << ValidateSchedule(*problem, *exact);
-  EXPECT_DOUBLE_EQ(exact->makespan_us(), 6);
-}
-
-TEST_F(ProfileTest, ExactMethodsAreValidAndNoWorseThanTheirHeuristics) {
-  const Problem problem = Make(testing::Diamonds(2));
-  SchedulerOptions options;
-  options.params["stage_time_limit_s"] = "2";
-  for (ExactMode mode : {ExactMode::kScheduleOnly, ExactMode::kExpandedLocal, ExactMode::kJoint}) {
-    ExactScheduler exact(mode);
-    auto s = exact.Plan(problem, options);
-    ASSERT_TRUE(s.ok()) << exact.name() << ": " << s.status();
-    EXPECT_TRUE(ValidateSchedule(problem, *s).ok())
-        << exact.name() << ": " << ValidateSchedule(problem, *s);
-  }
-  auto heft = HeftScheduler().Schedule(problem);
-  auto exact_only = ExactScheduler(ExactMode::kScheduleOnly).Plan(problem, options);
-  ASSERT_TRUE(heft.ok() && exact_only.ok());
-  EXPECT_LE(exact_only->makespan_us(), heft->makespan_us() * (1 + 1e-9));
-  options.params["bogus"] = "1";
-  EXPECT_EQ(ExactScheduler(ExactMode::kJoint).Plan(problem, options).status().code(),
-            absl::StatusCode::kInvalidArgument);
 }
 
 // StageHeft must make exactly the decisions of the core HEFT run on the same stage with

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "scheduler/partition_aware/exact.h"
+#include "scheduler/exact/exact_scheduler.h"
 #include "scheduler/partition_aware/expanded_dag_scheduler.h"
 #include "scheduler/partition_aware/iterative_search.h"
 #include "scheduler/partition_aware/pa_heft.h"
@@ -54,12 +54,14 @@ void AddPartitionAwareEntries(std::vector<Entry>& e) {
                       return std::make_unique<partition_aware::IterativeScheduler>(
                           *std::move(list));
                     }});
-  for (auto [name, mode] :
-       {std::pair{"exact", partition_aware::ExactMode::kJoint},
-        std::pair{"exact-schedule-only", partition_aware::ExactMode::kScheduleOnly},
-        std::pair{"exact-expanded-local", partition_aware::ExactMode::kExpandedLocal}}) {
-    e.push_back(Entry{name, "", false, [mode](std::string_view) -> Made {
-                        return std::make_unique<partition_aware::ExactScheduler>(mode);
+  // The exact reference solvers (scheduler/exact): the joint space and the paper's three
+  // restricted Gurobi rows.
+  for (auto [name, space] : {std::pair{"exact", exact::ExactSpace::kJoint},
+                             std::pair{"exact-schedule-only", exact::ExactSpace::kScheduleOnly},
+                             std::pair{"exact-expanded-local", exact::ExactSpace::kExpandedLocal},
+                             std::pair{"exact-expanded-equal", exact::ExactSpace::kExpandedEqual}}) {
+    e.push_back(Entry{name, "", false, [space](std::string_view) -> Made {
+                        return std::make_unique<exact::ExactScheduler>(space);
                       }});
   }
 }
