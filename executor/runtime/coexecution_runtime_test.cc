@@ -150,6 +150,30 @@ TEST_F(CoExecutionTest, SingleDevicePlanMatches) {
   EXPECT_EQ((*rt)->last_timings().size(), graph.ops.size());
 }
 
+// A core cluster device (one pinned XNNPACK thread per core) beside a one-core device: every
+// kernel runs on the cluster's threadpool and still matches the reference.
+TEST(CoExecutionClusterTest, ClusterDevicePlansMatchTheReference) {
+  auto cluster = CpuDevice::Create("cpu", {0, 1}, 2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  EXPECT_EQ((*cluster)->threads(), 2);
+  auto single = CpuDevice::Create("cpu.1", {1});
+  ASSERT_TRUE(single.ok()) << single.status();
+  const std::vector<Device*> devices{cluster->get(), single->get()};
+  const model::Graph graph = TestGraph();
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 5)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (uint32_t seed = 0; seed < 6; ++seed) {
+    const ExecutionPlan plan = seed == 0 ? SingleDevicePlan(graph, 2) : RandomPlan(graph, 2, seed);
+    auto rt = CoExecutionRuntime::Create(graph, devices, plan);
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    auto out = (*rt)->Run(input);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "plan seed " << seed;
+  }
+  EXPECT_EQ(CpuDevice::Create("bad", {0}, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 std::string ReferenceDir() {
   const char* dir = std::getenv("PSCHED_SHARED_DIR");
   return std::string(dir != nullptr ? dir : PSCHED_SOURCE_DIR "/../shared") + "/models/reference/";
