@@ -11,6 +11,7 @@
 #include "executor/reference/reference_kernels.h"
 #include "executor/runtime/cpu_device.h"
 #include "executor/testing/graph_builder.h"
+#include "executor/testing/oversubscription.h"
 #include "executor/testing/tensor_compare.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -148,6 +149,25 @@ TEST_F(CoExecutionTest, SingleDevicePlanMatches) {
     EXPECT_NEAR((*out)[0][i], (*expected)[0][i], 1e-4 * (1 + std::fabs((*expected)[0][i])));
   }
   EXPECT_EQ((*rt)->last_timings().size(), graph.ops.size());
+}
+
+// Busy threads on both cores outnumber the device threads 3:1: waits park instead of spinning
+// out the competitors' time slices, and every plan still runs to the reference output.
+TEST_F(CoExecutionTest, RandomPlansStayCorrectUnderOversubscription) {
+  const model::Graph graph = TestGraph();
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 3)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  testing::Oversubscription busy({0, 1}, 2, 2);
+  for (uint32_t seed = 100; seed < 110; ++seed) {
+    auto rt = CoExecutionRuntime::Create(graph, devices_, RandomPlan(graph, 2, seed));
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    for (int run = 0; run < 3; ++run) {
+      auto out = (*rt)->Run(input);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "plan seed " << seed;
+    }
+  }
 }
 
 // A core cluster device (one pinned XNNPACK thread per core) beside a one-core device: every
