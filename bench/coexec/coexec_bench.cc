@@ -1,13 +1,21 @@
 // psched_coexec_bench: measured latency of co-execution plans on this host, side by side with
-// XNNPACK alone (1 and 2 threads) and PyTorch (2 threads, bench/coexec/torch_peer.py).
+// psched's executor alone (XNNPACK, 1 and 2 threads), ONNX Runtime (CPU execution provider, 1
+// and 2 threads, bench/coexec/ort_peer.py in a venv of its own) and PyTorch (2 threads,
+// bench/coexec/torch_peer.py).
 //
 // Platform A: cpu.0 + cpu.1 (one core each). Platform B: cpu.0 + PoCL as the GPU, its
 // dispatcher and worker thread pinned to core 1. Plans come from the `host` analytic profile
-// (GPU dispatch overhead measured on the device). Every latency is the median of --runs runs
-// after one warm-up; predicted is the schedule's makespan.
+// (GPU dispatch overhead measured on the device). With ONNX Runtime, every psched
+// configuration runs the complete model file the peer wrote (the same weights on both sides)
+// and its output is checked against ONNX Runtime's. All configurations, ONNX Runtime's
+// included, are timed in interleaved rounds; every latency is the median of --runs runs after
+// one warm-up, with its spread (min, max); predicted is the schedule's makespan. Flags: a
+// plan slower than the best single device of its platform, or more than 1.15x its
+// prediction.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -19,10 +27,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bench/coexec/ort_peer_process.h"
 #include "executor/cpu/cpu_graph_executor.h"
+#include "executor/layout.h"
+#include "executor/npy.h"
 #include "executor/runtime/coexecution_runtime.h"
 #include "executor/runtime/plan_from_schedule.h"
 #include "executor/runtime/trace.h"
+#include "executor/testing/tensor_compare.h"
 #include "model/onnx_import.h"
 #include "predictor/analytic_model.h"
 #include "predictor/calibration/analytic_params_json.h"
@@ -40,14 +52,19 @@ using executor::runtime::PlatformDevices;
 struct Config {
   std::string platform = {};  // "A", "B", or "-" for XNNPACK alone
   std::string plan = {};
-  bool single = false;   // a single-device plan
+  bool single = false;  // a single-device plan
   double predicted_ms = 0;
   std::function<bool()> run = {};
   const CoExecutionRuntime* runtime = nullptr;  // for traces
   const scheduler::Schedule* schedule = nullptr;
   std::vector<std::string> device_names = {};
+  // Times itself (the ONNX Runtime peer): returns ms, negative on failure.
+  std::function<double()> self_timed = {};
+  // psched's output for the bench input (NHWC), to check against ONNX Runtime's.
+  std::function<absl::StatusOr<std::vector<std::vector<float>>>()> output = {};
   std::vector<double> ms = {};
   bool ok = true;
+  std::string check = "-";  // relative L2 against ONNX Runtime, or why not
 
   double median_ms() const {
     if (ms.empty()) return 0;
@@ -55,6 +72,8 @@ struct Config {
     std::sort(sorted.begin(), sorted.end());
     return sorted[sorted.size() / 2];
   }
+  double min_ms() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
+  double max_ms() const { return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()); }
 };
 
 struct PlatformSetup {
@@ -90,6 +109,9 @@ int Main(int argc, char** argv) {
   int runs = 5;
   double iterative_timeout_s = 10;
   bool torch = true;
+  bool ort = true;
+  std::string ort_venv = PSCHED_ORT_VENV_DEFAULT;
+  std::string ort_dir = PSCHED_ORT_WORK_DIR_DEFAULT;
   std::string opencl = "pthread";
   app.add_option("--models", models, "model names (graph-only, synthetic weights)");
   app.add_option("--models-dir", models_dir);
@@ -102,6 +124,10 @@ int Main(int argc, char** argv) {
                  "write each plan's last run as Chrome trace JSON <model>.<platform>.<plan>.json "
                  "(measured beside predicted subtasks)");
   app.add_flag("!--no-torch", torch, "skip the PyTorch peer");
+  app.add_flag("!--no-ort", ort,
+               "skip the ONNX Runtime peer (psched then synthesizes the weights itself)");
+  app.add_option("--ort-venv", ort_venv, "venv of the ONNX Runtime peer (created when missing)");
+  app.add_option("--ort-dir", ort_dir, "where the peer writes the complete models and outputs");
   std::string host_model_path;
   app.add_option("--host-model", host_model_path,
                  "psched-calibrate --out JSON: plan with its fitted devices (cpu.0, cpu.1, gpu) "
@@ -183,25 +209,69 @@ int Main(int argc, char** argv) {
   for (const std::string& m : models) paths.push_back(models_dir + "/" + m + ".onnx");
   std::map<std::string, double> torch_ms;
   if (torch) torch_ms = TorchPeer(PSCHED_TORCH_PEER, paths, runs);
+  std::unique_ptr<bench::OrtPeerProcess> ort_peer;
+  if (ort) {
+    std::filesystem::create_directories(ort_dir);
+    auto started = bench::OrtPeerProcess::Start(PSCHED_ORT_VENV_SCRIPT, ort_venv, PSCHED_ORT_PEER);
+    if (started.ok()) {
+      ort_peer = std::move(*started);
+    } else {
+      std::printf("ONNX Runtime peer skipped: %s\n", started.status().ToString().c_str());
+    }
+  }
 
-  std::printf("\n%-20s %-4s %-22s %12s %12s %8s\n", "model", "plat", "plan", "measured_ms",
-              "predicted_ms", "speedup");
+  std::printf("\n%-20s %-4s %-22s %9s %9s %9s %9s %7s %7s %7s %9s\n", "model", "plat", "plan",
+              "median_ms", "min_ms", "max_ms", "pred_ms", "/xnn1", "/ort1", "/ort2", "vs_ort");
   for (size_t mi = 0; mi < models.size(); ++mi) {
+    // With the peer: the complete model it wrote, so both sides run the same weights.
+    std::string model_path = paths[mi];
+    std::vector<std::vector<float>> ort_out;  // NCHW, by thread count - 1
+    if (ort_peer != nullptr) {
+      const std::string full = absl::StrCat(ort_dir, "/", models[mi], ".onnx");
+      if (absl::Status s = ort_peer->Load(models[mi], paths[mi], full); !s.ok()) {
+        std::fprintf(stderr, "%s: %s\n", models[mi].c_str(), s.ToString().c_str());
+        return 1;
+      }
+      model_path = full;
+      for (int threads : {1, 2}) {
+        auto npy = executor::ReadNpy(absl::StrCat(full, ".", threads, ".npy"));
+        if (!npy.ok()) {
+          std::fprintf(stderr, "%s\n", npy.status().ToString().c_str());
+          return 1;
+        }
+        ort_out.push_back(std::move(npy->data));
+      }
+    }
     model::ImportOptions import;
-    import.synthesize_weights = true;
+    import.synthesize_weights = ort_peer == nullptr;
     import.seed = 1;
-    auto graph = model::ImportOnnxFile(paths[mi], import);
+    auto graph = model::ImportOnnxFile(model_path, import);
     if (!graph.ok()) {
       std::fprintf(stderr, "%s: %s\n", models[mi].c_str(), graph.status().ToString().c_str());
       return 1;
     }
     const model::Shape in_shape = graph->tensor(graph->inputs[0].tensor).shape;
+    const model::Shape out_shape = graph->tensor(graph->outputs[0].tensor).shape;
     const std::vector<std::vector<float>> input{
         std::vector<float>(static_cast<size_t>(in_shape.Elements()), 0.5f)};
 
     // Every configuration is built first and then timed in interleaved rounds, so drift in
     // the machine's speed (a shared VM) hits all of them alike.
     std::vector<Config> configs;
+    if (ort_peer != nullptr) {
+      for (int threads : {1, 2}) {
+        bench::OrtPeerProcess* peer = ort_peer.get();
+        const std::string name = models[mi];
+        configs.push_back({.platform = "-",
+                           .plan = absl::StrCat("onnxruntime ", threads, " thread"),
+                           .self_timed = [peer, name, threads] {
+                             absl::StatusOr<double> ms = peer->RunMs(name, threads);
+                             if (!ms.ok())
+                               std::fprintf(stderr, "%s\n", ms.status().ToString().c_str());
+                             return ms.ok() ? *ms : -1.0;
+                           }});
+      }
+    }
     std::vector<std::unique_ptr<executor::cpu::CpuGraphExecutor>> executors;
     for (int threads : {1, 2}) {
       std::vector<int> cores{0};
@@ -216,7 +286,8 @@ int Main(int argc, char** argv) {
       executor::cpu::CpuGraphExecutor* e = executors.back().get();
       configs.push_back({.platform = "-",
                          .plan = absl::StrCat("xnnpack ", threads, " thread"),
-                         .run = [e, &input] { return e->Run(input).ok(); }});
+                         .run = [e, &input] { return e->Run(input).ok(); },
+                         .output = [e, &input] { return e->Run(input); }});
     }
     std::vector<std::unique_ptr<CoExecutionRuntime>> runtimes;
     std::vector<scheduler::Schedule> schedules;
@@ -262,21 +333,54 @@ int Main(int argc, char** argv) {
                            .run = [r, &input] { return r->Run(input).ok(); },
                            .runtime = r,
                            .schedule = &schedules.back(),
-                           .device_names = p.devices->names()});
+                           .device_names = p.devices->names(),
+                           .output = [r, &input] { return r->Run(input); }});
       }
     }
-    for (Config& c : configs) c.ok &= c.run();  // warm-up
+    // Warm-up, and psched's output against ONNX Runtime's (same weights, same input).
+    for (Config& c : configs) {
+      if (c.self_timed) {
+        c.ok &= c.self_timed() >= 0;
+        continue;
+      }
+      c.ok &= c.run();
+      if (ort_out.empty() || !c.output) continue;
+      auto out = c.output();
+      if (!out.ok()) {
+        c.ok = false;
+        continue;
+      }
+      const std::vector<float> nchw = executor::NhwcToNchw(out_shape, (*out)[0]);
+      c.check = ort_out[0].size() == nchw.size()
+                    ? absl::StrFormat("%.1e", executor::testing::RelativeL2(nchw, ort_out[0]))
+                    : std::string("size!");
+    }
     for (int round = 0; round < runs; ++round) {
       for (Config& c : configs) {
+        if (c.self_timed) {
+          const double ms = c.self_timed();
+          c.ok &= ms >= 0;
+          c.ms.push_back(ms);
+          continue;
+        }
         const absl::Time start = absl::Now();
         c.ok &= c.run();
         c.ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
       }
     }
 
-    const double one_core_ms = configs.empty() || configs[0].plan != "xnnpack 1 thread"
-                                   ? 0
-                                   : configs[0].median_ms();
+    auto median_of = [&](const std::string& plan) {
+      for (const Config& c : configs) {
+        if (c.platform == "-" && c.plan == plan) return c.median_ms();
+      }
+      return 0.0;
+    };
+    const double one_core_ms = median_of("xnnpack 1 thread");
+    const double ort1_ms = median_of("onnxruntime 1 thread");
+    const double ort2_ms = median_of("onnxruntime 2 thread");
+    auto ratio = [](double ms, double base) {
+      return base > 0 ? absl::StrFormat("%.2f", ms / base) : std::string("-");
+    };
     std::map<std::string, double> best_single_ms;
     for (const Config& c : configs) {
       if (c.single) {
@@ -289,17 +393,21 @@ int Main(int argc, char** argv) {
       const std::string predicted =
           c.predicted_ms > 0 ? absl::StrFormat("%.2f", c.predicted_ms) : std::string("-");
       const auto best = best_single_ms.find(c.platform);
-      std::printf("%-20s %-4s %-22s %12.2f %12s %8.2f%s%s\n", models[mi].c_str(),
-                  c.platform.c_str(), c.plan.c_str(), ms, predicted.c_str(),
-                  one_core_ms > 0 ? one_core_ms / ms : 0.0,
-                  !c.single && best != best_single_ms.end() && ms > best->second
-                      ? "  (slower than the best single device)"
-                      : "",
-                  c.ok ? "" : "  (a run failed)");
-      if (c.plan == "xnnpack 1 thread") {
+      const bool slower_than_single =
+          !c.single && c.platform != "-" && best != best_single_ms.end() && ms > best->second;
+      const bool over_prediction = c.predicted_ms > 0 && ms > 1.15 * c.predicted_ms;
+      std::printf("%-20s %-4s %-22s %9.2f %9.2f %9.2f %9s %7s %7s %7s %9s%s%s%s\n",
+                  models[mi].c_str(), c.platform.c_str(), c.plan.c_str(), ms, c.min_ms(),
+                  c.max_ms(), predicted.c_str(), ratio(ms, one_core_ms).c_str(),
+                  ratio(ms, ort1_ms).c_str(), ratio(ms, ort2_ms).c_str(), c.check.c_str(),
+                  slower_than_single ? "  SLOWER-THAN-BEST-SINGLE" : "",
+                  over_prediction ? "  OVER-1.15x-PREDICTED" : "", c.ok ? "" : "  RUN-FAILED");
+      if (c.plan == "xnnpack 2 thread") {
         if (auto it = torch_ms.find(models[mi]); it != torch_ms.end()) {
-          std::printf("%-20s %-4s %-22s %12.2f %12s %8.2f\n", models[mi].c_str(), "-",
-                      "pytorch 2 threads", it->second, "-", one_core_ms / it->second);
+          std::printf("%-20s %-4s %-22s %9.2f %9s %9s %9s %7s %7s %7s %9s\n", models[mi].c_str(),
+                      "-", "pytorch 2 threads", it->second, "-", "-", "-",
+                      ratio(it->second, one_core_ms).c_str(), ratio(it->second, ort1_ms).c_str(),
+                      ratio(it->second, ort2_ms).c_str(), "-");
         }
       }
       if (!trace_dir.empty() && c.runtime != nullptr) {
