@@ -331,8 +331,8 @@ class FailingCpuDevice final : public Device {
 };
 
 // The GPU queue holds wait kernels for CPU work that never comes: the failure must release
-// them (no wait runs out its spin budget, which the next run would report) and the runtime
-// must work again once the device does.
+// them (none may end as a lost signal, which would be a second error) and the runtime must
+// work again once the device does.
 TEST_F(CoExecOpenClTest, CpuFailureReleasesWaitsInTheGpuQueue) {
   const model::Graph graph = TestGraph();
   ExecutionPlan plan;
@@ -350,7 +350,7 @@ TEST_F(CoExecOpenClTest, CpuFailureReleasesWaitsInTheGpuQueue) {
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(failed.status().message(), HasSubstr("cpu.0: injected failure"));
-  // Nothing else went wrong: in particular no wait kernel ran out its spin budget.
+  // Nothing else went wrong: in particular no wait kernel was released short of its target.
   EXPECT_THAT(failed.status().message(), ::testing::Not(HasSubstr("then")));
 
   cpu.fail = false;
