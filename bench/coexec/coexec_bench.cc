@@ -13,6 +13,7 @@
 // plan slower than the best single device of its platform, or more than 1.15x its
 // prediction.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -63,6 +65,9 @@ struct Config {
   // psched's output for the bench input (NHWC), to check against ONNX Runtime's.
   std::function<absl::StatusOr<std::vector<std::vector<float>>>()> output = {};
   std::vector<double> ms = {};
+  // --per-op-dir: microseconds of each op in each timed round (single-device plans only).
+  bool per_op = false;
+  std::vector<std::vector<double>> op_us = {};
   bool ok = true;
   std::string check = "-";  // relative L2 against ONNX Runtime, or why not
 
@@ -81,6 +86,51 @@ struct PlatformSetup {
   predictor::Profile profile;
   std::unique_ptr<PlatformDevices> devices;
 };
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The configuration an op is compared by, as ort_peer.py's per_op_key computes it for ONNX
+// Runtime's nodes: convs by kernel, stride (input/output rows), groups, channels and output
+// size; fully-connected by features; other ops by kind and output (C x H x W).
+std::string PerOpKey(const model::Graph& graph, model::OpId id) {
+  const model::Op& op = graph.ops[static_cast<size_t>(id)];
+  const model::Shape& y = graph.tensor(op.output).shape;
+  const model::Shape& x = graph.tensor(op.inputs[0]).shape;
+  if (const auto* conv = std::get_if<model::ConvAttrs>(&op.attrs)) {
+    const std::string g =
+        conv->groups == x.c && conv->groups > 1 ? "dw" : absl::StrCat(conv->groups);
+    return absl::StrFormat(
+        "conv%dx%d/s%d g%s %d>%d @%dx%d", conv->window.kernel_h, conv->window.kernel_w,
+        static_cast<int>(std::nearbyint(static_cast<double>(x.h) / y.h)), g, x.c, y.c, y.h, y.w);
+  }
+  if (op.kind == model::OpKind::kFullyConnected) {
+    return absl::StrCat("fc ", x.Elements(), ">", y.Elements());
+  }
+  std::string kind(model::OpKindName(op.kind));
+  if (op.kind == model::OpKind::kGlobalAvgPool) kind = "globalaveragepool";
+  if (op.kind == model::OpKind::kAvgPool) kind = "averagepool";
+  kind.erase(std::remove(kind.begin(), kind.end(), '_'), kind.end());
+  return absl::StrCat(kind, " ", y.c, "x", y.h, "x", y.w);
+}
+
+// Writes key,count,us (summed per-op medians) like ort_peer.py's profile command.
+bool WritePerOpCsv(const std::string& path, const model::Graph& graph, const Config& c) {
+  std::map<std::string, std::pair<int, double>> rows;
+  for (model::OpId id = 0; id < static_cast<model::OpId>(c.op_us.size()); ++id) {
+    auto& [count, us] = rows[PerOpKey(graph, id)];
+    ++count;
+    us += Median(c.op_us[static_cast<size_t>(id)]);
+  }
+  std::ofstream out(path);
+  out << "key,count,us\n";
+  for (const auto& [key, row] : rows) {
+    out << key << "," << row.first << "," << absl::StrFormat("%.2f", row.second) << "\n";
+  }
+  return out.good();
+}
 
 // Median ms per model from the PyTorch peer; empty (and a note on stderr) when unavailable.
 std::map<std::string, double> TorchPeer(const std::string& script,
@@ -128,6 +178,11 @@ int Main(int argc, char** argv) {
                "skip the ONNX Runtime peer (psched then synthesizes the weights itself)");
   app.add_option("--ort-venv", ort_venv, "venv of the ONNX Runtime peer (created when missing)");
   app.add_option("--ort-dir", ort_dir, "where the peer writes the complete models and outputs");
+  std::string per_op_dir;
+  app.add_option("--per-op-dir", per_op_dir,
+                 "write per op configuration times of platform A's single:cpu.0 plan "
+                 "(<model>.psched.csv) and of ONNX Runtime with 1 thread (<model>.ort.csv); "
+                 "bench/coexec/per_op_table.py joins them");
   std::string host_model_path;
   app.add_option("--host-model", host_model_path,
                  "psched-calibrate --out JSON: plan with its fitted devices (cpu.0, cpu.1, gpu) "
@@ -326,15 +381,17 @@ int Main(int argc, char** argv) {
         runtimes.push_back(std::move(*rt));
         schedules.push_back(std::move(*schedule));
         CoExecutionRuntime* r = runtimes.back().get();
-        configs.push_back({.platform = p.name,
-                           .plan = method,
-                           .single = method.rfind("single:", 0) == 0,
-                           .predicted_ms = schedules.back().makespan_us() / 1e3,
-                           .run = [r, &input] { return r->Run(input).ok(); },
-                           .runtime = r,
-                           .schedule = &schedules.back(),
-                           .device_names = p.devices->names(),
-                           .output = [r, &input] { return r->Run(input); }});
+        configs.push_back(
+            {.platform = p.name,
+             .plan = method,
+             .single = method.rfind("single:", 0) == 0,
+             .predicted_ms = schedules.back().makespan_us() / 1e3,
+             .run = [r, &input] { return r->Run(input).ok(); },
+             .runtime = r,
+             .schedule = &schedules.back(),
+             .device_names = p.devices->names(),
+             .output = [r, &input] { return r->Run(input); },
+             .per_op = !per_op_dir.empty() && p.name == "A" && method == "single:cpu.0"});
       }
     }
     // Warm-up, and psched's output against ONNX Runtime's (same weights, same input).
@@ -366,6 +423,27 @@ int Main(int argc, char** argv) {
         const absl::Time start = absl::Now();
         c.ok &= c.run();
         c.ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+        if (c.per_op) {
+          c.op_us.resize(graph->ops.size());
+          for (const executor::runtime::SubtaskTiming& t : c.runtime->last_timings()) {
+            c.op_us[static_cast<size_t>(t.step.op)].push_back((t.end_ns - t.start_ns) / 1e3);
+          }
+        }
+      }
+    }
+    if (!per_op_dir.empty()) {
+      std::filesystem::create_directories(per_op_dir);
+      for (const Config& c : configs) {
+        if (!c.per_op) continue;
+        const std::string csv = absl::StrCat(per_op_dir, "/", models[mi], ".psched.csv");
+        if (!WritePerOpCsv(csv, *graph, c)) std::fprintf(stderr, "cannot write %s\n", csv.c_str());
+      }
+      if (ort_peer != nullptr) {
+        if (absl::Status s = ort_peer->Profile(
+                models[mi], 1, runs, absl::StrCat(per_op_dir, "/", models[mi], ".ort.csv"));
+            !s.ok()) {
+          std::fprintf(stderr, "%s\n", s.ToString().c_str());
+        }
       }
     }
 

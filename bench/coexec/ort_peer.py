@@ -9,10 +9,16 @@ with psched's configurations; every reply is one line on stdout.
                      each once on an input of 0.5 and write its output to DST.<threads>.npy
                      (NCHW, float32).  Reply: "ok".
   run NAME THREADS   one timed run; reply: the latency in milliseconds.
+  profile NAME THREADS RUNS CSV
+                     RUNS runs of a profiling session; writes per node configuration (the
+                     key of per_op_key below, which the bench computes the same way for
+                     psched's ops) the count of nodes and the summed median kernel time in
+                     microseconds to CSV.  Reply: "ok".
 Any failure replies "error <message>". One thread runs pinned to core 0, two on cores 0-1, as
 psched's executor does. Sessions use ONNX Runtime's defaults otherwise (all graph
 optimisations, spinning pool threads): what a user of ONNX Runtime gets.
 """
+import json
 import os
 import sys
 import time
@@ -44,6 +50,20 @@ def fill_weights(model, seed):
         init.CopyFrom(numpy_helper.from_array(values, init.name))
 
 
+def per_op_key(op, x, w, y):
+    """The configuration an op is compared by: convs by kernel, stride (input/output rows),
+    groups ("dw" for depthwise), channels and output size; other ops by kind and output."""
+    if op in ("Conv", "FusedConv") and w is not None and len(w) == 4:
+        cin, cout, oh, ow = x[1], y[1], y[2], y[3]
+        groups = cin // w[1]
+        g = "dw" if groups == cin and groups > 1 else str(groups)
+        return f"conv{w[2]}x{w[3]}/s{round(x[2] / oh)} g{g} {cin}>{cout} @{oh}x{ow}"
+    if op in ("Gemm", "MatMul", "FusedGemm") and w is not None:
+        return f"fc {x[-1]}>{y[-1]}"
+    shape = "x".join(str(d) for d in y[1:])
+    return f"{op.lower()} {shape}"
+
+
 def pin(threads):
     os.sched_setaffinity(0, set(range(threads)))
 
@@ -51,6 +71,7 @@ def pin(threads):
 class Peer:
     def __init__(self):
         self.models = {}
+        self.paths = {}
 
     def load(self, name, src, dst):
         model = onnx.load(src, load_external_data=False)
@@ -70,6 +91,48 @@ class Peer:
             np.save(f"{dst}.{threads}.npy", np.ascontiguousarray(out, dtype=np.float32))
             sessions[threads] = session
         self.models[name] = (sessions, feed)
+        self.paths[name] = dst
+        return "ok"
+
+    def profile(self, name, threads, runs, csv_path):
+        _, feed = self.models[name]
+        threads, runs = int(threads), int(runs)
+        pin(threads)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.enable_profiling = True
+        options.profile_file_prefix = csv_path + ".profile"
+        path = self.paths[name]
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        session.run(None, feed)  # warm-up, left out below
+        for _ in range(runs):
+            session.run(None, feed)
+        trace = session.end_profiling()
+        with open(trace) as f:
+            events = json.load(f)
+        os.remove(trace)
+        by_node = {}  # node -> (key, [us per run])
+        for e in events:
+            if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
+                continue
+            a = e["args"]
+            shapes = [next(iter(s.values())) for s in a.get("input_type_shape", [])]
+            out = [next(iter(s.values())) for s in a.get("output_type_shape", [])]
+            key = per_op_key(a["op_name"], shapes[0] if shapes else None,
+                             shapes[1] if len(shapes) > 1 else None, out[0] if out else [])
+            by_node.setdefault(e["name"], (key, []))[1].append(float(e["dur"]))
+        rows = {}
+        for key, durations in by_node.values():
+            durations = sorted(durations[1:])  # the first is the warm-up
+            if not durations:
+                continue
+            count, us = rows.get(key, (0, 0.0))
+            rows[key] = (count + 1, us + durations[len(durations) // 2])
+        with open(csv_path, "w") as f:
+            f.write("key,count,us\n")
+            for key, (count, us) in sorted(rows.items()):
+                f.write(f"{key},{count},{us:.2f}\n")
         return "ok"
 
     def run(self, name, threads):
@@ -90,6 +153,8 @@ def main():
         try:
             if words[0] == "load" and len(words) == 4:
                 reply = peer.load(*words[1:])
+            elif words[0] == "profile" and len(words) == 5:
+                reply = peer.profile(*words[1:])
             elif words[0] == "run" and len(words) == 3:
                 reply = peer.run(*words[1:])
             else:

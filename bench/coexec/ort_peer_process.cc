@@ -74,12 +74,21 @@ absl::StatusOr<std::string> OrtPeerProcess::Command(const std::string& line) {
   return std::string(text);
 }
 
-absl::Status OrtPeerProcess::Load(const std::string& name, const std::string& src,
-                                  const std::string& dst) {
-  absl::StatusOr<std::string> reply = Command(absl::StrCat("load ", name, " ", src, " ", dst));
+absl::Status OrtPeerProcess::CommandOk(const std::string& line) {
+  absl::StatusOr<std::string> reply = Command(line);
   if (!reply.ok()) return reply.status();
   if (*reply != "ok") return absl::InternalError(absl::StrCat("ONNX Runtime peer: ", *reply));
   return absl::OkStatus();
+}
+
+absl::Status OrtPeerProcess::Load(const std::string& name, const std::string& src,
+                                  const std::string& dst) {
+  return CommandOk(absl::StrCat("load ", name, " ", src, " ", dst));
+}
+
+absl::Status OrtPeerProcess::Profile(const std::string& name, int threads, int runs,
+                                     const std::string& csv) {
+  return CommandOk(absl::StrCat("profile ", name, " ", threads, " ", runs, " ", csv));
 }
 
 absl::StatusOr<double> OrtPeerProcess::RunMs(const std::string& name, int threads) {

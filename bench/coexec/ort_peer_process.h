@@ -31,12 +31,16 @@ class OrtPeerProcess {
   // Fills `src`'s weights, writes the complete model to `dst` and each thread count's output
   // for an all-0.5 input to `dst`.<threads>.npy (NCHW).
   absl::Status Load(const std::string& name, const std::string& src, const std::string& dst);
+  // `runs` profiled runs of a loaded model; writes key,count,us per node configuration.
+  absl::Status Profile(const std::string& name, int threads, int runs, const std::string& csv);
   // One timed run of a loaded model with 1 or 2 intra-op threads.
   absl::StatusOr<double> RunMs(const std::string& name, int threads);
 
  private:
   OrtPeerProcess(pid_t pid, FILE* to, FILE* from) : pid_(pid), to_(to), from_(from) {}
   absl::StatusOr<std::string> Command(const std::string& line);
+  // A command whose reply must be "ok".
+  absl::Status CommandOk(const std::string& line);
 
   pid_t pid_;
   FILE* to_;    // the peer's stdin
