@@ -9,10 +9,13 @@ with psched's configurations; every reply is one line on stdout.
                      each once on an input of 0.5 and write its output to DST.<threads>.npy
                      (NCHW, float32).  Reply: "ok".
   run NAME THREADS   one timed run; reply: the latency in milliseconds.
-  profile NAME THREADS RUNS CSV
-                     RUNS runs of a profiling session; writes per node configuration (the
-                     key of per_op_key below, which the bench computes the same way for
-                     psched's ops) the count of nodes and the summed median kernel time in
+  prun NAME          one timed run of a profiling one-thread session (made on first use; its
+                     first run is a warm-up left out of the profile); reply as for run. The
+                     bench issues it in the same rounds as psched's runs, so the profile sees
+                     the same machine.
+  pdump NAME CSV     ends that profile and writes per node configuration (the key of
+                     per_op_key below, which the bench computes the same way for psched's
+                     ops) the count of nodes and the summed median kernel time in
                      microseconds to CSV.  Reply: "ok".
 Any failure replies "error <message>". One thread runs pinned to core 0, two on cores 0-1, as
 psched's executor does. Sessions use ONNX Runtime's defaults otherwise (all graph
@@ -72,6 +75,7 @@ class Peer:
     def __init__(self):
         self.models = {}
         self.paths = {}
+        self.profiled = {}  # name -> profiling session
 
     def load(self, name, src, dst):
         model = onnx.load(src, load_external_data=False)
@@ -94,21 +98,25 @@ class Peer:
         self.paths[name] = dst
         return "ok"
 
-    def profile(self, name, threads, runs, csv_path):
+    def prun(self, name):
         _, feed = self.models[name]
-        threads, runs = int(threads), int(runs)
-        pin(threads)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.enable_profiling = True
-        options.profile_file_prefix = csv_path + ".profile"
-        path = self.paths[name]
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        session.run(None, feed)  # warm-up, left out below
-        for _ in range(runs):
-            session.run(None, feed)
-        trace = session.end_profiling()
+        pin(1)
+        if name not in self.profiled:
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = 1
+            options.inter_op_num_threads = 1
+            options.enable_profiling = True
+            options.profile_file_prefix = self.paths[name] + ".profile"
+            session = ort.InferenceSession(self.paths[name], options,
+                                           providers=["CPUExecutionProvider"])
+            session.run(None, feed)  # warm-up, left out of the profile
+            self.profiled[name] = session
+        start = time.perf_counter()
+        self.profiled[name].run(None, feed)
+        return f"{(time.perf_counter() - start) * 1e3:.4f}"
+
+    def pdump(self, name, csv_path):
+        trace = self.profiled.pop(name).end_profiling()
         with open(trace) as f:
             events = json.load(f)
         os.remove(trace)
@@ -153,8 +161,10 @@ def main():
         try:
             if words[0] == "load" and len(words) == 4:
                 reply = peer.load(*words[1:])
-            elif words[0] == "profile" and len(words) == 5:
-                reply = peer.profile(*words[1:])
+            elif words[0] == "prun" and len(words) == 2:
+                reply = peer.prun(words[1])
+            elif words[0] == "pdump" and len(words) == 3:
+                reply = peer.pdump(*words[1:])
             elif words[0] == "run" and len(words) == 3:
                 reply = peer.run(*words[1:])
             else:

@@ -86,13 +86,13 @@ absl::Status OrtPeerProcess::Load(const std::string& name, const std::string& sr
   return CommandOk(absl::StrCat("load ", name, " ", src, " ", dst));
 }
 
-absl::Status OrtPeerProcess::Profile(const std::string& name, int threads, int runs,
-                                     const std::string& csv) {
-  return CommandOk(absl::StrCat("profile ", name, " ", threads, " ", runs, " ", csv));
+absl::Status OrtPeerProcess::WriteProfile(const std::string& name, const std::string& csv) {
+  return CommandOk(absl::StrCat("pdump ", name, " ", csv));
 }
 
-absl::StatusOr<double> OrtPeerProcess::RunMs(const std::string& name, int threads) {
-  absl::StatusOr<std::string> reply = Command(absl::StrCat("run ", name, " ", threads));
+absl::StatusOr<double> OrtPeerProcess::RunMs(const std::string& name, int threads, bool profiled) {
+  absl::StatusOr<std::string> reply =
+      Command(profiled ? absl::StrCat("prun ", name) : absl::StrCat("run ", name, " ", threads));
   if (!reply.ok()) return reply.status();
   double ms = 0;
   if (!absl::SimpleAtod(*reply, &ms)) {

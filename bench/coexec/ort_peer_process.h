@@ -31,10 +31,11 @@ class OrtPeerProcess {
   // Fills `src`'s weights, writes the complete model to `dst` and each thread count's output
   // for an all-0.5 input to `dst`.<threads>.npy (NCHW).
   absl::Status Load(const std::string& name, const std::string& src, const std::string& dst);
-  // `runs` profiled runs of a loaded model; writes key,count,us per node configuration.
-  absl::Status Profile(const std::string& name, int threads, int runs, const std::string& csv);
-  // One timed run of a loaded model with 1 or 2 intra-op threads.
-  absl::StatusOr<double> RunMs(const std::string& name, int threads);
+  // One timed run of a loaded model with 1 or 2 intra-op threads; `profiled`: of the
+  // one-thread profiling session instead.
+  absl::StatusOr<double> RunMs(const std::string& name, int threads, bool profiled = false);
+  // Ends the profiling session's profile; writes key,count,us per node configuration.
+  absl::Status WriteProfile(const std::string& name, const std::string& csv);
 
  private:
   OrtPeerProcess(pid_t pid, FILE* to, FILE* from) : pid_(pid), to_(to), from_(from) {}
