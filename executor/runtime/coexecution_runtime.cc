@@ -29,6 +29,23 @@ constexpr int32_t kAbortBump = 1 << 28;
 // than that only burns a core an oversubscribed machine needs for the work being waited for.
 constexpr int64_t kSpinNs = 20'000;
 
+// Whether one device runs every op of `graph` whole, in op id order, and no other device
+// runs anything.
+bool RunsInOpOrderOnOneDevice(const model::Graph& graph, const ExecutionPlan& plan) {
+  int busy = 0;
+  for (const std::vector<PlanStep>& steps : plan.device_steps) {
+    if (steps.empty()) continue;
+    if (++busy > 1 || steps.size() != graph.ops.size()) return false;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].op != static_cast<model::OpId>(i) ||
+          steps[i].slice.axis != model::SplitAxis::kNone) {
+        return false;
+      }
+    }
+  }
+  return busy == 1;
+}
+
 }  // namespace
 
 void CoExecutionRuntime::FreeDeleter::operator()(float* p) const { std::free(p); }
@@ -71,8 +88,13 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   }
 
   // The activations, then one partial-sum buffer per cin slice but the op's first, which adds
-  // into the output itself: no two slices ever add into the same memory.
-  arena_plan_ = PlanArena(graph, /*reuse_memory=*/false);
+  // into the output itself: no two slices ever add into the same memory. Tensors share memory
+  // (as in the bare executor, which keeps the working set in cache) only when the plan runs
+  // every op whole, one at a time in op order on one device of the host arena - what
+  // PlanArena's reuse assumes; concurrent devices, and devices that lay out the arena
+  // themselves (an allocator's arena), need a block per tensor.
+  arena_plan_ = PlanArena(
+      graph, /*reuse_memory=*/!options.allocate_arena && RunsInOpOrderOnOneDevice(graph, plan_));
   int64_t floats = arena_plan_.size;
   std::vector<int64_t> partial_offsets(ops_.size(), -1);
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
@@ -83,6 +105,7 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
     floats += (s.num_subtasks - 1) * graph.output_shape(id).Elements();
   }
   if (auto s = AllocateArena(static_cast<size_t>(floats), options); !s.ok()) return s;
+  arena_floats_ = static_cast<size_t>(floats);
   for (Device* device : devices_) {
     if (auto s = device->BindArena(arena_, static_cast<size_t>(floats)); !s.ok()) return s;
   }

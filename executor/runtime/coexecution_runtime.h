@@ -77,6 +77,8 @@ class CoExecutionRuntime {
 
   // Per-subtask timestamps of the last Run, device by device in queue order.
   const std::vector<SubtaskTiming>& last_timings() const { return timings_; }
+  // Floats in the shared arena (activations, partial-sum buffers, XNNPACK's slack).
+  size_t arena_floats() const { return arena_floats_; }
 
  private:
   struct OpState {
@@ -133,6 +135,7 @@ class CoExecutionRuntime {
   };
   std::unique_ptr<float, FreeDeleter> owned_arena_;  // null when the caller allocated it
   float* arena_ = nullptr;
+  size_t arena_floats_ = 0;
   std::shared_ptr<void> arena_owner_;     // an allocator's arena
   std::shared_ptr<void> counters_owner_;  // an allocator's counters
   std::vector<int32_t> owned_counters_;   // empty when an allocator provided them
