@@ -1,28 +1,42 @@
 // psched_coexec_bench: measured latency of co-execution plans on this host, side by side with
-// XNNPACK alone (1 and 2 threads) and PyTorch (2 threads, bench/coexec/torch_peer.py).
+// psched's executor alone (XNNPACK, 1 and 2 threads), ONNX Runtime (CPU execution provider, 1
+// and 2 threads, bench/coexec/ort_peer.py in a venv of its own) and PyTorch (2 threads,
+// bench/coexec/torch_peer.py).
 //
 // Platform A: cpu.0 + cpu.1 (one core each). Platform B: cpu.0 + PoCL as the GPU, its
 // dispatcher and worker thread pinned to core 1. Plans come from the `host` analytic profile
-// (GPU dispatch overhead measured on the device). Every latency is the median of --runs runs
-// after one warm-up; predicted is the schedule's makespan.
+// (GPU dispatch overhead measured on the device). With ONNX Runtime, every psched
+// configuration runs the complete model file the peer wrote (the same weights on both sides)
+// and its output is checked against ONNX Runtime's. All configurations, ONNX Runtime's
+// included, are timed in interleaved rounds; every latency is the median of --runs runs after
+// one warm-up, with its spread (min, max); predicted is the schedule's makespan. Flags: a
+// plan slower than the best single device of its platform, or more than 1.15x its
+// prediction.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bench/coexec/ort_peer_process.h"
 #include "executor/cpu/cpu_graph_executor.h"
+#include "executor/layout.h"
+#include "executor/npy.h"
 #include "executor/runtime/coexecution_runtime.h"
 #include "executor/runtime/plan_from_schedule.h"
 #include "executor/runtime/trace.h"
+#include "executor/testing/tensor_compare.h"
 #include "model/onnx_import.h"
 #include "predictor/analytic_model.h"
 #include "predictor/calibration/analytic_params_json.h"
@@ -40,14 +54,22 @@ using executor::runtime::PlatformDevices;
 struct Config {
   std::string platform = {};  // "A", "B", or "-" for XNNPACK alone
   std::string plan = {};
-  bool single = false;   // a single-device plan
+  bool single = false;  // a single-device plan
   double predicted_ms = 0;
   std::function<bool()> run = {};
   const CoExecutionRuntime* runtime = nullptr;  // for traces
   const scheduler::Schedule* schedule = nullptr;
   std::vector<std::string> device_names = {};
+  // Times itself (the ONNX Runtime peer): returns ms, negative on failure.
+  std::function<double()> self_timed = {};
+  // psched's output for the bench input (NHWC), to check against ONNX Runtime's.
+  std::function<absl::StatusOr<std::vector<std::vector<float>>>()> output = {};
   std::vector<double> ms = {};
+  // --per-op-dir: microseconds of each op in each timed round (single-device plans only).
+  bool per_op = false;
+  std::vector<std::vector<double>> op_us = {};
   bool ok = true;
+  std::string check = "-";  // relative L2 against ONNX Runtime, or why not
 
   double median_ms() const {
     if (ms.empty()) return 0;
@@ -55,6 +77,8 @@ struct Config {
     std::sort(sorted.begin(), sorted.end());
     return sorted[sorted.size() / 2];
   }
+  double min_ms() const { return ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()); }
+  double max_ms() const { return ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end()); }
 };
 
 struct PlatformSetup {
@@ -62,6 +86,51 @@ struct PlatformSetup {
   predictor::Profile profile;
   std::unique_ptr<PlatformDevices> devices;
 };
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The configuration an op is compared by, as ort_peer.py's per_op_key computes it for ONNX
+// Runtime's nodes: convs by kernel, stride (input/output rows), groups, channels and output
+// size; fully-connected by features; other ops by kind and output (C x H x W).
+std::string PerOpKey(const model::Graph& graph, model::OpId id) {
+  const model::Op& op = graph.ops[static_cast<size_t>(id)];
+  const model::Shape& y = graph.tensor(op.output).shape;
+  const model::Shape& x = graph.tensor(op.inputs[0]).shape;
+  if (const auto* conv = std::get_if<model::ConvAttrs>(&op.attrs)) {
+    const std::string g =
+        conv->groups == x.c && conv->groups > 1 ? "dw" : absl::StrCat(conv->groups);
+    return absl::StrFormat(
+        "conv%dx%d/s%d g%s %d>%d @%dx%d", conv->window.kernel_h, conv->window.kernel_w,
+        static_cast<int>(std::nearbyint(static_cast<double>(x.h) / y.h)), g, x.c, y.c, y.h, y.w);
+  }
+  if (op.kind == model::OpKind::kFullyConnected) {
+    return absl::StrCat("fc ", x.Elements(), ">", y.Elements());
+  }
+  std::string kind(model::OpKindName(op.kind));
+  if (op.kind == model::OpKind::kGlobalAvgPool) kind = "globalaveragepool";
+  if (op.kind == model::OpKind::kAvgPool) kind = "averagepool";
+  kind.erase(std::remove(kind.begin(), kind.end(), '_'), kind.end());
+  return absl::StrCat(kind, " ", y.c, "x", y.h, "x", y.w);
+}
+
+// Writes key,count,us (summed per-op medians) like ort_peer.py's profile command.
+bool WritePerOpCsv(const std::string& path, const model::Graph& graph, const Config& c) {
+  std::map<std::string, std::pair<int, double>> rows;
+  for (model::OpId id = 0; id < static_cast<model::OpId>(c.op_us.size()); ++id) {
+    auto& [count, us] = rows[PerOpKey(graph, id)];
+    ++count;
+    us += Median(c.op_us[static_cast<size_t>(id)]);
+  }
+  std::ofstream out(path);
+  out << "key,count,us\n";
+  for (const auto& [key, row] : rows) {
+    out << key << "," << row.first << "," << absl::StrFormat("%.2f", row.second) << "\n";
+  }
+  return out.good();
+}
 
 // Median ms per model from the PyTorch peer; empty (and a note on stderr) when unavailable.
 std::map<std::string, double> TorchPeer(const std::string& script,
@@ -90,6 +159,9 @@ int Main(int argc, char** argv) {
   int runs = 5;
   double iterative_timeout_s = 10;
   bool torch = true;
+  bool ort = true;
+  std::string ort_venv = PSCHED_ORT_VENV_DEFAULT;
+  std::string ort_dir = PSCHED_ORT_WORK_DIR_DEFAULT;
   std::string opencl = "pthread";
   app.add_option("--models", models, "model names (graph-only, synthetic weights)");
   app.add_option("--models-dir", models_dir);
@@ -102,6 +174,15 @@ int Main(int argc, char** argv) {
                  "write each plan's last run as Chrome trace JSON <model>.<platform>.<plan>.json "
                  "(measured beside predicted subtasks)");
   app.add_flag("!--no-torch", torch, "skip the PyTorch peer");
+  app.add_flag("!--no-ort", ort,
+               "skip the ONNX Runtime peer (psched then synthesizes the weights itself)");
+  app.add_option("--ort-venv", ort_venv, "venv of the ONNX Runtime peer (created when missing)");
+  app.add_option("--ort-dir", ort_dir, "where the peer writes the complete models and outputs");
+  std::string per_op_dir;
+  app.add_option("--per-op-dir", per_op_dir,
+                 "write per op configuration times of platform A's single:cpu.0 plan "
+                 "(<model>.psched.csv) and of ONNX Runtime with 1 thread (<model>.ort.csv); "
+                 "bench/coexec/per_op_table.py joins them");
   std::string host_model_path;
   app.add_option("--host-model", host_model_path,
                  "psched-calibrate --out JSON: plan with its fitted devices (cpu.0, cpu.1, gpu) "
@@ -183,25 +264,73 @@ int Main(int argc, char** argv) {
   for (const std::string& m : models) paths.push_back(models_dir + "/" + m + ".onnx");
   std::map<std::string, double> torch_ms;
   if (torch) torch_ms = TorchPeer(PSCHED_TORCH_PEER, paths, runs);
+  std::unique_ptr<bench::OrtPeerProcess> ort_peer;
+  if (ort) {
+    std::filesystem::create_directories(ort_dir);
+    auto started = bench::OrtPeerProcess::Start(PSCHED_ORT_VENV_SCRIPT, ort_venv, PSCHED_ORT_PEER);
+    if (started.ok()) {
+      ort_peer = std::move(*started);
+    } else {
+      std::printf("ONNX Runtime peer skipped: %s\n", started.status().ToString().c_str());
+    }
+  }
 
-  std::printf("\n%-20s %-4s %-22s %12s %12s %8s\n", "model", "plat", "plan", "measured_ms",
-              "predicted_ms", "speedup");
+  std::printf("\n%-20s %-4s %-22s %9s %9s %9s %9s %7s %7s %7s %9s\n", "model", "plat", "plan",
+              "median_ms", "min_ms", "max_ms", "pred_ms", "/xnn1", "/ort1", "/ort2", "vs_ort");
   for (size_t mi = 0; mi < models.size(); ++mi) {
+    // With the peer: the complete model it wrote, so both sides run the same weights.
+    std::string model_path = paths[mi];
+    std::vector<std::vector<float>> ort_out;  // NCHW, by thread count - 1
+    if (ort_peer != nullptr) {
+      const std::string full = absl::StrCat(ort_dir, "/", models[mi], ".onnx");
+      if (absl::Status s = ort_peer->Load(models[mi], paths[mi], full); !s.ok()) {
+        std::fprintf(stderr, "%s: %s\n", models[mi].c_str(), s.ToString().c_str());
+        return 1;
+      }
+      model_path = full;
+      for (int threads : {1, 2}) {
+        auto npy = executor::ReadNpy(absl::StrCat(full, ".", threads, ".npy"));
+        if (!npy.ok()) {
+          std::fprintf(stderr, "%s\n", npy.status().ToString().c_str());
+          return 1;
+        }
+        ort_out.push_back(std::move(npy->data));
+      }
+    }
     model::ImportOptions import;
-    import.synthesize_weights = true;
+    import.synthesize_weights = ort_peer == nullptr;
     import.seed = 1;
-    auto graph = model::ImportOnnxFile(paths[mi], import);
+    auto graph = model::ImportOnnxFile(model_path, import);
     if (!graph.ok()) {
       std::fprintf(stderr, "%s: %s\n", models[mi].c_str(), graph.status().ToString().c_str());
       return 1;
     }
     const model::Shape in_shape = graph->tensor(graph->inputs[0].tensor).shape;
+    const model::Shape out_shape = graph->tensor(graph->outputs[0].tensor).shape;
     const std::vector<std::vector<float>> input{
         std::vector<float>(static_cast<size_t>(in_shape.Elements()), 0.5f)};
 
     // Every configuration is built first and then timed in interleaved rounds, so drift in
     // the machine's speed (a shared VM) hits all of them alike.
     std::vector<Config> configs;
+    if (ort_peer != nullptr) {
+      // Threads 0: ONNX Runtime's profiling session (--per-op-dir), timed in the same rounds.
+      for (int threads : {1, 2, 0}) {
+        if (threads == 0 && per_op_dir.empty()) continue;
+        bench::OrtPeerProcess* peer = ort_peer.get();
+        const std::string name = models[mi];
+        configs.push_back({.platform = "-",
+                           .plan = threads == 0 ? std::string("onnxruntime 1t profiled")
+                                                : absl::StrCat("onnxruntime ", threads, " thread"),
+                           .self_timed = [peer, name, threads] {
+                             absl::StatusOr<double> ms =
+                                 peer->RunMs(name, std::max(threads, 1), threads == 0);
+                             if (!ms.ok())
+                               std::fprintf(stderr, "%s\n", ms.status().ToString().c_str());
+                             return ms.ok() ? *ms : -1.0;
+                           }});
+      }
+    }
     std::vector<std::unique_ptr<executor::cpu::CpuGraphExecutor>> executors;
     for (int threads : {1, 2}) {
       std::vector<int> cores{0};
@@ -216,7 +345,8 @@ int Main(int argc, char** argv) {
       executor::cpu::CpuGraphExecutor* e = executors.back().get();
       configs.push_back({.platform = "-",
                          .plan = absl::StrCat("xnnpack ", threads, " thread"),
-                         .run = [e, &input] { return e->Run(input).ok(); }});
+                         .run = [e, &input] { return e->Run(input).ok(); },
+                         .output = [e, &input] { return e->Run(input); }});
     }
     std::vector<std::unique_ptr<CoExecutionRuntime>> runtimes;
     std::vector<scheduler::Schedule> schedules;
@@ -255,28 +385,84 @@ int Main(int argc, char** argv) {
         runtimes.push_back(std::move(*rt));
         schedules.push_back(std::move(*schedule));
         CoExecutionRuntime* r = runtimes.back().get();
-        configs.push_back({.platform = p.name,
-                           .plan = method,
-                           .single = method.rfind("single:", 0) == 0,
-                           .predicted_ms = schedules.back().makespan_us() / 1e3,
-                           .run = [r, &input] { return r->Run(input).ok(); },
-                           .runtime = r,
-                           .schedule = &schedules.back(),
-                           .device_names = p.devices->names()});
+        configs.push_back(
+            {.platform = p.name,
+             .plan = method,
+             .single = method.rfind("single:", 0) == 0,
+             .predicted_ms = schedules.back().makespan_us() / 1e3,
+             .run = [r, &input] { return r->Run(input).ok(); },
+             .runtime = r,
+             .schedule = &schedules.back(),
+             .device_names = p.devices->names(),
+             .output = [r, &input] { return r->Run(input); },
+             .per_op = !per_op_dir.empty() && p.name == "A" && method == "single:cpu.0"});
       }
     }
-    for (Config& c : configs) c.ok &= c.run();  // warm-up
+    // Warm-up, and psched's output against ONNX Runtime's (same weights, same input).
+    for (Config& c : configs) {
+      if (c.self_timed) {
+        c.ok &= c.self_timed() >= 0;
+        continue;
+      }
+      c.ok &= c.run();
+      if (ort_out.empty() || !c.output) continue;
+      auto out = c.output();
+      if (!out.ok()) {
+        c.ok = false;
+        continue;
+      }
+      const std::vector<float> nchw = executor::NhwcToNchw(out_shape, (*out)[0]);
+      c.check = ort_out[0].size() == nchw.size()
+                    ? absl::StrFormat("%.1e", executor::testing::RelativeL2(nchw, ort_out[0]))
+                    : std::string("size!");
+    }
     for (int round = 0; round < runs; ++round) {
       for (Config& c : configs) {
+        if (c.self_timed) {
+          const double ms = c.self_timed();
+          c.ok &= ms >= 0;
+          c.ms.push_back(ms);
+          continue;
+        }
         const absl::Time start = absl::Now();
         c.ok &= c.run();
         c.ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+        if (c.per_op) {
+          c.op_us.resize(graph->ops.size());
+          for (const executor::runtime::SubtaskTiming& t : c.runtime->last_timings()) {
+            c.op_us[static_cast<size_t>(t.step.op)].push_back((t.end_ns - t.start_ns) / 1e3);
+          }
+        }
+      }
+    }
+    if (!per_op_dir.empty()) {
+      std::filesystem::create_directories(per_op_dir);
+      for (const Config& c : configs) {
+        if (!c.per_op) continue;
+        const std::string csv = absl::StrCat(per_op_dir, "/", models[mi], ".psched.csv");
+        if (!WritePerOpCsv(csv, *graph, c)) std::fprintf(stderr, "cannot write %s\n", csv.c_str());
+      }
+      if (ort_peer != nullptr) {
+        if (absl::Status s = ort_peer->WriteProfile(
+                models[mi], absl::StrCat(per_op_dir, "/", models[mi], ".ort.csv"));
+            !s.ok()) {
+          std::fprintf(stderr, "%s\n", s.ToString().c_str());
+        }
       }
     }
 
-    const double one_core_ms = configs.empty() || configs[0].plan != "xnnpack 1 thread"
-                                   ? 0
-                                   : configs[0].median_ms();
+    auto median_of = [&](const std::string& plan) {
+      for (const Config& c : configs) {
+        if (c.platform == "-" && c.plan == plan) return c.median_ms();
+      }
+      return 0.0;
+    };
+    const double one_core_ms = median_of("xnnpack 1 thread");
+    const double ort1_ms = median_of("onnxruntime 1 thread");
+    const double ort2_ms = median_of("onnxruntime 2 thread");
+    auto ratio = [](double ms, double base) {
+      return base > 0 ? absl::StrFormat("%.2f", ms / base) : std::string("-");
+    };
     std::map<std::string, double> best_single_ms;
     for (const Config& c : configs) {
       if (c.single) {
@@ -289,17 +475,21 @@ int Main(int argc, char** argv) {
       const std::string predicted =
           c.predicted_ms > 0 ? absl::StrFormat("%.2f", c.predicted_ms) : std::string("-");
       const auto best = best_single_ms.find(c.platform);
-      std::printf("%-20s %-4s %-22s %12.2f %12s %8.2f%s%s\n", models[mi].c_str(),
-                  c.platform.c_str(), c.plan.c_str(), ms, predicted.c_str(),
-                  one_core_ms > 0 ? one_core_ms / ms : 0.0,
-                  !c.single && best != best_single_ms.end() && ms > best->second
-                      ? "  (slower than the best single device)"
-                      : "",
-                  c.ok ? "" : "  (a run failed)");
-      if (c.plan == "xnnpack 1 thread") {
+      const bool slower_than_single =
+          !c.single && c.platform != "-" && best != best_single_ms.end() && ms > best->second;
+      const bool over_prediction = c.predicted_ms > 0 && ms > 1.15 * c.predicted_ms;
+      std::printf("%-20s %-4s %-22s %9.2f %9.2f %9.2f %9s %7s %7s %7s %9s%s%s%s\n",
+                  models[mi].c_str(), c.platform.c_str(), c.plan.c_str(), ms, c.min_ms(),
+                  c.max_ms(), predicted.c_str(), ratio(ms, one_core_ms).c_str(),
+                  ratio(ms, ort1_ms).c_str(), ratio(ms, ort2_ms).c_str(), c.check.c_str(),
+                  slower_than_single ? "  SLOWER-THAN-BEST-SINGLE" : "",
+                  over_prediction ? "  OVER-1.15x-PREDICTED" : "", c.ok ? "" : "  RUN-FAILED");
+      if (c.plan == "xnnpack 2 thread") {
         if (auto it = torch_ms.find(models[mi]); it != torch_ms.end()) {
-          std::printf("%-20s %-4s %-22s %12.2f %12s %8.2f\n", models[mi].c_str(), "-",
-                      "pytorch 2 threads", it->second, "-", one_core_ms / it->second);
+          std::printf("%-20s %-4s %-22s %9.2f %9s %9s %9s %7s %7s %7s %9s\n", models[mi].c_str(),
+                      "-", "pytorch 2 threads", it->second, "-", "-", "-",
+                      ratio(it->second, one_core_ms).c_str(), ratio(it->second, ort1_ms).c_str(),
+                      ratio(it->second, ort2_ms).c_str(), "-");
         }
       }
       if (!trace_dir.empty() && c.runtime != nullptr) {

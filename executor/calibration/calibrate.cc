@@ -1,5 +1,7 @@
 #include "executor/calibration/calibrate.h"
 
+#include <pthreadpool.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -11,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/common/pinned_worker.h"
 #include "executor/cpu/cpu_kernel.h"
+#include "executor/cpu/cpu_threadpool.h"
 #include "executor/opencl/opencl_device.h"
 #include "executor/opencl/opencl_kernels.h"
 #include "executor/opencl/svm_arena.h"
@@ -57,10 +60,24 @@ void EvictPrivateCaches(size_t bytes) {
   for (size_t i = 0; i < bytes; i += 64) data[i] = static_cast<uint8_t>(data[i] + 1);
 }
 
+void EvictOnPoolThread(void* bytes, size_t) { EvictPrivateCaches(*static_cast<size_t*>(bytes)); }
+
+// Evicts the private caches of the calling thread and, with a pool, of every pool thread.
+void EvictThreadCaches(size_t bytes, pthreadpool_t pool) {
+  if (pool == nullptr || bytes == 0) {
+    EvictPrivateCaches(bytes);
+    return;
+  }
+  pthreadpool_parallelize_1d(pool, EvictOnPoolThread, &bytes, pthreadpool_get_threads_count(pool),
+                             0);
+}
+
 // Times `run` `runs` times after `warmup` untimed calls; the median in microseconds. With
-// `evict_bytes` > 0 the private caches are evicted before every run (not timed).
+// `evict_bytes` > 0 the private caches (of `pool`'s threads too) are evicted before every run
+// (not timed).
 template <typename Fn>
-absl::StatusOr<double> TimeRuns(int warmup, int runs, size_t evict_bytes, Fn run) {
+absl::StatusOr<double> TimeRuns(int warmup, int runs, size_t evict_bytes, pthreadpool_t pool,
+                                Fn run) {
   const Clock::time_point start = Clock::now();
   for (int i = 0; i < warmup; ++i) {
     if (absl::Status s = run(); !s.ok()) return s;
@@ -69,7 +86,7 @@ absl::StatusOr<double> TimeRuns(int warmup, int runs, size_t evict_bytes, Fn run
                 Micros(Clock::now() - start) / 1e3);
   std::vector<double> times;
   for (int i = 0; i < runs; ++i) {
-    EvictPrivateCaches(evict_bytes);
+    EvictThreadCaches(evict_bytes, pool);
     const Clock::time_point run_start = Clock::now();
     if (absl::Status s = run(); !s.ok()) return s;
     times.push_back(Micros(Clock::now() - run_start));
@@ -91,8 +108,9 @@ bool IsInPlaceConcat(const model::Graph& graph) {
   return true;
 }
 
-// Times one case on the calling thread with a single-threaded XNNPACK kernel.
-absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOptions& options) {
+// Times one case on the calling thread and `pool` (null: the calling thread alone).
+absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOptions& options,
+                                   pthreadpool_t pool) {
   const model::Graph graph = WithWeights(c, options.seed);
   const model::Shape& out_shape = graph.output_shape(0);
   std::vector<float> output(static_cast<size_t>(out_shape.Elements()), 0.0f);
@@ -121,12 +139,12 @@ absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOp
     }
   }
   absl::StatusOr<std::unique_ptr<cpu::CpuKernel>> kernel =
-      cpu::CreateCpuKernel(graph, 0, WorkSlice{c.axis, c.begin, c.end}, layout, nullptr);
+      cpu::CreateCpuKernel(graph, 0, WorkSlice{c.axis, c.begin, c.end}, layout, pool);
   if (!kernel.ok()) return kernel.status();
   if (absl::Status s = (*kernel)->Setup(inputs, {output.data(), out_shape, out_shape.c}); !s.ok()) {
     return s;
   }
-  return TimeRuns(options.warmup_runs, options.runs, options.evict_bytes,
+  return TimeRuns(options.warmup_runs, options.runs, options.evict_bytes, pool,
                   [&] { return (*kernel)->Run(); });
 }
 
@@ -192,7 +210,7 @@ absl::StatusOr<double> TimeGpuCase(opencl::OpenClDevice* device, const Calibrati
   spdlog::debug("calibration: gpu kernel for {} ready after {:.1f} ms", c.source,
                 Micros(Clock::now() - created) / 1e3);
   // PoCL runs the kernels on threads of its own, whose caches this thread cannot evict.
-  return TimeRuns(options.warmup_runs, options.runs, 0, [&]() -> absl::Status {
+  return TimeRuns(options.warmup_runs, options.runs, 0, nullptr, [&]() -> absl::Status {
     if (absl::Status s = (*kernel)->Enqueue(); !s.ok()) return s;
     return device->Finish();
   });
@@ -200,8 +218,9 @@ absl::StatusOr<double> TimeGpuCase(opencl::OpenClDevice* device, const Calibrati
 
 // Runs the budgeted loop for one device; `time_case` measures one case.
 template <typename TimeCase>
-void RunDevice(const std::string& name, int device_index, std::span<const CalibrationCase> cases,
-               const CalibrationOptions& options, TimeCase time_case, DeviceOutcome& outcome,
+void RunDevice(const std::string& name, int device_index, int threads, const std::string& kernel,
+               std::span<const CalibrationCase> cases, const CalibrationOptions& options,
+               TimeCase time_case, DeviceOutcome& outcome,
                std::vector<CalibrationSample>& samples) {
   const Clock::time_point start = Clock::now();
   auto notify = [&](const CalibrationSample* sample, bool finished) {
@@ -226,7 +245,8 @@ void RunDevice(const std::string& name, int device_index, std::span<const Calibr
       ++outcome.cases_skipped;
       continue;
     }
-    samples.push_back(CalibrationSample{name, c.config, *us, options.runs, c.source});
+    samples.push_back(
+        CalibrationSample{name, c.config, *us, options.runs, c.source, threads, kernel});
     ++outcome.cases_done;
     notify(&samples.back(), false);
   }
@@ -267,17 +287,30 @@ absl::StatusOr<CalibrationRun> Calibrate(std::span<const platform::DeviceSpec> d
     DeviceOutcome outcome;
     outcome.device = spec.name;
     if (spec.kind == platform::DeviceKind::kCpu) {
+      // One XNNPACK thread per core of the device, each pinned to its core, as the runtime's
+      // CpuDevice runs it: a cluster's samples are its own, per thread count.
+      const int threads = static_cast<int>(spec.cpu_cores.size());
       absl::StatusOr<std::unique_ptr<PinnedWorker>> worker = PinnedWorker::Start(spec.cpu_cores);
-      if (!worker.ok()) {
+      std::unique_ptr<cpu::CpuThreadpool> pool;
+      absl::Status ready = worker.status();
+      if (ready.ok()) {
+        ready = (*worker)->Call([&] {
+          auto created = cpu::CpuThreadpool::Create(threads, spec.cpu_cores);
+          if (!created.ok()) return created.status();
+          pool = std::move(*created);
+          return absl::OkStatus();
+        });
+      }
+      if (!ready.ok()) {
         outcome.skipped = true;
-        outcome.reason = std::string(worker.status().message());
+        outcome.reason = std::string(ready.message());
       } else {
         RunDevice(
-            spec.name, static_cast<int>(i), cases, options,
+            spec.name, static_cast<int>(i), threads, "xnnpack", cases, options,
             [&](const CalibrationCase& c) -> absl::StatusOr<double> {
               absl::StatusOr<double> us;
               const absl::Status s = (*worker)->Call([&] {
-                us = TimeCpuCase(c, options);
+                us = TimeCpuCase(c, options, pool->get());
                 return absl::OkStatus();
               });
               if (!s.ok()) return s;
@@ -300,7 +333,7 @@ absl::StatusOr<CalibrationRun> Calibrate(std::span<const platform::DeviceSpec> d
           (void)TimeGpuCase(device->get(), first, once);
         }
         RunDevice(
-            spec.name, static_cast<int>(i), cases, options,
+            spec.name, static_cast<int>(i), 1, "opencl", cases, options,
             [&](const CalibrationCase& c) { return TimeGpuCase(device->get(), c, options); },
             outcome, run.samples.samples);
       }

@@ -1,14 +1,16 @@
 // Host latency calibration: times op configurations on the host's own devices.
 //
 // Calibrate runs the cases of calibration_cases.h on each device in turn: a CPU device on a
-// PinnedWorker bound to its cores, with a one-thread XNNPACK kernel (no threadpool) bound to
-// the case's slice; the GPU device through the OpenCL kernels of executor/opencl on one
-// in-order queue. Each case gets synthetic weights and seeded random inputs, `warmup_runs`
-// untimed runs (the first OpenCL launch JIT-compiles on PoCL), then `runs` timed runs whose
-// median becomes the sample (on CPU devices each timed run starts with the core's private
-// caches evicted, `evict_bytes`). CPU times are one kernel Run(); GPU times are Enqueue() until
-// the queue has finished, i.e. launch plus execution as a scheduled subtask sees it (the
-// synchronisation kernel is not included; the fitted model adds it as dispatch_us).
+// PinnedWorker bound to its cores, with an XNNPACK kernel bound to the case's slice running on
+// one thread per core of the device (cpu::CpuThreadpool, each thread pinned to its core, as the
+// runtime's CpuDevice runs it; a one-core device has no pool), so a core cluster's samples
+// and fitted parameters are its own and carry its thread count; the GPU device through the OpenCL
+// kernels of executor/opencl on one in-order queue. Each case gets synthetic weights and seeded
+// random inputs, `warmup_runs` untimed runs (the first OpenCL launch JIT-compiles on PoCL), then
+// `runs` timed runs whose median becomes the sample (on CPU devices each timed run starts with the
+// core's private caches evicted, `evict_bytes`). CPU times are one kernel Run(); GPU times are
+// Enqueue() until the queue has finished, i.e. launch plus execution as a scheduled subtask sees it
+// (the synchronisation kernel is not included; the fitted model adds it as dispatch_us).
 //
 // Each device gets `budget_s` seconds of timing (kernel creation included, device and
 // program setup excluded); cases are taken in BuildCases' round-robin order until it runs

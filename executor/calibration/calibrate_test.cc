@@ -96,6 +96,25 @@ TEST(CalibrateTest, TinyRunOnOneCoreFitsAUsefulModel) {
   EXPECT_GT(fit->model->PredictUs(Conv3x3(28, 128), 0), fit->model->PredictUs(Conv3x3(28, 32), 0));
 }
 
+// A core cluster is timed on its own pinned threadpool and its samples say so.
+TEST(CalibrateTest, ClusterDevicesAreTimedWithOneThreadPerCore) {
+  const std::vector<CalibrationCase> cases = Cases();
+  const std::vector<platform::DeviceSpec> devices = {
+      platform::DeviceSpec{"cpu", platform::DeviceKind::kCpu, 0, {0, 1}, ""}, Cpu("cpu.1", 1)};
+  CalibrationOptions options;
+  options.budget_s = 0.3;
+  options.runs = 1;
+  absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  int cluster_samples = 0;
+  for (const CalibrationSample& s : run->samples.samples) {
+    EXPECT_EQ(s.threads, s.device == "cpu" ? 2 : 1) << s.device;
+    EXPECT_EQ(s.kernel, "xnnpack");
+    cluster_samples += s.device == "cpu";
+  }
+  EXPECT_GT(cluster_samples, 0);
+}
+
 TEST(CalibrateTest, GpuRunsThroughOpenClOrIsSkippedCleanly) {
   std::vector<CalibrationCase> cases = Cases();
   ASSERT_FALSE(cases.empty());

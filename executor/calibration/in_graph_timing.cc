@@ -29,7 +29,8 @@ absl::StatusOr<std::vector<CalibrationSample>> TimeOpsInGraph(const platform::De
   model::Graph weighted = graph;
   model::SynthesizeWeights(options.seed, &weighted);
   absl::StatusOr<std::unique_ptr<cpu::CpuGraphExecutor>> executor = cpu::CpuGraphExecutor::Create(
-      weighted, cpu::CpuExecutorOptions{.cores = device.cpu_cores, .threads = 1});
+      weighted, cpu::CpuExecutorOptions{.cores = device.cpu_cores,
+                                        .threads = static_cast<int>(device.cpu_cores.size())});
   if (!executor.ok()) return executor.status();
   std::mt19937_64 rng(options.seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -60,7 +61,8 @@ absl::StatusOr<std::vector<CalibrationSample>> TimeOpsInGraph(const platform::De
     const auto id = static_cast<model::OpId>(op);
     samples.push_back(CalibrationSample{
         device.name, predictor::WholeOpConfig(graph, id), median, options.runs,
-        absl::StrCat(graph.name, "/op ", id, " '", graph.op(id).name, "' in-graph")});
+        absl::StrCat(graph.name, "/op ", id, " '", graph.op(id).name, "' in-graph"),
+        static_cast<int>(device.cpu_cores.size()), "xnnpack"});
   }
   return samples;
 }

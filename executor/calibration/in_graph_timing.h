@@ -4,10 +4,10 @@
 // and its output is a dense tensor of its own. In a model run an op reads what an earlier
 // op left in memory, writes straight into its channel slice of a concat output (a strided
 // store, executor/common/arena_plan.h), and may follow a large op that evicted its weights.
-// TimeOpsInGraph runs the whole model on a single-threaded CpuGraphExecutor pinned to the
-// device's cores and records each op's own span in every run (CpuGraphExecutor's per-op
-// timings), so the samples carry those effects. Weights are synthesised for constants
-// without data.
+// TimeOpsInGraph runs the whole model on a CpuGraphExecutor with one thread pinned to each of
+// the device's cores (one for a single-core device) and records each op's own span in every run
+// (CpuGraphExecutor's per-op timings), so the samples carry those effects. Weights are synthesised
+// for constants without data.
 //
 // Blocks the calling thread for warmup_runs + runs model runs; thread-safe (no shared
 // state).

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,28 +82,49 @@ std::vector<predictor::calibration::CalibrationSample> FromModels(
   return out;
 }
 
-// cpu.N -> core N; gpu -> the OpenCL device.
+// cpu.N -> core N; NAME=C+C+... -> a core cluster (one pinned thread per core); gpu -> the
+// OpenCL device.
 absl::StatusOr<std::vector<platform::DeviceSpec>> ParseDevices(const std::string& text,
                                                                const std::string& opencl) {
   std::vector<platform::DeviceSpec> out;
   const std::vector<std::string> parts = absl::StrSplit(text, ',', absl::SkipWhitespace());
+  auto parse_core = [](std::string_view digits) -> std::optional<int> {
+    int core = -1;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), core);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || core < 0) {
+      return std::nullopt;
+    }
+    return core;
+  };
   for (const std::string& part : parts) {
     const std::string_view name = part;
     platform::DeviceSpec spec;
     spec.name = std::string(name);
+    const size_t eq = name.find('=');
     if (name == "gpu") {
       spec.kind = platform::DeviceKind::kGpu;
       spec.opencl_device = opencl;
-    } else {
-      int core = -1;
-      const std::string_view digits = name.substr(std::min<size_t>(4, name.size()));
-      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), core);
-      if (!name.starts_with("cpu.") || digits.empty() || ec != std::errc() ||
-          end != digits.data() + digits.size() || core < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--devices: '", part, "' is neither cpu.N (N a core id) nor gpu"));
+    } else if (eq != std::string_view::npos && eq > 0) {
+      spec.name = std::string(name.substr(0, eq));
+      for (const std::string& digits :
+           std::vector<std::string>(absl::StrSplit(std::string(name.substr(eq + 1)), '+'))) {
+        const std::optional<int> core = parse_core(digits);
+        if (!core.has_value() || std::find(spec.cpu_cores.begin(), spec.cpu_cores.end(), *core) !=
+                                     spec.cpu_cores.end()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--devices: '", part, "' must list distinct core ids after '=', e.g. cpu=0+1"));
+        }
+        spec.cpu_cores.push_back(*core);
       }
-      spec.cpu_cores = {core};
+    } else {
+      const std::optional<int> core =
+          name.starts_with("cpu.") ? parse_core(name.substr(4)) : std::nullopt;
+      if (!core.has_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--devices: '", part,
+                         "' is neither cpu.N (N a core id), NAME=C+C (a cluster) nor gpu"));
+      }
+      spec.cpu_cores = {*core};
     }
     out.push_back(std::move(spec));
   }
@@ -125,7 +147,13 @@ std::vector<predictor::AnalyticDeviceParams> Priors(
     p.name = d.name;
     p.gpu = d.kind == platform::DeviceKind::kGpu;
     if (model != nullptr) {
-      const std::optional<int> index = host.platform.DeviceIndex(p.gpu ? "gpu" : d.name);
+      // A cluster starts from its first core's parameters; the fit finds its own rates.
+      const std::string host_name =
+          p.gpu ? "gpu"
+                : (host.platform.DeviceIndex(d.name).has_value() || d.cpu_cores.empty()
+                       ? d.name
+                       : absl::StrCat("cpu.", d.cpu_cores.front()));
+      const std::optional<int> index = host.platform.DeviceIndex(host_name);
       if (index.has_value()) p = model->device(*index);
       p.name = d.name;
     }
@@ -389,7 +417,9 @@ absl::Status Run(const Flags& flags) {
 int main(int argc, char** argv) {
   psched::Flags flags;
   CLI::App app{"Measure op latencies on this machine's devices and fit the analytic model."};
-  app.add_option("--devices", flags.devices, "comma-separated cpu.N (core N) and gpu")
+  app.add_option("--devices", flags.devices,
+                 "comma-separated cpu.N (core N), NAME=C+C+... (a core cluster, one thread per "
+                 "core, e.g. cpu=0+1) and gpu")
       ->capture_default_str();
   app.add_option("--budget-s", flags.budget_s, "timing budget per device, seconds")
       ->capture_default_str()

@@ -1,7 +1,5 @@
 #include "executor/cpu/cpu_graph_executor.h"
 
-#include <pthreadpool.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -46,7 +44,7 @@ CpuGraphExecutor::~CpuGraphExecutor() {
   worker_
       ->Call([this] {
         kernels_.clear();
-        if (threadpool_ != nullptr) pthreadpool_destroy(threadpool_);
+        threadpool_.reset();
         return absl::OkStatus();
       })
       .IgnoreError();
@@ -58,13 +56,9 @@ TensorView CpuGraphExecutor::ViewOf(const model::Graph& graph, model::TensorId t
 }
 
 absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads) {
-  if (threads > 1) {
-    threadpool_ = pthreadpool_create(static_cast<size_t>(threads));
-    if (threadpool_ == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("cannot create an XNNPACK threadpool of ", threads, " threads"));
-    }
-  }
+  auto pool = CpuThreadpool::Create(threads, worker_->cores());
+  if (!pool.ok()) return pool.status();
+  threadpool_ = std::move(*pool);
   plan_ = PlanArena(graph);
   arena_.reset(
       static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(plan_.size) * sizeof(float))));
@@ -94,7 +88,7 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads) {
     }
     const TensorView out_view = ViewOf(graph, op.output);
     layout.output_pixel_stride = out_view.pixel_stride;
-    auto kernel = CreateCpuKernel(graph, id, WorkSlice::Whole(), layout, threadpool_);
+    auto kernel = CreateCpuKernel(graph, id, WorkSlice::Whole(), layout, threadpool_->get());
     if (!kernel.ok()) return kernel.status();
     if (auto s = (*kernel)->Setup(in_views, out_view); !s.ok()) return s;
     kernels_.push_back(std::move(*kernel));
@@ -144,7 +138,7 @@ absl::Status CpuGraphExecutor::Run(std::span<const float* const> inputs_nhwc,
 absl::Status CpuGraphExecutor::CallOnWorker(
     const std::function<absl::Status(std::span<const std::unique_ptr<CpuKernel>>, pthreadpool_t)>&
         job) {
-  return worker_->Call([&] { return job(kernels_, threadpool_); });
+  return worker_->Call([&] { return job(kernels_, threadpool_->get()); });
 }
 
 absl::StatusOr<std::vector<std::vector<float>>> CpuGraphExecutor::Run(

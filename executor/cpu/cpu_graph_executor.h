@@ -21,6 +21,7 @@
 #include "executor/common/arena_plan.h"
 #include "executor/common/pinned_worker.h"
 #include "executor/cpu/cpu_kernel.h"
+#include "executor/cpu/cpu_threadpool.h"
 #include "model/graph.h"
 
 namespace psched::executor::cpu {
@@ -30,7 +31,8 @@ struct CpuExecutorOptions {
   // OS scheduler.
   std::vector<int> cores;
   // XNNPACK threadpool size. 1 runs every kernel on the worker alone; more threads help
-  // large convolutions but contend with co-running devices on the same cores.
+  // large convolutions but contend with co-running devices on the same cores. With one core
+  // per thread in `cores`, each thread is pinned to its own core (CpuThreadpool).
   int threads = 1;
 };
 
@@ -88,7 +90,7 @@ class CpuGraphExecutor {
   std::vector<Endpoint> inputs_, outputs_;
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // one per op, in op order
   std::vector<OpTiming> timings_;
-  pthreadpool_t threadpool_ = nullptr;
+  std::unique_ptr<CpuThreadpool> threadpool_;
   std::unique_ptr<PinnedWorker> worker_;
 };
 

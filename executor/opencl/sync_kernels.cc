@@ -18,8 +18,10 @@ absl::StatusOr<cl_program> SyncProgram(OpenClDevice* device) {
   absl::StatusOr<cl_program> program =
       device->BuildProgram("psched_sync", embedded::kSyncClSource, device->StdOption());
   if (program.ok() || device->StdOption().empty()) return program;
-  spdlog::warn("opencl: sync kernels with C11 atomics failed to build, using OpenCL C 1.2 "
-               "atomics: {}", program.status().ToString());
+  spdlog::warn(
+      "opencl: sync kernels with C11 atomics failed to build, using OpenCL C 1.2 "
+      "atomics: {}",
+      program.status().ToString());
   return device->BuildProgram("psched_sync_cl12", embedded::kSyncClSource, "-cl-std=CL1.2");
 }
 
@@ -49,17 +51,17 @@ void CL_CALLBACK AddOnComplete(cl_event event, cl_int status, void* user) {
 absl::StatusOr<std::unique_ptr<DependencyCounters>> DependencyCounters::Create(
     OpenClDevice* device, size_t count, SyncOptions options) {
   if (count == 0) return absl::InvalidArgumentError("DependencyCounters: count must be > 0");
-  if (options.max_spins < 1) {
-    return absl::InvalidArgumentError("DependencyCounters: max_spins must be >= 1");
+  if (options.max_spins < 0) {
+    return absl::InvalidArgumentError("DependencyCounters: max_spins must be >= 0");
   }
-  auto counters = std::unique_ptr<DependencyCounters>(
-      new DependencyCounters(device, count, options));
+  auto counters =
+      std::unique_ptr<DependencyCounters>(new DependencyCounters(device, count, options));
   const size_t bytes = (count + 1) * sizeof(int32_t);
   counters->device_side_ = device->info().svm_atomics && !options.force_host_side;
   if (counters->device_side_) {
-    void* p = clSVMAlloc(device->context(),
-                         CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS,
-                         bytes, 0);
+    void* p =
+        clSVMAlloc(device->context(),
+                   CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS, bytes, 0);
     if (p == nullptr) {
       return absl::ResourceExhaustedError("clSVMAlloc of the dependency counters failed");
     }
@@ -112,9 +114,9 @@ absl::Status DependencyCounters::WaitAtLeast(size_t index, int32_t target,
     // Spin briefly (CPU subtasks are short), then yield so a 2-core host is not starved.
     if (++spins > 1000) std::this_thread::yield();
     if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("dependency counter ", index, " stayed at ", Load(index), " < ", target,
-                       " for ", absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(absl::StrCat("dependency counter ", index, " stayed at ",
+                                                      Load(index), " < ", target, " for ",
+                                                      absl::FormatDuration(timeout)));
     }
   }
   return absl::OkStatus();
@@ -134,7 +136,7 @@ bool DependencyCounters::TakeTimeout() {
   return std::atomic_ref<int32_t>(words_[count_]).exchange(0, std::memory_order_seq_cst) != 0;
 }
 
-absl::Status DependencyCounters::EnqueueSignal(size_t index, int32_t delta) {
+absl::Status DependencyCounters::EnqueueSignal(size_t index, int32_t delta, cl_event* event) {
   if (index >= count_) {
     return absl::OutOfRangeError(
         absl::StrCat("dependency counter ", index, " of ", count_, " does not exist"));
@@ -145,28 +147,35 @@ absl::Status DependencyCounters::EnqueueSignal(size_t index, int32_t delta) {
     if (err == CL_SUCCESS) err = clSetKernelArg(signal_, 2, sizeof(delta), &delta);
     const size_t one = 1;
     if (err == CL_SUCCESS) {
-      err = clEnqueueNDRangeKernel(device_->queue(), signal_, 1, nullptr, &one, nullptr, 0,
-                                   nullptr, nullptr);
+      err = clEnqueueNDRangeKernel(device_->queue(), signal_, 1, nullptr, &one, nullptr, 0, nullptr,
+                                   event);
     }
     return ClStatus(err, "enqueueing psched_signal");
   }
-  cl_event event = nullptr;
-  cl_int err = clEnqueueMarkerWithWaitList(device_->queue(), 0, nullptr, &event);
+  cl_event marker = nullptr;
+  cl_int err = clEnqueueMarkerWithWaitList(device_->queue(), 0, nullptr, &marker);
   if (err != CL_SUCCESS) return ClStatus(err, "enqueueing the signal marker");
+  if (event != nullptr) {
+    clRetainEvent(marker);
+    *event = marker;
+  }
   auto* add = new CallbackAdd{slot(index), delta};
-  err = clSetEventCallback(event, CL_COMPLETE, AddOnComplete, add);
+  err = clSetEventCallback(marker, CL_COMPLETE, AddOnComplete, add);
   if (err != CL_SUCCESS) {
     delete add;
-    clReleaseEvent(event);
+    clReleaseEvent(marker);
     return ClStatus(err, "clSetEventCallback for the signal marker");
   }
   return device_->Flush();
 }
 
-absl::Status DependencyCounters::EnqueueWait(size_t index, int32_t target) {
-  if (index >= count_) {
-    return absl::OutOfRangeError(
-        absl::StrCat("dependency counter ", index, " of ", count_, " does not exist"));
+absl::Status DependencyCounters::EnqueueWait(size_t index, int32_t target,
+                                             std::optional<size_t> release) {
+  for (size_t i : {index, release.value_or(0)}) {
+    if (i >= count_) {
+      return absl::OutOfRangeError(
+          absl::StrCat("dependency counter ", i, " of ", count_, " does not exist"));
+    }
   }
   if (!device_side_) return WaitAtLeast(index, target, options_.host_wait_timeout);
   const cl_int i = static_cast<cl_int>(index);
@@ -177,6 +186,8 @@ absl::Status DependencyCounters::EnqueueWait(size_t index, int32_t target) {
     err = clSetKernelArg(wait_, 3, sizeof(options_.max_spins), &options_.max_spins);
   }
   if (err == CL_SUCCESS) err = clSetKernelArg(wait_, 4, sizeof(timeout_slot), &timeout_slot);
+  const cl_int release_slot = release.has_value() ? static_cast<cl_int>(*release) : -1;
+  if (err == CL_SUCCESS) err = clSetKernelArg(wait_, 5, sizeof(release_slot), &release_slot);
   const size_t one = 1;
   if (err == CL_SUCCESS) {
     err = clEnqueueNDRangeKernel(device_->queue(), wait_, 1, nullptr, &one, nullptr, 0, nullptr,

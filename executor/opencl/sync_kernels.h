@@ -8,11 +8,13 @@
 //
 // With fine-grained SVM + SVM atomics the counters live in SVM and the GPU side is two tiny
 // kernels enqueued in the scheduled order: psched_signal (atomic add, release) after a GPU
-// subtask, psched_wait (bounded spin, acquire) before a GPU subtask that depends on CPU work.
+// subtask, psched_wait (spin, acquire) before a GPU subtask that depends on CPU work.
 // Without SVM atomics they live in host memory: a signal is a marker whose completion callback
 // adds on the host, and a wait blocks the enqueueing thread on the host (host-side wait).
-// A device-side wait that exhausts its spin budget sets a timeout flag (wait_timed_out()) and
-// lets the queue go on, so a lost signal shows up as an error instead of a hang.
+// A device-side wait may name a release counter: once the host sets it (no host thread will add
+// to any counter any more), a wait still short of its target gives up, sets a flag
+// (wait_timed_out()) and lets the queue go on, so a lost signal shows up as an error instead
+// of a hang - decided by what happened, not by a clock, so a busy machine never fails a wait.
 //
 // Ownership: must not outlive its OpenClDevice. Thread-safety: Add/Load/WaitAtLeast may be
 // called from any thread; Enqueue* from the GPU dispatcher thread only; Reset only while
@@ -24,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -33,11 +36,10 @@
 namespace psched::executor::opencl {
 
 struct SyncOptions {
-  // Spin iterations of one device-side wait before it gives up and flags a timeout; an
-  // iteration is one atomic load (a few ns on a CPU, more on a GPU), so the default bounds a
-  // wait to roughly ten seconds on PoCL - a safety net against a lost signal, far above any
-  // CPU subtask (the runtime releases aborted waits by raising the counters instead).
-  int32_t max_spins = 2'000'000'000;
+  // Spin iterations of one device-side wait before it gives up and flags a timeout; 0: no
+  // budget (the default: how long CPU work takes depends on the machine's load, so a budget
+  // fails correct runs on a busy machine; waits end through their counter or release word).
+  int32_t max_spins = 0;
   // Host-side fallback only: how long EnqueueWait blocks before kDeadlineExceeded.
   absl::Duration host_wait_timeout = absl::Seconds(1);
   // Forces the host-side fallback even where SVM atomics exist (tests, debugging).
@@ -70,11 +72,14 @@ class DependencyCounters {
   // The counters themselves (size() words), for host code that updates them directly.
   int32_t* data() const { return words_; }
 
-  // GPU queue side, in scheduled order. kOutOfRange for a bad index.
-  absl::Status EnqueueSignal(size_t index, int32_t delta = 1);
-  // Device-side: enqueues the spin kernel and returns at once. Host-side: blocks up to
-  // SyncOptions::host_wait_timeout before returning.
-  absl::Status EnqueueWait(size_t index, int32_t target);
+  // GPU queue side, in scheduled order. kOutOfRange for a bad index. With `event`, returns the
+  // signal's event (the caller releases it), e.g. to wake host threads parked on the counter.
+  absl::Status EnqueueSignal(size_t index, int32_t delta = 1, cl_event* event = nullptr);
+  // Device-side: enqueues the spin kernel and returns at once; with `release`, the wait gives
+  // up (flagging a timeout) if counter `release` becomes non-zero while counter `index` is
+  // still below `target`. Host-side: blocks up to SyncOptions::host_wait_timeout.
+  absl::Status EnqueueWait(size_t index, int32_t target,
+                           std::optional<size_t> release = std::nullopt);
 
  private:
   DependencyCounters(OpenClDevice* device, size_t count, SyncOptions options)

@@ -116,6 +116,33 @@ TEST(DependencyCountersTest, DeviceSideWaitGivesUpAndFlagsTheTimeout) {
   EXPECT_FALSE((*counters)->wait_timed_out());
 }
 
+// The runtime's way to end a wait that can never be met: no clock, a release word set once no
+// host thread will signal any more.
+TEST(DependencyCountersTest, DeviceSideWaitEndsWhenReleasedShortOfItsTarget) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  if (!device->info().svm_atomics) GTEST_SKIP() << "device has no SVM atomics";
+  absl::StatusOr<std::unique_ptr<DependencyCounters>> counters =
+      DependencyCounters::Create(device, 3, SyncOptions{});
+  ASSERT_TRUE(counters.ok()) << counters.status();
+  constexpr size_t kWaited = 0, kAfter = 1, kRelease = 2;
+  // Met before the release: no timeout, whatever the release word does later.
+  (*counters)->Add(kWaited, 1);
+  ASSERT_TRUE((*counters)->EnqueueWait(kWaited, 1, kRelease).ok());
+  ASSERT_TRUE(device->Finish().ok());
+  EXPECT_FALSE((*counters)->wait_timed_out());
+  // Never met: spins until the release word is set, then flags and lets the queue go on.
+  ASSERT_TRUE((*counters)->EnqueueWait(kWaited, 5, kRelease).ok());
+  ASSERT_TRUE((*counters)->EnqueueSignal(kAfter).ok());
+  ASSERT_TRUE(device->Flush().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ((*counters)->Load(kAfter), 0);  // still behind the wait
+  (*counters)->Add(kRelease, 1);
+  ASSERT_TRUE(device->Finish().ok());
+  EXPECT_TRUE((*counters)->TakeTimeout());
+  EXPECT_EQ((*counters)->Load(kAfter), 1);
+  EXPECT_EQ((*counters)->EnqueueWait(kWaited, 1, 3).code(), absl::StatusCode::kOutOfRange);
+}
+
 TEST(DependencyCountersTest, HostSideWaitTimesOutWithAClearError) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   SyncOptions options;
@@ -134,9 +161,9 @@ TEST(DependencyCountersTest, BadArgumentsAreRejected) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   EXPECT_EQ(DependencyCounters::Create(device, 0).status().code(),
             absl::StatusCode::kInvalidArgument);
-  SyncOptions zero_spins;
-  zero_spins.max_spins = 0;
-  EXPECT_EQ(DependencyCounters::Create(device, 1, zero_spins).status().code(),
+  SyncOptions negative_spins;
+  negative_spins.max_spins = -1;
+  EXPECT_EQ(DependencyCounters::Create(device, 1, negative_spins).status().code(),
             absl::StatusCode::kInvalidArgument);
   absl::StatusOr<std::unique_ptr<DependencyCounters>> counters =
       DependencyCounters::Create(device, 2);
@@ -169,18 +196,19 @@ TEST(SyncKernelSourceTest, OpenClC12VariantSignalsAndWaits) {
     clSetKernelArgSVMPointer(signal, 0, words);
     clSetKernelArg(signal, 1, sizeof(index), &index);
     clSetKernelArg(signal, 2, sizeof(delta), &delta);
-    return clEnqueueNDRangeKernel(device->queue(), signal, 1, nullptr, &one, nullptr, 0,
-                                  nullptr, nullptr);
+    return clEnqueueNDRangeKernel(device->queue(), signal, 1, nullptr, &one, nullptr, 0, nullptr,
+                                  nullptr);
   };
-  const cl_int index = 0, target = 1, max_spins = 100'000'000, timeout_slot = 2;
+  const cl_int index = 0, target = 1, max_spins = 0, timeout_slot = 2, release = -1;
   clSetKernelArgSVMPointer(wait, 0, words);
   clSetKernelArg(wait, 1, sizeof(index), &index);
   clSetKernelArg(wait, 2, sizeof(target), &target);
   clSetKernelArg(wait, 3, sizeof(max_spins), &max_spins);
   clSetKernelArg(wait, 4, sizeof(timeout_slot), &timeout_slot);
-  ASSERT_EQ(clEnqueueNDRangeKernel(device->queue(), wait, 1, nullptr, &one, nullptr, 0, nullptr,
-                                   nullptr),
-            CL_SUCCESS);
+  clSetKernelArg(wait, 5, sizeof(release), &release);
+  ASSERT_EQ(
+      clEnqueueNDRangeKernel(device->queue(), wait, 1, nullptr, &one, nullptr, 0, nullptr, nullptr),
+      CL_SUCCESS);
   ASSERT_EQ(enqueue_signal(1, 5), CL_SUCCESS);
   ASSERT_EQ(clFlush(device->queue()), CL_SUCCESS);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));

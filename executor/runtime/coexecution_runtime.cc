@@ -4,10 +4,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <latch>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "executor/common/activation.h"
+#include "executor/common/futex.h"
 #include "executor/io_buffers.h"
 #include "model/op_validation.h"
 
@@ -24,12 +24,26 @@ int64_t NowNs() {
 // kernel in a GPU queue - stops waiting at once (counters are zeroed before each run).
 constexpr int32_t kAbortBump = 1 << 28;
 
-void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
+// How long a host waiter spins before it parks. Most cross-device waits on dedicated cores
+// end within microseconds; parking costs a wake-up (a few microseconds), so spinning longer
+// than that only burns a core an oversubscribed machine needs for the work being waited for.
+constexpr int64_t kSpinNs = 20'000;
+
+// Whether one device runs every op of `graph` whole, in op id order, and no other device
+// runs anything.
+bool RunsInOpOrderOnOneDevice(const model::Graph& graph, const ExecutionPlan& plan) {
+  int busy = 0;
+  for (const std::vector<PlanStep>& steps : plan.device_steps) {
+    if (steps.empty()) continue;
+    if (++busy > 1 || steps.size() != graph.ops.size()) return false;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].op != static_cast<model::OpId>(i) ||
+          steps[i].slice.axis != model::SplitAxis::kNone) {
+        return false;
+      }
+    }
+  }
+  return busy == 1;
 }
 
 }  // namespace
@@ -74,8 +88,13 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   }
 
   // The activations, then one partial-sum buffer per cin slice but the op's first, which adds
-  // into the output itself: no two slices ever add into the same memory.
-  arena_plan_ = PlanArena(graph, /*reuse_memory=*/false);
+  // into the output itself: no two slices ever add into the same memory. Tensors share memory
+  // (as in the bare executor, which keeps the working set in cache) only when the plan runs
+  // every op whole, one at a time in op order on one device of the host arena - what
+  // PlanArena's reuse assumes; concurrent devices, and devices that lay out the arena
+  // themselves (an allocator's arena), need a block per tensor.
+  arena_plan_ = PlanArena(
+      graph, /*reuse_memory=*/!options.allocate_arena && RunsInOpOrderOnOneDevice(graph, plan_));
   int64_t floats = arena_plan_.size;
   std::vector<int64_t> partial_offsets(ops_.size(), -1);
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
@@ -86,6 +105,7 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
     floats += (s.num_subtasks - 1) * graph.output_shape(id).Elements();
   }
   if (auto s = AllocateArena(static_cast<size_t>(floats), options); !s.ok()) return s;
+  arena_floats_ = static_cast<size_t>(floats);
   for (Device* device : devices_) {
     if (auto s = device->BindArena(arena_, static_cast<size_t>(floats)); !s.ok()) return s;
   }
@@ -104,8 +124,9 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
 
   if (auto s = AllocateCounters(options); !s.ok()) return s;
   for (Device* device : devices_) {
-    if (auto s = device->BindCounters(counters_, ops_.size()); !s.ok()) return s;
+    if (auto s = device->BindCounters(counters_, ops_.size() + 1); !s.ok()) return s;
   }
+  waiters_ = std::make_unique<std::atomic<int32_t>[]>(ops_.size());
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
     OpState& s = ops_[static_cast<size_t>(id)];
     s.done_target = s.cin_split ? 1 : s.num_subtasks;
@@ -114,9 +135,9 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
     if (s.cin_split) {
       const model::Shape& shape = s.output.shape;
       for (int32_t k = 1; k < s.num_subtasks; ++k) {
-        s.partials.push_back({arena_ + partial_offsets[static_cast<size_t>(id)] +
-                                  (k - 1) * shape.Elements(),
-                              shape, shape.c});
+        s.partials.push_back(
+            {arena_ + partial_offsets[static_cast<size_t>(id)] + (k - 1) * shape.Elements(), shape,
+             shape.c});
       }
     }
   }
@@ -146,7 +167,8 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
         std::vector<bool> elsewhere = runs_on[static_cast<size_t>(pred)];
         elsewhere[d] = false;
         if (std::find(elsewhere.begin(), elsewhere.end(), true) != elsewhere.end()) {
-          q.waits.push_back({static_cast<size_t>(pred), ops_[static_cast<size_t>(pred)].done_target});
+          q.waits.push_back(
+              {static_cast<size_t>(pred), ops_[static_cast<size_t>(pred)].done_target});
         }
       }
       // A cin slice's completion is decided on the host (the last one combines the partials).
@@ -156,6 +178,17 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
       queues_[d].push_back(std::move(q));
       timings_.push_back({static_cast<int>(d), step, 0, 0});
     }
+  }
+  // A host thread may park on an op's counter: a queue that signals it must wake it.
+  std::vector<bool> host_waited(ops_.size());
+  for (const std::vector<Queued>& queue : queues_) {
+    for (const Queued& q : queue) {
+      if (q.enqueue) continue;
+      for (const CounterWait& w : q.waits) host_waited[w.counter] = true;
+    }
+  }
+  for (std::vector<Queued>& queue : queues_) {
+    for (Queued& q : queue) q.wake_host = host_waited[static_cast<size_t>(q.step.op)];
   }
   return absl::OkStatus();
 }
@@ -180,13 +213,15 @@ absl::Status CoExecutionRuntime::AllocateArena(size_t floats, const RuntimeOptio
 }
 
 absl::Status CoExecutionRuntime::AllocateCounters(const RuntimeOptions& options) {
+  // One per op, then the release word (set once every host queue has ended).
+  const size_t count = ops_.size() + 1;
   if (options.allocate_counters) {
-    absl::StatusOr<SharedMemory<int32_t>> memory = options.allocate_counters(ops_.size());
+    absl::StatusOr<SharedMemory<int32_t>> memory = options.allocate_counters(count);
     if (!memory.ok()) return memory.status();
     counters_ = memory->data;
     counters_owner_ = std::move(memory->owner);
   } else {
-    owned_counters_.assign(ops_.size(), 0);
+    owned_counters_.assign(count, 0);
     counters_ = owned_counters_.data();
   }
   if (counters_ == nullptr) {
@@ -201,26 +236,48 @@ void CoExecutionRuntime::Abort(absl::Status status) {
     if (error_.ok()) {
       error_ = std::move(status);
     } else {
-      error_ = absl::Status(error_.code(), absl::StrCat(error_.message(), "; then ", status.message()));
+      error_ =
+          absl::Status(error_.code(), absl::StrCat(error_.message(), "; then ", status.message()));
     }
   }
   if (aborted_.exchange(true)) return;
-  for (size_t op = 0; op < ops_.size(); ++op) counter(op).fetch_add(kAbortBump);
+  for (size_t op = 0; op <= ops_.size(); ++op) {
+    counter(op).fetch_add(kAbortBump);
+    FutexWakeAll(&counters_[op]);
+  }
 }
 
-bool CoExecutionRuntime::WaitOnHost(std::span<const CounterWait> waits) const {
+bool CoExecutionRuntime::WaitOnHost(std::span<const CounterWait> waits) {
   for (const CounterWait& w : waits) {
-    // Spin first: most waits end within microseconds, and each device owns its core. Then
-    // yield, so an oversubscribed core still lets the work being waited for run.
-    for (int spins = 0; counter(w.counter).load(std::memory_order_acquire) < w.target; ++spins) {
-      if (spins < 4096) {
-        CpuRelax();
-      } else {
-        std::this_thread::yield();
-      }
+    if (counter(w.counter).load(std::memory_order_acquire) >= w.target) continue;
+    // Spin briefly: on dedicated cores most waits end within microseconds.
+    const int64_t spin_until = NowNs() + kSpinNs;
+    bool met = false;
+    for (int spins = 1; !met; ++spins) {
+      CpuRelax();
+      met = counter(w.counter).load(std::memory_order_acquire) >= w.target;
+      if (spins % 64 == 0 && NowNs() > spin_until) break;
+    }
+    // Then park until the publisher wakes us: a busy machine needs this core for the work being
+    // waited for. Announcing the waiter before re-reading the counter (both sequentially
+    // consistent, as the publisher's add and its read of waiters_) means either we see the
+    // new value or the publisher sees us and wakes the futex.
+    std::atomic<int32_t>& parked = waiters_[w.counter];
+    while (!met) {
+      parked.fetch_add(1);
+      const int32_t value = counter(w.counter).load();
+      met = value >= w.target;
+      if (!met) FutexWait(&counters_[w.counter], value);
+      parked.fetch_sub(1);
     }
   }
   return !aborted_.load();
+}
+
+void CoExecutionRuntime::Publish(model::OpId op) {
+  counter(static_cast<size_t>(op)).fetch_add(1);
+  if (waiters_[static_cast<size_t>(op)].load() > 0)
+    FutexWakeAll(&counters_[static_cast<size_t>(op)]);
 }
 
 bool CoExecutionRuntime::CompletesOp(model::OpId op) {
@@ -258,23 +315,24 @@ absl::Status CoExecutionRuntime::RunOnHost(const Queued& q, int64_t start_ns) {
   // Still holding the turn: the last cin slice applies the activation in the arena.
   const bool publish = status.ok() && CompletesOp(q.step.op);
   timing.end_ns = NowNs() - start_ns;
-  if (publish) {
-    counter(static_cast<size_t>(q.step.op)).fetch_add(1, std::memory_order_release);
-  }
+  if (publish) Publish(q.step.op);
   return status;
 }
 
 void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
   Device* dev = devices_[static_cast<size_t>(device)];
   auto fail = [&](const absl::Status& status) {
-    Abort(absl::Status(status.code(), absl::StrCat("device ", dev->name(), ": ", status.message())));
+    Abort(
+        absl::Status(status.code(), absl::StrCat("device ", dev->name(), ": ", status.message())));
   };
   bool enqueued_any = false;
   for (Queued& q : queues_[static_cast<size_t>(device)]) {
     if (aborted_.load()) break;
     if (q.enqueue) {
       enqueued_any = true;
-      if (absl::Status s = q.subtask->Enqueue(q.waits, static_cast<size_t>(q.step.op)); !s.ok()) {
+      if (absl::Status s =
+              q.subtask->Enqueue(q.waits, static_cast<size_t>(q.step.op), ops_.size(), q.wake_host);
+          !s.ok()) {
         fail(s);
         break;
       }
@@ -288,15 +346,21 @@ void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
       break;
     }
   }
+  // The last host queue to end raises the release word: no host thread will add to a counter
+  // in this run any more, so a wait kernel still short of its target could never be met.
+  if (host_queues_running_.fetch_sub(1) == 1) {
+    counter(ops_.size()).store(1);
+    FutexWakeAll(&counters_[ops_.size()]);
+  }
   if (!enqueued_any) return;
   // Even after an abort: nothing may still be running on the arena when Run returns.
   if (absl::Status s = dev->Finish(); !s.ok()) fail(s);
   for (Queued& q : queues_[static_cast<size_t>(device)]) {
     if (!q.enqueue) continue;
     if (absl::Status s = q.subtask->CollectEnqueued(); !s.ok()) {
-      // After an abort the queue ran on unfinished inputs, which is expected; a failure of its
-      // own (a wait that ran out) still matters and is reported beside the first error.
-      if (!aborted_.load() || s.code() == absl::StatusCode::kDeadlineExceeded) fail(s);
+      // After an abort the queue ran on unfinished inputs and its waits were pushed past their
+      // targets, which is expected; the first error already says why.
+      if (!aborted_.load()) fail(s);
       continue;
     }
     RecordDeviceTiming(q, start_ns);
@@ -324,6 +388,8 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
   }
   error_ = absl::OkStatus();
   aborted_.store(false);
+  host_queues_running_.store(static_cast<int>(devices_.size()));
+  counter(ops_.size()).store(0);
   for (size_t op = 0; op < ops_.size(); ++op) {
     OpState& s = ops_[op];
     counter(op).store(0);

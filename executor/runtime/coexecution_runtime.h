@@ -2,15 +2,19 @@
 // one activation arena (the paper's Appendix: per-device ordered queues, dependency
 // counters in shared memory, per-subtask timestamps).
 //
-// Create validates the plan, lays out the arena (no memory reuse: devices run concurrently),
-// and has each device compile its subtasks against fixed arena views. Run copies the inputs
-// in, posts each device its whole queue, and lets the devices synchronise among themselves
-// through one dependency counter per op in shared memory, counting that op's finished
-// subtasks (a cin-split op counts once, when its last partial sum is in and its activation
-// applied). A subtask waits only for predecessor ops that have work on another device - its
-// own queue orders the rest. CPU devices wait by spinning on the counter (then yielding) and
-// publish with an atomic add; a device that can_enqueue (the GPU) gets its whole queue up
-// front, with the waits and completion signals as small kernels in its command queue. Run
+// Create validates the plan, lays out the arena (a block per tensor, since devices run
+// concurrently; tensors share memory only when one device of the host arena runs every op
+// whole in op order, as the bare executor does), and has each device compile its subtasks against
+// fixed arena views. Run copies the inputs in, posts each device its whole queue, and lets the
+// devices synchronise among themselves through one dependency counter per op in shared memory,
+// counting that op's finished subtasks (a cin-split op counts once, when its last partial sum is in
+// and its activation applied). A subtask waits only for predecessor ops that have work on another
+// device - its own queue orders the rest. CPU devices wait by spinning briefly on the counter, then
+// parking on it (futex), and publish with an atomic add that wakes parked waiters; a device that
+// can_enqueue (the GPU) gets its whole queue up front, with the waits and completion signals
+// as small kernels in its command queue (no time budget: once every host queue has ended the
+// runtime raises a release word, and a wait kernel still short of its target then fails
+// instead of spinning forever). Run
 // returns once every queue has drained, then copies the outputs out. If a subtask fails, the
 // counters are pushed past every target so all waiters, host or device, stop at once. When a
 // device cannot share the arena coherently (coarse-grained SVM, mapped buffers), its subtasks
@@ -74,6 +78,8 @@ class CoExecutionRuntime {
 
   // Per-subtask timestamps of the last Run, device by device in queue order.
   const std::vector<SubtaskTiming>& last_timings() const { return timings_; }
+  // Floats in the shared arena (activations, partial-sum buffers, XNNPACK's slack).
+  size_t arena_floats() const { return arena_floats_; }
 
  private:
   struct OpState {
@@ -93,8 +99,9 @@ class CoExecutionRuntime {
     std::unique_ptr<Subtask> subtask;
     // Predecessor ops with work on another device (the device's own order covers the rest).
     std::vector<CounterWait> waits;
-    bool enqueue = false;  // runs from the device's command queue
+    bool enqueue = false;    // runs from the device's command queue
     bool exclusive = false;  // takes the arena for itself while it runs
+    bool wake_host = false;  // a host thread may park on this op's counter
     size_t timing_index = 0;
   };
 
@@ -103,8 +110,11 @@ class CoExecutionRuntime {
   absl::Status AllocateArena(size_t floats, const RuntimeOptions& options);
   absl::Status AllocateCounters(const RuntimeOptions& options);
   void RunQueue(int device, int64_t start_ns);
-  // False when the run was aborted meanwhile.
-  bool WaitOnHost(std::span<const CounterWait> waits) const;
+  // Spins briefly, then parks on the counters (futex) until every wait is met. False when the
+  // run was aborted meanwhile.
+  bool WaitOnHost(std::span<const CounterWait> waits);
+  // Adds op's completion to its counter and wakes the host threads parked on it.
+  void Publish(model::OpId op);
   // Counts a finished subtask of `op`; true when the op is now complete (for a cin split, the
   // last partial sum is in and the activation applied).
   bool CompletesOp(model::OpId op);
@@ -114,7 +124,9 @@ class CoExecutionRuntime {
   // Takes the device's own timestamps and execution time of `q`'s last run, where it has any.
   void RecordDeviceTiming(const Queued& q, int64_t start_ns);
   void Abort(absl::Status status);
-  std::atomic_ref<int32_t> counter(size_t op) const { return std::atomic_ref<int32_t>(counters_[op]); }
+  std::atomic_ref<int32_t> counter(size_t op) const {
+    return std::atomic_ref<int32_t>(counters_[op]);
+  }
 
   std::vector<Device*> devices_;
   ExecutionPlan plan_;
@@ -124,10 +136,15 @@ class CoExecutionRuntime {
   };
   std::unique_ptr<float, FreeDeleter> owned_arena_;  // null when the caller allocated it
   float* arena_ = nullptr;
+  size_t arena_floats_ = 0;
   std::shared_ptr<void> arena_owner_;     // an allocator's arena
   std::shared_ptr<void> counters_owner_;  // an allocator's counters
   std::vector<int32_t> owned_counters_;   // empty when an allocator provided them
-  int32_t* counters_ = nullptr;          // one per op
+  int32_t* counters_ = nullptr;           // one per op, then the release word
+  // Host threads parked on each op's counter (WaitOnHost); a publisher wakes only when > 0.
+  std::unique_ptr<std::atomic<int32_t>[]> waiters_;
+  // Devices whose queue loop has not ended in this Run; the last one sets the release word.
+  std::atomic<int> host_queues_running_{0};
   std::vector<TensorView> inputs_, outputs_;
   std::vector<OpState> ops_;
   std::vector<std::vector<Queued>> queues_;

@@ -11,6 +11,7 @@
 #include "executor/reference/reference_kernels.h"
 #include "executor/runtime/cpu_device.h"
 #include "executor/testing/graph_builder.h"
+#include "executor/testing/oversubscription.h"
 #include "executor/testing/tensor_compare.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -148,6 +149,74 @@ TEST_F(CoExecutionTest, SingleDevicePlanMatches) {
     EXPECT_NEAR((*out)[0][i], (*expected)[0][i], 1e-4 * (1 + std::fabs((*expected)[0][i])));
   }
   EXPECT_EQ((*rt)->last_timings().size(), graph.ops.size());
+}
+
+// A plan that runs ops one at a time in op order lets tensors share memory, as the bare
+// executor does; any other order or a second device gets a block per tensor. Both run right.
+TEST_F(CoExecutionTest, OnlyAnOpOrderSingleDevicePlanReusesArenaMemory) {
+  const model::Graph graph = TestGraph();
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 1)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ExecutionPlan reordered = SingleDevicePlan(graph, 2);
+  std::swap(reordered.device_steps[0][0], reordered.device_steps[0][1]);  // two independent ops
+  ExecutionPlan split = SingleDevicePlan(graph, 2);
+  split.device_steps[1].push_back(split.device_steps[0].back());
+  split.device_steps[0].pop_back();
+  std::vector<size_t> floats;
+  for (const ExecutionPlan& plan : {SingleDevicePlan(graph, 2), reordered, split}) {
+    auto rt = CoExecutionRuntime::Create(graph, devices_, plan);
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    auto out = (*rt)->Run(input);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5);
+    floats.push_back((*rt)->arena_floats());
+  }
+  EXPECT_LT(floats[0], floats[1]);
+  EXPECT_EQ(floats[1], floats[2]);
+}
+
+// Busy threads on both cores outnumber the device threads 3:1: waits park instead of spinning
+// out the competitors' time slices, and every plan still runs to the reference output.
+TEST_F(CoExecutionTest, RandomPlansStayCorrectUnderOversubscription) {
+  const model::Graph graph = TestGraph();
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 3)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  testing::Oversubscription busy({0, 1}, 2, 2);
+  for (uint32_t seed = 100; seed < 110; ++seed) {
+    auto rt = CoExecutionRuntime::Create(graph, devices_, RandomPlan(graph, 2, seed));
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    for (int run = 0; run < 3; ++run) {
+      auto out = (*rt)->Run(input);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "plan seed " << seed;
+    }
+  }
+}
+
+// A core cluster device (one pinned XNNPACK thread per core) beside a one-core device: every
+// kernel runs on the cluster's threadpool and still matches the reference.
+TEST(CoExecutionClusterTest, ClusterDevicePlansMatchTheReference) {
+  auto cluster = CpuDevice::Create("cpu", {0, 1}, 2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  EXPECT_EQ((*cluster)->threads(), 2);
+  auto single = CpuDevice::Create("cpu.1", {1});
+  ASSERT_TRUE(single.ok()) << single.status();
+  const std::vector<Device*> devices{cluster->get(), single->get()};
+  const model::Graph graph = TestGraph();
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 5)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (uint32_t seed = 0; seed < 6; ++seed) {
+    const ExecutionPlan plan = seed == 0 ? SingleDevicePlan(graph, 2) : RandomPlan(graph, 2, seed);
+    auto rt = CoExecutionRuntime::Create(graph, devices, plan);
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    auto out = (*rt)->Run(input);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "plan seed " << seed;
+  }
+  EXPECT_EQ(CpuDevice::Create("bad", {0}, 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 std::string ReferenceDir() {

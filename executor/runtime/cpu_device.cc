@@ -1,7 +1,5 @@
 #include "executor/runtime/cpu_device.h"
 
-#include <pthreadpool.h>
-
 #include "absl/strings/str_cat.h"
 
 namespace psched::executor::runtime {
@@ -30,25 +28,21 @@ absl::StatusOr<std::unique_ptr<CpuDevice>> CpuDevice::Create(std::string name,
                         absl::StrCat("device ", name, ": ", worker.status().message()));
   }
   std::unique_ptr<CpuDevice> device(new CpuDevice(std::move(name), std::move(*worker)));
-  if (threads > 1) {
-    CpuDevice* d = device.get();
-    if (auto s = d->worker_->Call([d, threads] {
-          d->threadpool_ = pthreadpool_create(static_cast<size_t>(threads));
-          return d->threadpool_ != nullptr
-                     ? absl::OkStatus()
-                     : absl::ResourceExhaustedError("cannot create an XNNPACK threadpool");
-        });
-        !s.ok()) {
-      return s;
-    }
+  CpuDevice* d = device.get();
+  // On the worker: it becomes the pool's thread 0.
+  if (auto s = d->worker_->Call([d, threads] {
+        auto pool = cpu::CpuThreadpool::Create(threads, d->worker_->cores());
+        if (!pool.ok()) return pool.status();
+        d->threadpool_ = std::move(*pool);
+        return absl::OkStatus();
+      });
+      !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("device ", d->name_, ": ", s.message()));
   }
   return device;
 }
 
-CpuDevice::~CpuDevice() {
-  worker_->Drain();
-  if (threadpool_ != nullptr) pthreadpool_destroy(threadpool_);
-}
+CpuDevice::~CpuDevice() { worker_->Drain(); }
 
 absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& graph,
                                                             model::OpId id, WorkSlice slice,
@@ -59,7 +53,7 @@ absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& 
     cpu::KernelLayout layout;
     for (const TensorView& v : inputs) layout.input_pixel_strides.push_back(v.pixel_stride);
     layout.output_pixel_stride = output.pixel_stride;
-    auto kernel = cpu::CreateCpuKernel(graph, id, slice, layout, threadpool_);
+    auto kernel = cpu::CreateCpuKernel(graph, id, slice, layout, threadpool_->get());
     if (!kernel.ok()) return kernel.status();
     if (auto s = (*kernel)->Setup(inputs, output); !s.ok()) return s;
     subtask = std::make_unique<CpuSubtask>(std::move(*kernel));

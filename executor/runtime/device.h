@@ -72,7 +72,12 @@ class Subtask {
   virtual bool can_enqueue() const { return false; }
   // Enqueues, in the device's queue and in this order, a wait for each of `waits`, the slice,
   // and an atomic +1 on counter `signal`, and returns without waiting for any of it.
-  virtual absl::Status Enqueue(std::span<const CounterWait> waits, size_t signal) {
+  // `release` is the counter the runtime sets once no host thread will add to any counter in
+  // this run: a wait still short of its target then can never be met and fails (a lost
+  // signal is an error, decided without a clock). `wake_host`: host threads may be parked on
+  // counter `signal` (FutexWait); wake them once the signal has landed.
+  virtual absl::Status Enqueue(std::span<const CounterWait> waits, size_t signal, size_t release,
+                               bool wake_host) {
     return absl::UnimplementedError("this subtask cannot be enqueued");
   }
   // After Device::Finish: the status of the last enqueued run (an error when it, or a wait
@@ -94,9 +99,9 @@ class Device {
   // Called once before any Compile with the shared arena every view points into; a GPU
   // device maps view pointers to offsets from `base`. No-op for CPU devices.
   virtual absl::Status BindArena(float* base, size_t floats) { return absl::OkStatus(); }
-  // Called once before any Compile with the runtime's `count` dependency counters. A device
-  // that can update them from its own queue (they came from its allocator) compiles
-  // subtasks that can_enqueue(); any other device ignores them.
+  // Called once before any Compile with the runtime's `count` dependency counters (one per op
+  // and the release word). A device that can update them from its own queue (they came from
+  // its allocator) compiles subtasks that can_enqueue(); any other device ignores them.
   virtual absl::Status BindCounters(int32_t* counters, size_t count) { return absl::OkStatus(); }
   // Compiles op `id`'s `slice` reading `inputs` (one view per activation input, in op.inputs
   // order) and writing `output` (the whole op's output view). A cin slice adds its partial

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "executor/common/arena_plan.h"
+#include "executor/common/futex.h"
 #include "executor/opencl/opencl_kernels.h"
 #include "executor/opencl/sync_kernels.h"
 #include "spdlog/spdlog.h"
@@ -81,6 +82,10 @@ class OpenClRuntimeDevice::Clock {
 
 namespace {
 
+void CL_CALLBACK WakeOnComplete(cl_event, cl_int, void* word) {
+  FutexWakeAll(static_cast<int32_t*>(word));
+}
+
 class OpenClSubtask final : public Subtask {
  public:
   // `counters` non-null: the subtask can be enqueued with in-queue waits and signal.
@@ -105,8 +110,9 @@ class OpenClSubtask final : public Subtask {
     absl::Status status = EnqueueKernel();
     if (status.ok()) {
       const cl_int err = clWaitForEvents(1, &last_);
-      status = err == CL_SUCCESS ? ReadProfile()
-                                 : opencl::ClStatus(err, absl::StrCat("waiting for ", kernel_->name()));
+      status = err == CL_SUCCESS
+                   ? ReadProfile()
+                   : opencl::ClStatus(err, absl::StrCat("waiting for ", kernel_->name()));
     }
     ReleaseEvents();
     if (takes_arena_turns()) {
@@ -127,14 +133,25 @@ class OpenClSubtask final : public Subtask {
 
   bool can_enqueue() const override { return counters_ != nullptr; }
 
-  absl::Status Enqueue(std::span<const CounterWait> waits, size_t signal) override {
-    if (!can_enqueue()) return Subtask::Enqueue(waits, signal);
+  absl::Status Enqueue(std::span<const CounterWait> waits, size_t signal, size_t release,
+                       bool wake_host) override {
+    if (!can_enqueue()) return Subtask::Enqueue(waits, signal, release, wake_host);
     waited_ = !waits.empty();
     for (const CounterWait& w : waits) {
-      if (auto s = counters_->EnqueueWait(w.counter, w.target); !s.ok()) return s;
+      if (auto s = counters_->EnqueueWait(w.counter, w.target, release); !s.ok()) return s;
     }
     if (auto s = EnqueueKernel(); !s.ok()) return s;
-    if (auto s = counters_->EnqueueSignal(signal); !s.ok()) return s;
+    cl_event signalled = nullptr;
+    if (auto s = counters_->EnqueueSignal(signal, 1, wake_host ? &signalled : nullptr); !s.ok()) {
+      return s;
+    }
+    if (signalled != nullptr) {
+      // The counter is already raised when the event completes; wake whoever parked on it.
+      const cl_int err =
+          clSetEventCallback(signalled, CL_COMPLETE, WakeOnComplete, counters_->data() + signal);
+      clReleaseEvent(signalled);
+      if (err != CL_SUCCESS) return opencl::ClStatus(err, "clSetEventCallback for a signal");
+    }
     // Start at once: a CPU device may be waiting for this signal.
     return device_->Flush();
   }
@@ -142,8 +159,9 @@ class OpenClSubtask final : public Subtask {
   absl::Status CollectEnqueued() override {
     if (waited_ && counters_->TakeTimeout()) {
       ReleaseEvents();
-      return absl::DeadlineExceededError(
-          "a wait kernel in the GPU queue gave up waiting for CPU work (lost signal?)");
+      return absl::InternalError(
+          "a wait kernel in the GPU queue was released with its CPU inputs unfinished after "
+          "every CPU subtask had ended (a lost signal)");
     }
     return ReadProfile();
   }
@@ -183,8 +201,8 @@ class OpenClSubtask final : public Subtask {
   }
 
   OpenClRuntimeDevice::Clock* clock_;  // the device's
-  std::shared_ptr<void> binding_;  // keeps the arena alive; declared before the kernel
-  opencl::SvmArena* arena_;        // owned by the binding
+  std::shared_ptr<void> binding_;      // keeps the arena alive; declared before the kernel
+  opencl::SvmArena* arena_;            // owned by the binding
   std::unique_ptr<opencl::OpKernel> kernel_;
   opencl::OpenClDevice* device_;
   opencl::DependencyCounters* counters_;  // owned by the binding
@@ -236,20 +254,20 @@ absl::StatusOr<std::unique_ptr<OpenClRuntimeDevice>> OpenClRuntimeDevice::Create
   }
   const opencl::DeviceInfo& info = d->device_->info();
   d->arena_mode_ = options.arena_mode.value_or(opencl::BestMemoryMode(info));
-  const bool supported = d->arena_mode_ == opencl::MemoryMode::kBuffer ||
-                         (d->arena_mode_ == opencl::MemoryMode::kCoarseGrainSvm &&
-                          info.svm_coarse_grain) ||
-                         (d->arena_mode_ == opencl::MemoryMode::kFineGrainSvm &&
-                          info.svm_fine_grain);
+  const bool supported =
+      d->arena_mode_ == opencl::MemoryMode::kBuffer ||
+      (d->arena_mode_ == opencl::MemoryMode::kCoarseGrainSvm && info.svm_coarse_grain) ||
+      (d->arena_mode_ == opencl::MemoryMode::kFineGrainSvm && info.svm_fine_grain);
   if (!supported) {
     return absl::FailedPreconditionError(
         absl::StrCat("device ", d->name_, ": OpenCL device '", info.name, "' has no ",
                      std::string(opencl::MemoryModeName(d->arena_mode_)), " memory"));
   }
   if (d->arena_mode_ != opencl::MemoryMode::kFineGrainSvm) {
-    spdlog::warn("device {}: no fine-grained SVM in use ({}): CPU and GPU subtasks take turns on "
-                 "the arena instead of overlapping", d->name_,
-                 opencl::MemoryModeName(d->arena_mode_));
+    spdlog::warn(
+        "device {}: no fine-grained SVM in use ({}): CPU and GPU subtasks take turns on "
+        "the arena instead of overlapping",
+        d->name_, opencl::MemoryModeName(d->arena_mode_));
   }
   if (options.overhead_iterations > 0) {
     double overhead = 0;
@@ -276,8 +294,7 @@ OpenClRuntimeDevice::OpenClRuntimeDevice(std::string name, std::unique_ptr<Pinne
     : name_(std::move(name)),
       clock_(std::make_unique<Clock>()),
       worker_(std::move(worker)),
-      in_queue_sync_(options.in_queue_sync),
-      max_wait_spins_(options.max_wait_spins) {}
+      in_queue_sync_(options.in_queue_sync) {}
 
 OpenClRuntimeDevice::~OpenClRuntimeDevice() {
   worker_->Drain();
@@ -303,12 +320,12 @@ bool OpenClRuntimeDevice::in_queue_sync() const {
 absl::StatusOr<SharedMemory<int32_t>> OpenClRuntimeDevice::AllocateCounters(size_t count) {
   opencl::SyncOptions options;
   options.force_host_side = !in_queue_sync();
-  if (max_wait_spins_ > 0) options.max_spins = max_wait_spins_;
-  auto counters = opencl::DependencyCounters::Create(device_.get(), std::max<size_t>(count, 1),
-                                                     options);
+  auto counters =
+      opencl::DependencyCounters::Create(device_.get(), std::max<size_t>(count, 1), options);
   if (!counters.ok()) {
-    return absl::Status(counters.status().code(), absl::StrCat("device ", name_, ": counters: ",
-                                                               counters.status().message()));
+    return absl::Status(
+        counters.status().code(),
+        absl::StrCat("device ", name_, ": counters: ", counters.status().message()));
   }
   std::shared_ptr<opencl::DependencyCounters> shared = std::move(*counters);
   std::lock_guard<std::mutex> lock(mu_);
@@ -407,16 +424,13 @@ absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
       b.counters != nullptr && b.counters->device_side() && b.arena->host_coherent();
   auto kernel = b.factory->Create(id, {slice.axis, slice.begin, slice.end}, options);
   if (!kernel.ok()) return kernel.status();
-  return std::make_unique<OpenClSubtask>(current_, b.arena.get(), std::move(*kernel),
-                                         device_.get(), in_queue ? b.counters.get() : nullptr,
-                                         clock_.get());
+  return std::make_unique<OpenClSubtask>(current_, b.arena.get(), std::move(*kernel), device_.get(),
+                                         in_queue ? b.counters.get() : nullptr, clock_.get());
 }
 
 void OpenClRuntimeDevice::Post(std::function<void()> job) { worker_->Post(std::move(job)); }
 
-absl::Status OpenClRuntimeDevice::Finish() {
-  return device_->Finish();
-}
+absl::Status OpenClRuntimeDevice::Finish() { return device_->Finish(); }
 
 absl::Status OpenClRuntimeDevice::BindCounters(int32_t* counters, size_t count) {
   std::lock_guard<std::mutex> lock(mu_);

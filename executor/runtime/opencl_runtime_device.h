@@ -6,20 +6,22 @@
 // copies (paper sec. 2.1). A device without it gets coarse-grained SVM or a mapped buffer: the
 // arena stays mapped for the host, and each GPU subtask unmaps it, runs, and maps it back while
 // the runtime keeps every other subtask off it (takes_arena_turns) - still no copies, but CPU
-// and GPU no longer overlap. Compile turns the runtime's views into arena offsets and pixel strides and builds one
-// opencl::OpKernel per subtask (weights uploaded once per op).
+// and GPU no longer overlap. Compile turns the runtime's views into arena offsets and pixel strides
+// and builds one opencl::OpKernel per subtask (weights uploaded once per op).
 //
 // Synchronisation (paper, Appendix A): with CounterAllocator() as
 // RuntimeOptions::allocate_counters and a device with SVM atomics, the runtime's dependency
 // counters live in fine-grained SVM and subtasks are enqueued ahead: each is a psched_wait
 // kernel per CPU predecessor, the op's kernels, and a psched_signal kernel
 // (opencl::DependencyCounters), so the GPU queue waits for CPU work and publishes its own
-// without the host. Otherwise (no SVM atomics, counters in host memory, or
-// in_queue_sync=false) a subtask Runs from the dispatcher thread: the host waits for its
-// inputs, enqueues its kernel and waits for the event. The runtime runs cin slices that way
-// too (the last slice of an op combines the partial sums on the host); a cin slice adds into
-// its own partial buffer when the runtime gives it one (KernelOptions::partial_output), so it
-// never waits for the CPU's slices. Both ways record each kernel's profiled device time.
+// without the host. A wait has no time budget: it ends when its counter is met, or fails when
+// the runtime's release word says no CPU work is left to meet it; a signal that CPU threads
+// may be parked on wakes them from the event's completion callback. Otherwise (no SVM atomics,
+// counters in host memory, or in_queue_sync=false) a subtask Runs from the dispatcher thread: the
+// host waits for its inputs, enqueues its kernel and waits for the event. The runtime runs cin
+// slices that way too (the last slice of an op combines the partial sums on the host); a cin slice
+// adds into its own partial buffer when the runtime gives it one (KernelOptions::partial_output),
+// so it never waits for the CPU's slices. Both ways record each kernel's profiled device time.
 //
 // Create measures the dispatch + sync overhead of one kernel round trip
 // (opencl::MeasureDispatchOverheadUs), which planning uses as the predictor's per-GPU-subtask
@@ -64,8 +66,6 @@ struct OpenClRuntimeDeviceOptions {
   bool in_queue_sync = true;
   // Arena memory; unset picks the best the device has (opencl::BestMemoryMode).
   std::optional<opencl::MemoryMode> arena_mode = std::nullopt;
-  // Spin budget of one in-queue wait (opencl::SyncOptions::max_spins); 0 keeps its default.
-  int32_t max_wait_spins = 0;
 };
 
 class OpenClRuntimeDevice final : public Device {
@@ -122,7 +122,6 @@ class OpenClRuntimeDevice final : public Device {
   int pinned_driver_threads_ = 0;
   const bool in_queue_sync_;
   opencl::MemoryMode arena_mode_ = opencl::MemoryMode::kFineGrainSvm;
-  const int32_t max_wait_spins_;
 
   std::mutex mu_;
   // Arenas allocated but not yet bound, by host pointer.

@@ -68,7 +68,9 @@ absl::StatusOr<std::unique_ptr<PlatformDevices>> PlatformDevices::Create(
       result->gpu_ = gpu->get();
       result->owned_.push_back(std::move(*gpu));
     } else {
-      auto cpu = CpuDevice::Create(spec.name, spec.cpu_cores);
+      // A cluster device runs every subtask on one pinned thread per core.
+      const int threads = std::max<int>(1, static_cast<int>(spec.cpu_cores.size()));
+      auto cpu = CpuDevice::Create(spec.name, spec.cpu_cores, threads);
       if (!cpu.ok()) return cpu.status();
       result->owned_.push_back(std::move(*cpu));
     }

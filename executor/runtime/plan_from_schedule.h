@@ -5,10 +5,12 @@
 // order by predicted start time); the runtime then runs each device's queue as fast as the
 // dependencies allow, so measured times may drift from the predicted ones but never the order.
 //
-// MakePlatformDevices builds one CpuDevice per CPU device (a single worker pinned to its
-// cpu_cores) and one OpenClRuntimeDevice for the GPU (DeviceSpec::opencl_device is its
-// selector; "pthread" picks PoCL). The result owns the devices; runtimes built with its
-// runtime_options() must be destroyed before it. Plain functions; thread-safe.
+// PlatformDevices::Create builds one CpuDevice per CPU device (a worker and an XNNPACK
+// threadpool of one thread per core of its cpu_cores, each thread pinned to its core: a core
+// cluster runs every subtask on all its cores) and one OpenClRuntimeDevice for the GPU
+// (DeviceSpec::opencl_device is its selector; "pthread" picks PoCL). The result owns the devices;
+// runtimes built with its runtime_options() must be destroyed before it. Plain functions;
+// thread-safe.
 #pragma once
 
 #include <memory>

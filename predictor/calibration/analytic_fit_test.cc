@@ -106,7 +106,7 @@ CalibrationSamples Generate(const std::vector<AnalyticDeviceParams>& truth, doub
     for (const OpConfig& c : Configs()) {
       const double us = model.PredictUs(c, d) - truth[static_cast<size_t>(d)].dispatch_us;
       samples.samples.push_back(
-          {truth[static_cast<size_t>(d)].name, c, us * std::exp(noise(rng)), 5, ""});
+          {truth[static_cast<size_t>(d)].name, c, us * std::exp(noise(rng)), 5, "", 1, ""});
     }
   }
   return samples;

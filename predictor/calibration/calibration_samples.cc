@@ -159,7 +159,9 @@ json SamplesToJson(const CalibrationSamples& samples) {
                         {"config", OpConfigToJson(s.config)},
                         {"measured_us", s.measured_us},
                         {"runs", s.runs},
-                        {"source", s.source}});
+                        {"source", s.source},
+                        {"threads", s.threads},
+                        {"kernel", s.kernel}});
   }
   return json{{"platform", samples.platform}, {"samples", std::move(list)}};
 }
@@ -203,6 +205,15 @@ absl::StatusOr<CalibrationSamples> SamplesFromJson(const json& j) {
     }
     if (const auto src = s.find("source"); src != s.end() && src->is_string()) {
       sample.source = src->get<std::string>();
+    }
+    if (const auto threads = s.find("threads"); threads != s.end()) {
+      if (!threads->is_number_integer() || threads->get<int>() < 1) {
+        return bad("'threads' must be an integer >= 1");
+      }
+      sample.threads = threads->get<int>();
+    }
+    if (const auto kernel = s.find("kernel"); kernel != s.end() && kernel->is_string()) {
+      sample.kernel = kernel->get<std::string>();
     }
     out.samples.push_back(std::move(sample));
   }

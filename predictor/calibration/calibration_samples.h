@@ -23,6 +23,11 @@ struct CalibrationSample {
   double measured_us = 0;  // median over the timed runs
   int runs = 0;            // timed runs behind the median (warm-up excluded)
   std::string source;  // where the configuration came from, e.g. "squeezenet_v1_1/op 12 cout[0,32)"
+  // How it ran: the device's thread count (a core cluster runs each subtask on one thread per
+  // core; two threads are not twice one) and the kernel library that ran it ("xnnpack",
+  // "onednn", "opencl"; empty in files written before the field existed).
+  int threads = 1;
+  std::string kernel;
 };
 
 struct CalibrationSamples {
@@ -39,7 +44,8 @@ nlohmann::json OpConfigToJson(const OpConfig& config);
 absl::StatusOr<OpConfig> OpConfigFromJson(const nlohmann::json& json);
 
 // {"platform": "host", "samples": [{"device": ..., "config": {...}, "measured_us": x,
-//  "runs": n, "source": ...}, ...]}
+//  "runs": n, "source": ..., "threads": n, "kernel": "xnnpack"}, ...]} (threads and kernel
+// optional on reading: 1 and empty).
 nlohmann::json SamplesToJson(const CalibrationSamples& samples);
 // InvalidArgument naming the sample index and field at fault; a measured time must be finite
 // and > 0.

@@ -31,9 +31,9 @@ TEST(CalibrationSamplesTest, JsonRoundTripKeepsEverything) {
   fc.output = Shape{1, 1, 1000};
   ComputeCost(fc);
   fc = SubtaskConfig(fc, model::SplitAxis::kInputChannels, 0, 512);
-  samples.samples = {{"cpu.0", StridedConv(), 123.5, 7, "peleenet/op 3"},
-                     {"gpu", cin, 44.25, 5, "x/op 1 spatial[3,9)"},
-                     {"cpu.1", fc, 80.0, 9, ""}};
+  samples.samples = {{"cpu.0", StridedConv(), 123.5, 7, "peleenet/op 3", 1, ""},
+                     {"gpu", cin, 44.25, 5, "x/op 1 spatial[3,9)", 1, "opencl"},
+                     {"cpu.1", fc, 80.0, 9, "", 2, "xnnpack"}};
   const std::string text = SamplesToJson(samples).dump();
   absl::StatusOr<CalibrationSamples> back = SamplesFromJson(nlohmann::json::parse(text));
   ASSERT_TRUE(back.ok()) << back.status();
@@ -46,6 +46,8 @@ TEST(CalibrationSamplesTest, JsonRoundTripKeepsEverything) {
     EXPECT_DOUBLE_EQ(back->samples[i].measured_us, samples.samples[i].measured_us);
     EXPECT_EQ(back->samples[i].runs, samples.samples[i].runs);
     EXPECT_EQ(back->samples[i].source, samples.samples[i].source);
+    EXPECT_EQ(back->samples[i].threads, samples.samples[i].threads);
+    EXPECT_EQ(back->samples[i].kernel, samples.samples[i].kernel);
     EXPECT_EQ(b.kind, a.kind);
     EXPECT_EQ(b.inputs, a.inputs);
     EXPECT_EQ(b.output, a.output);
@@ -63,7 +65,8 @@ TEST(CalibrationSamplesTest, JsonRoundTripKeepsEverything) {
 
 TEST(CalibrationSamplesTest, RejectsBadInputNamingTheSampleAndField) {
   CalibrationSamples samples;
-  samples.samples = {{"cpu.0", StridedConv(), 10.0, 3, ""}, {"cpu.0", StridedConv(), 12.0, 3, ""}};
+  samples.samples = {{"cpu.0", StridedConv(), 10.0, 3, "", 1, ""},
+                     {"cpu.0", StridedConv(), 12.0, 3, "", 1, ""}};
   const nlohmann::json good = SamplesToJson(samples);
   auto message = [](const nlohmann::json& j) {
     return std::string(SamplesFromJson(j).status().message());
@@ -74,6 +77,14 @@ TEST(CalibrationSamplesTest, RejectsBadInputNamingTheSampleAndField) {
   j["samples"][1]["measured_us"] = 0.0;
   EXPECT_THAT(message(j),
               ::testing::HasSubstr("sample 1: 'measured_us' must be a finite number > 0"));
+  j = good;
+  j["samples"][1]["threads"] = 0;
+  EXPECT_THAT(message(j), ::testing::HasSubstr("sample 1: 'threads' must be an integer >= 1"));
+  j = good;
+  j["samples"][1].erase("threads");
+  j["samples"][1].erase("kernel");
+  ASSERT_TRUE(SamplesFromJson(j).ok());
+  EXPECT_EQ(SamplesFromJson(j)->samples[1].threads, 1);
   j = good;
   j["samples"][0]["config"]["kind"] = "lstm";
   EXPECT_THAT(message(j),

@@ -87,7 +87,8 @@ absl::StatusOr<std::vector<CalibrationSample>> SamplesFromTrace(const json& trac
     samples.push_back(CalibrationSample{
         device->second, SubtaskConfig(graph, id, *axis, begin, end), us, 1,
         absl::StrCat(graph.name, "/op ", id, " '", graph.op(id).name, "' ",
-                     std::string(model::SplitAxisName(*axis)), "[", begin, ",", end, ") trace")});
+                     std::string(model::SplitAxisName(*axis)), "[", begin, ",", end, ") trace"),
+        /*threads=*/1, /*kernel=*/""});
   }
   return samples;
 }

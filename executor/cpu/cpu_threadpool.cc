@@ -1,0 +1,80 @@
+#include "executor/cpu/cpu_threadpool.h"
+
+#include <pthreadpool.h>
+#include <sched.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace psched::executor::cpu {
+namespace {
+
+// What each pool thread does once: pin itself to its core, then wait until every thread has
+// pinned itself. The wait is what makes the mapping exact: pthreadpool hands item i of an
+// n-item call to thread i first and a thread only steals another's item after finishing its
+// own, which no thread does before all n have started theirs.
+struct PinTask {
+  std::span<const int> cores;
+  std::atomic<int> arrived{0};
+  std::atomic<int> failed_errno{0};
+};
+
+void PinOne(void* context, size_t index) {
+  auto* task = static_cast<PinTask*>(context);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(task->cores[index], &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) task->failed_errno.store(errno);
+  task->arrived.fetch_add(1);
+  while (task->arrived.load() < static_cast<int>(task->cores.size())) std::this_thread::yield();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CpuThreadpool>> CpuThreadpool::Create(int threads,
+                                                                     std::span<const int> cores) {
+  if (threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threadpool: threads must be >= 1, got ", threads));
+  }
+  if (threads == 1) return std::unique_ptr<CpuThreadpool>(new CpuThreadpool(nullptr, 1));
+  const std::set<int> distinct(cores.begin(), cores.end());
+  const bool pin = static_cast<int>(cores.size()) == threads && distinct.size() == cores.size();
+  for (int core : pin ? cores : std::span<const int>()) {
+    if (core < 0 || core >= CPU_SETSIZE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("threadpool: core id ", core, " is out of range"));
+    }
+  }
+  pthreadpool_t pool = pthreadpool_create(static_cast<size_t>(threads));
+  if (pool == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot create an XNNPACK threadpool of ", threads, " threads"));
+  }
+  std::unique_ptr<CpuThreadpool> result(new CpuThreadpool(pool, threads));
+  if (static_cast<int>(pthreadpool_get_threads_count(pool)) != threads) {
+    return absl::ResourceExhaustedError(absl::StrCat("the XNNPACK threadpool started ",
+                                                     pthreadpool_get_threads_count(pool), " of ",
+                                                     threads, " threads"));
+  }
+  if (pin) {
+    PinTask task{.cores = cores};
+    pthreadpool_parallelize_1d(pool, PinOne, &task, cores.size(), 0);
+    if (const int err = task.failed_errno.load(); err != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("threadpool: cannot pin its threads to their cores: ", std::strerror(err)));
+    }
+  }
+  return result;
+}
+
+CpuThreadpool::~CpuThreadpool() {
+  if (pool_ != nullptr) pthreadpool_destroy(pool_);
+}
+
+}  // namespace psched::executor::cpu

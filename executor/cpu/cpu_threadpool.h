@@ -1,0 +1,49 @@
+// CpuThreadpool: the XNNPACK threadpool (pthreadpool) of a CPU device that is a core cluster,
+// one thread per core, each thread pinned to its own core.
+//
+// The thread that creates the pool is its thread 0 (pthreadpool runs a share of every
+// parallel call on its caller), so Create must run on the thread that will run the kernels -
+// a device's PinnedWorker. Given one core per thread, it pins that thread to cores[0] and the
+// pool's own threads to cores[1..]: each XNNPACK call waits for its slowest thread, and pinned
+// threads cannot be stacked on one core by the operating system while another core idles.
+// Otherwise every thread keeps the creating thread's affinity.
+//
+// Ownership: owns the pool; destroy it after every kernel created with get(). Thread-safety:
+// get() may be shared by kernels used from the creating thread only (pthreadpool serializes
+// parallel calls).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+typedef struct pthreadpool* pthreadpool_t;
+
+namespace psched::executor::cpu {
+
+class CpuThreadpool {
+ public:
+  // `threads` >= 1 threads; `cores` with exactly `threads` distinct ids pins them one per core,
+  // any other list leaves the affinity alone. One thread gives a pool whose get() is null
+  // (kernels run on the caller alone, XNNPACK's cheapest path) and pins nothing.
+  // kInvalidArgument for threads < 1 or a core that cannot be pinned to, kResourceExhausted
+  // when the threads cannot be started.
+  static absl::StatusOr<std::unique_ptr<CpuThreadpool>> Create(int threads,
+                                                               std::span<const int> cores);
+  ~CpuThreadpool();
+  CpuThreadpool(const CpuThreadpool&) = delete;
+  CpuThreadpool& operator=(const CpuThreadpool&) = delete;
+
+  pthreadpool_t get() const { return pool_; }
+  int threads() const { return threads_; }
+
+ private:
+  CpuThreadpool(pthreadpool_t pool, int threads) : pool_(pool), threads_(threads) {}
+
+  pthreadpool_t pool_;
+  int threads_;
+};
+
+}  // namespace psched::executor::cpu

@@ -1,0 +1,87 @@
+#include "executor/cpu/cpu_threadpool.h"
+
+#include <gtest/gtest.h>
+#include <pthreadpool.h>
+#include <sched.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "executor/common/pinned_worker.h"
+
+namespace psched::executor::cpu {
+namespace {
+
+// The affinity mask of every thread that ran an item of a call with one item per thread.
+struct Masks {
+  std::mutex mu;
+  std::vector<std::set<int>> masks;
+  std::atomic<int> arrived{0};
+};
+
+// Records the calling thread's mask, then waits for the other item: each item on its own thread.
+void RecordMask(void* context, size_t) {
+  auto* masks = static_cast<Masks*>(context);
+  masks->arrived.fetch_add(1);
+  while (masks->arrived.load() < 2) std::this_thread::yield();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  std::set<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cores.insert(c);
+  }
+  std::lock_guard<std::mutex> lock(masks->mu);
+  masks->masks.push_back(cores);
+}
+
+TEST(CpuThreadpoolTest, PinsOneThreadPerCore) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two cores";
+  auto worker = PinnedWorker::Start({0, 1});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  Masks masks;
+  std::set<int> caller_mask;
+  ASSERT_TRUE((*worker)
+                  ->Call([&] {
+                    auto pool = CpuThreadpool::Create(2, std::vector<int>{1, 0});
+                    if (!pool.ok()) return pool.status();
+                    EXPECT_EQ((*pool)->threads(), 2);
+                    EXPECT_NE((*pool)->get(), nullptr);
+                    pthreadpool_parallelize_1d((*pool)->get(), RecordMask, &masks, 2, 0);
+                    cpu_set_t set;
+                    CPU_ZERO(&set);
+                    sched_getaffinity(0, sizeof(set), &set);
+                    for (int c = 0; c < CPU_SETSIZE; ++c) {
+                      if (CPU_ISSET(c, &set)) caller_mask.insert(c);
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  // The creating thread is thread 0, on the first listed core; the pool's thread on the other.
+  EXPECT_EQ(caller_mask, std::set<int>{1});
+  ASSERT_EQ(masks.masks.size(), 2u);
+  std::set<std::set<int>> distinct(masks.masks.begin(), masks.masks.end());
+  EXPECT_EQ(distinct, (std::set<std::set<int>>{{0}, {1}}));
+}
+
+TEST(CpuThreadpoolTest, OneThreadHasNoPoolAndOtherCoreListsKeepTheAffinity) {
+  auto one = CpuThreadpool::Create(1, std::vector<int>{0});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ((*one)->get(), nullptr);
+  EXPECT_EQ((*one)->threads(), 1);
+  auto unpinned = CpuThreadpool::Create(3, std::vector<int>{0});
+  ASSERT_TRUE(unpinned.ok()) << unpinned.status();
+  EXPECT_EQ((*unpinned)->threads(), 3);
+}
+
+TEST(CpuThreadpoolTest, RejectsBadInput) {
+  EXPECT_EQ(CpuThreadpool::Create(0, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CpuThreadpool::Create(2, std::vector<int>{0, -1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace psched::executor::cpu
