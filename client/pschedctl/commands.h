@@ -17,6 +17,9 @@ void CmdCacheStats(const Globals& g);
 void CmdCacheLs(const Globals& g);
 void CmdCachePurge(const Globals& g, bool all);
 
+// platform_commands.cc: the devices and what CPU topology discovery found.
+void CmdPlatformShow(const Globals& g);
+
 // model_commands.cc: registered models; `model inspect FILE` imports locally, no daemon.
 void CmdModelAdd(const Globals& g, const std::string& file, const std::string& name,
                  bool synthetic);

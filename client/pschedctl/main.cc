@@ -34,6 +34,11 @@ int Main(int argc, char** argv) {
     action = [&] { CmdStatus(g); };
   });
 
+  CLI::App* platform = app.add_subcommand("platform", "the devices pschedd plans for");
+  platform->require_subcommand(1);
+  platform->add_subcommand("show", "devices, and the CPU clusters discovery found and why")
+      ->callback([&] { action = [&] { CmdPlatformShow(g); }; });
+
   CLI::App* model = app.add_subcommand("model", "register, list, remove and inspect models");
   model->require_subcommand(1);
   std::string file, name, id;
