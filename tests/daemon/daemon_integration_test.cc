@@ -1131,6 +1131,32 @@ cores = [1]
   EXPECT_EQ(Stop(), 0) << Log();
 }
 
+TEST_F(DaemonTest, PlatformDiscoverReadsABoardsTreeWithoutADaemon) {
+  auto [rc, text] =
+      Ctl("-o json platform discover --sysfs-root " + kSysfsFixtures + "/snapdragon-8gen2");
+  ASSERT_EQ(rc, 0) << text;
+  json topology = json::parse(text);
+  std::vector<std::string> names;
+  for (const json& c : topology["clusters"]) names.push_back(c["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu.prime", "cpu.big", "cpu.mid", "cpu.little"}));
+  EXPECT_EQ(topology["clusters"][3]["cores"], json({0, 1, 2}));
+  EXPECT_EQ(topology["clusters"][0]["uarch"], "Cortex-X3");
+  EXPECT_EQ(topology["cores"].size(), 8u);
+
+  auto [table_rc, table] =
+      Ctl("platform discover --sysfs-root " + kSysfsFixtures + "/x86-vm-2vcpu");
+  ASSERT_EQ(table_rc, 0) << table;
+  EXPECT_NE(table.find("cpu      0-1    2        -         -        -"), std::string::npos)
+      << table;
+
+  std::string err;
+  auto [bad_rc, bad] =
+      Ctl("platform discover --sysfs-root " + kSysfsFixtures + "/damaged-online-list", &err);
+  EXPECT_EQ(bad_rc, 1);
+  EXPECT_NE(err.find("pschedctl: cannot tell which CPUs are online: "), std::string::npos) << err;
+  EXPECT_NE(err.find("'0-3,banana' is not a CPU list"), std::string::npos) << err;
+}
+
 TEST_F(DaemonTest, PschedctlCommandsTableAndJson) {
   Start();
   auto [add_rc, id_line] = Ctl("model add " + kTinyModel + " --name tiny");
