@@ -69,7 +69,7 @@ step "infer $name.input.npy"
 ctl infer "$id" --input "$data/$name.input.npy" --output "$work/output.npy"
 
 step "compare with the PyTorch reference $name.output.npy"
-python3 - "$work/output.npy" "$data/$name.output.npy" <<'EOF'
+/usr/bin/python3 - "$work/output.npy" "$data/$name.output.npy" <<'EOF'
 import sys
 import numpy as np
 
