@@ -44,8 +44,9 @@ ctl() { run "$pschedctl" --socket "$socket" --timeout 600 "$@"; }
 step() { printf '==> %s\n' "$*"; }
 
 step "pschedd (arm64, $qemu) on $socket"
-run "$pschedd" --socket "$socket" --state-dir "$work/state" --log-level info \
-  >"$work/pschedd.log" 2>&1 &
+# qemu itself in the background (not through run()), so $! is the process SIGTERM must reach.
+"$qemu" -L "$cross_root" "$pschedd" --socket "$socket" --state-dir "$work/state" \
+  --log-level info >"$work/pschedd.log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
   ctl status >/dev/null 2>&1 && break
