@@ -12,12 +12,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "platform/cpu_topology.h"
 
 namespace psched::daemon {
 
@@ -41,6 +43,16 @@ struct DeviceInfo {
   std::string opencl_device;
 };
 
+// How the host platform's CPU devices were found (`pschedctl platform show`).
+struct DiscoveryInfo {
+  // "discovered", "config", "fallback" or "profile" (admin.proto's PlatformDiscovery).
+  std::string cpu_devices_from = "profile";
+  // Why discovery failed; empty when it worked or did not run.
+  std::string error;
+  // What discovery found; unset when it did not run or failed.
+  std::optional<platform::CpuTopology> topology;
+};
+
 struct PlatformInfo {
   std::string name;
   std::string fingerprint;        // part of the plan cache key
@@ -49,6 +61,7 @@ struct PlatformInfo {
   // Names the devices a calibration was measured on (names, kinds, cores, OpenCL
   // selectors): a stored calibration applies to a platform with the same key.
   std::string calibration_key;
+  DiscoveryInfo discovery;
 };
 
 // Backend-specific state of a loaded model (the imported graph, compiled kernels, ...).

@@ -148,7 +148,7 @@ log_level = "info"
 max_model_bytes = 268435456
 # Inference requests waiting or running before new ones get RESOURCE_EXHAUSTED.
 queue_capacity = 64
-# Scheduler used when a request names none (heft, iterative, single:cpu.0, ...).
+# Scheduler used when a request names none (heft, iterative, single:cpu, ...).
 default_scheduler = "iterative"
 # Upper bound of the SQLite database, bytes; 0 = only the disk limits it.
 cache_max_bytes = 0
@@ -164,15 +164,25 @@ stuck_inference_s = 60
 
 # Platform profile to plan for: "host" = the devices below on this machine.
 platform = "host"
+# Where CPU topology discovery reads the cores' clusters (`pschedctl platform show`).
+cpu_topology_root = "/sys/devices/system/cpu"
 
-# Logical devices; inference runs the plan across them (co-execution). None listed:
-# cpu.0 on core 0, cpu.1 on core 1 (one per core on a single-core machine) and a gpu on
-# the first GPU-type OpenCL device. A GPU that cannot be opened (no OpenCL, no fine-grained
-# SVM) is left out and the reason logged; planning and inference then use the CPUs only.
+# Logical devices; inference runs the plan across them (co-execution). No CPU device
+# listed: one per discovered cluster of like cores, running each subtask on one thread per
+# core (`cpu` when all cores are alike; `cpu.big`, `cpu.little`, ... on big.LITTLE boards).
+# Nothing listed: those and a gpu on the first GPU-type OpenCL device. A GPU that cannot be
+# opened (no OpenCL, no fine-grained SVM) is left out and the reason logged; planning and
+# inference then use the CPUs only. Listing CPU devices replaces the discovered ones, e.g.
+# to split a cluster into one device per core:
 # [[devices]]
 # name = "cpu.0"
 # kind = "cpu"
 # cores = [0]
+#
+# [[devices]]
+# name = "cpu.1"
+# kind = "cpu"
+# cores = [1]
 #
 # [[devices]]
 # name = "gpu"
@@ -204,7 +214,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
       CheckKeys(table,
                 {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity",
                  "default_scheduler", "cache_max_bytes", "max_loaded_models", "shutdown_grace_s",
-                 "stuck_inference_s", "platform", "allow_non_finite_inputs", "devices", "access"},
+                 "stuck_inference_s", "platform", "allow_non_finite_inputs", "devices", "access",
+                 "cpu_topology_root"},
                 origin, ""));
   DaemonConfig config;
   PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
@@ -222,6 +233,7 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   int64_t stuck = config.stuck_inference_s;
   PSCHED_RETURN_IF_ERROR(Read(table, "stuck_inference_s", origin, stuck));
   PSCHED_RETURN_IF_ERROR(Read(table, "platform", origin, config.platform));
+  PSCHED_RETURN_IF_ERROR(Read(table, "cpu_topology_root", origin, config.cpu_topology_root));
   PSCHED_RETURN_IF_ERROR(
       Read(table, "allow_non_finite_inputs", origin, config.allow_non_finite_inputs));
 

@@ -16,8 +16,8 @@ namespace psched::daemon {
 
 // One logical device of the platform the daemon plans for and runs on.
 struct DeviceConfig {
-  std::string name;        // "cpu.0", "gpu", ...: unique
-  std::string kind;        // "cpu" or "gpu"
+  std::string name;  // "cpu.big", "cpu.0", "gpu", ...: unique
+  std::string kind;  // "cpu" or "gpu"
   // CPU: the cores its worker is pinned to (required). GPU: optional; the first is the
   // core its dispatcher thread and the OpenCL driver's threads are pinned to.
   std::vector<int> cores;
@@ -68,11 +68,15 @@ struct DaemonConfig {
 
   // Platform profile the daemon plans for: "host" is this machine's devices below.
   std::string platform = "host";
-  // Logical devices; empty: cpu.0 (core 0), cpu.1 (core 1) and a gpu on the first GPU-type
-  // OpenCL device, which is left out when it cannot be opened.
+  // Logical devices. No CPU device listed: one per discovered core cluster (cpu, or cpu.big,
+  // cpu.little, ...: platform/cpu_topology.h). Nothing listed: those plus a gpu on the first
+  // GPU-type OpenCL device, which is left out when it cannot be opened.
   std::vector<DeviceConfig> devices;
 
   AccessConfig access;
+  // The sysfs CPU tree topology discovery reads; another root (a copy of a board's tree) is
+  // for tests and containers whose /sys hides the host's topology.
+  std::string cpu_topology_root = "/sys/devices/system/cpu";
 };
 
 // The default configuration as a commented TOML document.

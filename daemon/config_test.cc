@@ -20,6 +20,7 @@ TEST(ConfigTest, DefaultTomlParsesToDefaults) {
   EXPECT_EQ(parsed->shutdown_grace_s, defaults.shutdown_grace_s);
   EXPECT_EQ(parsed->stuck_inference_s, defaults.stuck_inference_s);
   EXPECT_EQ(parsed->platform, defaults.platform);
+  EXPECT_EQ(parsed->cpu_topology_root, defaults.cpu_topology_root);
   EXPECT_TRUE(parsed->devices.empty());
   EXPECT_TRUE(parsed->access.admin_users.empty());
   EXPECT_TRUE(parsed->access.admin_groups.empty());
@@ -61,6 +62,7 @@ TEST(ConfigTest, ReadsDevices) {
   absl::StatusOr<DaemonConfig> parsed = ParseConfig(R"(
 queue_capacity = 8
 default_scheduler = "iterative"
+cpu_topology_root = "/srv/board/sys/devices/system/cpu"
 [[devices]]
 name = "cpu.0"
 kind = "cpu"
@@ -74,6 +76,7 @@ opencl_device = "pthread"
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->queue_capacity, 8);
   EXPECT_EQ(parsed->default_scheduler, "iterative");
+  EXPECT_EQ(parsed->cpu_topology_root, "/srv/board/sys/devices/system/cpu");
   ASSERT_EQ(parsed->devices.size(), 2u);
   EXPECT_EQ(parsed->devices[0].cores, std::vector<int>{0});
   EXPECT_EQ(parsed->devices[1].kind, "gpu");
@@ -90,6 +93,7 @@ TEST(ConfigTest, RejectsBadInputWithLocation) {
       {"max_loaded_models = 0", "max_loaded_models 0 is outside [1, 100000]"},
       {"queue_size = 3", "test.toml:1: unknown key 'queue_size'"},
       {"socket = 5", "test.toml:1: 'socket' has the wrong type"},
+      {"cpu_topology_root = [1]", "test.toml:1: 'cpu_topology_root' has the wrong type"},
       {"log_level = \"loud\"", "unknown log_level 'loud'"},
       {"socket = ", "test.toml:1"},
       {"[[devices]]\nname = \"x\"\nkind = \"npu\"", "kind 'npu'"},

@@ -6,7 +6,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -24,6 +23,8 @@
 #include "model/inspect.h"
 #include "model/onnx_import.h"
 #include "model/split.h"
+#include "platform/cpu_topology.h"
+#include "platform/sysfs_cpu.h"
 #include "predictor/analytic_model.h"
 #include "predictor/calibration/analytic_fit.h"
 #include "predictor/calibration/analytic_params_json.h"
@@ -111,18 +112,14 @@ class DevicePrefixModel final : public predictor::LatencyModel {
   int n_;
 };
 
-// The `host` profile for these devices: the config's names and core sets, the GPU last.
+// The `host` profile for these devices: the CPU devices' names and core sets, the GPU last.
 // `priors` (when given) receives each device's analytic parameters, calibration's start.
 predictor::Profile HostPlatformProfile(
-    const std::vector<DeviceConfig>& cpus, const std::optional<DeviceConfig>& gpu,
+    const std::vector<predictor::HostCpu>& cpus, const std::optional<DeviceConfig>& gpu,
     const predictor::ProfileOptions& options = {},
     std::vector<predictor::AnalyticDeviceParams>* priors = nullptr) {
-  predictor::Profile profile = predictor::HostProfile(
-      static_cast<int>(cpus.size()), gpu.has_value() ? gpu->opencl_device : "", options);
-  for (size_t i = 0; i < cpus.size(); ++i) {
-    profile.platform.devices[i].name = cpus[i].name;
-    profile.platform.devices[i].cpu_cores = cpus[i].cores;
-  }
+  predictor::Profile profile =
+      predictor::HostProfile(cpus, gpu.has_value() ? gpu->opencl_device : "", options);
   if (gpu.has_value()) profile.platform.devices.back().name = gpu->name;
   if (priors != nullptr) {
     const auto* analytic = dynamic_cast<const predictor::AnalyticModel*>(profile.model.get());
@@ -142,13 +139,75 @@ predictor::Profile HostPlatformProfile(
   return profile;
 }
 
+// A core's speed against the fastest core discovery saw (cpu_capacity / the largest one),
+// averaged over `cores`; 1 when the topology does not know their capacity.
+double RelativeSpeed(const std::optional<platform::CpuTopology>& topology,
+                     const std::vector<int>& cores) {
+  if (!topology.has_value()) return 1.0;
+  int64_t fastest = 0;
+  std::map<int, int64_t> capacity;
+  for (const platform::CpuCore& core : topology->cores) {
+    if (!core.capacity.has_value() || *core.capacity <= 0) continue;
+    capacity[core.cpu] = *core.capacity;
+    fastest = std::max(fastest, *core.capacity);
+  }
+  double sum = 0;
+  for (int core : cores) {
+    auto it = capacity.find(core);
+    if (it == capacity.end()) return 1.0;
+    sum += static_cast<double>(it->second) / static_cast<double>(fastest);
+  }
+  return cores.empty() ? 1.0 : sum / static_cast<double>(cores.size());
+}
+
+// The host's CPU devices: the config's when it lists any, else one per discovered cluster,
+// else (discovery failed) one device on every core this process may use.
+std::vector<predictor::HostCpu> HostCpus(const DaemonConfig& config, DiscoveryInfo& discovery) {
+  platform::TopologyOptions options;
+  options.sysfs_cpu_root = config.cpu_topology_root;
+  // libcpuinfo describes this machine: its names must not be put on another tree's cores.
+  options.live_names = config.cpu_topology_root == platform::TopologyOptions().sysfs_cpu_root;
+  options.allowed_cpus = platform::ProcessAffinityCpus();
+  absl::StatusOr<platform::CpuTopology> topology = platform::DiscoverCpuTopology(options);
+  if (topology.ok()) {
+    discovery.topology = std::move(*topology);
+  } else {
+    discovery.error = std::string(topology.status().message());
+  }
+
+  std::vector<predictor::HostCpu> cpus;
+  for (const DeviceConfig& device : config.devices) {
+    if (device.kind == "cpu") {
+      cpus.push_back({device.name, device.cores, RelativeSpeed(discovery.topology, device.cores)});
+    }
+  }
+  if (!cpus.empty()) {
+    discovery.cpu_devices_from = "config";
+  } else if (discovery.topology.has_value()) {
+    discovery.cpu_devices_from = "discovered";
+    for (const platform::DeviceSpec& device : platform::ClusterDevices(*discovery.topology)) {
+      cpus.push_back(
+          {device.name, device.cpu_cores, RelativeSpeed(discovery.topology, device.cpu_cores)});
+    }
+  } else {
+    discovery.cpu_devices_from = "fallback";
+    std::vector<int> cores = options.allowed_cpus.value_or(std::vector<int>{0});
+    spdlog::warn("CPU topology discovery failed ({}); one device 'cpu' on cores {}",
+                 discovery.error, absl::StrJoin(cores, ","));
+    cpus.push_back({"cpu", std::move(cores), 1.0});
+  }
+  return cpus;
+}
+
 class HostBackend final : public Backend {
  public:
   // `devices` null: CPU mode (the whole graph on the first CPU device); else co-execution
   // of the plan on these devices, which are the profile's platform in order.
   HostBackend(predictor::Profile profile, std::shared_ptr<rt::PlatformDevices> devices,
-              std::vector<predictor::AnalyticDeviceParams> priors = {})
+              std::vector<predictor::AnalyticDeviceParams> priors = {},
+              DiscoveryInfo discovery = {})
       : profile_(std::move(profile)), devices_(std::move(devices)), priors_(std::move(priors)) {
+    platform_.discovery = std::move(discovery);
     if (devices_ != nullptr) {
       device_names_ = devices_->names();
       std::vector<std::string> keys;
@@ -496,23 +555,23 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeHostBackend(const DaemonConfig& con
     return std::make_unique<HostBackend>(std::move(*profile), nullptr);
   }
 
-  std::vector<DeviceConfig> cpus;
+  DiscoveryInfo discovery;
+  const std::vector<predictor::HostCpu> cpus = HostCpus(config, discovery);
   std::optional<DeviceConfig> gpu;
-  if (config.devices.empty()) {
-    const int cores = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 2);
-    for (int c = 0; c < cores; ++c) cpus.push_back({absl::StrCat("cpu.", c), "cpu", {c}, ""});
-    gpu = DeviceConfig{"gpu", "gpu", {}, ""};
-  }
+  if (config.devices.empty()) gpu = DeviceConfig{"gpu", "gpu", {}, ""};
   for (const DeviceConfig& device : config.devices) {
-    if (device.kind == "cpu") {
-      cpus.push_back(device);
-    } else if (gpu.has_value()) {
+    if (device.kind == "cpu") continue;
+    if (gpu.has_value()) {
       return absl::InvalidArgumentError("the host platform supports at most one GPU device");
-    } else {
-      gpu = device;
+    }
+    gpu = device;
+  }
+  for (const predictor::HostCpu& cpu : cpus) {
+    if (gpu.has_value() && cpu.name == gpu->name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the GPU device's name '", gpu->name, "' is a CPU device's name"));
     }
   }
-  if (cpus.empty()) return absl::InvalidArgumentError("the config lists no CPU device");
 
   rt::PlatformDeviceOptions device_options;
   if (gpu.has_value() && !gpu->cores.empty()) device_options.gpu_core = gpu->cores.front();
@@ -537,8 +596,17 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeHostBackend(const DaemonConfig& con
   std::vector<predictor::AnalyticDeviceParams> priors;
   predictor::Profile profile = HostPlatformProfile(cpus, gpu, profile_options, &priors);
   std::shared_ptr<rt::PlatformDevices> shared(std::move(*devices));
-  spdlog::info("co-execution on {}", absl::StrJoin(shared->names(), ", "));
-  return std::make_unique<HostBackend>(std::move(profile), std::move(shared), std::move(priors));
+  std::vector<std::string> described;
+  for (const platform::DeviceSpec& spec : profile.platform.devices) {
+    described.push_back(
+        spec.kind == platform::DeviceKind::kCpu
+            ? absl::StrCat(spec.name, " (cores ", platform::FormatCpuList(spec.cpu_cores), ")")
+            : spec.name);
+  }
+  spdlog::info("co-execution on {}; CPU devices {}", absl::StrJoin(described, ", "),
+               discovery.cpu_devices_from);
+  return std::make_unique<HostBackend>(std::move(profile), std::move(shared), std::move(priors),
+                                       std::move(discovery));
 }
 
 }  // namespace psched::daemon

@@ -1,8 +1,13 @@
 // HostBackend: the real engine pieces behind daemon::Backend — model/ imports ONNX,
 // predictor/ + scheduler/ plan for the configured platform, executor/ runs inference.
 //
-// With platform = "host" the platform is the `host` profile (predictor::HostProfile)
-// shaped by the config's [[devices]]: CPU devices by core set and an optional OpenCL GPU.
+// With platform = "host" the platform is the `host` profile (predictor::HostProfile) over
+// this machine's CPU devices and an optional OpenCL GPU. The CPU devices are the config's
+// [[devices]] when it lists any, else one per core cluster that topology discovery
+// (platform/cpu_topology.h, reading config.cpu_topology_root) finds among the cores this
+// process may run on - a device runs each subtask on one thread per core of its cluster -
+// else, when discovery fails, one device `cpu` on all those cores. What discovery found is
+// in platform().discovery.
 // Their runtime devices are opened once at creation (the GPU's dispatch + sync overhead is
 // measured then and planned with); a GPU that cannot be opened is left out, with the reason
 // logged. Inference executes the plan across them with the co-execution runtime

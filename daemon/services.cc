@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "platform/cpu_topology.h"
 #include "spdlog/spdlog.h"
 
 namespace psched::daemon {
@@ -89,6 +90,35 @@ void FillDevice(const DeviceInfo& device, pb::Device* out) {
   out->set_kind(device.kind);
   for (int core : device.cores) out->add_cores(core);
   out->set_opencl_device(device.opencl_device);
+}
+
+void FillDiscovery(const DiscoveryInfo& discovery, pb::PlatformDiscovery* out) {
+  out->set_cpu_devices_from(discovery.cpu_devices_from);
+  out->set_error(discovery.error);
+  if (!discovery.topology.has_value()) return;
+  const platform::CpuTopology& topology = *discovery.topology;
+  out->set_sysfs_root(topology.sysfs_root);
+  out->set_chip(topology.chip);
+  out->set_grouping(topology.grouping);
+  for (const platform::CpuCore& core : topology.cores) {
+    pb::CpuCore* c = out->add_cores();
+    c->set_cpu(core.cpu);
+    c->set_capacity(core.capacity.value_or(0));
+    c->set_max_freq_khz(core.max_freq_khz.value_or(0));
+    c->set_uarch(core.uarch);
+    c->set_midr(core.midr.value_or(0));
+    c->set_cluster_id(core.cluster_id.value_or(-1));
+    c->set_package_id(core.package_id.value_or(-1));
+  }
+  for (const platform::CpuCluster& cluster : topology.clusters) {
+    pb::CpuCluster* c = out->add_clusters();
+    c->set_name(cluster.name);
+    for (int core : cluster.cores) c->add_cores(core);
+    c->set_capacity(cluster.capacity.value_or(0));
+    c->set_max_freq_khz(cluster.max_freq_khz.value_or(0));
+    c->set_uarch(cluster.uarch);
+  }
+  for (const std::string& note : topology.notes) out->add_notes(note);
 }
 
 void FillCacheStats(const cache::CacheStats& stats, pb::CacheStatsResponse* out) {
@@ -323,6 +353,7 @@ grpc::Status AdminServiceImpl::Devices(grpc::ServerContext* context, const pb::D
     response->set_fingerprint(platform.fingerprint);
     response->set_predictor_version(platform.predictor_version);
     for (const DeviceInfo& device : platform.devices) FillDevice(device, response->add_devices());
+    FillDiscovery(platform.discovery, response->mutable_discovery());
     return grpc::Status::OK;
   });
 }

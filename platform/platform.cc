@@ -13,6 +13,11 @@ std::string Platform::Fingerprint() const {
   for (const DeviceSpec& d : devices) {
     absl::StrAppend(&out, ";", d.name, ":", std::string(DeviceKindName(d.kind)), ":",
                     d.memory_domain);
+    // A cluster's thread count changes its speed, so its plans; single-core devices keep the
+    // fingerprint they had before clusters existed, and with it their cached plans.
+    if (d.kind == DeviceKind::kCpu && d.cpu_cores.size() > 1) {
+      absl::StrAppend(&out, ":threads=", d.cpu_cores.size());
+    }
   }
   return out;
 }

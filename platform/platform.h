@@ -22,11 +22,13 @@ enum class DeviceKind { kCpu, kGpu };
 std::string_view DeviceKindName(DeviceKind kind);
 
 struct DeviceSpec {
-  std::string name;  // "gpu", "cpu.l", "cpu.0", ...: unique within a platform
+  std::string name;  // "gpu", "cpu.big", "cpu.l", "cpu.0", ...: unique within a platform
   DeviceKind kind = DeviceKind::kCpu;
   int memory_domain = 0;
-  std::vector<int> cpu_cores;  // cores a CPU device pins its threads to; empty: any
-  std::string opencl_device;   // OpenCL device name for a GPU; empty: the default one
+  // Cores a CPU device pins its threads to, one thread per core (a cluster device runs each
+  // subtask on cpu_cores.size() threads); empty: any core, one thread.
+  std::vector<int> cpu_cores;
+  std::string opencl_device;  // OpenCL device name for a GPU; empty: the default one
 };
 
 struct Platform {
@@ -36,7 +38,7 @@ struct Platform {
   double transfer_bytes_per_us = 1.0e4;
 
   // A stable text identity of everything that changes a schedule (names, kinds, domains,
-  // bandwidth); part of the plan cache key.
+  // a CPU cluster's thread count, bandwidth); part of the plan cache key.
   std::string Fingerprint() const;
   std::optional<int> DeviceIndex(std::string_view device_name) const;
   int num_devices() const { return static_cast<int>(devices.size()); }

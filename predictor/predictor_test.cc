@@ -246,6 +246,38 @@ OpConfig ConvConfig(int64_t hw, int64_t cin, int64_t cout, int k) {
   return c;
 }
 
+TEST(ProfilesTest, HostClustersScaleWithThreadsAndSpeed) {
+  // cpu.big: two fast cores; cpu.little: two cores at 40% speed; cpu.0: one fast core (the
+  // single-core profile's device, unchanged).
+  const Profile clusters =
+      HostProfile({{"cpu.big", {2, 3}, 1.0}, {"cpu.little", {0, 1}, 0.4}}, "pocl");
+  const Profile single = HostProfile(1, "pocl");
+  ASSERT_EQ(clusters.platform.devices.size(), 3u);
+  EXPECT_EQ(clusters.platform.devices[0].cpu_cores, (std::vector<int>{2, 3}));
+  EXPECT_EQ(clusters.platform.devices[1].name, "cpu.little");
+  EXPECT_EQ(clusters.platform.devices[2].name, "gpu");
+  const OpConfig big_conv = ConvConfig(56, 64, 64, 3);
+  const double one = single.model->PredictUs(big_conv, 0);
+  const double two = clusters.model->PredictUs(big_conv, 0);
+  const double little = clusters.model->PredictUs(big_conv, 1);
+  // Two threads: faster than one, not twice as fast.
+  EXPECT_LT(two, 0.6 * one);
+  EXPECT_GT(two, 0.5 * one);
+  EXPECT_NEAR(little / two, 1.0 / 0.4, 0.1);
+  // A tiny op gains nothing from a second thread: the fork/join overhead dominates.
+  OpConfig tiny = ConvConfig(1, 8, 8, 1);
+  EXPECT_GT(clusters.model->PredictUs(tiny, 0), single.model->PredictUs(tiny, 0));
+  EXPECT_NE(clusters.platform.Fingerprint(), single.platform.Fingerprint());
+}
+
+TEST(ProfilesTest, FingerprintCountsClusterThreads) {
+  Profile a = HostProfile({{"cpu", {0}, 1.0}});
+  Profile b = HostProfile({{"cpu", {0, 1}, 1.0}});
+  EXPECT_EQ(a.platform.Fingerprint(), "host;bw=10000;cpu:cpu:0;gpu:gpu:0");
+  EXPECT_EQ(b.platform.Fingerprint(), "host;bw=10000;cpu:cpu:0:threads=2;gpu:gpu:0");
+  EXPECT_NE(a.model->Version(), b.model->Version());
+}
+
 TEST(AnalyticModelTest, PointwiseConvsUseTheirOwnThroughput) {
   AnalyticDeviceParams p = PlainCpu();
   p.pointwise_gflops = 10.0;

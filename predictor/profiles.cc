@@ -1,5 +1,6 @@
 #include "predictor/profiles.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -170,14 +171,17 @@ std::string DescribeProfiles() {
   return absl::StrJoin(lines, "\n");
 }
 
-Profile HostProfile(int cpu_cores, std::string opencl_device, const ProfileOptions& options) {
+Profile HostProfile(const std::vector<HostCpu>& cpus, std::string opencl_device,
+                    const ProfileOptions& options) {
   Profile profile;
   profile.platform.name = "host";
   std::vector<AnalyticDeviceParams> params;
-  for (int core = 0; core < cpu_cores; ++core) {
-    const std::string name = absl::StrCat("cpu.", core);
-    profile.platform.devices.push_back(DeviceSpec{name, DeviceKind::kCpu, 0, {core}, ""});
-    params.push_back(CpuParams(name, 15.0, 8.0, 1));
+  for (const HostCpu& cpu : cpus) {
+    profile.platform.devices.push_back(DeviceSpec{cpu.name, DeviceKind::kCpu, 0, cpu.cores, ""});
+    const int threads = std::max<int>(1, static_cast<int>(cpu.cores.size()));
+    const double compute = cpu.relative_speed * (1.0 + 0.9 * (threads - 1));
+    const double bandwidth = 1.0 + 0.5 * (threads - 1);
+    params.push_back(CpuParams(cpu.name, 15.0 * compute, 8.0 * bandwidth, threads));
   }
   profile.platform.devices.push_back(
       DeviceSpec{"gpu", DeviceKind::kGpu, 0, {}, std::move(opencl_device)});
@@ -187,6 +191,14 @@ Profile HostProfile(int cpu_cores, std::string opencl_device, const ProfileOptio
   params.push_back(gpu);
   profile.model = std::make_shared<AnalyticModel>("host", std::move(params));
   return profile;
+}
+
+Profile HostProfile(int cpu_cores, std::string opencl_device, const ProfileOptions& options) {
+  std::vector<HostCpu> cpus;
+  for (int core = 0; core < cpu_cores; ++core) {
+    cpus.push_back(HostCpu{absl::StrCat("cpu.", core), {core}, 1.0});
+  }
+  return HostProfile(cpus, std::move(opencl_device), options);
 }
 
 absl::StatusOr<Profile> LoadProfile(std::string_view name, const ProfileOptions& options) {

@@ -11,7 +11,8 @@
 // in one memory domain, with throughputs fitted so whole-model single-device latencies relate
 // as the paper's single-device rows (GPU-only 2.3-4.8x faster than cpu.l-only; cpu.m-only
 // 0.6-1.1x the time of cpu.l-only). `host` describes a development machine: two single-core
-// CPU devices `cpu.0`, `cpu.1` and a `gpu` served by PoCL, with conservative numbers.
+// CPU devices `cpu.0`, `cpu.1` and a `gpu` served by PoCL, with conservative numbers
+// (pschedd builds it from the discovered clusters instead).
 // Profiles are values; the model is shared and immutable.
 #pragma once
 
@@ -68,8 +69,25 @@ std::string DescribeProfiles();
 // is missing, malformed or trained for another device (the message names the file and line).
 absl::StatusOr<Profile> LoadProfile(std::string_view name, const ProfileOptions& options = {});
 
-// The `host` profile: `cpu_cores` single-core CPU devices cpu.0..cpu.N-1 pinned to those
-// cores, plus a `gpu` on `opencl_device` (empty: the default OpenCL device).
+// A CPU device of the `host` profile: a core cluster (or one core) running each subtask on
+// one thread per core.
+struct HostCpu {
+  std::string name;
+  std::vector<int> cores;
+  // A core's speed against the machine's fastest (cpu_capacity / 1024); 1 when unknown.
+  double relative_speed = 1.0;
+};
+
+// The `host` profile for these CPU devices plus a `gpu` on `opencl_device` (empty: the
+// default OpenCL device). Until calibration measures them, a device's priors scale one core's
+// numbers by its relative speed and its thread count: n threads compute 1 + 0.9 (n - 1) times
+// as fast as one (XNNPACK's GEMMs scale nearly linearly; the threadpool's fork and join is
+// in the per-op overhead, which grows with n) and stream 1 + 0.5 (n - 1) times the bytes
+// (cores share the memory bus).
+Profile HostProfile(const std::vector<HostCpu>& cpus, std::string opencl_device = "",
+                    const ProfileOptions& options = {});
+
+// `cpu_cores` single-core CPU devices cpu.0..cpu.N-1 pinned to those cores, plus the gpu.
 Profile HostProfile(int cpu_cores = 2, std::string opencl_device = "",
                     const ProfileOptions& options = {});
 

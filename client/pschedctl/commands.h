@@ -18,6 +18,12 @@ void CmdCacheLs(const Globals& g);
 void CmdCachePurge(const Globals& g, bool all);
 void CmdCacheVerify(const Globals& g);
 
+// platform_commands.cc: the devices and what CPU topology discovery found.
+void CmdPlatformShow(const Globals& g);
+// Runs CPU topology discovery here, no daemon: on this machine (empty root, or the live
+// one) or on a copy of a board's sysfs CPU tree.
+void CmdPlatformDiscover(const Globals& g, const std::string& sysfs_root);
+
 // model_commands.cc: registered models; `model inspect FILE` imports locally, no daemon.
 void CmdModelAdd(const Globals& g, const std::string& file, const std::string& name,
                  bool synthetic);

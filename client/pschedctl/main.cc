@@ -1,7 +1,7 @@
 // pschedctl: the admin CLI of pschedd (noun-verb commands; see docs/api.md and
 // `pschedctl --help`). Talks to the daemon through psched::client::Client; `model inspect
-// FILE` imports locally and needs no daemon. This file wires flags to the commands of
-// commands.h.
+// FILE` and `platform discover` run locally and need no daemon. This file wires flags to the
+// commands of commands.h.
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -33,6 +33,17 @@ int Main(int argc, char** argv) {
   app.add_subcommand("status", "daemon version, uptime, devices, queue and cache")->callback([&] {
     action = [&] { CmdStatus(g); };
   });
+
+  CLI::App* platform = app.add_subcommand("platform", "the devices pschedd plans for");
+  platform->require_subcommand(1);
+  platform->add_subcommand("show", "devices, and the CPU clusters discovery found and why")
+      ->callback([&] { action = [&] { CmdPlatformShow(g); }; });
+  std::string sysfs_root;
+  CLI::App* discover = platform->add_subcommand(
+      "discover", "CPU clusters of this machine or of a copied sysfs tree (no daemon)");
+  discover->add_option("--sysfs-root", sysfs_root,
+                       "a board's /sys/devices/system/cpu copy (default: this machine's)");
+  discover->callback([&] { action = [&] { CmdPlatformDiscover(g, sysfs_root); }; });
 
   CLI::App* model = app.add_subcommand("model", "register, list, remove and inspect models");
   model->require_subcommand(1);

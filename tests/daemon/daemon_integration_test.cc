@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -34,6 +36,8 @@
 #include "executor/testing/tensor_compare.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "platform/cpu_topology.h"
+#include "platform/sysfs_cpu.h"
 
 namespace psched {
 namespace {
@@ -46,6 +50,7 @@ using nlohmann::json;
 const std::string kTinyModel = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.onnx";
 const std::string kTinyInput = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.input.npy";
 const std::string kTinyOutput = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.output.npy";
+const std::string kSysfsFixtures = PSCHED_SYSFS_FIXTURES;
 
 std::string SharedDir() {
   const char* dir = std::getenv("PSCHED_SHARED_DIR");
@@ -1073,6 +1078,205 @@ TEST_F(DaemonTest, PschedctlBadArgumentsExitOneAndHelpExitsZero) {
   EXPECT_NE(help.find("model"), std::string::npos) << help;
 }
 
+// The CPU devices of a `-o json platform show` answer, as name -> cores.
+std::map<std::string, std::vector<int>> CpuDevices(const json& platform) {
+  std::map<std::string, std::vector<int>> devices;
+  for (const json& d : platform["devices"]) {
+    if (d["kind"] == "cpu") devices[d["name"]] = d["cores"].get<std::vector<int>>();
+  }
+  return devices;
+}
+
+// This process's cores (pschedd inherits them), or every online core.
+std::vector<int> UsableCores() {
+  std::optional<std::vector<int>> affinity = platform::ProcessAffinityCpus();
+  return affinity.value_or(std::vector<int>{});
+}
+
+TEST_F(DaemonTest, DefaultCpuDevicesAreTheDiscoveredClusters) {
+  Start();
+  auto [rc, text] = Ctl("-o json platform show");
+  ASSERT_EQ(rc, 0) << text << Log();
+  json platform = json::parse(text);
+  EXPECT_EQ(platform["discovery"]["cpu_devices_from"], "discovered") << text;
+  EXPECT_EQ(platform["discovery"]["sysfs_root"], "/sys/devices/system/cpu");
+  EXPECT_EQ(platform["discovery"]["error"], "");
+
+  // The same discovery, run here: one device per cluster, named and pinned like it.
+  platform::TopologyOptions options;
+  options.live_names = true;
+  options.allowed_cpus = platform::ProcessAffinityCpus();
+  absl::StatusOr<platform::CpuTopology> topology = platform::DiscoverCpuTopology(options);
+  ASSERT_TRUE(topology.ok()) << topology.status();
+  std::map<std::string, std::vector<int>> want;
+  for (const platform::CpuCluster& cluster : topology->clusters) want[cluster.name] = cluster.cores;
+  EXPECT_EQ(CpuDevices(platform), want) << text;
+  ASSERT_EQ(platform["discovery"]["clusters"].size(), topology->clusters.size());
+  std::vector<int> covered;
+  for (const auto& [name, cores] : want) covered.insert(covered.end(), cores.begin(), cores.end());
+  std::sort(covered.begin(), covered.end());
+  if (!UsableCores().empty()) {
+    EXPECT_EQ(covered, UsableCores()) << "every usable core, once";
+  }
+
+  auto [table_rc, table] = Ctl("platform show");
+  ASSERT_EQ(table_rc, 0) << table;
+  EXPECT_NE(table.find("CPU devices: discovered (one per cluster)"), std::string::npos) << table;
+  EXPECT_NE(table.find("DEVICE  KIND"), std::string::npos) << table;
+  EXPECT_NE(table.find("CLUSTER"), std::string::npos) << table;
+  EXPECT_NE(table.find("grouping: "), std::string::npos) << table;
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, BigLittleTreeGivesOneDevicePerClusterThatPlansAndInfers) {
+  const std::vector<int> usable = UsableCores();
+  if (std::find(usable.begin(), usable.end(), 1) == usable.end()) {
+    GTEST_SKIP() << "the fixture's cores 0 and 1 are not both usable here";
+  }
+  std::ofstream(dir_ + "/board.toml")
+      << "cpu_topology_root = \"" << kSysfsFixtures << "/two-core-big-little\"\n";
+  pid_ = Spawn({"--config", dir_ + "/board.toml"});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  auto [rc, text] = Ctl("-o json platform show");
+  ASSERT_EQ(rc, 0) << text;
+  json platform = json::parse(text);
+  EXPECT_EQ(platform["discovery"]["cpu_devices_from"], "discovered");
+  EXPECT_EQ(CpuDevices(platform),
+            (std::map<std::string, std::vector<int>>{{"cpu.big", {1}}, {"cpu.little", {0}}}))
+      << text;
+  EXPECT_EQ(platform["devices"][0]["name"], "cpu.big") << "fastest first";
+  EXPECT_EQ(platform["discovery"]["clusters"][0]["capacity"], 1024);
+  EXPECT_EQ(platform["discovery"]["clusters"][1]["max_freq_khz"], 1200000);
+  EXPECT_NE(Log().find("co-execution on cpu.big (cores 1), cpu.little (cores 0)"),
+            std::string::npos)
+      << Log();
+
+  // The planner sees both clusters and the runtime runs the plan on them.
+  auto [add_rc, id_line] = Ctl("model add " + kTinyModel);
+  ASSERT_EQ(add_rc, 0) << id_line << Log();
+  const std::string id = id_line.substr(0, 64);
+  auto [plan_rc, plan_text] = Ctl("-o json plan show " + id + " --scheduler heft");
+  ASSERT_EQ(plan_rc, 0) << plan_text;
+  for (const json& s : json::parse(plan_text)["subtasks"]) {
+    const std::string device = s["device"];
+    EXPECT_TRUE(device == "cpu.big" || device == "cpu.little") << device;
+  }
+  const std::string out_path = dir_ + "/out.npy";
+  auto [infer_rc, infer_text] =
+      Ctl("infer " + id + " --scheduler heft --input " + kTinyInput + " --output " + out_path);
+  ASSERT_EQ(infer_rc, 0) << infer_text << Log();
+  executor::NpyArray got = *executor::ReadNpy(out_path);
+  executor::NpyArray want = *executor::ReadNpy(kTinyOutput);
+  EXPECT_EQ(got.shape, want.shape);
+  EXPECT_LT(MaxDiff(got.data, want.data), 1e-4);
+
+  auto [table_rc, table] = Ctl("platform show");
+  EXPECT_NE(table.find("cpu.little  0"), std::string::npos) << table;
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, BrokenSysfsTreeFallsBackToOneDeviceAndSaysWhy) {
+  std::ofstream(dir_ + "/broken.toml")
+      << "cpu_topology_root = \"" << kSysfsFixtures << "/damaged-no-online\"\n";
+  pid_ = Spawn({"--config", dir_ + "/broken.toml"});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  auto [rc, text] = Ctl("-o json platform show");
+  ASSERT_EQ(rc, 0) << text;
+  json platform = json::parse(text);
+  EXPECT_EQ(platform["discovery"]["cpu_devices_from"], "fallback");
+  const std::string error = platform["discovery"]["error"];
+  EXPECT_NE(error.find("damaged-no-online/online"), std::string::npos) << error;
+  EXPECT_EQ(platform["discovery"]["clusters"].size(), 0u);
+  std::map<std::string, std::vector<int>> devices = CpuDevices(platform);
+  ASSERT_EQ(devices.size(), 1u) << text;
+  if (!UsableCores().empty()) {
+    EXPECT_EQ(devices["cpu"], UsableCores());
+  }
+  EXPECT_NE(Log().find("CPU topology discovery failed"), std::string::npos) << Log();
+  auto [table_rc, table] = Ctl("platform show");
+  EXPECT_NE(table.find("CPU devices: fallback"), std::string::npos) << table;
+  EXPECT_NE(table.find("discovery failed: "), std::string::npos) << table;
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, ConfiguredCpuDevicesReplaceTheClustersAndClashesAreRefused) {
+  // A cluster split into one device per core; discovery still reports the cluster.
+  std::ofstream(dir_ + "/split.toml")
+      << "cpu_topology_root = \"" << kSysfsFixtures << "/x86-vm-2vcpu\"\n"
+      << R"toml(
+[[devices]]
+name = "cpu.0"
+kind = "cpu"
+cores = [0]
+
+[[devices]]
+name = "cpu.1"
+kind = "cpu"
+cores = [1]
+)toml";
+  pid_ = Spawn({"--config", dir_ + "/split.toml"});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  auto [rc, text] = Ctl("-o json platform show");
+  ASSERT_EQ(rc, 0) << text;
+  json platform = json::parse(text);
+  EXPECT_EQ(platform["discovery"]["cpu_devices_from"], "config");
+  EXPECT_EQ(CpuDevices(platform),
+            (std::map<std::string, std::vector<int>>{{"cpu.0", {0}}, {"cpu.1", {1}}}));
+  const std::vector<int> usable = UsableCores();
+  if (std::find(usable.begin(), usable.end(), 1) != usable.end()) {
+    ASSERT_EQ(platform["discovery"]["clusters"].size(), 1u) << text;
+    EXPECT_EQ(platform["discovery"]["clusters"][0]["name"], "cpu");
+  }
+  const std::string split_fingerprint = platform["fingerprint"];
+  ASSERT_EQ(Stop(), 0) << Log();
+
+  // Only a GPU listed: the CPU devices are still the clusters, and a GPU may not take the
+  // name of one ("cpu": the tree's one cluster).
+  std::ofstream(dir_ + "/clash.toml")
+      << "cpu_topology_root = \"" << kSysfsFixtures << "/x86-vm-2vcpu\"\n"
+      << "[[devices]]\nname = \"cpu\"\nkind = \"gpu\"\n";
+  pid_ = Spawn({"--config", dir_ + "/clash.toml"});
+  int status = 0;
+  ASSERT_EQ(waitpid(pid_, &status, 0), pid_);
+  pid_ = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << Log();
+  EXPECT_NE(Log().find("the GPU device's name 'cpu' is a CPU device's name"), std::string::npos)
+      << Log();
+
+  // The unsplit cluster is another platform: plans cached for one do not serve the other.
+  Start();
+  auto devices = Client().Devices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_NE(devices->fingerprint(), split_fingerprint);
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+TEST_F(DaemonTest, PlatformDiscoverReadsABoardsTreeWithoutADaemon) {
+  auto [rc, text] =
+      Ctl("-o json platform discover --sysfs-root " + kSysfsFixtures + "/snapdragon-8gen2");
+  ASSERT_EQ(rc, 0) << text;
+  json topology = json::parse(text);
+  std::vector<std::string> names;
+  for (const json& c : topology["clusters"]) names.push_back(c["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu.prime", "cpu.big", "cpu.mid", "cpu.little"}));
+  EXPECT_EQ(topology["clusters"][3]["cores"], json({0, 1, 2}));
+  EXPECT_EQ(topology["clusters"][0]["uarch"], "Cortex-X3");
+  EXPECT_EQ(topology["cores"].size(), 8u);
+
+  auto [table_rc, table] =
+      Ctl("platform discover --sysfs-root " + kSysfsFixtures + "/x86-vm-2vcpu");
+  ASSERT_EQ(table_rc, 0) << table;
+  EXPECT_NE(table.find("cpu      0-1    2        -         -        -"), std::string::npos)
+      << table;
+
+  std::string err;
+  auto [bad_rc, bad] =
+      Ctl("platform discover --sysfs-root " + kSysfsFixtures + "/damaged-online-list", &err);
+  EXPECT_EQ(bad_rc, 1);
+  EXPECT_NE(err.find("pschedctl: cannot tell which CPUs are online: "), std::string::npos) << err;
+  EXPECT_NE(err.find("'0-3,banana' is not a CPU list"), std::string::npos) << err;
+}
+
 TEST_F(DaemonTest, PschedctlCommandsTableAndJson) {
   Start();
   auto [add_rc, id_line] = Ctl("model add " + kTinyModel + " --name tiny");
@@ -1089,11 +1293,14 @@ TEST_F(DaemonTest, PschedctlCommandsTableAndJson) {
   auto [plan_rc, plan] = Ctl("plan show " + id + " --svg " + svg);
   EXPECT_EQ(plan_rc, 0) << plan;
   EXPECT_NE(plan.find("makespan"), std::string::npos) << plan;
-  // The Gantt chart (timeline/gantt_svg.h): one bar per subtask with the op name in its tooltip, device rows.
+  // The Gantt chart (timeline/gantt_svg.h): one bar per subtask with the op name in its tooltip,
+  // device rows.
   const std::string chart = ReadFile(svg);
   EXPECT_NE(chart.find("<svg"), std::string::npos);
   EXPECT_NE(chart.find("makespan"), std::string::npos);
-  EXPECT_NE(chart.find(">cpu.0</text>"), std::string::npos) << chart;
+  auto devices = Client().Devices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_NE(chart.find(">" + devices->devices(0).name() + "</text>"), std::string::npos) << chart;
   EXPECT_NE(chart.find("<title>"), std::string::npos) << chart;
   auto [infer_rc, infer] = Ctl("-o json infer " + id + " --repeat 3 --trace " + dir_ + "/t.json");
   EXPECT_EQ(infer_rc, 0) << infer;

@@ -40,16 +40,31 @@ def load(stem: str) -> tuple[np.ndarray, np.ndarray]:
     return np.load(reference(stem, ".input.npy")), np.load(reference(stem, ".output.npy"))
 
 
+TWO_CPU_DEVICES = """
+[[devices]]
+name = "cpu.0"
+kind = "cpu"
+cores = [0]
+
+[[devices]]
+name = "cpu.1"
+kind = "cpu"
+cores = [1]
+"""
+
+
 @unittest.skipUnless(HAVE_MODELS, "no ../shared reference models")
 class ClientTest(unittest.TestCase):
-    """One daemon with the default host platform for every test of the class."""
+    """One daemon for every test of the class, on the host platform split into one CPU device
+    per core (the default on this 2-core VM is a single 2-core device, on which planning has
+    nothing to search and streams no progress for the cancellation tests)."""
 
     daemon: Daemon
     client: psched.Client
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.daemon = Daemon()
+        cls.daemon = Daemon(TWO_CPU_DEVICES)
         cls.client = cls.daemon.client()
 
     @classmethod
