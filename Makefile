@@ -4,8 +4,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build demo run test test-sanitize test-arm64 fuzz soak bench install deb \
-	clean format phone-models
+.PHONY: all deps configure build demo run test test-sanitize test-arm64 check-thread-safety fuzz \
+	soak bench install deb clean format phone-models
 
 all: build
 
@@ -31,6 +31,10 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+# clang -Wthread-safety over every unit that sees a lock annotation (docs/concurrency.md).
+check-thread-safety: build
+	./scripts/check-thread-safety $(BUILD)
 
 test-sanitize:
 	@$(MAKE) --no-print-directory BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DPSCHED_SANITIZE=ON" test

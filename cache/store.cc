@@ -389,7 +389,7 @@ absl::Status Store::RecordUsage(const UsageBatch& batch) {
       "ON CONFLICT(model_id) DO UPDATE SET inferences = inferences + ?2, "
       "total_latency_us = total_latency_us + ?3, last_unix_s = max(last_unix_s, ?4)");
   if (!usage.ok()) return Rollback(usage.status());
-  for (const UsageBatch::ModelUsage& model : batch.models) {
+  for (const UsageRecord& model : batch.models) {
     usage->Reset();
     usage->Bind(1, model.model_id)
         .Bind(2, model.inferences)

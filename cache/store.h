@@ -99,14 +99,8 @@ struct UsageBatch {
     PlanKey key;
     int64_t hits = 0;
   };
-  struct ModelUsage {
-    std::string model_id;
-    int64_t inferences = 0;
-    double total_latency_us = 0;
-    int64_t last_unix_s = 0;
-  };
   std::vector<PlanHits> plan_hits;
-  std::vector<ModelUsage> models;
+  std::vector<UsageRecord> models;  // counts to add; last_unix_s replaces an older one
   bool empty() const { return plan_hits.empty() && models.empty(); }
 };
 

@@ -44,7 +44,11 @@ class FakeBackend final : public Backend {
   FakeBackend(std::shared_ptr<Counters> counters, absl::Duration plan_delay,
               absl::Notification* run_gate)
       : counters_(std::move(counters)), plan_delay_(plan_delay), run_gate_(run_gate) {
-    platform_ = {"fake", "fake;cpu.0", "fake-v1", {{"cpu.0", "cpu", {0}, ""}}, "fake;cpu.0:0"};
+    platform_.name = "fake";
+    platform_.fingerprint = "fake;cpu.0";
+    platform_.predictor_version = "fake-v1";
+    platform_.devices = {{"cpu.0", "cpu", {0}, ""}};
+    platform_.calibration_key = "fake;cpu.0:0";
   }
 
   PlatformInfo platform() const override {

@@ -29,7 +29,7 @@ void UsageRecorder::PlanHit(const cache::PlanKey& key) {
 void UsageRecorder::Inference(const std::string& model_id, double latency_us) {
   const int64_t now = absl::ToUnixSeconds(absl::Now());
   absl::MutexLock lock(&mu_);
-  cache::UsageBatch::ModelUsage& usage = models_[model_id];
+  cache::UsageRecord& usage = models_[model_id];
   usage.model_id = model_id;
   ++usage.inferences;
   usage.total_latency_us += latency_us;

@@ -42,7 +42,7 @@ class UsageRecorder {
   absl::Mutex flush_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   std::map<std::string, cache::UsageBatch::PlanHits> plan_hits_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, cache::UsageBatch::ModelUsage> models_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, cache::UsageRecord> models_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

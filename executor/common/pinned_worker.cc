@@ -34,10 +34,10 @@ absl::StatusOr<std::unique_ptr<PinnedWorker>> PinnedWorker::Start(std::vector<in
 
 PinnedWorker::~PinnedWorker() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
+    work_.Signal();
   }
-  cv_.notify_all();
   thread_.join();
 }
 
@@ -45,47 +45,39 @@ void PinnedWorker::Loop() {
   for (;;) {
     std::function<void()> job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      absl::MutexLock lock(&mu_);
+      while (!stopping_ && jobs_.empty()) work_.Wait(&mu_);
       if (jobs_.empty()) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
     job();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++finished_;
-    }
-    cv_.notify_all();
+    absl::MutexLock lock(&mu_);
+    ++finished_;
+    done_.SignalAll();
   }
 }
 
 void PinnedWorker::Post(std::function<void()> job) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back(std::move(job));
-    ++submitted_;
-  }
-  cv_.notify_all();
+  absl::MutexLock lock(&mu_);
+  jobs_.push_back(std::move(job));
+  ++submitted_;
+  work_.Signal();
 }
 
 void PinnedWorker::Drain() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const int64_t target = submitted_;
-  cv_.wait(lock, [&] { return finished_ >= target; });
+  while (finished_ < target) done_.Wait(&mu_);
 }
 
 absl::Status PinnedWorker::Call(const std::function<absl::Status()>& job) {
   absl::Status status;
-  int64_t ticket = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back([&] { status = job(); });
-    ticket = ++submitted_;
-  }
-  cv_.notify_all();
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return finished_ >= ticket; });
+  absl::MutexLock lock(&mu_);
+  jobs_.push_back([&] { status = job(); });
+  const int64_t ticket = ++submitted_;
+  work_.Signal();
+  while (finished_ < ticket) done_.Wait(&mu_);
   return status;
 }
 

@@ -7,17 +7,16 @@
 // and joins.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace psched::executor {
 
@@ -42,8 +41,9 @@ class PinnedWorker {
   void Loop();
 
   const std::vector<int> cores_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  absl::Mutex mu_;
+  absl::CondVar work_;  // a job was queued, or stopping_ set
+  absl::CondVar done_;  // finished_ grew
   std::deque<std::function<void()>> jobs_ ABSL_GUARDED_BY(mu_);
   int64_t submitted_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t finished_ ABSL_GUARDED_BY(mu_) = 0;

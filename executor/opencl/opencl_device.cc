@@ -106,38 +106,102 @@ constexpr cl_int kPlatformNotFoundKhr = -1001;
 std::string ClErrorName(cl_int code) {
   const char* name = "";
   switch (code) {
-    case CL_SUCCESS: name = "CL_SUCCESS"; break;
-    case CL_DEVICE_NOT_FOUND: name = "CL_DEVICE_NOT_FOUND"; break;
-    case CL_DEVICE_NOT_AVAILABLE: name = "CL_DEVICE_NOT_AVAILABLE"; break;
-    case CL_COMPILER_NOT_AVAILABLE: name = "CL_COMPILER_NOT_AVAILABLE"; break;
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE: name = "CL_MEM_OBJECT_ALLOCATION_FAILURE"; break;
-    case CL_OUT_OF_RESOURCES: name = "CL_OUT_OF_RESOURCES"; break;
-    case CL_OUT_OF_HOST_MEMORY: name = "CL_OUT_OF_HOST_MEMORY"; break;
-    case CL_BUILD_PROGRAM_FAILURE: name = "CL_BUILD_PROGRAM_FAILURE"; break;
-    case CL_MAP_FAILURE: name = "CL_MAP_FAILURE"; break;
-    case CL_INVALID_VALUE: name = "CL_INVALID_VALUE"; break;
-    case CL_INVALID_DEVICE: name = "CL_INVALID_DEVICE"; break;
-    case CL_INVALID_CONTEXT: name = "CL_INVALID_CONTEXT"; break;
-    case CL_INVALID_COMMAND_QUEUE: name = "CL_INVALID_COMMAND_QUEUE"; break;
-    case CL_INVALID_MEM_OBJECT: name = "CL_INVALID_MEM_OBJECT"; break;
-    case CL_INVALID_BUILD_OPTIONS: name = "CL_INVALID_BUILD_OPTIONS"; break;
-    case CL_INVALID_PROGRAM: name = "CL_INVALID_PROGRAM"; break;
-    case CL_INVALID_PROGRAM_EXECUTABLE: name = "CL_INVALID_PROGRAM_EXECUTABLE"; break;
-    case CL_INVALID_KERNEL_NAME: name = "CL_INVALID_KERNEL_NAME"; break;
-    case CL_INVALID_KERNEL: name = "CL_INVALID_KERNEL"; break;
-    case CL_INVALID_ARG_INDEX: name = "CL_INVALID_ARG_INDEX"; break;
-    case CL_INVALID_ARG_VALUE: name = "CL_INVALID_ARG_VALUE"; break;
-    case CL_INVALID_ARG_SIZE: name = "CL_INVALID_ARG_SIZE"; break;
-    case CL_INVALID_KERNEL_ARGS: name = "CL_INVALID_KERNEL_ARGS"; break;
-    case CL_INVALID_WORK_DIMENSION: name = "CL_INVALID_WORK_DIMENSION"; break;
-    case CL_INVALID_WORK_GROUP_SIZE: name = "CL_INVALID_WORK_GROUP_SIZE"; break;
-    case CL_INVALID_GLOBAL_WORK_SIZE: name = "CL_INVALID_GLOBAL_WORK_SIZE"; break;
-    case CL_INVALID_EVENT_WAIT_LIST: name = "CL_INVALID_EVENT_WAIT_LIST"; break;
-    case CL_INVALID_OPERATION: name = "CL_INVALID_OPERATION"; break;
-    case CL_INVALID_BUFFER_SIZE: name = "CL_INVALID_BUFFER_SIZE"; break;
-    case CL_INVALID_PLATFORM: name = "CL_INVALID_PLATFORM"; break;
-    case kPlatformNotFoundKhr: name = "CL_PLATFORM_NOT_FOUND_KHR"; break;
-    default: name = "CL error"; break;
+    case CL_SUCCESS:
+      name = "CL_SUCCESS";
+      break;
+    case CL_DEVICE_NOT_FOUND:
+      name = "CL_DEVICE_NOT_FOUND";
+      break;
+    case CL_DEVICE_NOT_AVAILABLE:
+      name = "CL_DEVICE_NOT_AVAILABLE";
+      break;
+    case CL_COMPILER_NOT_AVAILABLE:
+      name = "CL_COMPILER_NOT_AVAILABLE";
+      break;
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+      name = "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+      break;
+    case CL_OUT_OF_RESOURCES:
+      name = "CL_OUT_OF_RESOURCES";
+      break;
+    case CL_OUT_OF_HOST_MEMORY:
+      name = "CL_OUT_OF_HOST_MEMORY";
+      break;
+    case CL_BUILD_PROGRAM_FAILURE:
+      name = "CL_BUILD_PROGRAM_FAILURE";
+      break;
+    case CL_MAP_FAILURE:
+      name = "CL_MAP_FAILURE";
+      break;
+    case CL_INVALID_VALUE:
+      name = "CL_INVALID_VALUE";
+      break;
+    case CL_INVALID_DEVICE:
+      name = "CL_INVALID_DEVICE";
+      break;
+    case CL_INVALID_CONTEXT:
+      name = "CL_INVALID_CONTEXT";
+      break;
+    case CL_INVALID_COMMAND_QUEUE:
+      name = "CL_INVALID_COMMAND_QUEUE";
+      break;
+    case CL_INVALID_MEM_OBJECT:
+      name = "CL_INVALID_MEM_OBJECT";
+      break;
+    case CL_INVALID_BUILD_OPTIONS:
+      name = "CL_INVALID_BUILD_OPTIONS";
+      break;
+    case CL_INVALID_PROGRAM:
+      name = "CL_INVALID_PROGRAM";
+      break;
+    case CL_INVALID_PROGRAM_EXECUTABLE:
+      name = "CL_INVALID_PROGRAM_EXECUTABLE";
+      break;
+    case CL_INVALID_KERNEL_NAME:
+      name = "CL_INVALID_KERNEL_NAME";
+      break;
+    case CL_INVALID_KERNEL:
+      name = "CL_INVALID_KERNEL";
+      break;
+    case CL_INVALID_ARG_INDEX:
+      name = "CL_INVALID_ARG_INDEX";
+      break;
+    case CL_INVALID_ARG_VALUE:
+      name = "CL_INVALID_ARG_VALUE";
+      break;
+    case CL_INVALID_ARG_SIZE:
+      name = "CL_INVALID_ARG_SIZE";
+      break;
+    case CL_INVALID_KERNEL_ARGS:
+      name = "CL_INVALID_KERNEL_ARGS";
+      break;
+    case CL_INVALID_WORK_DIMENSION:
+      name = "CL_INVALID_WORK_DIMENSION";
+      break;
+    case CL_INVALID_WORK_GROUP_SIZE:
+      name = "CL_INVALID_WORK_GROUP_SIZE";
+      break;
+    case CL_INVALID_GLOBAL_WORK_SIZE:
+      name = "CL_INVALID_GLOBAL_WORK_SIZE";
+      break;
+    case CL_INVALID_EVENT_WAIT_LIST:
+      name = "CL_INVALID_EVENT_WAIT_LIST";
+      break;
+    case CL_INVALID_OPERATION:
+      name = "CL_INVALID_OPERATION";
+      break;
+    case CL_INVALID_BUFFER_SIZE:
+      name = "CL_INVALID_BUFFER_SIZE";
+      break;
+    case CL_INVALID_PLATFORM:
+      name = "CL_INVALID_PLATFORM";
+      break;
+    case kPlatformNotFoundKhr:
+      name = "CL_PLATFORM_NOT_FOUND_KHR";
+      break;
+    default:
+      name = "CL error";
+      break;
   }
   return absl::StrCat(name, " (", code, ")");
 }
@@ -149,8 +213,8 @@ absl::Status ClStatus(cl_int code, const std::string& what) {
 
 absl::StatusOr<double> EventDurationUs(cl_event event) {
   cl_ulong start = 0, end = 0;
-  cl_int err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof(start), &start,
-                                       nullptr);
+  cl_int err =
+      clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr);
   if (err == CL_SUCCESS) {
     err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr);
   }
@@ -163,9 +227,9 @@ absl::StatusOr<DeviceSelector> DeviceSelector::Parse(const std::string& text) {
   if (text.empty()) return selector;
   std::vector<std::string> parts = absl::StrSplit(text, ':');
   if (parts.size() > 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "OpenCL device selector '", text, "': expected 'platform:device[:index]', got ",
-        parts.size(), " ':'-separated fields"));
+    return absl::InvalidArgumentError(absl::StrCat("OpenCL device selector '", text,
+                                                   "': expected 'platform:device[:index]', got ",
+                                                   parts.size(), " ':'-separated fields"));
   }
   int index = -1;
   if (parts.size() == 1) {
@@ -184,9 +248,8 @@ absl::StatusOr<DeviceSelector> DeviceSelector::Parse(const std::string& text) {
   selector.device = parts[1];
   if (parts.size() == 3) {
     if (!absl::SimpleAtoi(parts[2], &index) || index < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("OpenCL device selector '", text,
-                                                     "': index '", parts[2],
-                                                     "' is not a non-negative integer"));
+      return absl::InvalidArgumentError(absl::StrCat("OpenCL device selector '", text, "': index '",
+                                                     parts[2], "' is not a non-negative integer"));
     }
     selector.index = index;
   }
@@ -252,8 +315,7 @@ absl::StatusOr<std::unique_ptr<OpenClDevice>> OpenClDevice::Open(const DeviceSel
             : absl::StrCat("platform~'", selector.platform, "' device~'", selector.device,
                            "' index ", selector.index < 0 ? 0 : selector.index);
     return absl::NotFoundError(absl::StrCat("no OpenCL device matches ", wanted, " (",
-                                            matches.size(), " candidates); ",
-                                            DescribeAll(*all)));
+                                            matches.size(), " candidates); ", DescribeAll(*all)));
   }
   auto device = std::unique_ptr<OpenClDevice>(new OpenClDevice());
   device->device_ = matches[pick].first;
@@ -280,7 +342,7 @@ OpenClDevice::~OpenClDevice() {
     clReleaseCommandQueue(queue_);
   }
   {
-    std::lock_guard<std::mutex> lock(programs_mu_);
+    absl::MutexLock lock(&programs_mu_);
     for (auto& [key, program] : programs_) clReleaseProgram(program);
   }
   if (context_ != nullptr) clReleaseContext(context_);
@@ -294,7 +356,7 @@ std::string OpenClDevice::StdOption() const {
 absl::StatusOr<cl_program> OpenClDevice::BuildProgram(const std::string& key,
                                                       const std::string& source,
                                                       const std::string& options) {
-  std::lock_guard<std::mutex> lock(programs_mu_);
+  absl::MutexLock lock(&programs_mu_);
   if (auto it = programs_.find(key); it != programs_.end()) return it->second;
   const char* text = source.c_str();
   const size_t length = source.size();
@@ -308,8 +370,8 @@ absl::StatusOr<cl_program> OpenClDevice::BuildProgram(const std::string& key,
     std::string log(log_size, '\0');
     clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, log_size, log.data(), nullptr);
     clReleaseProgram(program);
-    return absl::InternalError(absl::StrCat("building OpenCL program '", key, "' for '",
-                                            info_.name, "' with options '", options,
+    return absl::InternalError(absl::StrCat("building OpenCL program '", key, "' for '", info_.name,
+                                            "' with options '", options,
                                             "' failed: ", ClErrorName(err), "\n", log));
   }
   programs_.emplace(key, program);

@@ -19,13 +19,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace psched::executor::opencl {
 
@@ -46,17 +46,17 @@ struct DeviceInfo {
   std::string platform_name;
   std::string name;
   std::string vendor;
-  std::string version;            // CL_DEVICE_VERSION
-  std::string opencl_c_version;   // highest OpenCL C the compiler accepts, e.g. "3.0"
+  std::string version;           // CL_DEVICE_VERSION
+  std::string opencl_c_version;  // highest OpenCL C the compiler accepts, e.g. "3.0"
   cl_device_type type = 0;
   bool is_gpu = false;
   uint32_t compute_units = 0;
   size_t max_work_group_size = 0;
   uint64_t global_memory_bytes = 0;
-  bool svm_coarse_grain = false;   // CL_DEVICE_SVM_COARSE_GRAIN_BUFFER
-  bool svm_fine_grain = false;     // CL_DEVICE_SVM_FINE_GRAIN_BUFFER
-  bool svm_atomics = false;        // CL_DEVICE_SVM_ATOMICS (with fine-grained buffers)
-  int global_index = 0;            // position in ListDevices()
+  bool svm_coarse_grain = false;  // CL_DEVICE_SVM_COARSE_GRAIN_BUFFER
+  bool svm_fine_grain = false;    // CL_DEVICE_SVM_FINE_GRAIN_BUFFER
+  bool svm_atomics = false;       // CL_DEVICE_SVM_ATOMICS (with fine-grained buffers)
+  int global_index = 0;           // position in ListDevices()
 };
 
 // Every device of every platform, in ICD order. Fails (kUnavailable) when no ICD or platform
@@ -105,7 +105,7 @@ class OpenClDevice {
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
-  std::mutex programs_mu_;
+  absl::Mutex programs_mu_;
   std::map<std::string, cl_program> programs_ ABSL_GUARDED_BY(programs_mu_);
 };
 
