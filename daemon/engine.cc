@@ -92,6 +92,13 @@ nlohmann::json CheckedSummary(const std::string& text, const std::string& id) {
 // the system: glibc keeps freed chunks in its arenas otherwise, and RSS would only grow.
 void ReleaseFreedMemory() { malloc_trim(0); }
 
+// Erases a model's entries from a sorted container keyed "<model id>|...": they are exactly
+// the keys in ["<id>|", "<id>}"), '}' being the character after '|'.
+template <typename Sorted>
+void EraseModelEntries(Sorted& entries, const std::string& model_id) {
+  entries.erase(entries.lower_bound(model_id + "|"), entries.lower_bound(model_id + "}"));
+}
+
 }  // namespace
 
 int64_t TensorSpec::Elements() const {
@@ -369,11 +376,7 @@ absl::StatusOr<std::pair<std::string, int64_t>> Engine::RemoveModel(
     absl::MutexLock lock(&models_mu_);
     loaded_.erase(*id);
     quarantined_.erase(*id);
-    const std::string prefix = *id + "|";
-    auto first = checked_plans_.lower_bound(prefix);
-    auto last = first;
-    while (last != checked_plans_.end() && last->starts_with(prefix)) ++last;
-    checked_plans_.erase(first, last);
+    EraseModelEntries(checked_plans_, *id);
   }
   ForgetReadyPlans(*id);
   ReleaseFreedMemory();
@@ -467,11 +470,7 @@ void Engine::ForgetReadyPlans(const std::string& model_id) {
     ready_plans_.clear();
     return;
   }
-  const std::string prefix = model_id + "|";
-  auto first = ready_plans_.lower_bound(prefix);
-  auto last = first;
-  while (last != ready_plans_.end() && last->first.starts_with(prefix)) ++last;
-  ready_plans_.erase(first, last);
+  EraseModelEntries(ready_plans_, model_id);
 }
 
 absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
