@@ -4,7 +4,10 @@
 // bench/coexec/torch_peer.py).
 //
 // Platform A: cpu.0 + cpu.1 (one core each). Platform B: cpu.0 + PoCL as the GPU, its
-// dispatcher and worker thread pinned to core 1. Plans come from the `host` analytic profile
+// dispatcher and worker thread pinned to core 1. Platform C: the daemon's default on this
+// host, one `cpu` cluster device of both cores (a 2-thread XNNPACK pool); only its
+// single-device plan runs, compared with XNNPACK's own 2-thread run (`/xnn2 cluster` line,
+// issue 15's 5% target). Plans come from the `host` analytic profile
 // (GPU dispatch overhead measured on the device). With ONNX Runtime, every psched
 // configuration runs the complete model file the peer wrote (the same weights on both sides)
 // and its output is checked against ONNX Runtime's. All configurations, ONNX Runtime's
@@ -52,7 +55,7 @@ using executor::runtime::PlatformDevices;
 
 // One timed configuration of one model: a plan on a platform, or XNNPACK alone.
 struct Config {
-  std::string platform = {};  // "A", "B", or "-" for XNNPACK alone
+  std::string platform = {};  // "A", "B", "C", or "-" for XNNPACK alone
   std::string plan = {};
   bool single = false;  // a single-device plan
   double predicted_ms = 0;
@@ -85,7 +88,25 @@ struct PlatformSetup {
   std::string name;
   predictor::Profile profile;
   std::unique_ptr<PlatformDevices> devices;
+  bool single_only = false;  // plan each device alone, no co-execution methods
 };
+
+// The host profile without its gpu (the last device), in both the platform and the model.
+bool DropGpu(predictor::Profile& profile, const std::string& name) {
+  const auto* model = dynamic_cast<const predictor::AnalyticModel*>(profile.model.get());
+  if (model == nullptr) {
+    std::fprintf(stderr, "the host profile is not analytic; cannot derive %s\n", name.c_str());
+    return false;
+  }
+  profile.platform.devices.pop_back();
+  profile.platform.name = name;
+  std::vector<predictor::AnalyticDeviceParams> cpus;
+  for (size_t i = 0; i < profile.platform.devices.size(); ++i) {
+    cpus.push_back(model->device(static_cast<int>(i)));
+  }
+  profile.model = std::make_shared<predictor::AnalyticModel>(name, std::move(cpus));
+  return true;
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -224,17 +245,7 @@ int Main(int argc, char** argv) {
   auto devices_b = PlatformDevices::Create(profile_b.platform, {.gpu_core = 1});
   std::vector<PlatformSetup> platforms;
   predictor::Profile profile_a = predictor::HostProfile(2, opencl);
-  // Drop the gpu from both the platform and the model: cpu.0 + cpu.1.
-  profile_a.platform.devices.pop_back();
-  profile_a.platform.name = "host-cpu";
-  const auto* host_model = dynamic_cast<const predictor::AnalyticModel*>(profile_a.model.get());
-  if (host_model == nullptr) {
-    std::fprintf(stderr, "the host profile is not analytic; cannot derive platform A\n");
-    return 1;
-  }
-  profile_a.model = std::make_shared<predictor::AnalyticModel>(
-      "host-cpu",
-      std::vector<predictor::AnalyticDeviceParams>{host_model->device(0), host_model->device(1)});
+  if (!DropGpu(profile_a, "host-cpu")) return 1;  // cpu.0 + cpu.1
   auto devices_a = PlatformDevices::Create(profile_a.platform);
   if (!devices_a.ok()) {
     std::fprintf(stderr, "platform A: %s\n", devices_a.status().ToString().c_str());
@@ -242,6 +253,16 @@ int Main(int argc, char** argv) {
   }
   if (!calibrate(profile_a)) return 1;
   platforms.push_back({"A", profile_a, std::move(*devices_a)});
+  // C: one device for the 2-core cluster, as topology discovery gives pschedd here. Its
+  // prediction is the prior (no --host-model device is named `cpu`).
+  predictor::Profile profile_c = predictor::HostProfile({{.name = "cpu", .cores = {0, 1}}});
+  if (!DropGpu(profile_c, "host-cluster")) return 1;
+  auto devices_c = PlatformDevices::Create(profile_c.platform);
+  if (!devices_c.ok()) {
+    std::fprintf(stderr, "platform C: %s\n", devices_c.status().ToString().c_str());
+    return 1;
+  }
+  platforms.push_back({"C", profile_c, std::move(*devices_c), /*single_only=*/true});
   if (devices_b.ok()) {
     const std::optional<double> overhead = (*devices_b)->gpu_dispatch_overhead_us();
     profile_b = predictor::HostProfile(1, opencl, {.gpu_dispatch_us = overhead});
@@ -359,7 +380,7 @@ int Main(int argc, char** argv) {
       }
       std::vector<std::string> plan_names;
       for (const auto& d : p.profile.platform.devices) plan_names.push_back("single:" + d.name);
-      plan_names.insert(plan_names.end(), methods.begin(), methods.end());
+      if (!p.single_only) plan_names.insert(plan_names.end(), methods.begin(), methods.end());
       for (const std::string& method : plan_names) {
         auto scheduler = scheduler::MakeScheduler(method);
         if (!scheduler.ok()) {
@@ -458,6 +479,7 @@ int Main(int argc, char** argv) {
       return 0.0;
     };
     const double one_core_ms = median_of("xnnpack 1 thread");
+    const double two_core_ms = median_of("xnnpack 2 thread");
     const double ort1_ms = median_of("onnxruntime 1 thread");
     const double ort2_ms = median_of("onnxruntime 2 thread");
     auto ratio = [](double ms, double base) {
@@ -502,6 +524,13 @@ int Main(int argc, char** argv) {
             !s.ok()) {
           std::fprintf(stderr, "%s\n", s.ToString().c_str());
         }
+      }
+    }
+    for (const Config& c : configs) {
+      if (c.platform == "C" && c.plan == "single:cpu" && two_core_ms > 0) {
+        std::printf("%-20s cluster device / xnnpack 2 thread = %s (median %.2f / %.2f ms)\n",
+                    models[mi].c_str(), ratio(c.median_ms(), two_core_ms).c_str(), c.median_ms(),
+                    two_core_ms);
       }
     }
     std::fflush(stdout);
