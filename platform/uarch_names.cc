@@ -121,10 +121,15 @@ std::string UarchFromMidr(uint64_t midr) {
   return absl::StrCat("MIDR 0x", absl::Hex(implementer), ":0x", absl::Hex(part));
 }
 
+std::string ChipName(std::string_view package_name) {
+  if (package_name == "Unknown") return "";
+  return std::string(package_name);
+}
+
 LiveCpuNames LiveCpuNamesFromCpuinfo() {
   LiveCpuNames names;
   if (!cpuinfo_initialize()) return names;
-  if (cpuinfo_get_packages_count() > 0) names.chip = cpuinfo_get_package(0)->name;
+  if (cpuinfo_get_packages_count() > 0) names.chip = ChipName(cpuinfo_get_package(0)->name);
   for (uint32_t i = 0; i < cpuinfo_get_processors_count(); ++i) {
     const cpuinfo_processor* processor = cpuinfo_get_processor(i);
     if (processor == nullptr || processor->core == nullptr) continue;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace psched::platform {
 
@@ -24,6 +25,10 @@ struct LiveCpuNames {
   // Linux CPU id -> micro-architecture, for the cores libcpuinfo can name.
   std::map<int, std::string> uarch;
 };
+
+// libcpuinfo's package name as psched shows it: its placeholder "Unknown" (what it says under
+// qemu-user and on SoCs it has no table entry for) becomes empty, as if it had said nothing.
+std::string ChipName(std::string_view package_name);
 
 // Empty when libcpuinfo cannot initialise (it logs why on stderr).
 LiveCpuNames LiveCpuNamesFromCpuinfo();
