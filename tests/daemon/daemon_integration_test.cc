@@ -51,6 +51,19 @@ const std::string kTinyModel = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.on
 const std::string kTinyInput = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.input.npy";
 const std::string kTinyOutput = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.output.npy";
 const std::string kSysfsFixtures = PSCHED_SYSFS_FIXTURES;
+// The per-core CPU devices of this 2-core host, as a config lists them.
+const std::string kCpu0Toml = R"toml(
+[[devices]]
+name = "cpu.0"
+kind = "cpu"
+cores = [0]
+)toml";
+const std::string kCpu1Toml = R"toml(
+[[devices]]
+name = "cpu.1"
+kind = "cpu"
+cores = [1]
+)toml";
 
 std::string SharedDir() {
   const char* dir = std::getenv("PSCHED_SHARED_DIR");
@@ -223,12 +236,7 @@ class DaemonTest : public ::testing::Test {
 
   // cpu.0 + gpu (PoCL) when OpenCL can be opened, else cpu.0 + cpu.1.
   std::vector<std::string> StartTwoDevices() {
-    std::vector<std::string> names = StartWithDevices(R"toml(
-[[devices]]
-name = "cpu.0"
-kind = "cpu"
-cores = [0]
-
+    std::vector<std::string> names = StartWithDevices(kCpu0Toml + R"toml(
 [[devices]]
 name = "gpu"
 kind = "gpu"
@@ -237,17 +245,7 @@ cores = [1]
 )toml");
     if (names.size() == 2) return names;
     Stop();
-    return StartWithDevices(R"toml(
-[[devices]]
-name = "cpu.0"
-kind = "cpu"
-cores = [0]
-
-[[devices]]
-name = "cpu.1"
-kind = "cpu"
-cores = [1]
-)toml");
+    return StartWithDevices(kCpu0Toml + kCpu1Toml);
   }
 
   bool WaitServing(const std::string& socket) {
@@ -1003,7 +1001,8 @@ TEST_F(DaemonTest, EveryRpcAnswersClearlyOnAPoisonedStore) {
           "inputs": [{"name": 5, "dims": "x"}], "outputs": {"y": 1}}';
       UPDATE plans SET schedule_json = '{"subtasks": [{"device": 7, "work": "all"}]}',
                        scheduler = 'heft';
-    )sql").ok());
+    )sql")
+                    .ok());
   }
   Start();
   std::vector<std::pair<std::string, absl::Status>> answers;
@@ -1203,17 +1202,7 @@ TEST_F(DaemonTest, ConfiguredCpuDevicesReplaceTheClustersAndClashesAreRefused) {
   // A cluster split into one device per core; discovery still reports the cluster.
   std::ofstream(dir_ + "/split.toml")
       << "cpu_topology_root = \"" << kSysfsFixtures << "/x86-vm-2vcpu\"\n"
-      << R"toml(
-[[devices]]
-name = "cpu.0"
-kind = "cpu"
-cores = [0]
-
-[[devices]]
-name = "cpu.1"
-kind = "cpu"
-cores = [1]
-)toml";
+      << kCpu0Toml << kCpu1Toml;
   pid_ = Spawn({"--config", dir_ + "/split.toml"});
   ASSERT_TRUE(WaitServing(socket_)) << Log();
   auto [rc, text] = Ctl("-o json platform show");
@@ -1434,12 +1423,7 @@ TEST_F(DaemonTest, DaemonsOwnUserRootAndConfiguredUsersAndGroupsAreAdmins) {
   ASSERT_EQ(chown(home.c_str(), getpwnam("nobody")->pw_uid, nogroup), 0);
   const std::string socket = home + "/run/pschedd.sock";
   const std::string config = dir_ + "/access.toml";
-  std::ofstream(config) << R"toml(
-[[devices]]
-name = "cpu.0"
-kind = "cpu"
-cores = [0]
-
+  std::ofstream(config) << kCpu0Toml << R"toml(
 [access]
 admin_users = ["4243"]
 admin_groups = ["4244"]
