@@ -30,14 +30,8 @@ if [ ! -f "$data/$name.onnx" ]; then
   data="$root/tests/daemon/data"
 fi
 
-work="$(mktemp -d /tmp/psched-arm64.XXXXXX)"
-socket="$work/pschedd.sock"
-pid=""
-cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid"; wait "$pid" || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. "$root/scripts/daemon-session.sh"
+session_open arm64
 
 run() { "$qemu" -L "$cross_root" "$@"; }
 ctl() { run "$pschedctl" --socket "$socket" --timeout 600 "$@"; }
@@ -48,15 +42,7 @@ step "pschedd (arm64, $qemu) on $socket"
 "$qemu" -L "$cross_root" "$pschedd" --socket "$socket" --state-dir "$work/state" \
   --log-level info >"$work/pschedd.log" 2>&1 &
 pid=$!
-for _ in $(seq 600); do
-  ctl status >/dev/null 2>&1 && break
-  if ! kill -0 "$pid" 2>/dev/null; then
-    echo "arm64-e2e: pschedd exited during start-up:" >&2
-    cat "$work/pschedd.log" >&2
-    exit 1
-  fi
-  sleep 0.2
-done
+session_wait_serving 120 "$work/pschedd.log"
 ctl platform show
 
 step "model add $name.onnx"

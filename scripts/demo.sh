@@ -24,14 +24,8 @@ if [ ! -f "$model" ]; then
   input="$root/tests/daemon/data/tiny_cnn.input.npy"
 fi
 
-work="$(mktemp -d /tmp/psched-demo.XXXXXX)"
-socket="$work/pschedd.sock"
-pid=""
-cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid"; wait "$pid" || true; fi
-  if [ -n "${PSCHED_DEMO_KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
+. "$root/scripts/daemon-session.sh"
+session_open demo
 
 step() { printf '\n==> %s\n' "$*"; }
 ctl() { "$pschedctl" --socket "$socket" "$@"; }
@@ -46,12 +40,7 @@ start() {
   "$pschedd" --config "$work/pschedd.toml" --socket "$socket" --state-dir "$work/state" \
     --log-level warn &
   pid=$!
-  for _ in $(seq 300); do
-    ctl status >/dev/null 2>&1 && break
-    kill -0 "$pid" 2>/dev/null || { echo "demo: pschedd exited during start-up" >&2; exit 1; }
-    sleep 0.1
-  done
-  ctl status >/dev/null
+  session_wait_serving 30
 }
 
 step "starting pschedd (socket $socket, state $work/state) with cpu.0 + gpu (OpenCL)"
