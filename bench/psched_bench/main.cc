@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/psched_bench/cross_platform.h"
 #include "bench/psched_bench/results_table.h"
 #include "bench/psched_bench/schedule_gantt.h"
 #include "bench/psched_bench/taskgraph_json.h"
@@ -53,6 +54,7 @@ struct Flags {
   bool predict_all = false;
   bool planning_time = false;
   int repeat = 3;
+  std::string cross_platforms;
 };
 
 scheduler::ProblemOptions ProblemOptionsOf(const Flags& flags) {
@@ -355,6 +357,60 @@ absl::Status RunPlanningTime(const Flags& flags, const std::vector<std::string>&
   return absl::OkStatus();
 }
 
+// The paper's cross-platform table: one method, every model planned on each platform of
+// --cross-platforms and run on each.
+absl::Status RunCrossPlatform(const Flags& flags, const std::vector<std::string>& methods) {
+  if (methods.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cross-platforms takes one method, got ", methods.size()));
+  }
+  absl::StatusOr<std::vector<std::string>> files = ModelFiles(flags.models);
+  if (!files.ok()) return files.status();
+  std::vector<predictor::Profile> profiles;
+  for (const std::string& name : std::vector<std::string>(
+           absl::StrSplit(flags.cross_platforms, ',', absl::SkipWhitespace()))) {
+    absl::StatusOr<predictor::Profile> profile = predictor::LoadProfile(name);
+    if (!profile.ok()) return profile.status();
+    profiles.push_back(*std::move(profile));
+  }
+  std::vector<model::Graph> graphs;
+  for (const std::string& path : *files) {
+    absl::StatusOr<model::Graph> graph = model::ImportOnnxFile(path, model::ImportOptions{});
+    if (!graph.ok()) return graph.status();
+    graphs.push_back(*std::move(graph));
+  }
+  absl::StatusOr<std::unique_ptr<scheduler::Scheduler>> scheduler =
+      scheduler::MakeScheduler(methods[0]);
+  if (!scheduler.ok()) return scheduler.status();
+  absl::StatusOr<scheduler::SchedulerOptions> options = Options(flags, methods[0]);
+  if (!options.ok()) return options.status();
+  fmt::print(stderr, "planning {} models on {} platforms with {}\n", graphs.size(), profiles.size(),
+             methods[0]);
+  absl::StatusOr<CrossPlatformResult> result =
+      CrossPlatform(graphs, profiles, **scheduler, *options, ProblemOptionsOf(flags));
+  if (!result.ok()) return result.status();
+  std::cout << fmt::format(
+                   "{} plans, planned on the row's platform and run on the column's, normalised "
+                   "per model "
+                   "to the column's own plan (average / worst over {} models):\n\n",
+                   methods[0], graphs.size())
+            << CrossPlatformTable(*result);
+  if (!flags.out_csv.empty()) {
+    std::ofstream csv(flags.out_csv, std::ios::trunc);
+    csv << "planned_on,run_on,model,ratio\n";
+    for (size_t from = 0; from < result->platforms.size(); ++from) {
+      for (size_t on = 0; on < result->platforms.size(); ++on) {
+        for (size_t m = 0; m < result->models.size(); ++m) {
+          csv << fmt::format("{},{},{},{:.6f}\n", result->platforms[from], result->platforms[on],
+                             result->models[m], result->ratio[from][on][m]);
+        }
+      }
+    }
+    if (!csv) return absl::UnavailableError(absl::StrCat("cannot write ", flags.out_csv));
+  }
+  return absl::OkStatus();
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"psched-bench: compare schedulers on ONNX models or a JSON task graph"};
   Flags flags;
@@ -379,6 +435,9 @@ int Main(int argc, char** argv) {
                "predict every candidate configuration in one batch before planning");
   app.add_flag("--planning-time", flags.planning_time, "measure the iterative search's planning cost");
   app.add_option("--repeat", flags.repeat, "cold runs per model for --planning-time")->capture_default_str();
+  app.add_option("--cross-platforms", flags.cross_platforms,
+                 "comma-separated platforms with the same devices: plan every model on each with the one "
+                 "--methods (default iterative) and run each plan on each (the paper's cross-platform table)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -388,8 +447,8 @@ int Main(int argc, char** argv) {
     fmt::print(stderr, "psched-bench: give exactly one of --models or --taskgraph\n");
     return 2;
   }
-  if (flags.planning_time && flags.models.empty()) {
-    fmt::print(stderr, "psched-bench: --planning-time needs --models\n");
+  if ((flags.planning_time || !flags.cross_platforms.empty()) && flags.models.empty()) {
+    fmt::print(stderr, "psched-bench: --planning-time and --cross-platforms need --models\n");
     return 2;
   }
   if (!flags.gantt_dir.empty()) {
@@ -401,7 +460,9 @@ int Main(int argc, char** argv) {
     }
   }
   std::string method_list = flags.methods;
-  if (method_list.empty()) method_list = flags.planning_time ? "iterative" : kDefaultMethods;
+  if (method_list.empty()) {
+    method_list = flags.planning_time || !flags.cross_platforms.empty() ? "iterative" : kDefaultMethods;
+  }
   std::vector<std::string> methods = absl::StrSplit(method_list, ',', absl::SkipWhitespace());
   for (const std::string& m : methods) {
     if (absl::StatusOr<std::unique_ptr<scheduler::Scheduler>> s = scheduler::MakeScheduler(m); !s.ok()) {
@@ -409,9 +470,10 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  const absl::Status status = flags.planning_time     ? RunPlanningTime(flags, methods)
-                              : flags.taskgraph.empty() ? RunModels(flags, methods)
-                                                        : RunTaskGraph(flags, methods);
+  const absl::Status status = !flags.cross_platforms.empty() ? RunCrossPlatform(flags, methods)
+                              : flags.planning_time            ? RunPlanningTime(flags, methods)
+                              : flags.taskgraph.empty()        ? RunModels(flags, methods)
+                                                               : RunTaskGraph(flags, methods);
   if (!status.ok()) {
     fmt::print(stderr, "psched-bench: {}\n", std::string(status.message()));
     return 1;

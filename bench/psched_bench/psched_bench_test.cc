@@ -1,10 +1,14 @@
 #include <string>
 
+#include "bench/psched_bench/cross_platform.h"
 #include "bench/psched_bench/results_table.h"
 #include "bench/psched_bench/schedule_gantt.h"
 #include "bench/psched_bench/taskgraph_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/list_scheduler.h"
+#include "scheduler/registry/registry.h"
+#include "scheduler/test_problems.h"
 
 namespace psched::bench {
 namespace {
@@ -22,6 +26,42 @@ constexpr char kDiamond[] = R"({
   "edges": [["a", "b"], {"from": "a", "to": "c", "transfer_us": 2.5}, ["b", "d"], [3, 0]]
 })";
 
+TEST(CrossPlatformTest, OwnPlansOnTheDiagonalMovedPlansElsewhere) {
+  const std::vector<model::Graph> graphs{scheduler::testing::ConvForkJoin(3),
+                                         scheduler::testing::ConvForkJoin(4)};
+  std::vector<predictor::Profile> profiles;
+  for (const char* name : {"oneplus11", "pixel5"})
+    profiles.push_back(*predictor::LoadProfile(name));
+  const scheduler::ScheduleOnlyScheduler heft(*scheduler::MakeListScheduler("heft"));
+  absl::StatusOr<CrossPlatformResult> r = CrossPlatform(graphs, profiles, heft, {}, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->platforms, (std::vector<std::string>{"oneplus11", "pixel5"}));
+  ASSERT_EQ(r->ratio.size(), 2u);
+  for (size_t p = 0; p < 2; ++p) {
+    ASSERT_EQ(r->ratio[p][p].size(), 2u);
+    for (double v : r->ratio[p][p]) EXPECT_DOUBLE_EQ(v, 1.0);
+  }
+  // The phones' GPU/CPU balance differs, so a plan's splits fit only the phone it was made for.
+  for (size_t m = 0; m < 2; ++m) {
+    EXPECT_GT(r->ratio[0][1][m], 1.0) << r->models[m];
+    EXPECT_GT(r->ratio[1][0][m], 1.0) << r->models[m];
+  }
+  const std::string table = CrossPlatformTable(*r);
+  EXPECT_THAT(table, HasSubstr("| oneplus11 | 1.000 / 1.000 |"));
+  EXPECT_THAT(table, HasSubstr("| planned on \\ run on | oneplus11 | pixel5 |"));
+}
+
+TEST(CrossPlatformTest, PlatformsWithOtherDevicesAreRefused) {
+  const std::vector<model::Graph> graphs{scheduler::testing::ConvForkJoin(2)};
+  std::vector<predictor::Profile> profiles{*predictor::LoadProfile("pixel5"),
+                                           predictor::HostProfile(2)};
+  const scheduler::ScheduleOnlyScheduler heft(*scheduler::MakeListScheduler("heft"));
+  absl::StatusOr<CrossPlatformResult> r = CrossPlatform(graphs, profiles, heft, {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("platform host has devices [cpu.0, cpu.1, gpu]"));
+  EXPECT_FALSE(CrossPlatform(graphs, {profiles[0]}, heft, {}, {}).ok());
+}
+
 TEST(TaskGraphJsonTest, ParsesAndOrdersTopologically) {
   absl::StatusOr<TaskGraphInput> in = ParseTaskGraphJson(kDiamond);
   ASSERT_TRUE(in.ok()) << in.status();
@@ -32,7 +72,8 @@ TEST(TaskGraphJsonTest, ParsesAndOrdersTopologically) {
   ASSERT_EQ(in->tasks.edges.size(), 4u);
   for (const auto& e : in->tasks.edges) EXPECT_LT(e.from, e.to);
   EXPECT_DOUBLE_EQ(in->tasks.edges[1].transfer_us, 2.5);
-  absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromTaskGraph(in->tasks, in->platform);
+  absl::StatusOr<scheduler::Problem> problem =
+      scheduler::Problem::FromTaskGraph(in->tasks, in->platform);
   EXPECT_TRUE(problem.ok()) << problem.status();
 }
 
@@ -40,15 +81,19 @@ TEST(TaskGraphJsonTest, RejectsBadInputWithItsLocation) {
   const std::pair<const char*, const char*> cases[] = {
       {"not json", "not valid JSON"},
       {R"({"devices": [], "tasks": [{"cost": [1]}]})", "devices: must be a non-empty array"},
-      {R"({"devices": ["a"], "tasks": [{"cost": [1, 2]}]})", "tasks[0].cost: has 2 entries for 1 devices"},
-      {R"({"devices": ["a"], "tasks": [{"cost": [-1]}]})", "tasks[0].cost[0]: must be finite and >= 0"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1, 2]}]})",
+       "tasks[0].cost: has 2 entries for 1 devices"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [-1]}]})",
+       "tasks[0].cost[0]: must be finite and >= 0"},
       {R"({"devices": ["a", "b"], "tasks": [{"cost": {"a": 1}}]})", "no cost for device 'b'"},
       {R"({"devices": ["a"], "tasks": [{"cost": {"z": 1}}]})", "unknown device 'z'"},
       {R"({"devices": ["a", "a"], "tasks": [{"cost": [1, 1]}]})", "duplicate device name 'a'"},
       {R"({"devices": ["a"], "tasks": [{"name": "x", "cost": [1]}, {"name": "x", "cost": [1]}]})",
        "duplicate task name 'x'"},
-      {R"({"devices": ["a"], "tasks": [{"cost": [1]}], "edges": [["t0", "nope"]]})", "unknown task 'nope'"},
-      {R"({"devices": ["a"], "tasks": [{"cost": [1]}], "edges": [[0, 5]]})", "task index 5 outside [0, 1)"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1]}], "edges": [["t0", "nope"]]})",
+       "unknown task 'nope'"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1]}], "edges": [[0, 5]]})",
+       "task index 5 outside [0, 1)"},
       {R"({"devices": ["a"], "tasks": [{"cost": [1]}, {"cost": [1]}], "edges": [[0, 1], [1, 0]]})",
        "cycle"},
       {R"({"devices": ["a"], "tasks": [{"cost": [1]}], "edges": [[0, 0]]})", "depends on itself"},
@@ -59,7 +104,8 @@ TEST(TaskGraphJsonTest, RejectsBadInputWithItsLocation) {
     EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument) << text;
     EXPECT_THAT(std::string(in.status().message()), HasSubstr(message)) << text;
   }
-  EXPECT_EQ(LoadTaskGraphFile("/nonexistent/graph.json").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(LoadTaskGraphFile("/nonexistent/graph.json").status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 constexpr char kSplit[] = R"({
@@ -102,16 +148,21 @@ TEST(TaskGraphJsonTest, ParsesSplitTablesAndWritesThemBack) {
 
 TEST(TaskGraphJsonTest, RejectsBadSplitTablesWithTheirLocation) {
   const std::pair<const char*, const char*> cases[] = {
-      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": [1]}]})", "tasks[0].splits: must be an object"},
-      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"rows": [[1]]}}]})", "unknown split axis"},
-      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"none": [[1]]}}]})", "unknown split axis"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": [1]}]})",
+       "tasks[0].splits: must be an object"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"rows": [[1]]}}]})",
+       "unknown split axis"},
+      {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"none": [[1]]}}]})",
+       "unknown split axis"},
       {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"cin": []}}]})", "non-empty array"},
       {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"cin": [[1, 2]]}}]})",
        "tasks[0].splits.cin[0]: has 2 entries for 1 devices"},
       {R"({"devices": ["a"], "tasks": [{"cost": [1], "splits": {"cin": [[-3]]}}]})",
        "tasks[0].splits.cin[0][0]: must be finite and >= 0"},
-      {R"({"devices": ["a"], "alignment": 0, "tasks": [{"cost": [1]}]})", "alignment: must be an integer >= 1"},
-      {R"({"devices": ["a"], "max_splits": -1, "tasks": [{"cost": [1]}]})", "max_splits: must be an integer >= 0"},
+      {R"({"devices": ["a"], "alignment": 0, "tasks": [{"cost": [1]}]})",
+       "alignment: must be an integer >= 1"},
+      {R"({"devices": ["a"], "max_splits": -1, "tasks": [{"cost": [1]}]})",
+       "max_splits: must be an integer >= 0"},
   };
   for (const auto& [text, message] : cases) {
     absl::StatusOr<TaskGraphInput> in = ParseTaskGraphJson(text);
@@ -132,8 +183,9 @@ TEST(ResultsTableTest, NormalizesToExactOrTheBestMethod) {
     return r;
   };
   std::vector<ResultRow> rows = {
-      row("m1", "heft", true, 200),  row("m1", "iterative", true, 100), row("m2", "heft", true, 300),
-      row("m2", "iterative", true, 150), row("m2", "exact", true, 120), row("m2", "pa-heft", false, 0),
+      row("m1", "heft", true, 200),  row("m1", "iterative", true, 100),
+      row("m2", "heft", true, 300),  row("m2", "iterative", true, 150),
+      row("m2", "exact", true, 120), row("m2", "pa-heft", false, 0),
   };
   Normalize(rows);
   EXPECT_DOUBLE_EQ(rows[0].normalized, 2.0);
@@ -168,16 +220,20 @@ TEST(ResultsTableTest, ReportsHowTheExactSearchEnded) {
   r.exact_source = "staged";
   std::vector<ResultRow> rows = {r};
   Normalize(rows);
-  EXPECT_THAT(CsvHeader(), HasSubstr("stages,stages_proven,stage_gap,lower_bound_us,staged_makespan_us,exact_source"));
+  EXPECT_THAT(
+      CsvHeader(),
+      HasSubstr("stages,stages_proven,stage_gap,lower_bound_us,staged_makespan_us,exact_source"));
   EXPECT_THAT(CsvLine(rows[0]), HasSubstr(",5,4,0.012500,950.000,1000.000,staged"));
-  EXPECT_THAT(TextTable(rows, Summarize(rows)), HasSubstr("proven   4/5    gap   1.25%  bound     0.950 ms  staged"));
+  EXPECT_THAT(TextTable(rows, Summarize(rows)),
+              HasSubstr("proven   4/5    gap   1.25%  bound     0.950 ms  staged"));
   EXPECT_EQ(ToJson(rows, Summarize(rows))["results"][0]["exact"]["stages_proven"].get<int>(), 4);
 }
 
 TEST(ScheduleGanttTest, DrawsTheProblemsDevicesAndOps) {
   absl::StatusOr<TaskGraphInput> in = ParseTaskGraphJson(kDiamond);
   ASSERT_TRUE(in.ok());
-  absl::StatusOr<scheduler::Problem> problem = scheduler::Problem::FromTaskGraph(in->tasks, in->platform);
+  absl::StatusOr<scheduler::Problem> problem =
+      scheduler::Problem::FromTaskGraph(in->tasks, in->platform);
   ASSERT_TRUE(problem.ok());
   scheduler::Schedule s(4, 2);
   s.Add({0, 0, 0, model::SplitAxis::kNone, 0, 1, 0, 2000});
@@ -191,7 +247,8 @@ TEST(ScheduleGanttTest, DrawsTheProblemsDevicesAndOps) {
   EXPECT_THAT(svg, HasSubstr(">cpu<"));
   EXPECT_THAT(svg, HasSubstr("makespan 17.500 ms"));
   size_t bars = 0;
-  for (size_t p = svg.find("<title>"); p != std::string::npos; p = svg.find("<title>", p + 1)) ++bars;
+  for (size_t p = svg.find("<title>"); p != std::string::npos; p = svg.find("<title>", p + 1))
+    ++bars;
   EXPECT_EQ(bars, 4u);
   EXPECT_THAT(svg, HasSubstr("<title>c (op 2): 4500.0-13500.0 us</title>"));
   EXPECT_FALSE(WriteScheduleGanttSvg("/nonexistent/dir/x.svg", *problem, s).ok());
