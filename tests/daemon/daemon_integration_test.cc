@@ -51,19 +51,14 @@ const std::string kTinyModel = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.on
 const std::string kTinyInput = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.input.npy";
 const std::string kTinyOutput = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn.output.npy";
 const std::string kSysfsFixtures = PSCHED_SYSFS_FIXTURES;
-// The per-core CPU devices of this 2-core host, as a config lists them.
-const std::string kCpu0Toml = R"toml(
-[[devices]]
-name = "cpu.0"
-kind = "cpu"
-cores = [0]
-)toml";
-const std::string kCpu1Toml = R"toml(
-[[devices]]
-name = "cpu.1"
-kind = "cpu"
-cores = [1]
-)toml";
+// A config's [[devices]] entry for a one-core CPU device.
+std::string CpuDeviceToml(const std::string& name, int core) {
+  return absl::StrCat("\n[[devices]]\nname = \"", name, "\"\nkind = \"cpu\"\ncores = [", core,
+                      "]\n");
+}
+// The per-core CPU devices of this 2-core host.
+const std::string kCpu0Toml = CpuDeviceToml("cpu.0", 0);
+const std::string kCpu1Toml = CpuDeviceToml("cpu.1", 1);
 
 std::string SharedDir() {
   const char* dir = std::getenv("PSCHED_SHARED_DIR");
