@@ -7,6 +7,8 @@
 // its table is what executor/cpu/kernel_choice.cc's rule is derived from.
 //
 // Inputs are uniform in [-1, 1] (--input-scale scales them, e.g. 1e-39 for denormals).
+// --axis spatial|cout times the first half of each op's work instead (a co-execution subtask;
+// cout slices write a strided part of the output, which oneDNN stages).
 #include <sched.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include "executor/testing/graph_builder.h"
 #include "executor/testing/tensor_compare.h"
 #include "model/onnx_import.h"
+#include "model/split.h"
 
 namespace {
 
@@ -94,13 +97,21 @@ int main(int argc, char** argv) {
   int core = 1;
   float input_scale = 1.0f;
   std::string only;
+  std::string axis_name = "none";
   app.add_option("--models", models, "model names (graph-only, synthetic weights)");
   app.add_option("--models-dir", models_dir);
   app.add_option("--rounds", rounds, "interleaved rounds")->check(CLI::PositiveNumber);
   app.add_option("--core", core, "CPU to pin to (-1: no pinning)");
   app.add_option("--input-scale", input_scale, "scale of the uniform [-1, 1] inputs");
   app.add_option("--only", only, "only configurations whose key contains this");
+  app.add_option("--axis", axis_name,
+                 "time the first half of each op along this split axis (spatial, cout; none: whole)");
   CLI11_PARSE(app, argc, argv);
+  const auto axis = psched::model::SplitAxisFromName(axis_name);
+  if (!axis || *axis == psched::model::SplitAxis::kInputChannels) {
+    std::fprintf(stderr, "--axis must be none, spatial or cout\n");
+    return 1;
+  }
 
   if (core >= 0) {
     cpu_set_t set;
@@ -139,7 +150,17 @@ int main(int argc, char** argv) {
       const auto& x = g.tensor(g.ActivationInputs(id)[0]).shape;
       const auto& y = g.output_shape(id);
       const auto& conv = std::get<psched::model::ConvAttrs>(g.op(id).attrs);
-      c.flops = 2.0 * static_cast<double>(y.Elements()) * (x.c / conv.groups) *
+      WorkSlice slice = WorkSlice::Whole();
+      if (*axis != psched::model::SplitAxis::kNone) {
+        const int64_t work = psched::model::WorkSize(g, id, *axis);
+        if (work < 2) continue;
+        slice = {*axis, 0, work / 2};
+      }
+      const double share = *axis == psched::model::SplitAxis::kNone
+                               ? 1.0
+                               : static_cast<double>(slice.end) /
+                                     static_cast<double>(psched::model::WorkSize(g, id, *axis));
+      c.flops = share * 2.0 * static_cast<double>(y.Elements()) * (x.c / conv.groups) *
                 conv.window.kernel_h * conv.window.kernel_w;
       c.reps = std::max(1, static_cast<int>(2e7 / c.flops));
       c.input = psched::executor::testing::RandomVector(static_cast<size_t>(x.Elements()) + 16,
@@ -148,10 +169,10 @@ int main(int argc, char** argv) {
       c.out_xnn.assign(static_cast<size_t>(y.Elements()), 0.0f);
       c.out_dnnl.assign(c.out_xnn.size(), 0.0f);
       const TensorView in{c.input.data(), x, x.c};
-      auto xnn = psched::executor::cpu::CreateCpuKernel(g, id, WorkSlice::Whole(), {}, nullptr,
+      auto xnn = psched::executor::cpu::CreateCpuKernel(g, id, slice, {}, nullptr,
                                                         KernelLibrary::kXnnpack);
-      auto dnnl = psched::executor::cpu::CreateCpuKernel(g, id, WorkSlice::Whole(), {}, nullptr,
-                                                         KernelLibrary::kOneDnn);
+      auto dnnl =
+          psched::executor::cpu::CreateCpuKernel(g, id, slice, {}, nullptr, KernelLibrary::kOneDnn);
       if (!xnn.ok() || !(*xnn)->Setup({&in, 1}, {c.out_xnn.data(), y, y.c}).ok()) {
         std::fprintf(stderr, "%s: XNNPACK kernel failed\n", key.c_str());
         return 1;
@@ -163,7 +184,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s: no oneDNN kernel: %s\n", key.c_str(),
                      dnnl.ok() ? "setup failed" : dnnl.status().ToString().c_str());
       }
-      c.chosen = psched::executor::cpu::ChooseConvLibrary(g, id, WorkSlice::Whole(), nullptr);
+      c.chosen = psched::executor::cpu::ChooseConvLibrary(g, id, slice, nullptr);
     }
   }
   for (auto& [key, c] : configs) {  // warm-up
