@@ -1,9 +1,9 @@
 // CPU conv kernels backed by oneDNN (x86 builds with libdnnl only): whole ops, output-channel
 // slices and row slices, NHWC views with any pixel stride (strided ones staged through dense
 // buffers), Relu / Clip fused as a post-op, other activations as a pass after.
-// oneDNN picks its implementation per configuration; only JIT implementations are taken
-// (a reference or gemm fallback is slower than XNNPACK everywhere), anything else fails with
-// Unimplemented so the caller falls back to XNNPACK.
+// oneDNN picks its implementation per configuration; only JIT ones are taken (its reference
+// implementation is plain loops, no match for XNNPACK); anything else fails with Unimplemented
+// so the caller falls back to XNNPACK.
 //
 // oneDNN (Debian's build) runs on OpenMP and fixes a primitive's thread count when it creates
 // it. A psched CPU device runs its kernels on one thread per core through XNNPACK's
@@ -25,8 +25,7 @@ namespace {
 
 using dnnl::memory;
 
-// One engine and stream for the process: both are cheap handles, the stream is in-order and
-// only carries the engine for primitive execution on the CPU (no queue of its own).
+// One CPU engine for the process (a cheap handle; each kernel has its own in-order stream).
 dnnl::engine& Engine() {
   static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *engine;
