@@ -104,8 +104,9 @@ int main(int argc, char** argv) {
   app.add_option("--core", core, "CPU to pin to (-1: no pinning)");
   app.add_option("--input-scale", input_scale, "scale of the uniform [-1, 1] inputs");
   app.add_option("--only", only, "only configurations whose key contains this");
-  app.add_option("--axis", axis_name,
-                 "time the first half of each op along this split axis (spatial, cout; none: whole)");
+  app.add_option(
+      "--axis", axis_name,
+      "time the first half of each op along this split axis (spatial, cout; none: whole)");
   CLI11_PARSE(app, argc, argv);
   const auto axis = psched::model::SplitAxisFromName(axis_name);
   if (!axis || *axis == psched::model::SplitAxis::kInputChannels) {
