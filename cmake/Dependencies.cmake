@@ -29,6 +29,19 @@ add_library(psched_cpuinfo INTERFACE)
 target_link_libraries(psched_cpuinfo INTERFACE ${CPUINFO_LIBRARY})
 add_library(psched::cpuinfo ALIAS psched_cpuinfo)
 
+# oneDNN (libdnnl-dev, x86 only): faster JIT convs for some configurations
+# (executor/cpu/kernel_choice.h). Optional: without it every conv runs on XNNPACK. Debian's
+# build uses OpenMP, whose omp_set_num_threads the kernels call.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  find_package(dnnl CONFIG QUIET)
+  find_package(OpenMP QUIET COMPONENTS CXX)
+  if(dnnl_FOUND AND OpenMP_CXX_FOUND)
+    add_library(psched_onednn INTERFACE)
+    target_link_libraries(psched_onednn INTERFACE DNNL::dnnl OpenMP::OpenMP_CXX)
+    add_library(psched::onednn ALIAS psched_onednn)
+  endif()
+endif()
+
 # Debian's XGBoost CMake config names a CLI binary the -dev package does not ship; link the
 # C API library directly.
 find_library(XGBOOST_LIBRARY NAMES xgboost REQUIRED)

@@ -58,6 +58,8 @@ expect_field "$deb" Priority optional
 expect_field "$deb" Recommends opencl-icd
 expect_depends "$deb" libc6 'libgrpc\+\+1\.51' libprotobuf32 libsqlite3-0 libxnnpack0 \
   libsystemd0 ocl-icd-libopencl1 systemd
+# x86 builds run their dense convs on oneDNN (executor/cpu/kernel_choice.h).
+if [ "$arch" = amd64 ]; then expect_depends "$deb" libdnnl2; fi
 expect_field "$pydeb" Package python3-psched
 expect_field "$pydeb" Version "$version"
 expect_field "$pydeb" Architecture all

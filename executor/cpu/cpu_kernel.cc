@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/common/arena_plan.h"
 #include "executor/cpu/kernel_base.h"
+#include "executor/cpu/kernel_choice.h"
 #include "model/op_validation.h"
 
 namespace psched::executor::cpu {
@@ -108,7 +109,8 @@ absl::Status EnsureXnnpackInitialized() {
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& graph,
                                                            model::OpId id, WorkSlice slice,
                                                            const KernelLayout& layout,
-                                                           pthreadpool_t threadpool) {
+                                                           pthreadpool_t threadpool,
+                                                           KernelLibrary library) {
   if (auto s = model::ValidateOp(graph, id); !s.ok()) return s;
   if (auto s = internal::EnsureXnnpackInitialized(); !s.ok()) return s;
   const model::Op& op = graph.op(id);
@@ -150,8 +152,27 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
     return absl::InvalidArgumentError(absl::StrCat(where, ": an unsplit slice must be [0, 1)"));
   }
   switch (op.kind) {
-    case model::OpKind::kConv2d:
+    case model::OpKind::kConv2d: {
+      const bool library_forced = library != KernelLibrary::kAuto;
+      if (!library_forced) {
+        library = ChooseConvLibrary(graph, id, slice, threadpool);
+      }
+      if (library == KernelLibrary::kOneDnn) {
+#ifdef PSCHED_HAVE_ONEDNN
+        auto kernel = internal::CreateOneDnnConvKernel(graph, id, slice, layout);
+        // Where oneDNN has no JIT kernel, the rule's choice falls back to XNNPACK.
+        if (kernel.ok() || kernel.status().code() != absl::StatusCode::kUnimplemented ||
+            library_forced) {
+          return kernel;
+        }
+#else
+        if (library_forced) {
+          return absl::UnimplementedError(absl::StrCat(where, ": built without oneDNN"));
+        }
+#endif
+      }
       return internal::CreateConvKernel(graph, id, slice, layout, threadpool);
+    }
     case model::OpKind::kFullyConnected:
       return internal::CreateFullyConnectedKernel(graph, id, slice, layout, threadpool);
     case model::OpKind::kMaxPool:

@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -53,7 +54,15 @@ class CpuKernel {
   virtual xnn_operator_t xnnpack_operator() const { return nullptr; }
   // cin slices hold `mu` (not owned; may be null) while adding into the output.
   virtual void SetAccumulationMutex(std::mutex* mu) {}
+  // The kernel library doing the work: "xnnpack", "psched" (hand-written) or
+  // "onednn:<implementation>" (e.g. "onednn:jit:avx2").
+  virtual std::string_view library() const { return "xnnpack"; }
 };
+
+// Which library CreateCpuKernel builds a conv from. kAuto applies the per-configuration rule
+// of kernel_choice.h; the others force one (benchmarks, tests). kOneDnn fails with Unimplemented
+// where oneDNN is not built in or has no JIT implementation for the configuration.
+enum class KernelLibrary { kAuto, kXnnpack, kOneDnn };
 
 // The pixel strides of the views a kernel will be set up with. XNNPACK fixes strides when it
 // creates an operator, so they are part of compilation; Setup checks them.
@@ -66,10 +75,9 @@ struct KernelLayout {
 // copied or packed, so the graph need not outlive the kernel. `threadpool` may be null (run
 // on the calling thread). Fails with InvalidArgument for malformed ops, slices outside
 // model::WorkSize or strided views the kind cannot take, and Unimplemented for slice axes
-// the kind cannot do.
-absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& graph,
-                                                           model::OpId id, WorkSlice slice,
-                                                           const KernelLayout& layout,
-                                                           pthreadpool_t threadpool);
+// the kind cannot do. `library` only matters for convs.
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(
+    const model::Graph& graph, model::OpId id, WorkSlice slice, const KernelLayout& layout,
+    pthreadpool_t threadpool, KernelLibrary library = KernelLibrary::kAuto);
 
 }  // namespace psched::executor::cpu

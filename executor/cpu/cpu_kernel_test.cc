@@ -1,9 +1,14 @@
 #include "executor/cpu/cpu_kernel.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "executor/common/activation.h"
+#include "executor/cpu/cpu_threadpool.h"
+#include "executor/cpu/kernel_choice.h"
 #include "executor/reference/reference_kernels.h"
 #include "executor/testing/graph_builder.h"
 #include "gmock/gmock.h"
@@ -24,9 +29,11 @@ struct SlicedOp {
   std::vector<float> expected;
 };
 
-SlicedOp ConvOp(int64_t groups, model::Activation act) {
+// A conv over a 7x6 input with `cin_g` input and `cout_g` output channels per group, a 3x2
+// window with stride (2, 1), dilation (1, 2) and uneven padding.
+SlicedOp ConvOp(int64_t groups, model::Activation act, int64_t cin_g = 4, int64_t cout_g = 3) {
   GraphBuilder b;
-  const model::Shape in{7, 6, 4 * groups};
+  const model::Shape in{7, 6, cin_g * groups};
   auto x = b.AddInput(in);
   model::ConvAttrs conv;
   conv.window = {.kernel_h = 3,
@@ -40,9 +47,9 @@ SlicedOp ConvOp(int64_t groups, model::Activation act) {
                  .pad_bottom = 2,
                  .pad_right = 0};
   conv.groups = static_cast<int32_t>(groups);
-  const int64_t cout = 3 * groups;
-  conv.filter =
-      b.AddConstant({cout, 3, 2, 4}, RandomVector(static_cast<size_t>(cout * 3 * 2 * 4), 1));
+  const int64_t cout = cout_g * groups;
+  conv.filter = b.AddConstant({cout, 3, 2, cin_g},
+                              RandomVector(static_cast<size_t>(cout * 3 * 2 * cin_g), 1));
   conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), 2));
   // Rows: (7 + 3 - 3) / 2 + 1 = 4; columns: (6 + 1 - 3) / 1 + 1 = 5.
   b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {4, 5, cout}, conv, act));
@@ -65,25 +72,48 @@ SlicedOp FcOp(model::Activation act) {
 
 // Runs op 0 as the slices [cuts[k], cuts[k+1]) of `axis` into one output buffer and compares
 // with the reference. cin slices accumulate into a zeroed output, then the activation is
-// applied once.
-void ExpectSlicesMatch(const SlicedOp& op, SplitAxis axis, const std::vector<int64_t>& cuts) {
+// applied once. `pad_in` / `pad_out` extra floats per pixel make the views strided (a
+// concat's channel slice); every kernel must come from a library starting with `library`.
+void ExpectSlicesMatch(const SlicedOp& op, SplitAxis axis, const std::vector<int64_t>& cuts,
+                       KernelLibrary library = KernelLibrary::kAuto,
+                       std::string_view expect_library = "", int64_t pad_in = 0,
+                       int64_t pad_out = 0) {
   const model::Shape in_shape = op.graph.tensor(op.graph.inputs[0].tensor).shape;
   const model::Shape out_shape = op.graph.output_shape(0);
-  std::vector<float> input = op.input;
-  std::vector<float> output(static_cast<size_t>(out_shape.Elements()) + 16, 0.0f);
-  input.resize(input.size() + 16);  // XNNPACK may read past the end
-  const TensorView in{input.data(), in_shape, in_shape.c};
-  const TensorView out{output.data(), out_shape, out_shape.c};
+  const int64_t in_stride = in_shape.c + pad_in, out_stride = out_shape.c + pad_out;
+  std::vector<float> input(static_cast<size_t>(in_shape.h * in_shape.w * in_stride) + 16, 7.0f);
+  for (int64_t p = 0; p < in_shape.h * in_shape.w; ++p) {
+    std::copy_n(op.input.begin() + p * in_shape.c, in_shape.c, input.begin() + p * in_stride);
+  }
+  // The padding floats of the output must survive: NaN marks them.
+  std::vector<float> output(static_cast<size_t>(out_shape.h * out_shape.w * out_stride) + 16,
+                            std::nanf(""));
+  const TensorView in{input.data(), in_shape, in_stride};
+  const TensorView out{output.data(), out_shape, out_stride};
+  for (int64_t p = 0; p < out_shape.h * out_shape.w; ++p) {
+    std::fill_n(out.data + p * out_stride, out_shape.c, 0.0f);
+  }
+  const KernelLayout layout{.input_pixel_strides = {in_stride}, .output_pixel_stride = out_stride};
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-    auto kernel = CreateCpuKernel(op.graph, 0, {axis, cuts[k], cuts[k + 1]}, {}, nullptr);
+    auto kernel =
+        CreateCpuKernel(op.graph, 0, {axis, cuts[k], cuts[k + 1]}, layout, nullptr, library);
     ASSERT_TRUE(kernel.ok()) << kernel.status();
+    EXPECT_THAT(std::string((*kernel)->library()), ::testing::StartsWith(expect_library));
     ASSERT_TRUE((*kernel)->Setup({&in, 1}, out).ok());
     ASSERT_TRUE((*kernel)->Run().ok());
   }
   if (axis == SplitAxis::kInputChannels) ApplyActivationInPlace(op.graph.op(0).activation, out);
-  for (size_t i = 0; i < op.expected.size(); ++i) {
-    ASSERT_NEAR(output[i], op.expected[i], 1e-4 * (1.0 + std::fabs(op.expected[i])))
-        << "axis " << model::SplitAxisName(axis) << " element " << i;
+  for (int64_t p = 0; p < out_shape.h * out_shape.w; ++p) {
+    for (int64_t c = 0; c < out_stride; ++c) {
+      const float got = output[static_cast<size_t>(p * out_stride + c)];
+      if (c >= out_shape.c) {
+        ASSERT_TRUE(std::isnan(got)) << "pixel " << p << " padding " << c << " overwritten";
+        continue;
+      }
+      const float want = op.expected[static_cast<size_t>(p * out_shape.c + c)];
+      ASSERT_NEAR(got, want, 1e-4 * (1.0 + std::fabs(want)))
+          << "axis " << model::SplitAxisName(axis) << " pixel " << p << " channel " << c;
+    }
   }
 }
 
@@ -113,6 +143,86 @@ TEST(CpuKernelSlices, FullyConnectedCoutAndCin) {
     const SlicedOp op = FcOp(act);
     ExpectSlicesMatch(op, SplitAxis::kOutputChannels, {0, 4, 5, 11});
     ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 10, 36, 37});
+  }
+}
+
+// A 1x1 conv (oneDNN runs these through its own 1x1 kernels) of 16 > 24 channels over 5x4.
+SlicedOp PointwiseOp(model::Activation act) {
+  GraphBuilder b;
+  auto x = b.AddInput({5, 4, 16});
+  model::ConvAttrs conv;
+  conv.filter = b.AddConstant({24, 1, 1, 16}, RandomVector(24 * 16, 7));
+  conv.bias = b.AddConstant({24}, RandomVector(24, 8));
+  b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {5, 4, 24}, conv, act));
+  SlicedOp op{b.Build(), RandomVector(5 * 4 * 16, 9), {}};
+  op.expected = (*reference::RunGraph(op.graph, {op.input}))[0];
+  return op;
+}
+
+const model::Activation kRelu6{.kind = model::ActivationKind::kClip, .min = 0.0f, .max = 6.0f};
+
+// oneDNN's convs against the reference: whole ops, cout and row slices, strided views in and
+// out, groups, every fused or separate activation.
+TEST(CpuKernelOneDnn, ConvSlicesStridesAndActivations) {
+  if (!OneDnnAvailable()) GTEST_SKIP() << "built without oneDNN";
+  for (const model::Activation& act : {model::Activation{}, kRelu, kRelu6, kSigmoid}) {
+    for (const SlicedOp& op : {ConvOp(1, act, 8, 16), ConvOp(1, act), PointwiseOp(act)}) {
+      const int64_t rows = op.graph.output_shape(0).h;
+      const int64_t cout = op.graph.output_shape(0).c;
+      for (const auto& [pad_in, pad_out] : {std::pair<int64_t, int64_t>{0, 0}, {3, 5}}) {
+        SCOPED_TRACE(::testing::Message() << "activation " << static_cast<int>(act.kind)
+                                          << " strides +" << pad_in << " +" << pad_out);
+        ExpectSlicesMatch(op, SplitAxis::kNone, {0, 1}, KernelLibrary::kOneDnn, "onednn:", pad_in,
+                          pad_out);
+        ExpectSlicesMatch(op, SplitAxis::kOutputChannels, {0, 1, (cout + 2) / 2, cout},
+                          KernelLibrary::kOneDnn, "onednn:", pad_in, pad_out);
+        ExpectSlicesMatch(op, SplitAxis::kRows, {0, 1, rows - 1, rows}, KernelLibrary::kOneDnn,
+                          "onednn:", pad_in, pad_out);
+      }
+    }
+  }
+  const SlicedOp grouped = ConvOp(3, kRelu, 8, 8);
+  ExpectSlicesMatch(grouped, SplitAxis::kNone, {0, 1}, KernelLibrary::kOneDnn, "onednn:");
+  ExpectSlicesMatch(grouped, SplitAxis::kOutputChannels, {0, 2, 3}, KernelLibrary::kOneDnn,
+                    "onednn:", 2, 1);
+  ExpectSlicesMatch(grouped, SplitAxis::kRows, {0, 2, 4}, KernelLibrary::kOneDnn, "onednn:");
+}
+
+TEST(CpuKernelOneDnn, CinSlicesAreXnnpacksAlone) {
+  const SlicedOp op = ConvOp(1, kRelu, 8, 16);
+  auto forced = CreateCpuKernel(op.graph, 0, {SplitAxis::kInputChannels, 0, 4}, {}, nullptr,
+                                KernelLibrary::kOneDnn);
+  EXPECT_EQ(forced.status().code(), absl::StatusCode::kUnimplemented);
+  // The rule sends cin slices to XNNPACK, which accumulates them.
+  ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 3, 8}, KernelLibrary::kAuto, "xnnpack", 1,
+                    2);
+}
+
+// The per-configuration rule of kernel_choice.h, and that kAuto builds what it chooses.
+TEST(CpuKernelChoice, DenseConvsOnOneThreadGoToOneDnn) {
+  const SlicedOp dense = ConvOp(1, kRelu, 8, 16);
+  const SlicedOp grouped = ConvOp(3, kRelu);
+  const KernelLibrary fast = OneDnnAvailable() ? KernelLibrary::kOneDnn : KernelLibrary::kXnnpack;
+  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, WorkSlice::Whole(), nullptr), fast);
+  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kRows, 0, 2}, nullptr), fast);
+  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kInputChannels, 0, 2}, nullptr),
+            KernelLibrary::kXnnpack);
+  EXPECT_EQ(ChooseConvLibrary(grouped.graph, 0, WorkSlice::Whole(), nullptr),
+            KernelLibrary::kXnnpack);
+  auto pool = CpuThreadpool::Create(2, {});
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, WorkSlice::Whole(), (*pool)->get()),
+            KernelLibrary::kXnnpack);
+  auto kernel = CreateCpuKernel(dense.graph, 0, WorkSlice::Whole(), {}, nullptr);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(std::string((*kernel)->library()),
+              ::testing::StartsWith(OneDnnAvailable() ? "onednn:" : "xnnpack"));
+  if (!OneDnnAvailable()) {
+    EXPECT_EQ(
+        CreateCpuKernel(dense.graph, 0, WorkSlice::Whole(), {}, nullptr, KernelLibrary::kOneDnn)
+            .status()
+            .code(),
+        absl::StatusCode::kUnimplemented);
   }
 }
 

@@ -25,6 +25,7 @@ class HandKernel : public KernelBase {
     ApplyActivationInPlace(activation_, output_);
     return absl::OkStatus();
   }
+  std::string_view library() const override { return "psched"; }
 
  protected:
   virtual void Compute() = 0;

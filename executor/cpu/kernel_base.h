@@ -53,6 +53,11 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateConvKernel(const model::Graph& 
                                                             model::OpId id, WorkSlice slice,
                                                             const KernelLayout& layout,
                                                             pthreadpool_t threadpool);
+// oneDNN conv (onednn_kernels.cc; built where libdnnl is). Unimplemented for cin slices and
+// configurations oneDNN has no JIT implementation for.
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateOneDnnConvKernel(const model::Graph& graph,
+                                                                  model::OpId id, WorkSlice slice,
+                                                                  const KernelLayout& layout);
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateFullyConnectedKernel(const model::Graph& graph,
                                                                       model::OpId id,
                                                                       WorkSlice slice,

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "executor/cpu/conv_slice.h"
 #include "executor/cpu/kernel_base.h"
 
 namespace psched::executor::cpu::internal {
@@ -34,12 +35,6 @@ void Accumulate(const std::vector<float>& partial, const TensorView& out, std::m
     }
   }
 }
-
-// Where an op's slice reads and writes inside the whole op's views.
-struct SliceGeometry {
-  int64_t in_row_begin = 0, in_rows = 0, in_channel_offset = 0;
-  int64_t out_row_begin = 0, out_rows = 0, out_channel_offset = 0, out_channels = 0;
-};
 
 class ConvKernel final : public KernelBase {
  public:
@@ -93,69 +88,17 @@ class ConvKernel final : public KernelBase {
   }
 
   absl::Status Init(const model::Graph& graph, model::OpId id) {
-    const auto& conv = std::get<model::ConvAttrs>(graph.op(id).attrs);
-    model::Window2d w = conv.window;
-    const model::Shape& in = input_shapes_[0];
-    const model::Shape& out = output_shape_;
-    const int64_t groups = conv.groups;
-    const int64_t cin_g = in.c / groups;
-    const int64_t cout_g = out.c / groups;
-    const int64_t taps = int64_t{w.kernel_h} * w.kernel_w;
-    const float* filter = graph.constants[static_cast<size_t>(conv.filter)].data.data();
-    const float* bias = conv.bias == model::kInvalidId
-                            ? nullptr
-                            : graph.constants[static_cast<size_t>(conv.bias)].data.data();
-    g_ = {0, in.h, 0, 0, out.h, 0, out.c};
-    int64_t xnn_groups = groups, group_in = cin_g, group_out = cout_g;
+    BuildConvSlice(graph, id, slice_, g_);
+    const model::Window2d& w = g_.window;
     float out_min = FusedMin(activation_), out_max = FusedMax(activation_);
-    std::vector<float> cin_filter;
-    switch (slice_.axis) {
-      case model::SplitAxis::kNone:
-        break;
-      case model::SplitAxis::kOutputChannels: {
-        // WorkSize counts output channels for dense conv and whole groups otherwise.
-        const int64_t unit = groups == 1 ? 1 : cout_g;
-        xnn_groups = groups == 1 ? 1 : slice_.end - slice_.begin;
-        group_out = groups == 1 ? slice_.end - slice_.begin : cout_g;
-        filter += slice_.begin * unit * taps * cin_g;
-        if (bias != nullptr) bias += slice_.begin * unit;
-        g_.in_channel_offset = groups == 1 ? 0 : slice_.begin * cin_g;
-        g_.out_channel_offset = slice_.begin * unit;
-        g_.out_channels = (slice_.end - slice_.begin) * unit;
-        break;
-      }
-      case model::SplitAxis::kRows: {
-        // Output rows [begin, end) read input rows [first, last); rows outside the input
-        // become this slice's own padding.
-        const int64_t first = slice_.begin * w.stride_h - w.pad_top;
-        const int64_t last = (slice_.end - 1) * w.stride_h - w.pad_top +
-                             int64_t{w.dilation_h} * (w.kernel_h - 1) + 1;
-        w.pad_top = static_cast<int32_t>(std::max<int64_t>(0, -first));
-        w.pad_bottom = static_cast<int32_t>(std::max<int64_t>(0, last - in.h));
-        g_.in_row_begin = std::max<int64_t>(0, first);
-        g_.in_rows = std::min(last, in.h) - g_.in_row_begin;
-        g_.out_row_begin = slice_.begin;
-        g_.out_rows = slice_.end - slice_.begin;
-        break;
-      }
-      case model::SplitAxis::kInputChannels: {
-        group_in = slice_.end - slice_.begin;
-        cin_filter.resize(static_cast<size_t>(out.c * taps * group_in));
-        for (int64_t o = 0; o < out.c * taps; ++o) {
-          std::copy_n(filter + o * in.c + slice_.begin, group_in, cin_filter.data() + o * group_in);
-        }
-        filter = cin_filter.data();
-        if (slice_.begin != 0) bias = nullptr;
-        out_min = -kInf;
-        out_max = kInf;
-        g_.in_channel_offset = slice_.begin;
-        partial_.resize(static_cast<size_t>(out.Elements()));
-        break;
-      }
+    if (slice_.axis == model::SplitAxis::kInputChannels) {
+      out_min = -kInf;
+      out_max = kInf;
+      partial_.resize(static_cast<size_t>(output_shape_.Elements()));
     }
     // The partial sum is a contiguous scratch tensor; everything else writes the view.
-    const size_t out_stride =
-        partial_.empty() ? static_cast<size_t>(output_stride_) : static_cast<size_t>(out.c);
+    const size_t out_stride = partial_.empty() ? static_cast<size_t>(output_stride_)
+                                               : static_cast<size_t>(output_shape_.c);
     xnn_operator_t op = nullptr;
     const xnn_status status = xnn_create_convolution2d_nhwc_f32(
         static_cast<uint32_t>(w.pad_top), static_cast<uint32_t>(w.pad_right),
@@ -163,16 +106,19 @@ class ConvKernel final : public KernelBase {
         static_cast<uint32_t>(w.kernel_h), static_cast<uint32_t>(w.kernel_w),
         static_cast<uint32_t>(w.stride_h), static_cast<uint32_t>(w.stride_w),
         static_cast<uint32_t>(w.dilation_h), static_cast<uint32_t>(w.dilation_w),
-        static_cast<uint32_t>(xnn_groups), static_cast<size_t>(group_in),
-        static_cast<size_t>(group_out), static_cast<size_t>(input_strides_[0]), out_stride, filter,
-        bias, out_min, out_max, 0, &op);
+        static_cast<uint32_t>(g_.groups), static_cast<size_t>(g_.group_in),
+        static_cast<size_t>(g_.group_out), static_cast<size_t>(input_strides_[0]), out_stride,
+        g_.filter, g_.bias, out_min, out_max, 0, &op);
     op_.reset(op);
+    // XNNPACK packed the filter and bias; the graph need not outlive the kernel.
+    g_.filter = g_.bias = nullptr;
+    g_.filter_storage = {};
     return XnnStatusToError(name_, "xnn_create_convolution2d_nhwc_f32", status);
   }
 
   pthreadpool_t threadpool_;
   XnnOperator op_;
-  SliceGeometry g_;
+  ConvSlice g_;
   std::vector<float> partial_;  // cin slices only
   std::mutex* accumulate_mu_ = nullptr;
 };
