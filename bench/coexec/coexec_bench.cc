@@ -1,13 +1,15 @@
 // psched_coexec_bench: measured latency of co-execution plans on this host, side by side with
-// psched's executor alone (XNNPACK, 1 and 2 threads), ONNX Runtime (CPU execution provider, 1
+// psched's executor alone (`executor N thread`: the CpuGraphExecutor, whose kernels are
+// chosen per op as on a device of that many threads - executor/cpu/kernel_choice.h - so
+// oneDNN convs on one x86 thread, XNNPACK on two), ONNX Runtime (CPU execution provider, 1
 // and 2 threads, bench/coexec/ort_peer.py in a venv of its own) and PyTorch (2 threads,
 // bench/coexec/torch_peer.py).
 //
 // Platform A: cpu.0 + cpu.1 (one core each). Platform B: cpu.0 + PoCL as the GPU, its
 // dispatcher and worker thread pinned to core 1. Platform C: the daemon's default on this
 // host, one `cpu` cluster device of both cores (a 2-thread XNNPACK pool); only its
-// single-device plan runs, compared with XNNPACK's own 2-thread run (`/xnn2 cluster` line,
-// issue 15's 5% target). Plans come from the `host` analytic profile
+// single-device plan runs, compared with the executor on both cores (the `cluster device /`
+// line, issue 15's 5% target). Plans come from the `host` analytic profile
 // (GPU dispatch overhead measured on the device). With ONNX Runtime, every psched
 // configuration runs the complete model file the peer wrote (the same weights on both sides)
 // and its output is checked against ONNX Runtime's. All configurations, ONNX Runtime's
@@ -54,9 +56,9 @@ namespace {
 using executor::runtime::CoExecutionRuntime;
 using executor::runtime::PlatformDevices;
 
-// One timed configuration of one model: a plan on a platform, or XNNPACK alone.
+// One timed configuration of one model: a plan on a platform, or the executor alone.
 struct Config {
-  std::string platform = {};  // "A", "B", "C", or "-" for XNNPACK alone
+  std::string platform = {};  // "A", "B", "C", or "-" for the executor or a peer alone
   std::string plan = {};
   bool single = false;  // a single-device plan
   double predicted_ms = 0;
@@ -302,7 +304,7 @@ int Main(int argc, char** argv) {
   }
 
   std::printf("\n%-20s %-4s %-22s %9s %9s %9s %9s %7s %7s %7s %7s %9s\n", "model", "plat", "plan",
-              "median_ms", "min_ms", "max_ms", "pred_ms", "/xnn1", "/ort1", "/ort2", "/exact",
+              "median_ms", "min_ms", "max_ms", "pred_ms", "/exe1", "/ort1", "/ort2", "/exact",
               "vs_ort");
   for (size_t mi = 0; mi < models.size(); ++mi) {
     // With the peer: the complete model it wrote, so both sides run the same weights.
@@ -364,14 +366,14 @@ int Main(int argc, char** argv) {
       if (threads == 2) cores.push_back(1);
       auto exec = executor::cpu::CpuGraphExecutor::Create(*graph, {cores, threads});
       if (!exec.ok()) {
-        std::fprintf(stderr, "%s: xnnpack %d threads: %s\n", models[mi].c_str(), threads,
+        std::fprintf(stderr, "%s: executor %d threads: %s\n", models[mi].c_str(), threads,
                      exec.status().ToString().c_str());
         continue;
       }
       executors.push_back(std::move(*exec));
       executor::cpu::CpuGraphExecutor* e = executors.back().get();
       configs.push_back({.platform = "-",
-                         .plan = absl::StrCat("xnnpack ", threads, " thread"),
+                         .plan = absl::StrCat("executor ", threads, " thread"),
                          .run = [e, &input] { return e->Run(input).ok(); },
                          .output = [e, &input] { return e->Run(input); }});
     }
@@ -487,8 +489,8 @@ int Main(int argc, char** argv) {
       }
       return 0.0;
     };
-    const double one_core_ms = median_of("xnnpack 1 thread");
-    const double two_core_ms = median_of("xnnpack 2 thread");
+    const double one_core_ms = median_of("executor 1 thread");
+    const double two_core_ms = median_of("executor 2 thread");
     const double ort1_ms = median_of("onnxruntime 1 thread");
     const double ort2_ms = median_of("onnxruntime 2 thread");
     auto ratio = [](double ms, double base) {
@@ -523,7 +525,7 @@ int Main(int argc, char** argv) {
                   ratio(ms, exact == exact_ms.end() ? 0.0 : exact->second).c_str(), c.check.c_str(),
                   slower_than_single ? "  SLOWER-THAN-BEST-SINGLE" : "",
                   over_prediction ? "  OVER-1.15x-PREDICTED" : "", c.ok ? "" : "  RUN-FAILED");
-      if (c.plan == "xnnpack 2 thread") {
+      if (c.plan == "executor 2 thread") {
         if (auto it = torch_ms.find(models[mi]); it != torch_ms.end()) {
           std::printf("%-20s %-4s %-22s %9.2f %9s %9s %9s %7s %7s %7s %7s %9s\n",
                       models[mi].c_str(), "-", "pytorch 2 threads", it->second, "-", "-", "-",
@@ -545,7 +547,7 @@ int Main(int argc, char** argv) {
     }
     for (const Config& c : configs) {
       if (c.platform == "C" && c.plan == "single:cpu" && two_core_ms > 0) {
-        std::printf("%-20s cluster device / xnnpack 2 thread = %s (median %.2f / %.2f ms)\n",
+        std::printf("%-20s cluster device / executor 2 thread = %s (median %.2f / %.2f ms)\n",
                     models[mi].c_str(), ratio(c.median_ms(), two_core_ms).c_str(), c.median_ms(),
                     two_core_ms);
       }
