@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <future>
-#include <thread>
 #include <chrono>
+#include <future>
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"

@@ -15,9 +15,10 @@
 // Each device gets `budget_s` seconds of timing (kernel creation included, device and
 // program setup excluded); cases are taken in BuildCases' round-robin order until it runs
 // out. With several devices, the last `co_run_share` of each budget re-times the device's cases
-// while the other devices run busy loops of real kernels (co-run contention samples). A device that cannot be opened (no OpenCL platform, core not usable) is skipped and
-// reported, not an error. Calibrate blocks the calling thread; the progress callback runs on
-// it. Not reentrant for the same OpenCL device.
+// while the other devices run busy loops of real kernels (co-run contention samples). A device that
+// cannot be opened (no OpenCL platform, core not usable) is skipped and reported, not an error.
+// Calibrate blocks the calling thread; the progress callback runs on it. Not reentrant for the same
+// OpenCL device.
 #pragma once
 
 #include <cstddef>

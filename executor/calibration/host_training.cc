@@ -42,7 +42,9 @@ gbdt::DispatchSchemes HostSchemes() {
   return {{opencl::kOpenClDispatchScheme, &opencl::OpenClDispatch}};
 }
 
-std::string ModelSource(absl::string_view name) { return absl::StrCat("calibration:", name, ".gbdt"); }
+std::string ModelSource(absl::string_view name) {
+  return absl::StrCat("calibration:", name, ".gbdt");
+}
 
 absl::StatusOr<std::shared_ptr<const gbdt::GbdtLatencyModel>> LoadDeviceModel(
     absl::string_view platform, const predictor::AnalyticDeviceParams& device, std::string text) {
@@ -154,8 +156,7 @@ absl::StatusOr<DeviceTraining> TrainDevice(absl::string_view platform,
       out.use_gbdt[static_cast<size_t>(*f)] = use;
       row.used = use ? "gbdt" : "analytic";
     } else {
-      row.analytic =
-          predictor::SummarizeErrors(e.family == "all" ? all_apes : conv_apes);
+      row.analytic = predictor::SummarizeErrors(e.family == "all" ? all_apes : conv_apes);
     }
     out.rows.push_back(std::move(row));
   }
@@ -217,10 +218,9 @@ absl::StatusOr<HostTraining> TrainHostModel(absl::string_view platform,
     const CalibrationSample& s = samples.samples[i];
     const auto it = index.find(s.device);
     if (it == index.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("calibration sample ", i, " (", s.source, ") is for device '", s.device,
-                       "', which is not one of this platform's devices [",
-                       absl::StrJoin(names, ", "), "]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "calibration sample ", i, " (", s.source, ") is for device '", s.device,
+          "', which is not one of this platform's devices [", absl::StrJoin(names, ", "), "]"));
     }
     (s.co_running ? co_run : solo)[it->second].push_back(s);
     if (!s.co_running) all_solo.samples.push_back(s);
@@ -243,11 +243,16 @@ absl::StatusOr<HostTraining> TrainHostModel(absl::string_view platform,
     const predictor::AnalyticDeviceParams& fitted = fit->params[d];
     absl::StatusOr<DeviceTraining> trained = TrainDevice(platform, fitted, solo[d], options);
     if (!trained.ok()) {
-      return absl::Status(trained.status().code(),
-                          absl::StrCat("training the GBDT model of ", names[d], ": ",
-                                       trained.status().message()));
+      return absl::Status(
+          trained.status().code(),
+          absl::StrCat("training the GBDT model of ", names[d], ": ", trained.status().message()));
     }
     out.families.insert(out.families.end(), trained->rows.begin(), trained->rows.end());
+    if (trained->file.empty()) {
+      out.analytic_only.push_back(
+          absl::StrCat(names[d], ": ", solo[d].size(), " samples alone, fewer than ",
+                       options.min_family_samples, ": the analytic fit predicts every family"));
+    }
     ContentionStats contention = Contention(names[d], solo[d], co_run[d], options);
     predictor::calibration::HostLatencyModel::Device device;
     device.contention = contention.factor;
@@ -311,9 +316,9 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
   }
   const json devices = params.value("devices", json());
   if (!devices.is_array() || devices.size() != analytic->devices.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("host calibration: 'devices' must list the ", analytic->devices.size(),
-                     " devices of 'analytic'"));
+    return absl::InvalidArgumentError(absl::StrCat("host calibration: 'devices' must list the ",
+                                                   analytic->devices.size(),
+                                                   " devices of 'analytic'"));
   }
   std::vector<predictor::calibration::HostLatencyModel::Device> parts;
   for (size_t d = 0; d < devices.size(); ++d) {
@@ -368,14 +373,15 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
 }
 
 std::string FormatHostTraining(const HostTraining& training) {
-  std::string out = absl::StrFormat("%-8s %-18s %5s %11s %11s %15s %15s  %s\n", "device",
-                                    "family", "n", "GBDT MAPE %", "fit MAPE %", "GBDT median %",
-                                    "fit median %", "predicted by");
+  std::string out =
+      absl::StrFormat("%-8s %-18s %5s %11s %11s %15s %15s  %s\n", "device", "family", "n",
+                      "GBDT MAPE %", "fit MAPE %", "GBDT median %", "fit median %", "predicted by");
   for (const FamilyComparison& r : training.families) {
     absl::StrAppendFormat(&out, "%-8s %-18s %5d %11.1f %11.1f %15.1f %15.1f  %s\n", r.device,
                           r.family, r.samples, r.gbdt.mape, r.analytic.mape, r.gbdt.median,
                           r.analytic.median, r.used);
   }
+  for (const std::string& line : training.analytic_only) absl::StrAppend(&out, line, "\n");
   out += "co-run slowdown (co-run / alone, other devices busy):\n";
   for (const ContentionStats& c : training.contention) {
     if (c.pairs == 0) {
@@ -409,11 +415,9 @@ json HostTrainingReportToJson(const HostTraining& training) {
                           {"max_slowdown", c.max},
                           {"factor", c.factor}});
   }
-  return {{"solo_samples", training.solo_samples},
-          {"co_run_samples", training.co_run_samples},
-          {"heldout", "grouped k-fold by model"},
-          {"families", std::move(families)},
-          {"contention", std::move(contention)}};
+  return {{"solo_samples", training.solo_samples}, {"co_run_samples", training.co_run_samples},
+          {"heldout", "grouped k-fold by model"},  {"analytic_only", training.analytic_only},
+          {"families", std::move(families)},       {"contention", std::move(contention)}};
 }
 
 }  // namespace psched::executor::calibration

@@ -27,10 +27,10 @@
 #include <memory>
 #include <span>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "predictor/analytic_model.h"
 #include "predictor/calibration/calibration_samples.h"
@@ -76,15 +76,17 @@ struct HostTraining {
   nlohmann::json params;  // the stored form
   std::vector<FamilyComparison> families;
   std::vector<ContentionStats> contention;
+  // Devices with fewer samples than min_family_samples: no GBDT model, why.
+  std::vector<std::string> analytic_only;
   int solo_samples = 0;
   int co_run_samples = 0;
 };
 
 // InvalidArgument naming the sample for a sample on a device not among the priors, no priors,
 // duplicate device names, or folds < 2; the trainer's and the fit's errors otherwise.
-absl::StatusOr<HostTraining> TrainHostModel(absl::string_view platform,
-                                            const predictor::calibration::CalibrationSamples& samples,
-                                            const HostTrainingOptions& options);
+absl::StatusOr<HostTraining> TrainHostModel(
+    absl::string_view platform, const predictor::calibration::CalibrationSamples& samples,
+    const HostTrainingOptions& options);
 
 struct LoadedHostModel {
   std::shared_ptr<const predictor::LatencyModel> model;

@@ -376,7 +376,9 @@ absl::Status Run(const Flags& flags) {
       if (!loaded.ok()) return loaded.status();
       models = std::move(*loaded);
     }
-    if (absl::Status s = CheckTraces(flags.check_traces, models, training->model->analytic(), names); !s.ok()) {
+    if (absl::Status s =
+            CheckTraces(flags.check_traces, models, training->model->analytic(), names);
+        !s.ok()) {
       return s;
     }
   }
@@ -428,8 +430,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-case-ms", flags.max_case_ms,
                  "skip cases the host profile predicts slower than this (0: no limit)")
       ->capture_default_str();
-  app.add_option("--folds", flags.folds,
-                 "folds of the held-out evaluation (grouped by model: no model's ops on both sides)")
+  app.add_option(
+         "--folds", flags.folds,
+         "folds of the held-out evaluation (grouped by model: no model's ops on both sides)")
       ->capture_default_str()
       ->check(CLI::Range(2, 50));
   app.add_option("--min-family-samples", flags.min_family_samples,

@@ -13,19 +13,17 @@ namespace psched::predictor::calibration {
 absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
     std::shared_ptr<const AnalyticModel> analytic, std::vector<Device> devices) {
   if (analytic == nullptr || analytic->num_devices() != static_cast<int>(devices.size())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("host latency model: the analytic fit has ",
-                     analytic == nullptr ? 0 : analytic->num_devices(), " devices, expected ",
-                     devices.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "host latency model: the analytic fit has ",
+        analytic == nullptr ? 0 : analytic->num_devices(), " devices, expected ", devices.size()));
   }
   std::string identity = analytic->Version();
   for (size_t d = 0; d < devices.size(); ++d) {
     const Device& device = devices[d];
     const std::string& name = analytic->device(static_cast<int>(d)).name;
     if (!std::isfinite(device.contention) || device.contention < 1e-3) {
-      return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name,
-                                                     "' has contention factor ",
-                                                     device.contention));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "host latency model: device '", name, "' has contention factor ", device.contention));
     }
     absl::StrAppend(&identity, "|", name, ":", device.gbdt ? device.gbdt->Version() : "-", ":",
                     absl::StrFormat("%.17g", device.contention), ":");
@@ -49,8 +47,8 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
 double HostLatencyModel::PredictUs(const OpConfig& config, int device_index) const {
   const Device& device = devices_[static_cast<size_t>(device_index)];
   const bool use = device.use_gbdt[static_cast<size_t>(gbdt::FamilyOf(config))];
-  const double us = use ? device.gbdt->PredictUs(config, 0)
-                        : analytic_->PredictUs(config, device_index);
+  const double us =
+      use ? device.gbdt->PredictUs(config, 0) : analytic_->PredictUs(config, device_index);
   return us * device.contention;
 }
 
