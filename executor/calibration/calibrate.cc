@@ -75,12 +75,13 @@ void EvictThreadCaches(size_t bytes, pthreadpool_t pool) {
                              0);
 }
 
-// Times `run` `runs` times after `warmup` untimed calls; the median in microseconds. With
+// Times `run` `runs` times after `warmup` untimed calls; the median (or with `fastest` the
+// minimum) in microseconds. With
 // `evict_bytes` > 0 the private caches (of `pool`'s threads too) are evicted before every run
 // (not timed).
 template <typename Fn>
-absl::StatusOr<double> TimeRuns(int warmup, int runs, size_t evict_bytes, pthreadpool_t pool,
-                                Fn run) {
+absl::StatusOr<double> TimeRuns(int warmup, int runs, bool fastest, size_t evict_bytes,
+                                pthreadpool_t pool, Fn run) {
   const Clock::time_point start = Clock::now();
   for (int i = 0; i < warmup; ++i) {
     if (absl::Status s = run(); !s.ok()) return s;
@@ -94,6 +95,7 @@ absl::StatusOr<double> TimeRuns(int warmup, int runs, size_t evict_bytes, pthrea
     if (absl::Status s = run(); !s.ok()) return s;
     times.push_back(Micros(Clock::now() - run_start));
   }
+  if (fastest) return *std::min_element(times.begin(), times.end());
   return Median(std::move(times));
 }
 
@@ -168,7 +170,7 @@ absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOp
                                    pthreadpool_t pool) {
   absl::StatusOr<std::unique_ptr<PreparedCpuCase>> prepared = PrepareCpuCase(c, options, pool);
   if (!prepared.ok()) return prepared.status();
-  return TimeRuns(options.warmup_runs, options.runs, options.evict_bytes, pool,
+  return TimeRuns(options.warmup_runs, options.runs, options.fastest_run, options.evict_bytes, pool,
                   [&] { return (*prepared)->kernel->Run(); });
 }
 
@@ -255,10 +257,11 @@ absl::StatusOr<double> TimeGpuCase(opencl::OpenClDevice* device, const Calibrati
   spdlog::debug("calibration: gpu kernel for {} ready after {:.1f} ms", c.source,
                 Micros(Clock::now() - created) / 1e3);
   // PoCL runs the kernels on threads of its own, whose caches this thread cannot evict.
-  return TimeRuns(options.warmup_runs, options.runs, 0, nullptr, [&]() -> absl::Status {
-    if (absl::Status s = (*prepared)->kernel->Enqueue(); !s.ok()) return s;
-    return device->Finish();
-  });
+  return TimeRuns(options.warmup_runs, options.runs, options.fastest_run, 0, nullptr,
+                  [&]() -> absl::Status {
+                    if (absl::Status s = (*prepared)->kernel->Enqueue(); !s.ok()) return s;
+                    return device->Finish();
+                  });
 }
 
 // A device opened for timing: a worker pinned to its cores with its thread pool (CPU), or the

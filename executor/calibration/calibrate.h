@@ -58,6 +58,10 @@ struct CalibrationOptions {
   int warmup_runs = 1;
   // Timed runs per case; the sample is their median.
   int runs = 5;
+  // The sample is the fastest timed run instead of the median: on a machine shared with other
+  // busy processes, preemption inflates whole runs (the same op measured 0.01-60x apart in two
+  // runs a minute apart with the median of 5) and the fastest run is the op's own time.
+  bool fastest_run = false;
   // Cases whose `prior` prediction on a device exceeds this are skipped: one huge conv
   // would otherwise eat the whole budget. <= 0 or no prior: no limit.
   double max_case_ms = 30.0;

@@ -59,6 +59,7 @@ struct Flags {
   std::string opencl_device;
   uint64_t seed = 1;
   int runs = 5;
+  bool fastest_run = false;
   int warmup = 1;
   double max_case_ms = 30.0;
   int folds = 5;
@@ -311,6 +312,7 @@ absl::Status Run(const Flags& flags) {
     executor::calibration::CalibrationOptions options;
     options.budget_s = flags.budget_s;
     options.runs = flags.runs;
+    options.fastest_run = flags.fastest_run;
     options.warmup_runs = flags.warmup;
     options.max_case_ms = flags.max_case_ms;
     options.seed = flags.seed;
@@ -424,6 +426,10 @@ int main(int argc, char** argv) {
   app.add_option("--runs", flags.runs, "timed runs per case (median)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  app.add_flag("--fastest-run", flags.fastest_run,
+               "a sample is the fastest of the timed runs, not their median (a machine shared "
+               "with other busy processes)")
+      ->capture_default_str();
   app.add_option("--warmup", flags.warmup, "untimed runs per case")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
