@@ -144,6 +144,10 @@ absl::StatusOr<DeviceTraining> TrainDevice(absl::string_view platform,
       all_apes.push_back(ape);
     }
   }
+  for (gbdt::OpFamily f : gbdt::kAllFamilies) {
+    out.use_gbdt[static_cast<size_t>(f)] =
+        counts[static_cast<size_t>(f)] >= options.min_family_samples;
+  }
   for (const predictor::gbdt::training::FamilyError& e : report.families) {
     FamilyComparison row;
     row.device = prior.name;
@@ -152,17 +156,16 @@ absl::StatusOr<DeviceTraining> TrainDevice(absl::string_view platform,
     row.gbdt = {e.rows, e.mape, e.median_ape, e.p90_ape, 0};
     if (const std::optional<gbdt::OpFamily> f = gbdt::FamilyFromName(e.family); f.has_value()) {
       row.analytic = predictor::SummarizeErrors(apes[static_cast<size_t>(*f)]);
-      const bool use = counts[static_cast<size_t>(*f)] >= options.min_family_samples;
-      out.use_gbdt[static_cast<size_t>(*f)] = use;
+      // Where both were held out on the same ops, the one with the lower MAPE predicts: noisy
+      // samples (another process preempting a timed run) can pull a GBDT leaf far off where
+      // the fit's few shared parameters hold.
+      bool& use = out.use_gbdt[static_cast<size_t>(*f)];
+      if (row.analytic.count > 0) use = use && row.gbdt.mape <= row.analytic.mape;
       row.used = use ? "gbdt" : "analytic";
     } else {
       row.analytic = predictor::SummarizeErrors(e.family == "all" ? all_apes : conv_apes);
     }
     out.rows.push_back(std::move(row));
-  }
-  for (gbdt::OpFamily f : gbdt::kAllFamilies) {
-    out.use_gbdt[static_cast<size_t>(f)] =
-        counts[static_cast<size_t>(f)] >= options.min_family_samples;
   }
   return out;
 }

@@ -8,9 +8,10 @@
 // grouped k-fold by *model* (a sample's group is the model its op came from, the part of its
 // source before '/'; BuildCases keeps one case per distinct op configuration, so neither a model
 // nor a configuration is on both sides), with the trainer's own fold assignment. A family with at
-// least `min_family_samples` samples on a device is predicted by the GBDT model, others by the
-// analytic fit. The co-run samples (CalibrationSample::co_running) give each device's contention
-// factor: the median of co-run / alone over the cases timed both ways.
+// least `min_family_samples` samples on a device whose held-out MAPE under GBDT is not above the
+// analytic fit's is predicted by the GBDT model, others by the analytic fit. The co-run samples
+// (CalibrationSample::co_running) give each device's contention factor: the median of co-run /
+// alone over the cases timed both ways.
 //
 // The stored form is JSON (what CalibrationOutput::params carries and the daemon keeps):
 //   {"format": "psched-host-calibration-v1", "platform": "host", "model_version": "...",
@@ -46,7 +47,8 @@ struct HostTrainingOptions {
   std::vector<predictor::AnalyticDeviceParams> priors;
   uint64_t seed = 1;  // folds, XGBoost's subsampling, the analytic fit
   int folds = 5;      // grouped k-fold over models, >= 2
-  // Samples a family needs on a device for the GBDT model to predict it.
+  // Samples a family needs on a device for the GBDT model to predict it (and its held-out MAPE
+  // must not exceed the analytic fit's).
   int min_family_samples = 30;
   // Co-run pairs a device needs for its contention factor to be used (else 1).
   int min_co_run_pairs = 3;
