@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "predictor/gbdt/model_file.h"
 
 namespace psched::predictor::calibration {
@@ -40,7 +41,10 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
   std::unique_ptr<HostLatencyModel> model(new HostLatencyModel());
   model->analytic_ = std::move(analytic);
   model->devices_ = std::move(devices);
-  model->version_ = absl::StrCat("calibrated-v1/", gbdt::ModelFileHash(identity));
+  // The analytic fit's name (its version is "analytic-v2/<name>/<hash>"), e.g. host+calibrated.
+  const std::vector<std::string> parts = absl::StrSplit(model->analytic_->Version(), '/');
+  model->version_ = absl::StrCat("calibrated-v1/", parts.size() >= 3 ? parts[1] : "host", "/",
+                                 gbdt::ModelFileHash(identity));
   return model;
 }
 

@@ -10,7 +10,9 @@
 // devices ran a busy loop: plans put work on several devices at once, and on a machine whose
 // "GPU" shares cores and memory with the CPU clusters that is when the ops run.
 //
-// Version() is "calibrated-v1/<SHA-256>" over the analytic model's version, every GBDT part's
+// Version() is "calibrated-v1/<analytic model name>/<SHA-256>" (e.g.
+// "calibrated-v1/host+calibrated/
+// ...") over the analytic model's version, every GBDT part's
 // version, the per-family choices and the contention factors: a retrained file or a changed
 // choice changes every plan-cache key. Immutable after Create; thread-safe.
 #pragma once
