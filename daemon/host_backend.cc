@@ -15,6 +15,7 @@
 #include "daemon/plan_json.h"
 #include "executor/calibration/calibrate.h"
 #include "executor/calibration/calibration_cases.h"
+#include "executor/calibration/host_training.h"
 #include "executor/cpu/cpu_graph_executor.h"
 #include "executor/layout.h"
 #include "executor/runtime/coexecution_runtime.h"
@@ -26,8 +27,6 @@
 #include "platform/cpu_topology.h"
 #include "platform/sysfs_cpu.h"
 #include "predictor/analytic_model.h"
-#include "predictor/calibration/analytic_fit.h"
-#include "predictor/calibration/analytic_params_json.h"
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
 #include "scheduler/registry/registry.h"
@@ -394,18 +393,15 @@ class HostBackend final : public Backend {
     absl::StatusOr<executor::calibration::CalibrationRun> run =
         executor::calibration::Calibrate(profile_.platform.devices, cases, options);
     if (!run.ok()) return run.status();
-    predictor::calibration::FitOptions fit_options;
-    fit_options.priors = priors_;
-    absl::StatusOr<predictor::calibration::FitResult> fit =
-        predictor::calibration::FitAnalyticModel(profile_.platform.name, device_names_,
-                                                 run->samples, fit_options);
-    if (!fit.ok()) return fit.status();
+    absl::StatusOr<executor::calibration::HostTraining> trained =
+        executor::calibration::TrainHostModel(profile_.platform.name, run->samples,
+                                              {.priors = priors_});
+    if (!trained.ok()) return trained.status();
     CalibrationOutput out;
-    out.predictor_version = fit->model->Version();
-    out.params =
-        predictor::calibration::AnalyticParamsToJson({profile_.platform.name, fit->params});
-    out.report = predictor::calibration::FitReportToJson(fit->report);
-    out.error_table = predictor::calibration::FormatErrorTable(fit->report.heldout);
+    out.predictor_version = trained->model->Version();
+    out.params = trained->params;
+    out.report = executor::calibration::HostTrainingReportToJson(*trained);
+    out.error_table = executor::calibration::FormatHostTraining(*trained);
     out.samples = static_cast<int>(run->samples.samples.size());
     for (const executor::calibration::DeviceOutcome& o : run->devices) {
       if (o.skipped) out.skipped_devices.push_back(absl::StrCat(o.device, ": ", o.reason));
@@ -414,17 +410,16 @@ class HostBackend final : public Backend {
   }
 
   absl::Status UseCalibration(const nlohmann::json& json) override {
-    absl::StatusOr<predictor::calibration::AnalyticParams> params =
-        predictor::calibration::AnalyticParamsFromJson(json);
-    if (!params.ok()) return params.status();
-    std::vector<std::string> names;
-    for (const predictor::AnalyticDeviceParams& d : params->devices) names.push_back(d.name);
+    absl::StatusOr<executor::calibration::LoadedHostModel> loaded =
+        executor::calibration::HostModelFromJson(json);
+    if (!loaded.ok()) return loaded.status();
+    const std::vector<std::string>& names = loaded->device_names;
     if (devices_ == nullptr || names != device_names_) {
       return absl::InvalidArgumentError(
           absl::StrCat("calibration is for devices [", absl::StrJoin(names, ", "),
                        "], the platform has [", absl::StrJoin(device_names_, ", "), "]"));
     }
-    std::shared_ptr<const predictor::LatencyModel> model = params->MakeModel();
+    std::shared_ptr<const predictor::LatencyModel> model = loaded->model;
     std::lock_guard lock(mu_);
     profile_.model = std::move(model);
     platform_.predictor_version = profile_.model->Version();

@@ -13,8 +13,9 @@
 // logged. Inference executes the plan across them with the co-execution runtime
 // (executor "coexec"): each distinct plan of a model is compiled once (kernels created,
 // weights packed) on first use and reused by later Infer calls. Calibrate times the
-// registered models' ops on these devices and fits the analytic model; UseCalibration
-// switches planning to it.
+// registered models' ops on these devices (alone and under co-run load) and trains the host
+// model (executor/calibration/host_training.h: GBDT or the analytic fit per op family);
+// UseCalibration switches planning to it.
 //
 // With `platform = NAME` (a simulated profile) planning targets that profile and inference
 // runs the whole graph with XNNPACK on this machine's first CPU core (executor "cpu").

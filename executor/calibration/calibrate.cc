@@ -3,10 +3,13 @@
 #include <pthreadpool.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -72,12 +75,13 @@ void EvictThreadCaches(size_t bytes, pthreadpool_t pool) {
                              0);
 }
 
-// Times `run` `runs` times after `warmup` untimed calls; the median in microseconds. With
+// Times `run` `runs` times after `warmup` untimed calls; the median (or with `fastest` the
+// minimum) in microseconds. With
 // `evict_bytes` > 0 the private caches (of `pool`'s threads too) are evicted before every run
 // (not timed).
 template <typename Fn>
-absl::StatusOr<double> TimeRuns(int warmup, int runs, size_t evict_bytes, pthreadpool_t pool,
-                                Fn run) {
+absl::StatusOr<double> TimeRuns(int warmup, int runs, bool fastest, size_t evict_bytes,
+                                pthreadpool_t pool, Fn run) {
   const Clock::time_point start = Clock::now();
   for (int i = 0; i < warmup; ++i) {
     if (absl::Status s = run(); !s.ok()) return s;
@@ -91,6 +95,7 @@ absl::StatusOr<double> TimeRuns(int warmup, int runs, size_t evict_bytes, pthrea
     if (absl::Status s = run(); !s.ok()) return s;
     times.push_back(Micros(Clock::now() - run_start));
   }
+  if (fastest) return *std::min_element(times.begin(), times.end());
   return Median(std::move(times));
 }
 
@@ -108,15 +113,27 @@ bool IsInPlaceConcat(const model::Graph& graph) {
   return true;
 }
 
-// Times one case on the calling thread and `pool` (null: the calling thread alone).
-absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOptions& options,
-                                   pthreadpool_t pool) {
-  const model::Graph graph = WithWeights(c, options.seed);
+// One case made ready to run on a CPU device: its graph, buffers and bound kernel. Heap-held
+// and never moved, since the kernel's views point into the buffers.
+struct PreparedCpuCase {
+  model::Graph graph;
+  std::vector<float> output;
+  std::map<model::TensorId, std::vector<float>> buffers;
+  std::unique_ptr<cpu::CpuKernel> kernel;
+};
+
+// Prepares one case for the calling thread and `pool` (null: the calling thread alone).
+absl::StatusOr<std::unique_ptr<PreparedCpuCase>> PrepareCpuCase(const CalibrationCase& c,
+                                                                const CalibrationOptions& options,
+                                                                pthreadpool_t pool) {
+  auto prepared = std::make_unique<PreparedCpuCase>();
+  prepared->graph = WithWeights(c, options.seed);
+  const model::Graph& graph = prepared->graph;
   const model::Shape& out_shape = graph.output_shape(0);
-  std::vector<float> output(static_cast<size_t>(out_shape.Elements()), 0.0f);
+  std::vector<float>& output = prepared->output;
+  output.assign(static_cast<size_t>(out_shape.Elements()), 0.0f);
   const std::vector<model::TensorId> activation_inputs = graph.ActivationInputs(0);
   cpu::KernelLayout layout;
-  std::map<model::TensorId, std::vector<float>> buffers;
   std::vector<TensorView> inputs;
   if (IsInPlaceConcat(graph)) {
     output = RandomData(output.size(), options.seed);
@@ -130,7 +147,7 @@ absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOp
   } else {
     for (model::TensorId t : activation_inputs) {
       const model::Shape& shape = graph.tensor(t).shape;
-      std::vector<float>& data = buffers[t];
+      std::vector<float>& data = prepared->buffers[t];
       if (data.empty()) {
         data = RandomData(static_cast<size_t>(shape.Elements()),
                           options.seed + static_cast<uint64_t>(t));
@@ -144,8 +161,17 @@ absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOp
   if (absl::Status s = (*kernel)->Setup(inputs, {output.data(), out_shape, out_shape.c}); !s.ok()) {
     return s;
   }
-  return TimeRuns(options.warmup_runs, options.runs, options.evict_bytes, pool,
-                  [&] { return (*kernel)->Run(); });
+  prepared->kernel = std::move(*kernel);
+  return prepared;
+}
+
+// Times one case on the calling thread and `pool` (null: the calling thread alone).
+absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOptions& options,
+                                   pthreadpool_t pool) {
+  absl::StatusOr<std::unique_ptr<PreparedCpuCase>> prepared = PrepareCpuCase(c, options, pool);
+  if (!prepared.ok()) return prepared.status();
+  return TimeRuns(options.warmup_runs, options.runs, options.fastest_run, options.evict_bytes, pool,
+                  [&] { return (*prepared)->kernel->Run(); });
 }
 
 // The OpenCL device for `selector_text`: a named selector as given; empty prefers a GPU-type
@@ -164,11 +190,20 @@ absl::StatusOr<std::unique_ptr<opencl::OpenClDevice>> OpenGpu(const std::string&
   return opencl::OpenClDevice::Open(any);
 }
 
-// Times one case through the OpenCL kernels: enqueue until the queue has drained.
-absl::StatusOr<double> TimeGpuCase(opencl::OpenClDevice* device, const CalibrationCase& c,
-                                   const CalibrationOptions& options) {
-  const Clock::time_point created = Clock::now();
-  const model::Graph graph = WithWeights(c, options.seed);
+// One case made ready to run on the OpenCL device (members destroyed kernel first).
+struct PreparedGpuCase {
+  model::Graph graph;
+  std::unique_ptr<opencl::SvmArena> arena;
+  std::unique_ptr<opencl::KernelFactory> factory;
+  std::unique_ptr<opencl::OpKernel> kernel;
+};
+
+absl::StatusOr<std::unique_ptr<PreparedGpuCase>> PrepareGpuCase(opencl::OpenClDevice* device,
+                                                                const CalibrationCase& c,
+                                                                const CalibrationOptions& options) {
+  auto prepared = std::make_unique<PreparedGpuCase>();
+  prepared->graph = WithWeights(c, options.seed);
+  const model::Graph& graph = prepared->graph;
   std::vector<TensorPlacement> placements(graph.tensors.size());
   int64_t floats = 0;
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
@@ -189,69 +224,221 @@ absl::StatusOr<double> TimeGpuCase(opencl::OpenClDevice* device, const Calibrati
   absl::StatusOr<std::unique_ptr<opencl::SvmArena>> arena =
       opencl::SvmArena::Create(device, static_cast<size_t>(floats));
   if (!arena.ok()) return arena.status();
+  prepared->arena = std::move(*arena);
   // An in-place concat's inputs are slices of its output, whose content does not matter.
   for (const model::GraphIO& in : graph.inputs) {
     if (in_place_concat) break;
     const std::vector<float> data =
         RandomData(static_cast<size_t>(graph.tensor(in.tensor).shape.Elements()),
                    options.seed + static_cast<uint64_t>(in.tensor));
-    if (absl::Status s = (*arena)->Write(
+    if (absl::Status s = prepared->arena->Write(
             static_cast<size_t>(placements[static_cast<size_t>(in.tensor)].offset), data);
         !s.ok()) {
       return s;
     }
   }
   absl::StatusOr<std::unique_ptr<opencl::KernelFactory>> factory =
-      opencl::KernelFactory::Create(device, &graph, arena->get(), placements);
+      opencl::KernelFactory::Create(device, &graph, prepared->arena.get(), placements);
   if (!factory.ok()) return factory.status();
+  prepared->factory = std::move(*factory);
   absl::StatusOr<std::unique_ptr<opencl::OpKernel>> kernel =
-      (*factory)->Create(0, WorkSlice{c.axis, c.begin, c.end});
+      prepared->factory->Create(0, WorkSlice{c.axis, c.begin, c.end});
   if (!kernel.ok()) return kernel.status();
+  prepared->kernel = std::move(*kernel);
+  return prepared;
+}
+
+// Times one case through the OpenCL kernels: enqueue until the queue has drained.
+absl::StatusOr<double> TimeGpuCase(opencl::OpenClDevice* device, const CalibrationCase& c,
+                                   const CalibrationOptions& options) {
+  const Clock::time_point created = Clock::now();
+  absl::StatusOr<std::unique_ptr<PreparedGpuCase>> prepared = PrepareGpuCase(device, c, options);
+  if (!prepared.ok()) return prepared.status();
   spdlog::debug("calibration: gpu kernel for {} ready after {:.1f} ms", c.source,
                 Micros(Clock::now() - created) / 1e3);
   // PoCL runs the kernels on threads of its own, whose caches this thread cannot evict.
-  return TimeRuns(options.warmup_runs, options.runs, 0, nullptr, [&]() -> absl::Status {
-    if (absl::Status s = (*kernel)->Enqueue(); !s.ok()) return s;
-    return device->Finish();
-  });
+  return TimeRuns(options.warmup_runs, options.runs, options.fastest_run, 0, nullptr,
+                  [&]() -> absl::Status {
+                    if (absl::Status s = (*prepared)->kernel->Enqueue(); !s.ok()) return s;
+                    return device->Finish();
+                  });
 }
 
-// Runs the budgeted loop for one device; `time_case` measures one case.
-template <typename TimeCase>
-void RunDevice(const std::string& name, int device_index, int threads, const std::string& kernel,
-               std::span<const CalibrationCase> cases, const CalibrationOptions& options,
-               TimeCase time_case, DeviceOutcome& outcome,
-               std::vector<CalibrationSample>& samples) {
+// A device opened for timing: a worker pinned to its cores with its thread pool (CPU), or the
+// OpenCL device (GPU). Used by one thread at a time.
+struct OpenedDevice {
+  const platform::DeviceSpec* spec = nullptr;
+  int index = 0;    // in Calibrate's `devices`
+  int threads = 1;  // XNNPACK threads (CPU); 1 on the GPU
+  std::unique_ptr<PinnedWorker> worker;
+  std::unique_ptr<cpu::CpuThreadpool> pool;
+  std::unique_ptr<opencl::OpenClDevice> gpu;
+  // The cases measured alone, in order, with their median times.
+  std::vector<std::pair<const CalibrationCase*, double>> measured;
+
+  bool is_cpu() const { return worker != nullptr; }
+
+  absl::StatusOr<double> Time(const CalibrationCase& c, const CalibrationOptions& options) const {
+    if (!is_cpu()) return TimeGpuCase(gpu.get(), c, options);
+    absl::StatusOr<double> us;
+    const absl::Status s = worker->Call([&] {
+      us = TimeCpuCase(c, options, pool->get());
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    return us;
+  }
+
+  // Runs `c` back to back until `stop` is set; `ready` receives the status of its setup.
+  // Blocks the calling thread (the worker's, for a CPU device).
+  void RunBusy(const CalibrationCase& c, const CalibrationOptions& options,
+               const std::atomic<bool>& stop, std::promise<absl::Status>& ready) const {
+    if (!is_cpu()) {
+      absl::StatusOr<std::unique_ptr<PreparedGpuCase>> prepared =
+          PrepareGpuCase(gpu.get(), c, options);
+      ready.set_value(prepared.status());
+      while (prepared.ok() && !stop.load(std::memory_order_relaxed)) {
+        if (!(*prepared)->kernel->Enqueue().ok() || !gpu->Finish().ok()) break;
+      }
+      return;
+    }
+    bool signalled = false;
+    const absl::Status called = worker->Call([&] {
+      absl::StatusOr<std::unique_ptr<PreparedCpuCase>> prepared =
+          PrepareCpuCase(c, options, pool->get());
+      ready.set_value(prepared.status());
+      signalled = true;
+      while (prepared.ok() && !stop.load(std::memory_order_relaxed)) {
+        if (!(*prepared)->kernel->Run().ok()) break;
+      }
+      return absl::OkStatus();
+    });
+    if (!signalled) {
+      ready.set_value(called.ok() ? absl::InternalError("busy loop did not start") : called);
+    }
+  }
+
+  // The busy loop this device runs while another one is timed: the convolution it measured
+  // slowest (at most kMaxBusyCaseUs, so stopping is prompt), else its slowest measured case.
+  const CalibrationCase* BusyCase() const {
+    constexpr double kMaxBusyCaseUs = 20e3;
+    const CalibrationCase* best = nullptr;
+    double best_us = 0;
+    bool best_conv = false;
+    for (const auto& [c, us] : measured) {
+      const bool conv = c->config.kind == model::OpKind::kConv2d;
+      if (us > kMaxBusyCaseUs) continue;
+      if (best == nullptr || (conv && !best_conv) || (conv == best_conv && us > best_us)) {
+        best = c;
+        best_us = us;
+        best_conv = conv;
+      }
+    }
+    return best;
+  }
+};
+
+// Keeps the given devices busy (OpenedDevice::RunBusy, one thread each) until destroyed.
+class BusyLoad {
+ public:
+  BusyLoad() = default;
+  BusyLoad(const BusyLoad&) = delete;
+  BusyLoad& operator=(const BusyLoad&) = delete;
+  ~BusyLoad() {
+    stop_.store(true);
+    for (std::thread& t : threads_) t.join();
+  }
+
+  // Starts `device` on `c` and waits until its kernel is ready; the setup error otherwise.
+  absl::Status Add(const OpenedDevice& device, const CalibrationCase& c,
+                   const CalibrationOptions& options) {
+    auto ready = std::make_shared<std::promise<absl::Status>>();
+    std::future<absl::Status> started = ready->get_future();
+    threads_.emplace_back(
+        [this, &device, &c, options, ready] { device.RunBusy(c, options, stop_, *ready); });
+    return started.get();
+  }
+
+ private:
+  std::atomic<bool> stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// Times `cases` on `device` in order until `budget_s` is spent; appends the samples (with
+// `co_running` set) and, for solo runs, records the measured cases on the device.
+void RunDevice(OpenedDevice& device, const std::vector<const CalibrationCase*>& cases,
+               double budget_s, bool co_running, const CalibrationOptions& options,
+               DeviceOutcome& outcome, std::vector<CalibrationSample>& samples) {
+  const std::string& name = device.spec->name;
   const Clock::time_point start = Clock::now();
+  int& done = co_running ? outcome.co_run_cases : outcome.cases_done;
   auto notify = [&](const CalibrationSample* sample, bool finished) {
     if (!options.progress) return;
-    options.progress(CalibrationProgress{name, outcome.cases_done, outcome.cases_skipped,
-                                         Seconds(Clock::now() - start), options.budget_s, sample,
-                                         finished});
+    options.progress(CalibrationProgress{name, done, outcome.cases_skipped,
+                                         Seconds(Clock::now() - start), budget_s, sample, finished,
+                                         co_running});
   };
   notify(nullptr, false);
-  for (const CalibrationCase& c : cases) {
-    if (Seconds(Clock::now() - start) >= options.budget_s) break;
-    if (options.prior != nullptr && options.max_case_ms > 0 &&
-        device_index < options.prior->num_devices() &&
-        options.prior->PredictUs(c.config, device_index) > 1e3 * options.max_case_ms) {
+  for (const CalibrationCase* c : cases) {
+    if (Seconds(Clock::now() - start) >= budget_s) break;
+    if (!co_running && options.prior != nullptr && options.max_case_ms > 0 &&
+        device.index < options.prior->num_devices() &&
+        options.prior->PredictUs(c->config, device.index) > 1e3 * options.max_case_ms) {
       ++outcome.cases_skipped;
       continue;
     }
-    absl::StatusOr<double> us = time_case(c);
+    absl::StatusOr<double> us = device.Time(*c, options);
     if (!us.ok() || !(*us > 0)) {
-      spdlog::debug("calibration: {} skips {}: {}", name, c.source,
+      spdlog::debug("calibration: {} skips {}: {}", name, c->source,
                     us.ok() ? std::string("zero time") : std::string(us.status().message()));
-      ++outcome.cases_skipped;
+      if (!co_running) ++outcome.cases_skipped;
       continue;
     }
-    samples.push_back(
-        CalibrationSample{name, c.config, *us, options.runs, c.source, threads, kernel});
-    ++outcome.cases_done;
+    samples.push_back(CalibrationSample{name, c->config, *us, options.runs, c->source,
+                                        device.threads, device.is_cpu() ? "xnnpack" : "opencl",
+                                        co_running});
+    if (!co_running) device.measured.emplace_back(c, *us);
+    ++done;
     notify(&samples.back(), false);
   }
-  outcome.elapsed_s = Seconds(Clock::now() - start);
+  outcome.elapsed_s += Seconds(Clock::now() - start);
   notify(nullptr, true);
+}
+
+// Opens `spec` for timing; the reason it cannot be used otherwise.
+absl::StatusOr<OpenedDevice> Open(const platform::DeviceSpec& spec, int index,
+                                  std::span<const CalibrationCase> cases,
+                                  const CalibrationOptions& options) {
+  OpenedDevice device;
+  device.spec = &spec;
+  device.index = index;
+  if (spec.kind == platform::DeviceKind::kCpu) {
+    // One XNNPACK thread per core of the device, each pinned to its core, as the runtime's
+    // CpuDevice runs it: a cluster's samples are its own, per thread count.
+    device.threads = static_cast<int>(spec.cpu_cores.size());
+    absl::StatusOr<std::unique_ptr<PinnedWorker>> worker = PinnedWorker::Start(spec.cpu_cores);
+    if (!worker.ok()) return worker.status();
+    device.worker = std::move(*worker);
+    absl::Status ready = device.worker->Call([&] {
+      auto created = cpu::CpuThreadpool::Create(device.threads, spec.cpu_cores);
+      if (!created.ok()) return created.status();
+      device.pool = std::move(*created);
+      return absl::OkStatus();
+    });
+    if (!ready.ok()) return ready;
+    return device;
+  }
+  absl::StatusOr<std::unique_ptr<opencl::OpenClDevice>> gpu = OpenGpu(spec.opencl_device);
+  if (!gpu.ok()) return gpu.status();
+  device.gpu = std::move(*gpu);
+  // Builds the device's program outside the budget: the first factory compiles it.
+  if (!cases.empty()) {
+    CalibrationOptions once = options;
+    once.warmup_runs = 0;
+    once.runs = 1;
+    (void)TimeGpuCase(device.gpu.get(), cases.front(), once);
+  }
+  return device;
 }
 
 }  // namespace
@@ -282,66 +469,50 @@ absl::StatusOr<CalibrationRun> Calibrate(std::span<const platform::DeviceSpec> d
   }
   CalibrationRun run;
   run.samples.platform = options.platform;
+  std::vector<OpenedDevice> opened;
   for (size_t i = 0; i < devices.size(); ++i) {
-    const platform::DeviceSpec& spec = devices[i];
     DeviceOutcome outcome;
-    outcome.device = spec.name;
-    if (spec.kind == platform::DeviceKind::kCpu) {
-      // One XNNPACK thread per core of the device, each pinned to its core, as the runtime's
-      // CpuDevice runs it: a cluster's samples are its own, per thread count.
-      const int threads = static_cast<int>(spec.cpu_cores.size());
-      absl::StatusOr<std::unique_ptr<PinnedWorker>> worker = PinnedWorker::Start(spec.cpu_cores);
-      std::unique_ptr<cpu::CpuThreadpool> pool;
-      absl::Status ready = worker.status();
-      if (ready.ok()) {
-        ready = (*worker)->Call([&] {
-          auto created = cpu::CpuThreadpool::Create(threads, spec.cpu_cores);
-          if (!created.ok()) return created.status();
-          pool = std::move(*created);
-          return absl::OkStatus();
-        });
-      }
-      if (!ready.ok()) {
-        outcome.skipped = true;
-        outcome.reason = std::string(ready.message());
-      } else {
-        RunDevice(
-            spec.name, static_cast<int>(i), threads, "xnnpack", cases, options,
-            [&](const CalibrationCase& c) -> absl::StatusOr<double> {
-              absl::StatusOr<double> us;
-              const absl::Status s = (*worker)->Call([&] {
-                us = TimeCpuCase(c, options, pool->get());
-                return absl::OkStatus();
-              });
-              if (!s.ok()) return s;
-              return us;
-            },
-            outcome, run.samples.samples);
-      }
+    outcome.device = devices[i].name;
+    absl::StatusOr<OpenedDevice> device = Open(devices[i], static_cast<int>(i), cases, options);
+    if (device.ok()) {
+      opened.push_back(std::move(*device));
     } else {
-      absl::StatusOr<std::unique_ptr<opencl::OpenClDevice>> device = OpenGpu(spec.opencl_device);
-      if (!device.ok()) {
-        outcome.skipped = true;
-        outcome.reason = std::string(device.status().message());
-      } else {
-        // Builds the device's program outside the budget: the first factory compiles it.
-        if (!cases.empty()) {
-          const CalibrationCase& first = cases.front();
-          CalibrationOptions once = options;
-          once.warmup_runs = 0;
-          once.runs = 1;
-          (void)TimeGpuCase(device->get(), first, once);
-        }
-        RunDevice(
-            spec.name, static_cast<int>(i), 1, "opencl", cases, options,
-            [&](const CalibrationCase& c) { return TimeGpuCase(device->get(), c, options); },
-            outcome, run.samples.samples);
-      }
-    }
-    if (outcome.skipped) {
-      spdlog::warn("calibration: skipping device '{}': {}", spec.name, outcome.reason);
+      outcome.skipped = true;
+      outcome.reason = std::string(device.status().message());
+      spdlog::warn("calibration: skipping device '{}': {}", devices[i].name, outcome.reason);
     }
     run.devices.push_back(std::move(outcome));
+  }
+  // With another device to load, the end of each budget re-times cases under co-run load.
+  const double co_run_share = opened.size() >= 2 ? std::clamp(options.co_run_share, 0.0, 0.9) : 0;
+  std::vector<const CalibrationCase*> all;
+  for (const CalibrationCase& c : cases) all.push_back(&c);
+  for (OpenedDevice& device : opened) {
+    RunDevice(device, all, options.budget_s * (1 - co_run_share), false, options,
+              run.devices[static_cast<size_t>(device.index)], run.samples.samples);
+  }
+  if (co_run_share <= 0) return run;
+  for (OpenedDevice& device : opened) {
+    DeviceOutcome& outcome = run.devices[static_cast<size_t>(device.index)];
+    BusyLoad load;
+    absl::Status loaded = absl::OkStatus();
+    for (const OpenedDevice& other : opened) {
+      const CalibrationCase* busy = other.BusyCase();
+      if (&other == &device || busy == nullptr) continue;
+      loaded = load.Add(other, *busy, options);
+      if (!loaded.ok()) break;
+      spdlog::debug("calibration: {} busy with {} while {} is timed", other.spec->name,
+                    busy->source, device.spec->name);
+    }
+    if (!loaded.ok()) {
+      spdlog::warn("calibration: no co-run samples for '{}': the busy loop failed: {}",
+                   device.spec->name, std::string(loaded.message()));
+      continue;
+    }
+    std::vector<const CalibrationCase*> again;
+    for (const auto& [c, us] : device.measured) again.push_back(c);
+    RunDevice(device, again, options.budget_s * co_run_share, true, options, outcome,
+              run.samples.samples);
   }
   return run;
 }

@@ -14,9 +14,11 @@
 //
 // Each device gets `budget_s` seconds of timing (kernel creation included, device and
 // program setup excluded); cases are taken in BuildCases' round-robin order until it runs
-// out. A device that cannot be opened (no OpenCL platform, core not usable) is skipped and
-// reported, not an error. Calibrate blocks the calling thread; the progress callback runs on
-// it. Not reentrant for the same OpenCL device.
+// out. With several devices, the last `co_run_share` of each budget re-times the device's cases
+// while the other devices run busy loops of real kernels (co-run contention samples). A device that
+// cannot be opened (no OpenCL platform, core not usable) is skipped and reported, not an error.
+// Calibrate blocks the calling thread; the progress callback runs on it. Not reentrant for the same
+// OpenCL device.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +46,9 @@ struct CalibrationProgress {
   // The sample just measured; null for the device's start and end notifications.
   const predictor::calibration::CalibrationSample* sample = nullptr;
   bool finished = false;  // the device is done (budget spent or cases exhausted)
+  // The co-run phase: the other devices run a busy loop while this one is timed; cases_done
+  // then counts co-run samples.
+  bool co_running = false;
 };
 
 struct CalibrationOptions {
@@ -53,6 +58,10 @@ struct CalibrationOptions {
   int warmup_runs = 1;
   // Timed runs per case; the sample is their median.
   int runs = 5;
+  // The sample is the fastest timed run instead of the median: on a machine shared with other
+  // busy processes, preemption inflates whole runs (the same op measured 0.01-60x apart in two
+  // runs a minute apart with the median of 5) and the fastest run is the op's own time.
+  bool fastest_run = false;
   // Cases whose `prior` prediction on a device exceeds this are skipped: one huge conv
   // would otherwise eat the whole budget. <= 0 or no prior: no limit.
   double max_case_ms = 30.0;
@@ -65,6 +74,11 @@ struct CalibrationOptions {
   // find them in L1/L2 and run up to 3x faster than in the graph). 0: no eviction. The
   // eviction is not timed but counts against budget_s.
   size_t evict_bytes = size_t{8} << 20;
+  // Share of each device's budget spent re-timing the cases it measured (in order) while
+  // every other usable device runs a busy loop of a real kernel it measured (its slowest
+  // convolution up to 20 ms) on its own cores or queue: the co-run samples that contention
+  // factors are learned from (co_running set). 0, or fewer than two usable devices: none.
+  double co_run_share = 0.15;
   std::function<void(const CalibrationProgress&)> progress;
 };
 
@@ -74,6 +88,7 @@ struct DeviceOutcome {
   std::string reason;  // why the device was skipped
   int cases_done = 0;
   int cases_skipped = 0;
+  int co_run_cases = 0;  // measured again under co-run load
   double elapsed_s = 0;
 };
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -113,6 +115,40 @@ TEST(CalibrateTest, ClusterDevicesAreTimedWithOneThreadPerCore) {
     cluster_samples += s.device == "cpu";
   }
   EXPECT_GT(cluster_samples, 0);
+}
+
+TEST(CalibrateTest, CoRunSamplesRetimeMeasuredCasesWhileTheOtherDeviceIsBusy) {
+  const std::vector<CalibrationCase> cases = Cases();
+  const std::vector<platform::DeviceSpec> devices = {Cpu("cpu.0", 0), Cpu("cpu.1", 1)};
+  CalibrationOptions options;
+  options.budget_s = 0.6;
+  options.runs = 1;
+  options.co_run_share = 0.5;
+  int co_run_events = 0;
+  options.progress = [&](const CalibrationProgress& p) { co_run_events += p.co_running; };
+  absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::map<std::string, std::set<std::string>> alone;
+  for (const CalibrationSample& s : run->samples.samples) {
+    if (!s.co_running) alone[s.device].insert(s.source);
+  }
+  std::map<std::string, int> co_run;
+  for (const CalibrationSample& s : run->samples.samples) {
+    if (!s.co_running) continue;
+    ++co_run[s.device];
+    // Only cases the device measured alone are timed again, so each has its pair.
+    EXPECT_TRUE(alone[s.device].contains(s.source)) << s.device << " " << s.source;
+  }
+  for (const DeviceOutcome& o : run->devices) {
+    EXPECT_GT(co_run[o.device], 0) << o.device;
+    EXPECT_EQ(o.co_run_cases, co_run[o.device]) << o.device;
+  }
+  EXPECT_GT(co_run_events, 0);
+
+  // One device has nothing to load it with: no co-run phase, the whole budget timed alone.
+  absl::StatusOr<CalibrationRun> single = Calibrate({devices.data(), 1}, cases, options);
+  ASSERT_TRUE(single.ok()) << single.status();
+  for (const CalibrationSample& s : single->samples.samples) EXPECT_FALSE(s.co_running);
 }
 
 TEST(CalibrateTest, GpuRunsThroughOpenClOrIsSkippedCleanly) {

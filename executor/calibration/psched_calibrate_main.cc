@@ -1,5 +1,7 @@
-// psched-calibrate: measures op latencies on this machine's devices, fits the analytic
-// latency model to them and prints the held-out error table.
+// psched-calibrate: measures op latencies on this machine's devices (alone, and under co-run
+// load from the other devices), trains the host's latency model on them (per device and op
+// family a GBDT model or the analytic fit, host_training.h) and prints the held-out error
+// table of both side by side and the co-run slowdowns. Progress goes to stderr.
 //
 //   psched-calibrate --devices cpu.0,cpu.1,gpu --budget-s 5 --out calibration.json
 //   psched-calibrate --samples calibration.json --out refit.json   (fit only, no timing)
@@ -8,7 +10,8 @@
 // `gpu` is the OpenCL device (--opencl-device, default: a GPU, else the first device; PoCL
 // on development machines, kept to one thread unless POCL_MAX_PTHREAD_COUNT is set). The
 // output file holds the samples, the fitted parameters, the error report and what happened
-// per device. Exit status: 0 on success, 1 with a one-line reason otherwise.
+// per device; its "params" are what the daemon stores. Exit status: 0 on success, 1 with a
+// one-line reason otherwise.
 
 #include <algorithm>
 #include <charconv>
@@ -29,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "executor/calibration/calibrate.h"
 #include "executor/calibration/calibration_cases.h"
+#include "executor/calibration/host_training.h"
 #include "executor/calibration/in_graph_timing.h"
 #include "model/onnx_import.h"
 #include "model/split.h"
@@ -55,32 +59,19 @@ struct Flags {
   std::string opencl_device;
   uint64_t seed = 1;
   int runs = 5;
+  bool fastest_run = false;
   int warmup = 1;
   double max_case_ms = 30.0;
-  double holdout = 0.2;
+  int folds = 5;
+  int min_family_samples = 30;
+  double co_run_share = 0.15;
   std::string log_level = "warn";
   bool in_graph = false;
   std::vector<std::string> check_traces;
-  // The paper's workloads: timed first, and reported apart.
+  // The paper's workloads: timed first.
   std::vector<std::string> priority_models = {"squeezenet_v1_1", "peleenet", "inceptionv3",
                                               "hrnet_w18_small_v1"};
 };
-
-// Samples measured on ops of `models` (their source starts with "<model>/").
-std::vector<predictor::calibration::CalibrationSample> FromModels(
-    const std::vector<predictor::calibration::CalibrationSample>& samples,
-    const std::vector<std::string>& models) {
-  std::vector<predictor::calibration::CalibrationSample> out;
-  for (const auto& s : samples) {
-    for (const std::string& m : models) {
-      if (s.source.starts_with(m + "/")) {
-        out.push_back(s);
-        break;
-      }
-    }
-  }
-  return out;
-}
 
 // cpu.N -> core N; NAME=C+C+... -> a core cluster (one pinned thread per core); gpu -> the
 // OpenCL device.
@@ -321,26 +312,28 @@ absl::Status Run(const Flags& flags) {
     executor::calibration::CalibrationOptions options;
     options.budget_s = flags.budget_s;
     options.runs = flags.runs;
+    options.fastest_run = flags.fastest_run;
     options.warmup_runs = flags.warmup;
     options.max_case_ms = flags.max_case_ms;
     options.seed = flags.seed;
     options.prior = std::make_shared<predictor::AnalyticModel>("prior", priors);
     double last_print = -1.0;
+    options.co_run_share = flags.co_run_share;
     options.progress = [&](const executor::calibration::CalibrationProgress& p) {
       if (p.sample != nullptr && p.elapsed_s - last_print < 1.0) return;
       last_print = p.sample != nullptr ? p.elapsed_s : -1.0;
+      const std::string device = p.co_running ? p.device + " co-run" : p.device;
       if (p.finished) {
-        std::printf("[%s] done: %d samples, %d skipped in %.1f s\n", p.device.c_str(), p.cases_done,
-                    p.cases_skipped, p.elapsed_s);
+        std::fprintf(stderr, "[%s] done: %d samples, %d skipped in %.1f s\n", device.c_str(),
+                     p.cases_done, p.cases_skipped, p.elapsed_s);
       } else if (p.sample == nullptr) {
-        std::printf("[%s] calibrating for %.1f s\n", p.device.c_str(), p.budget_s);
+        std::fprintf(stderr, "[%s] calibrating for %.1f s\n", device.c_str(), p.budget_s);
       } else {
-        std::printf("[%s] %5.1f/%.1f s  %4d samples  last %-16s %10.1f us  %s\n", p.device.c_str(),
-                    p.elapsed_s, p.budget_s, p.cases_done,
-                    std::string(model::OpKindName(p.sample->config.kind)).c_str(),
-                    p.sample->measured_us, p.sample->source.c_str());
+        std::fprintf(stderr, "[%s] %5.1f/%.1f s  %4d samples  last %-16s %10.1f us  %s\n",
+                     device.c_str(), p.elapsed_s, p.budget_s, p.cases_done,
+                     std::string(model::OpKindName(p.sample->config.kind)).c_str(),
+                     p.sample->measured_us, p.sample->source.c_str());
       }
-      std::fflush(stdout);
     };
     absl::StatusOr<executor::calibration::CalibrationRun> run =
         executor::calibration::Calibrate(*devices, cases, options);
@@ -352,6 +345,7 @@ absl::Status Run(const Flags& flags) {
                           {"reason", o.reason},
                           {"samples", o.cases_done},
                           {"cases_skipped", o.cases_skipped},
+                          {"co_run_samples", o.co_run_cases},
                           {"elapsed_s", o.elapsed_s}});
     }
     samples = std::move(run->samples);
@@ -361,47 +355,40 @@ absl::Status Run(const Flags& flags) {
     }
   }
 
-  predictor::calibration::FitOptions fit_options;
-  fit_options.seed = flags.seed;
-  fit_options.holdout_fraction = flags.holdout;
-  fit_options.priors = priors;
-  absl::StatusOr<predictor::calibration::FitResult> fit =
-      predictor::calibration::FitAnalyticModel("host", names, samples, fit_options);
-  if (!fit.ok()) return fit.status();
-  std::printf("\nheld-out errors (%d held out, %d trained on):\n%s", fit->report.heldout_samples,
-              fit->report.train_samples,
-              predictor::calibration::FormatErrorTable(fit->report.heldout).c_str());
-  const std::vector<predictor::calibration::ErrorStats> priority_rows =
-      predictor::calibration::EvaluateErrors(*fit->model, names,
-                                             FromModels(fit->heldout, flags.priority_models));
-  if (!priority_rows.empty()) {
-    std::printf("\nheld-out errors on the priority models' ops:\n%s",
-                predictor::calibration::FormatErrorTable(priority_rows).c_str());
-  }
-  for (const std::string& d : fit->report.unfitted_devices) {
-    std::printf("%s: no samples, host profile parameters kept\n", d.c_str());
-  }
-  std::printf("model version %s\n", fit->model->Version().c_str());
+  executor::calibration::HostTrainingOptions training_options;
+  training_options.priors = priors;
+  training_options.seed = flags.seed;
+  training_options.folds = flags.folds;
+  training_options.min_family_samples = flags.min_family_samples;
+  const auto train_start = std::chrono::steady_clock::now();
+  absl::StatusOr<executor::calibration::HostTraining> training =
+      executor::calibration::TrainHostModel("host", samples, training_options);
+  if (!training.ok()) return training.status();
+  std::printf(
+      "\nheld-out errors, %d-fold grouped by model (%d samples alone, %d co-run; trained in "
+      "%.1f s):\n%s",
+      flags.folds, training->solo_samples, training->co_run_samples,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count(),
+      executor::calibration::FormatHostTraining(*training).c_str());
+  std::printf("model version %s (analytic fit %s)\n", training->model->Version().c_str(),
+              training->model->analytic().Version().c_str());
   if (!flags.check_traces.empty()) {
     if (models.empty()) {
       absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
       if (!loaded.ok()) return loaded.status();
       models = std::move(*loaded);
     }
-    if (absl::Status s = CheckTraces(flags.check_traces, models, *fit->model, names); !s.ok()) {
+    if (absl::Status s =
+            CheckTraces(flags.check_traces, models, training->model->analytic(), names);
+        !s.ok()) {
       return s;
     }
   }
 
   if (!flags.out.empty()) {
     nlohmann::json out = predictor::calibration::SamplesToJson(samples);
-    out["params"] = predictor::calibration::AnalyticParamsToJson({"host", fit->params});
-    out["report"] = predictor::calibration::FitReportToJson(fit->report);
-    out["report"]["priority_models"] = flags.priority_models;
-    predictor::calibration::FitReport priority_report;
-    priority_report.heldout = priority_rows;
-    out["report"]["priority_heldout"] =
-        predictor::calibration::FitReportToJson(priority_report)["heldout"];
+    out["params"] = training->params;
+    out["report"] = executor::calibration::HostTrainingReportToJson(*training);
     out["devices"] = std::move(outcomes);
     std::ofstream file(flags.out);
     file << out.dump(1) << "\n";
@@ -416,7 +403,9 @@ absl::Status Run(const Flags& flags) {
 
 int main(int argc, char** argv) {
   psched::Flags flags;
-  CLI::App app{"Measure op latencies on this machine's devices and fit the analytic model."};
+  CLI::App app{
+      "Measure op latencies on this machine's devices and train its latency models (GBDT and "
+      "the analytic fit)."};
   app.add_option("--devices", flags.devices,
                  "comma-separated cpu.N (core N), NAME=C+C+... (a core cluster, one thread per "
                  "core, e.g. cpu=0+1) and gpu")
@@ -437,17 +426,33 @@ int main(int argc, char** argv) {
   app.add_option("--runs", flags.runs, "timed runs per case (median)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  app.add_flag("--fastest-run", flags.fastest_run,
+               "a sample is the fastest of the timed runs, not their median (a machine shared "
+               "with other busy processes)")
+      ->capture_default_str();
   app.add_option("--warmup", flags.warmup, "untimed runs per case")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   app.add_option("--max-case-ms", flags.max_case_ms,
                  "skip cases the host profile predicts slower than this (0: no limit)")
       ->capture_default_str();
-  app.add_option("--holdout", flags.holdout, "share of samples held out for the error table")
+  app.add_option(
+         "--folds", flags.folds,
+         "folds of the held-out evaluation (grouped by model: no model's ops on both sides)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 50));
+  app.add_option("--min-family-samples", flags.min_family_samples,
+                 "samples an op family needs on a device to be predicted by GBDT (else the "
+                 "analytic fit)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--co-run-share", flags.co_run_share,
+                 "share of each device's budget re-timing its cases while the other devices run "
+                 "busy loops (co-run contention)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.9));
   app.add_option("--priority-models", flags.priority_models,
-                 "model names timed first and reported apart (the paper's workloads)")
+                 "model names timed first (the paper's workloads)")
       ->capture_default_str();
   app.add_flag("--in-graph", flags.in_graph,
                "also time every op of the priority models inside whole-model runs on each CPU "

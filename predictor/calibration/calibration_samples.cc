@@ -161,7 +161,8 @@ json SamplesToJson(const CalibrationSamples& samples) {
                         {"runs", s.runs},
                         {"source", s.source},
                         {"threads", s.threads},
-                        {"kernel", s.kernel}});
+                        {"kernel", s.kernel},
+                        {"co_running", s.co_running}});
   }
   return json{{"platform", samples.platform}, {"samples", std::move(list)}};
 }
@@ -214,6 +215,10 @@ absl::StatusOr<CalibrationSamples> SamplesFromJson(const json& j) {
     }
     if (const auto kernel = s.find("kernel"); kernel != s.end() && kernel->is_string()) {
       sample.kernel = kernel->get<std::string>();
+    }
+    if (const auto co = s.find("co_running"); co != s.end()) {
+      if (!co->is_boolean()) return bad("'co_running' must be true or false");
+      sample.co_running = co->get<bool>();
     }
     out.samples.push_back(std::move(sample));
   }

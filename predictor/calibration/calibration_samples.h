@@ -28,6 +28,9 @@ struct CalibrationSample {
   // "onednn", "opencl"; empty in files written before the field existed).
   int threads = 1;
   std::string kernel;
+  // Timed while the platform's other devices ran a busy loop of real kernels (co-run
+  // contention samples); models are trained on the samples without it.
+  bool co_running = false;
 };
 
 struct CalibrationSamples {
@@ -44,8 +47,8 @@ nlohmann::json OpConfigToJson(const OpConfig& config);
 absl::StatusOr<OpConfig> OpConfigFromJson(const nlohmann::json& json);
 
 // {"platform": "host", "samples": [{"device": ..., "config": {...}, "measured_us": x,
-//  "runs": n, "source": ..., "threads": n, "kernel": "xnnpack"}, ...]} (threads and kernel
-// optional on reading: 1 and empty).
+//  "runs": n, "source": ..., "threads": n, "kernel": "xnnpack", "co_running": false}, ...]}
+// (threads, kernel and co_running optional on reading: 1, empty and false).
 nlohmann::json SamplesToJson(const CalibrationSamples& samples);
 // InvalidArgument naming the sample index and field at fault; a measured time must be finite
 // and > 0.

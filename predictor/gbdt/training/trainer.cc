@@ -321,7 +321,9 @@ absl::StatusOr<DispatchFn> Scheme(const TrainingSpec& spec) {
   return *builtin;
 }
 
-// Group name -> fold, dealing the shuffled groups round-robin.
+}  // namespace
+
+// Dealing the shuffled groups round-robin.
 std::map<std::string, int> AssignFolds(std::vector<std::string> groups, int folds, uint64_t seed) {
   std::sort(groups.begin(), groups.end());
   groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
@@ -331,6 +333,8 @@ std::map<std::string, int> AssignFolds(std::vector<std::string> groups, int fold
   for (size_t i = 0; i < groups.size(); ++i) fold[groups[i]] = static_cast<int>(i) % folds;
   return fold;
 }
+
+namespace {
 
 // The model as it will ship: written, parsed and wrapped.
 absl::StatusOr<std::unique_ptr<GbdtLatencyModel>> AsShipped(const DeviceModel& model,

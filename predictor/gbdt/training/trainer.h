@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,11 @@ struct TrainingReport {
   // Markdown tables of the above.
   std::string Markdown() const;
 };
+
+// Deals the distinct `groups` into `folds` folds (shuffled with `seed`): group -> fold. The
+// cross-validation of TrainPerOp / TrainFromTotals; other evaluations that must hold out the
+// same groups (host calibration's analytic fit beside the GBDT) call it with the same seed.
+std::map<std::string, int> AssignFolds(std::vector<std::string> groups, int folds, uint64_t seed);
 
 // Cross-validates (filling `report` if non-null; folds < 2 skips it), then trains on every
 // row and returns the model. InvalidArgument naming the table when the device was not

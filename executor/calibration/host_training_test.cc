@@ -1,0 +1,280 @@
+#include "executor/calibration/host_training.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "predictor/gbdt/features.h"
+#include "predictor/gbdt/model_file.h"
+#include "source_dir.h"
+
+namespace psched::executor::calibration {
+namespace {
+
+namespace gbdt = predictor::gbdt;
+using nlohmann::json;
+using predictor::calibration::CalibrationSample;
+using predictor::calibration::CalibrationSamples;
+using ::testing::HasSubstr;
+
+// Real samples of a psched-calibrate run on the development machine (a 2-core cluster `cpu` and
+// PoCL as `gpu`), a few models' worth, with their co-run samples.
+CalibrationSamples Fixture() {
+  std::ifstream in(std::string(PSCHED_SOURCE_DIR) +
+                   "/executor/calibration/testdata/host_samples.json");
+  EXPECT_TRUE(in.good());
+  absl::StatusOr<CalibrationSamples> samples =
+      predictor::calibration::SamplesFromJson(json::parse(in));
+  EXPECT_TRUE(samples.ok()) << samples.status();
+  return samples.ok() ? *samples : CalibrationSamples{};
+}
+
+HostTrainingOptions Options() {
+  HostTrainingOptions options;
+  predictor::AnalyticDeviceParams cpu, gpu;
+  cpu.name = "cpu";
+  gpu.name = "gpu";
+  gpu.gpu = true;
+  gpu.dispatch_us = 30;
+  options.priors = {cpu, gpu};
+  options.min_family_samples = 20;
+  options.folds = 3;  // fewer fits: the suite trains in about a second
+  return options;
+}
+
+// The stored device entry `name` of params.
+json& StoredDevice(json& params, const std::string& name) {
+  for (json& d : params["devices"]) {
+    if (d["name"] == name) return d;
+  }
+  ADD_FAILURE() << "no device " << name;
+  return params;
+}
+
+class HostTrainingTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<HostTraining> trained = TrainHostModel("host", Fixture(), Options());
+    ASSERT_TRUE(trained.ok()) << trained.status();
+    training_ = new HostTraining(std::move(*trained));
+  }
+  static void TearDownTestSuite() { delete training_; }
+  static HostTraining* training_;
+};
+HostTraining* HostTrainingTest::training_ = nullptr;
+
+TEST_F(HostTrainingTest, TrainsGbdtForWellSampledFamiliesAndTheFitForTheRest) {
+  const HostTraining& t = *training_;
+  const CalibrationSamples samples = Fixture();
+  ASSERT_EQ(t.model->num_devices(), 2);
+  for (int d = 0; d < 2; ++d) {
+    const std::string name = d == 0 ? "cpu" : "gpu";
+    std::array<int, gbdt::kNumFamilies> counts{};
+    for (const CalibrationSample& s : samples.samples) {
+      if (s.device == name && !s.co_running)
+        ++counts[static_cast<size_t>(gbdt::FamilyOf(s.config))];
+    }
+    const auto& device = t.model->device(d);
+    ASSERT_NE(device.gbdt, nullptr) << name;
+    // GBDT where a family has enough samples and beats the fit held out; the fit elsewhere.
+    for (gbdt::OpFamily f : gbdt::kAllFamilies) {
+      const bool use = device.use_gbdt[static_cast<size_t>(f)];
+      if (counts[static_cast<size_t>(f)] < 20) {
+        EXPECT_FALSE(use) << name << " " << gbdt::FamilyName(f);
+      }
+      for (const FamilyComparison& r : t.families) {
+        if (r.device != name || r.family != gbdt::FamilyName(f)) continue;
+        EXPECT_EQ(r.used, use ? "gbdt" : "analytic");
+        if (counts[static_cast<size_t>(f)] >= 20) {
+          EXPECT_EQ(use, r.gbdt.mape <= r.analytic.mape) << name << " " << r.family;
+        }
+      }
+    }
+    // Every prediction comes from the part the choice names, times the contention factor.
+    for (const CalibrationSample& s : samples.samples) {
+      if (s.device != name) continue;
+      const bool use = device.use_gbdt[static_cast<size_t>(gbdt::FamilyOf(s.config))];
+      const double part =
+          use ? device.gbdt->PredictUs(s.config, 0) : t.model->analytic().PredictUs(s.config, d);
+      EXPECT_DOUBLE_EQ(t.model->PredictUs(s.config, d), part * device.contention) << s.source;
+    }
+  }
+  // The report compares both on the same held-out folds and says which one is used.
+  int conv_rows = 0;
+  for (const FamilyComparison& r : t.families) {
+    EXPECT_GT(r.samples, 0);
+    EXPECT_GT(r.gbdt.mape, 0) << r.device << " " << r.family;
+    EXPECT_GT(r.analytic.mape, 0) << r.device << " " << r.family;
+    conv_rows += r.family == "conv";
+  }
+  EXPECT_EQ(conv_rows, 2);
+  EXPECT_THAT(FormatHostTraining(t), HasSubstr("co-run slowdown"));
+}
+
+TEST_F(HostTrainingTest, ContentionIsTheMedianCoRunSlowdown) {
+  const CalibrationSamples samples = Fixture();
+  ASSERT_EQ(training_->contention.size(), 2u);
+  for (const ContentionStats& c : training_->contention) {
+    std::vector<double> ratios;
+    for (const CalibrationSample& co : samples.samples) {
+      if (!co.co_running || co.device != c.device) continue;
+      for (const CalibrationSample& alone : samples.samples) {
+        if (!alone.co_running && alone.device == c.device && alone.source == co.source) {
+          ratios.push_back(co.measured_us / alone.measured_us);
+        }
+      }
+    }
+    ASSERT_GE(ratios.size(), 3u) << c.device;
+    std::sort(ratios.begin(), ratios.end());
+    EXPECT_EQ(c.pairs, static_cast<int>(ratios.size()));
+    EXPECT_DOUBLE_EQ(c.min, ratios.front());
+    EXPECT_DOUBLE_EQ(c.max, ratios.back());
+    EXPECT_GE(c.median, c.min);
+    EXPECT_LE(c.median, c.max);
+    EXPECT_DOUBLE_EQ(c.factor, c.median);
+  }
+}
+
+TEST_F(HostTrainingTest, StoredFormLoadsBackToTheSameModel) {
+  const json stored = json::parse(training_->params.dump());
+  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(stored);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->device_names, (std::vector<std::string>{"cpu", "gpu"}));
+  EXPECT_EQ(loaded->model->Version(), training_->model->Version());
+  EXPECT_EQ(stored["model_version"], training_->model->Version());
+  const CalibrationSamples samples = Fixture();
+  std::vector<predictor::OpConfig> configs;
+  for (const CalibrationSample& s : samples.samples) {
+    const int d = s.device == "cpu" ? 0 : 1;
+    EXPECT_DOUBLE_EQ(loaded->model->PredictUs(s.config, d),
+                     training_->model->PredictUs(s.config, d))
+        << s.source;
+    if (d == 0) configs.push_back(s.config);
+  }
+  // A batch (mixed families here) predicts what single calls do.
+  std::vector<double> batch(configs.size());
+  loaded->model->PredictBatch(configs, 0, batch);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    EXPECT_DOUBLE_EQ(batch[i], loaded->model->PredictUs(configs[i], 0));
+  }
+}
+
+TEST_F(HostTrainingTest, VersionChangesWithEveryPartOfTheModel) {
+  const std::string base = training_->model->Version();
+  auto version_of = [](const json& params) {
+    absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(params);
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    return loaded.ok() ? loaded->model->Version() : std::string();
+  };
+  // A retrained file (one leaf differs).
+  json leaf = training_->params;
+  std::string file = StoredDevice(leaf, "cpu")["gbdt"]["file"];
+  const size_t at = file.find("\nl ");
+  ASSERT_NE(at, std::string::npos);
+  file.insert(at + 3, "1");
+  StoredDevice(leaf, "cpu")["gbdt"] = {{"file", file}, {"sha256", gbdt::ModelFileHash(file)}};
+  json contention = training_->params;
+  StoredDevice(contention, "gpu")["contention"] =
+      1.5 * StoredDevice(contention, "gpu")["contention"].get<double>();
+  json choice = training_->params;
+  json& conv = StoredDevice(choice, "cpu")["families"]["conv"];
+  conv = conv == "gbdt" ? "analytic" : "gbdt";
+  std::set<std::string> versions = {base};
+  for (const json* changed : {&leaf, &contention, &choice}) {
+    EXPECT_TRUE(versions.insert(version_of(*changed)).second) << "version did not change";
+  }
+}
+
+TEST_F(HostTrainingTest, DamagedStoredModelsAreRefusedNamingFileAndLine) {
+  const std::string file = StoredDevice(training_->params, "cpu")["gbdt"]["file"];
+  // Truncated, recorded hash kept: the hash check catches it.
+  json damaged = training_->params;
+  StoredDevice(damaged, "cpu")["gbdt"]["file"] = file.substr(0, file.size() / 2);
+  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(damaged);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(loaded.status().message(), HasSubstr("calibration:cpu.gbdt"));
+  EXPECT_THAT(loaded.status().message(), HasSubstr("damaged"));
+
+  // Truncated with a matching hash: the parser names the line where it ends.
+  const std::string truncated = file.substr(0, file.size() / 2);
+  StoredDevice(damaged, "cpu")["gbdt"] = {{"file", truncated},
+                                          {"sha256", gbdt::ModelFileHash(truncated)}};
+  loaded = HostModelFromJson(damaged);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("calibration:cpu.gbdt:"));
+  EXPECT_THAT(loaded.status().message(), HasSubstr("truncated"));
+
+  // A number that is not one.
+  std::string bad = file;
+  const size_t leaf = bad.find("\nl ");
+  bad.replace(leaf + 3, bad.find('\n', leaf + 1) - leaf - 3, "sixty");
+  StoredDevice(damaged, "cpu")["gbdt"] = {{"file", bad}, {"sha256", gbdt::ModelFileHash(bad)}};
+  loaded = HostModelFromJson(damaged);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("calibration:cpu.gbdt:"));
+  EXPECT_THAT(loaded.status().message(), HasSubstr("sixty"));
+
+  // Non-numeric contention, an unknown family.
+  json contention = training_->params;
+  StoredDevice(contention, "gpu")["contention"] = "fast";
+  EXPECT_THAT(HostModelFromJson(contention).status().message(), HasSubstr("'contention'"));
+  json family = training_->params;
+  StoredDevice(family, "gpu")["families"]["lstm"] = "gbdt";
+  EXPECT_THAT(HostModelFromJson(family).status().message(), HasSubstr("unknown op family 'lstm'"));
+}
+
+TEST_F(HostTrainingTest, ModelsTrainedForAnotherDeviceAreRefused) {
+  json swapped = training_->params;
+  const json cpu_model = StoredDevice(swapped, "cpu")["gbdt"];
+  StoredDevice(swapped, "cpu")["gbdt"] = StoredDevice(swapped, "gpu")["gbdt"];
+  StoredDevice(swapped, "gpu")["gbdt"] = cpu_model;
+  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(swapped);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("calibration:cpu.gbdt:"));
+  EXPECT_THAT(loaded.status().message(), HasSubstr("host/gpu"));
+}
+
+TEST(HostTrainingInputTest, SamplesOfAnotherDeviceAreRefused) {
+  CalibrationSamples samples = Fixture();
+  ASSERT_GT(samples.samples.size(), 10u);
+  samples.samples[7].device = "npu";
+  absl::StatusOr<HostTraining> trained = TrainHostModel("host", samples, Options());
+  ASSERT_FALSE(trained.ok());
+  EXPECT_THAT(trained.status().message(), HasSubstr("calibration sample 7"));
+  EXPECT_THAT(trained.status().message(), HasSubstr("'npu'"));
+  HostTrainingOptions one_fold = Options();
+  one_fold.folds = 1;
+  EXPECT_FALSE(TrainHostModel("host", Fixture(), one_fold).ok());
+}
+
+TEST(HostTrainingInputTest, TooFewSamplesKeepTheAnalyticFitEverywhere) {
+  CalibrationSamples samples = Fixture();
+  samples.samples.resize(10);
+  absl::StatusOr<HostTraining> trained = TrainHostModel("host", samples, Options());
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(trained->model->device(d).gbdt, nullptr);
+    for (const CalibrationSample& s : samples.samples) {
+      const double analytic = trained->model->analytic().PredictUs(s.config, d);
+      EXPECT_DOUBLE_EQ(trained->model->PredictUs(s.config, d),
+                       analytic * trained->model->device(d).contention);
+    }
+  }
+}
+
+TEST_F(HostTrainingTest, AnalyticOnlyParametersStillLoad) {
+  absl::StatusOr<LoadedHostModel> legacy = HostModelFromJson(training_->params["analytic"]);
+  ASSERT_TRUE(legacy.ok()) << legacy.status();
+  EXPECT_EQ(legacy->model->Version(), training_->model->analytic().Version());
+  EXPECT_EQ(legacy->device_names, (std::vector<std::string>{"cpu", "gpu"}));
+}
+
+}  // namespace
+}  // namespace psched::executor::calibration

@@ -1,0 +1,79 @@
+#include "predictor/calibration/host_latency_model.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "predictor/gbdt/model_file.h"
+
+namespace psched::predictor::calibration {
+
+absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
+    std::shared_ptr<const AnalyticModel> analytic, std::vector<Device> devices) {
+  if (analytic == nullptr || analytic->num_devices() != static_cast<int>(devices.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "host latency model: the analytic fit has ",
+        analytic == nullptr ? 0 : analytic->num_devices(), " devices, expected ", devices.size()));
+  }
+  std::string identity = analytic->Version();
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const Device& device = devices[d];
+    const std::string& name = analytic->device(static_cast<int>(d)).name;
+    if (!std::isfinite(device.contention) || device.contention < 1e-3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "host latency model: device '", name, "' has contention factor ", device.contention));
+    }
+    absl::StrAppend(&identity, "|", name, ":", device.gbdt ? device.gbdt->Version() : "-", ":",
+                    absl::StrFormat("%.17g", device.contention), ":");
+    for (gbdt::OpFamily f : gbdt::kAllFamilies) {
+      const bool use = device.use_gbdt[static_cast<size_t>(f)];
+      if (use && device.gbdt == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("host latency model: device '", name, "' uses GBDT for family ",
+                         gbdt::FamilyName(f), " but has no GBDT model"));
+      }
+      identity += use ? 'g' : 'a';
+    }
+  }
+  std::unique_ptr<HostLatencyModel> model(new HostLatencyModel());
+  model->analytic_ = std::move(analytic);
+  model->devices_ = std::move(devices);
+  // The analytic fit's name (its version is "analytic-v2/<name>/<hash>"), e.g. host+calibrated.
+  const std::vector<std::string> parts = absl::StrSplit(model->analytic_->Version(), '/');
+  model->version_ = absl::StrCat("calibrated-v1/", parts.size() >= 3 ? parts[1] : "host", "/",
+                                 gbdt::ModelFileHash(identity));
+  return model;
+}
+
+double HostLatencyModel::PredictUs(const OpConfig& config, int device_index) const {
+  const Device& device = devices_[static_cast<size_t>(device_index)];
+  const bool use = device.use_gbdt[static_cast<size_t>(gbdt::FamilyOf(config))];
+  const double us =
+      use ? device.gbdt->PredictUs(config, 0) : analytic_->PredictUs(config, device_index);
+  return us * device.contention;
+}
+
+void HostLatencyModel::PredictBatch(std::span<const OpConfig> configs, int device_index,
+                                    std::span<double> out) const {
+  if (configs.empty()) return;
+  const Device& device = devices_[static_cast<size_t>(device_index)];
+  const gbdt::OpFamily family = gbdt::FamilyOf(configs.front());
+  for (const OpConfig& c : configs) {
+    if (gbdt::FamilyOf(c) != family) {
+      LatencyModel::PredictBatch(configs, device_index, out);
+      return;
+    }
+  }
+  // One op's subtasks: the GBDT part walks its trees once for the whole batch.
+  if (device.use_gbdt[static_cast<size_t>(family)]) {
+    device.gbdt->PredictBatch(configs, 0, out);
+  } else {
+    analytic_->PredictBatch(configs, device_index, out);
+  }
+  for (double& us : out) us *= device.contention;
+}
+
+}  // namespace psched::predictor::calibration

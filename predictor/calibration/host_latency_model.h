@@ -1,0 +1,67 @@
+// The latency model host calibration produces: per (device, op family) either the device's
+// GBDT regressor (predictor/gbdt) or the analytic roofline fit (predictor/analytic_model.h),
+// scaled by the device's measured co-run contention factor.
+//
+// Calibration trains a GBDT model per device on its measured samples, but a family with only a
+// handful of samples (the budget ran out, or the registered models have few such ops) is better
+// served by the roofline, which shares its few parameters across kinds; `Device::gbdt` records
+// the choice per family. Both parts include the device's per-subtask synchronisation cost (GPU
+// dispatch_us). `contention` is the median slowdown of the device's ops measured while the other
+// devices ran a busy loop: plans put work on several devices at once, and on a machine whose
+// "GPU" shares cores and memory with the CPU clusters that is when the ops run.
+//
+// Version() is "calibrated-v1/<analytic model name>/<SHA-256>" (e.g.
+// "calibrated-v1/host+calibrated/
+// ...") over the analytic model's version, every GBDT part's
+// version, the per-family choices and the contention factors: a retrained file or a changed
+// choice changes every plan-cache key. Immutable after Create; thread-safe.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "predictor/analytic_model.h"
+#include "predictor/gbdt/features.h"
+#include "predictor/gbdt/gbdt_latency_model.h"
+#include "predictor/latency_model.h"
+
+namespace psched::predictor::calibration {
+
+class HostLatencyModel final : public LatencyModel {
+ public:
+  struct Device {
+    // This device's GBDT model (device 0 of it); null: every family uses the analytic fit.
+    std::shared_ptr<const gbdt::GbdtLatencyModel> gbdt;
+    // Per family (gbdt::OpFamily order): predicted by `gbdt` (true) or the analytic fit.
+    std::array<bool, gbdt::kNumFamilies> use_gbdt{};
+    double contention = 1.0;  // predictions are multiplied by this
+  };
+
+  // InvalidArgument when the analytic model's device count differs from devices.size(), a
+  // device uses GBDT for a family without having a GBDT model, or a contention factor is not
+  // finite and >= 1e-3.
+  static absl::StatusOr<std::unique_ptr<HostLatencyModel>> Create(
+      std::shared_ptr<const AnalyticModel> analytic, std::vector<Device> devices);
+
+  int num_devices() const override { return static_cast<int>(devices_.size()); }
+  double PredictUs(const OpConfig& config, int device_index) const override;
+  void PredictBatch(std::span<const OpConfig> configs, int device_index,
+                    std::span<double> out) const override;
+  std::string Version() const override { return version_; }
+
+  const AnalyticModel& analytic() const { return *analytic_; }
+  const Device& device(int index) const { return devices_[static_cast<size_t>(index)]; }
+
+ private:
+  HostLatencyModel() = default;
+
+  std::shared_ptr<const AnalyticModel> analytic_;
+  std::vector<Device> devices_;
+  std::string version_;
+};
+
+}  // namespace psched::predictor::calibration
