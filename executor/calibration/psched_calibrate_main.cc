@@ -3,10 +3,12 @@
 // family a GBDT model or the analytic fit, host_training.h) and prints the held-out error
 // table of both side by side and the co-run slowdowns. Progress goes to stderr.
 //
+//   psched-calibrate --budget-s 5 --out calibration.json     (pschedd's devices: clusters + gpu)
 //   psched-calibrate --devices cpu.0,cpu.1,gpu --budget-s 5 --out calibration.json
 //   psched-calibrate --samples calibration.json --out refit.json   (fit only, no timing)
 //
-// Devices: `cpu.N` is a single-core CPU device pinned to core N (XNNPACK, one thread);
+// Devices: by default pschedd's (one per CPU cluster found in sysfs, plus gpu); `cpu.N` is a
+// single-core CPU device pinned to core N (one thread), NAME=C+C a cluster;
 // `gpu` is the OpenCL device (--opencl-device, default: a GPU, else the first device; PoCL
 // on development machines, kept to one thread unless POCL_MAX_PTHREAD_COUNT is set). The
 // output file holds the samples, the fitted parameters, the error report and what happened
@@ -36,6 +38,7 @@
 #include "executor/calibration/in_graph_timing.h"
 #include "model/onnx_import.h"
 #include "model/split.h"
+#include "platform/cpu_topology.h"
 #include "predictor/analytic_model.h"
 #include "predictor/calibration/analytic_fit.h"
 #include "predictor/calibration/analytic_params_json.h"
@@ -51,7 +54,7 @@ namespace fs = std::filesystem;
 using predictor::calibration::CalibrationSamples;
 
 struct Flags {
-  std::string devices = "cpu.0,cpu.1,gpu";
+  std::string devices;  // empty: the daemon's default devices (DiscoveredDevices)
   double budget_s = 3.0;
   std::vector<std::string> models;
   std::string out;
@@ -121,6 +124,26 @@ absl::StatusOr<std::vector<platform::DeviceSpec>> ParseDevices(const std::string
   }
   if (out.empty()) return absl::InvalidArgumentError("--devices lists no device");
   return out;
+}
+
+// What pschedd uses when its config lists no CPU device: one device per CPU cluster found in
+// sysfs (cpu.big, cpu.mid, ...; `cpu` for one cluster), plus the gpu.
+absl::StatusOr<std::vector<platform::DeviceSpec>> DiscoveredDevices(const std::string& opencl) {
+  platform::TopologyOptions options;
+  options.allowed_cpus = platform::ProcessAffinityCpus();
+  absl::StatusOr<platform::CpuTopology> topology = platform::DiscoverCpuTopology(options);
+  if (!topology.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("CPU topology discovery failed (", topology.status().message(),
+                     "); list the devices with --devices, e.g. cpu=0+1,gpu"));
+  }
+  std::vector<platform::DeviceSpec> devices = platform::ClusterDevices(*topology);
+  platform::DeviceSpec gpu;
+  gpu.name = "gpu";
+  gpu.kind = platform::DeviceKind::kGpu;
+  gpu.opencl_device = opencl;
+  devices.push_back(std::move(gpu));
+  return devices;
 }
 
 // The host profile's parameters for each device: the fit's starting point and fallback.
@@ -276,7 +299,8 @@ absl::Status CheckTraces(const std::vector<std::string>& paths,
 
 absl::Status Run(const Flags& flags) {
   absl::StatusOr<std::vector<platform::DeviceSpec>> devices =
-      ParseDevices(flags.devices, flags.opencl_device);
+      flags.devices.empty() ? DiscoveredDevices(flags.opencl_device)
+                            : ParseDevices(flags.devices, flags.opencl_device);
   if (!devices.ok()) return devices.status();
   const std::vector<predictor::AnalyticDeviceParams> priors = Priors(*devices);
   std::vector<std::string> names;
@@ -408,8 +432,8 @@ int main(int argc, char** argv) {
       "the analytic fit)."};
   app.add_option("--devices", flags.devices,
                  "comma-separated cpu.N (core N), NAME=C+C+... (a core cluster, one thread per "
-                 "core, e.g. cpu=0+1) and gpu")
-      ->capture_default_str();
+                 "core, e.g. cpu=0+1) and gpu (default: pschedd's devices - one per CPU cluster "
+                 "found in sysfs, plus gpu)");
   app.add_option("--budget-s", flags.budget_s, "timing budget per device, seconds")
       ->capture_default_str()
       ->check(CLI::Range(1e-3, 86400.0));
