@@ -2,10 +2,10 @@
 // behind one small interface, so the daemon's own logic (cache, queue, single-flight,
 // lifecycle) is written and tested once, independent of which executor runs the plans.
 //
-// HostBackend (daemon/host_backend.h) is the real one over model/, predictor/, scheduler/
-// and executor/; tests substitute fakes. Implementations must be thread-safe: Load and Plan
-// are called concurrently from request threads; Run is called from the inference queue's
-// single worker only. Nothing here includes gRPC.
+// MakeHostBackend (daemon/host_backend.h) makes the real ones over model/, predictor/,
+// scheduler/ and executor/ (daemon/graph_backend.h); tests substitute fakes. Implementations must
+// be thread-safe: Load and Plan are called concurrently from request threads; Run is called from
+// the inference queue's single worker only. Nothing here includes gRPC.
 #pragma once
 
 #include <cstdint>
