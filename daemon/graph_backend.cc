@@ -1,5 +1,7 @@
 #include "daemon/graph_backend.h"
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -8,6 +10,8 @@
 #include "executor/layout.h"
 #include "model/inspect.h"
 #include "model/onnx_import.h"
+#include "model/split.h"
+#include "predictor/residual_corrected_model.h"
 #include "scheduler/registry/registry.h"
 #include "scheduler/schedule.h"
 
@@ -43,6 +47,15 @@ std::vector<std::string> DeviceNames(const platform::Platform& platform) {
   for (const platform::DeviceSpec& spec : platform.devices) names.push_back(spec.name);
   return names;
 }
+
+// GraphBackend's correction: the corrected model itself.
+class ResidualCorrection final : public LatencyCorrection {
+ public:
+  explicit ResidualCorrection(std::shared_ptr<const predictor::ResidualCorrectedModel> m)
+      : model(std::move(m)) {}
+  std::string predictor_version() const override { return model->Version(); }
+  const std::shared_ptr<const predictor::ResidualCorrectedModel> model;
+};
 
 }  // namespace
 
@@ -109,13 +122,70 @@ absl::StatusOr<PlanOutput> GraphBackend::Plan(const LoadedModel& model, const st
                                               const std::map<std::string, std::string>& options,
                                               const ProgressFn& progress,
                                               const CancelledFn& cancelled) {
+  return PlanWith(model, name, options, progress, cancelled, *latency_model());
+}
+
+absl::StatusOr<PlanOutput> GraphBackend::PlanCorrected(
+    const LoadedModel& model, const std::string& name,
+    const std::map<std::string, std::string>& options, const LatencyCorrection& correction,
+    const CancelledFn& cancelled) {
+  const auto* residual = dynamic_cast<const ResidualCorrection*>(&correction);
+  if (residual == nullptr) return absl::InternalError("a correction this backend did not make");
+  return PlanWith(
+      model, name, options, [](const PlanProgressEvent&) {}, cancelled, *residual->model);
+}
+
+absl::StatusOr<std::shared_ptr<const LatencyCorrection>> GraphBackend::Correct(
+    const LoadedModel& model, const LatencyCorrection* previous,
+    const std::vector<MeasuredSubtask>& measured) {
+  const model::Graph& graph = GraphOf(model);
+  std::shared_ptr<const predictor::LatencyModel> base = latency_model();
+  const predictor::ResidualCorrectedModel* refined = nullptr;
+  if (previous != nullptr) {
+    const auto* residual = dynamic_cast<const ResidualCorrection*>(previous);
+    if (residual == nullptr) return absl::InternalError("a correction this backend did not make");
+    if (residual->model->inner()->Version() != base->Version()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the latency model changed to ", base->Version(),
+                       " since the correction of ", residual->model->inner()->Version()));
+    }
+    refined = residual->model.get();
+  }
+  std::map<std::string, model::OpId> ops;
+  for (size_t i = 0; i < graph.ops.size(); ++i)
+    ops[graph.ops[i].name] = static_cast<model::OpId>(i);
+  const std::vector<std::string> devices = DeviceNames(profile_.platform);
+  std::vector<predictor::ResidualSample> samples;
+  for (const MeasuredSubtask& m : measured) {
+    auto op = ops.find(m.op);
+    auto device = std::find(devices.begin(), devices.end(), m.device);
+    std::optional<model::SplitAxis> axis = model::SplitAxisFromName(m.strategy);
+    if (op == ops.end() || device == devices.end() || !axis.has_value() || m.work_begin < 0 ||
+        m.work_begin >= m.work_end || m.work_end > model::WorkSize(graph, op->second, *axis)) {
+      continue;  // not a subtask of this model on this platform
+    }
+    samples.push_back({predictor::SubtaskConfig(graph, op->second, *axis, m.work_begin, m.work_end),
+                       static_cast<int>(device - devices.begin()), m.measured_us, m.predicted_us});
+  }
+  absl::StatusOr<std::shared_ptr<const predictor::ResidualCorrectedModel>> corrected =
+      predictor::ResidualCorrectedModel::Make(std::move(base), refined, samples);
+  if (!corrected.ok()) return corrected.status();
+  return std::make_shared<ResidualCorrection>(std::move(*corrected));
+}
+
+absl::StatusOr<PlanOutput> GraphBackend::PlanWith(const LoadedModel& model, const std::string& name,
+                                                  const std::map<std::string, std::string>& options,
+                                                  const ProgressFn& progress,
+                                                  const CancelledFn& cancelled,
+                                                  const predictor::LatencyModel& latency_model) {
   absl::StatusOr<std::unique_ptr<scheduler::Scheduler>> method = scheduler::MakeScheduler(name);
   if (!method.ok()) return absl::InvalidArgumentError(std::string(method.status().message()));
   absl::StatusOr<scheduler::SchedulerOptions> parsed = ParseOptions(options);
   if (!parsed.ok()) return parsed.status();
   const model::Graph& graph = GraphOf(model);
   progress({"building problem", 0});
-  absl::StatusOr<scheduler::Problem> problem = ProblemOf(graph);
+  absl::StatusOr<scheduler::Problem> problem =
+      scheduler::Problem::FromGraph(graph, profile_.platform, latency_model);
   if (!problem.ok()) return problem.status();
   if (cancelled()) return absl::CancelledError("planning abandoned by every requester");
   progress({"scheduling", 0});
@@ -146,13 +216,13 @@ absl::Status GraphBackend::CheckPlan(const LoadedModel& model, const nlohmann::j
   return absl::OkStatus();
 }
 
+std::shared_ptr<const predictor::LatencyModel> GraphBackend::latency_model() const {
+  std::lock_guard lock(mu_);
+  return profile_.model;
+}
+
 absl::StatusOr<scheduler::Problem> GraphBackend::ProblemOf(const model::Graph& graph) const {
-  std::shared_ptr<const predictor::LatencyModel> latency_model;
-  {
-    std::lock_guard lock(mu_);
-    latency_model = profile_.model;
-  }
-  return scheduler::Problem::FromGraph(graph, profile_.platform, *latency_model);
+  return scheduler::Problem::FromGraph(graph, profile_.platform, *latency_model());
 }
 
 absl::StatusOr<std::vector<std::vector<float>>> GraphBackend::InputsNhwc(

@@ -52,6 +52,14 @@ class GraphBackend : public Backend {
                                   const std::map<std::string, std::string>& options,
                                   const ProgressFn& progress, const CancelledFn& cancelled) final;
   absl::Status CheckPlan(const LoadedModel& model, const nlohmann::json& schedule) final;
+  // Wraps the latency model in use in a predictor::ResidualCorrectedModel.
+  absl::StatusOr<std::shared_ptr<const LatencyCorrection>> Correct(
+      const LoadedModel& model, const LatencyCorrection* previous,
+      const std::vector<MeasuredSubtask>& measured) final;
+  absl::StatusOr<PlanOutput> PlanCorrected(const LoadedModel& model, const std::string& scheduler,
+                                           const std::map<std::string, std::string>& options,
+                                           const LatencyCorrection& correction,
+                                           const CancelledFn& cancelled) final;
 
  protected:
   // The backend's handle for a freshly imported graph, with whatever it compiles ahead.
@@ -71,8 +79,15 @@ class GraphBackend : public Backend {
                                              const std::vector<std::vector<float>>& nhwc);
 
  private:
+  // The latency model in use now.
+  std::shared_ptr<const predictor::LatencyModel> latency_model() const;
   // The scheduling instance of `graph` under the latency model in use now.
   absl::StatusOr<scheduler::Problem> ProblemOf(const model::Graph& graph) const;
+  // Plan with `latency_model`.
+  absl::StatusOr<PlanOutput> PlanWith(const LoadedModel& model, const std::string& scheduler,
+                                      const std::map<std::string, std::string>& options,
+                                      const ProgressFn& progress, const CancelledFn& cancelled,
+                                      const predictor::LatencyModel& latency_model);
 
   mutable std::mutex mu_;
   // profile_.model and platform_.predictor_version change on SetLatencyModel (under mu_).
