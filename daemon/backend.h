@@ -121,8 +121,10 @@ struct RunOutput {
   double predicted_makespan_us = 0;
 };
 
-// One subtask of a plan as measured over several runs: the median of its measured durations
-// beside the duration its plan predicted.
+// One subtask of a plan as measured over several runs, beside its predicted duration.
+// measured_us is its share of its device's measured time (to the device's last subtask's
+// end), in proportion to its median measured duration: what the plan left out (dispatch,
+// waiting for another device) is charged to the subtasks of the device that paid for it.
 struct MeasuredSubtask {
   std::string op;
   std::string device;

@@ -24,13 +24,19 @@ double Median(std::vector<double> values) {
 // The last runs of one plan, in rings of `capacity` runs.
 struct PlanFeedback::Window {
   std::shared_ptr<const ReadyPlan> plan;
-  // The subtasks of the first recorded run (measured_us unused), and their predicted
-  // [start, end] that later runs' traces are matched by.
+  // The subtasks of the first recorded run (measured_us unused), their predicted
+  // [start, end] that later runs' traces are matched by, and each one's device (an index
+  // into `devices`).
   std::vector<MeasuredSubtask> layout;
   std::vector<std::pair<double, double>> predicted;
+  std::vector<int> device_of;
+  size_t devices = 0;
+  // Rings of capacity x layout.size() measured durations and capacity x devices last ends
+  // (NaN: not measured in that run).
+  std::vector<double> durations;
+  std::vector<double> device_ends;
   size_t capacity = 0;
   std::vector<double> makespans;  // capacity
-  std::vector<double> durations;  // capacity x layout.size(); NaN: not measured in that run
   int64_t runs = 0;
   int64_t since_evaluation = 0;
 
@@ -46,6 +52,7 @@ struct PlanFeedback::Slot {
   std::shared_ptr<const LatencyCorrection> correction;  // served was planned with; null: none
   std::shared_ptr<const ReadyPlan> candidate;           // on trial
   std::shared_ptr<const LatencyCorrection> candidate_correction;
+  std::vector<MeasuredSubtask> measured;  // kReplanning: what the replan corrects by
   int corrections = 0;
 };
 
@@ -79,29 +86,42 @@ PlanFeedback::Window& PlanFeedback::WindowOf(const std::shared_ptr<const ReadyPl
   return *windows_.emplace(plan.get(), std::move(window)).first->second;
 }
 
+void PlanFeedback::Lay(Window& w, const std::vector<SubtaskTimingInfo>& trace) {
+  std::map<std::string, int> devices;
+  for (const SubtaskTimingInfo& t : trace) {
+    auto [it, added] = devices.try_emplace(t.device, static_cast<int>(devices.size()));
+    w.device_of.push_back(it->second);
+    w.layout.push_back({t.op, t.device, t.strategy, t.work_begin, t.work_end, 0,
+                        t.predicted_end_us - t.predicted_start_us});
+    w.predicted.push_back({t.predicted_start_us, t.predicted_end_us});
+  }
+  w.devices = devices.size();
+  w.durations.assign(w.capacity * w.layout.size(), std::numeric_limits<double>::quiet_NaN());
+  w.device_ends.assign(w.capacity * w.devices, std::numeric_limits<double>::quiet_NaN());
+}
+
 void PlanFeedback::Record(const std::shared_ptr<const ReadyPlan>& plan, const RunOutput& run) {
   absl::MutexLock lock(&mu_);
   Window& w = WindowOf(plan);
-  if (w.runs == 0) {
-    for (const SubtaskTimingInfo& t : run.trace) {
-      w.layout.push_back({t.op, t.device, t.strategy, t.work_begin, t.work_end, 0,
-                          t.predicted_end_us - t.predicted_start_us});
-      w.predicted.push_back({t.predicted_start_us, t.predicted_end_us});
-    }
-    w.durations.assign(w.capacity * w.layout.size(), std::numeric_limits<double>::quiet_NaN());
-  }
+  if (w.runs == 0) Lay(w, run.trace);
   const size_t slot = static_cast<size_t>(w.runs) % w.capacity;
   w.makespans[slot] = run.execute_us;
   const size_t n = w.layout.size();
   const bool aligned = run.trace.size() == n;
+  double* ends = w.device_ends.data() + slot * w.devices;
+  std::fill(ends, ends + w.devices, aligned ? 0.0 : std::numeric_limits<double>::quiet_NaN());
   for (size_t i = 0; i < n; ++i) {
     double& d = w.durations[slot * n + i];
     d = std::numeric_limits<double>::quiet_NaN();
     if (!aligned) continue;
     const SubtaskTimingInfo& t = run.trace[i];
+    double& end = ends[static_cast<size_t>(w.device_of[i])];
     if (t.predicted_start_us == w.predicted[i].first &&
         t.predicted_end_us == w.predicted[i].second) {
       d = t.end_us - t.start_us;
+      end = std::max(end, t.end_us);
+    } else {
+      end = std::numeric_limits<double>::quiet_NaN();  // a device with a gap says nothing
     }
   }
   ++w.runs;
@@ -161,6 +181,7 @@ void PlanFeedback::Evaluate(const std::shared_ptr<const ReadyPlan>& plan, const 
   spdlog::info("{} plan of {}: measured {:.1f} us, predicted {:.1f} us (x{:.2f}); replanning",
                plan->output.scheduler, plan->key.model_id, median, predicted, ratio);
   slot.phase = Phase::kReplanning;
+  slot.measured = Measure(*plan, window).subtasks;  // the window that asked, not later runs
   pending_.push_back(plan->slot);
 }
 
@@ -182,21 +203,51 @@ std::optional<PlanMeasurement> PlanFeedback::Measured(const ReadyPlan& plan) con
   absl::MutexLock lock(&mu_);
   auto it = windows_.find(&plan);
   if (it == windows_.end()) return std::nullopt;
-  const Window& w = *it->second;
+  return Measure(plan, *it->second);
+}
+
+PlanMeasurement PlanFeedback::Measure(const ReadyPlan& plan, const Window& w) {
   PlanMeasurement out;
   out.runs = w.runs;
   out.window_runs = static_cast<int64_t>(w.filled());
   out.median_makespan_us = w.MedianMakespan();
   out.predicted_makespan_us = plan.output.makespan_us;
+  // Each device's measured time, to its last subtask's end, is shared among its subtasks in
+  // proportion to their measured durations: what the plan left out (dispatch, waiting for
+  // another device) is charged to the subtasks of the device that paid for it.
   const size_t n = w.layout.size();
   std::vector<double> values;
-  for (size_t i = 0; i < n; ++i) {
+  auto window_median = [&](const std::vector<double>& ring, size_t stride, size_t i) {
     values.clear();
-    for (size_t r = 0; r < w.filled(); ++r) values.push_back(w.durations[r * n + i]);
-    const double median = Median(values);
-    if (!std::isfinite(median)) continue;
+    for (size_t r = 0; r < w.filled(); ++r) values.push_back(ring[r * stride + i]);
+    return Median(values);
+  };
+  std::vector<double> durations(n);
+  std::vector<double> device_sums(w.devices, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    durations[i] = window_median(w.durations, n, i);
+    if (std::isfinite(durations[i]))
+      device_sums[static_cast<size_t>(w.device_of[i])] += durations[i];
+  }
+  // The run's time outside every subtask (starting the devices, collecting the outputs) is
+  // shared the same way: each device's time is scaled so the latest one is the makespan.
+  std::vector<double> ends(w.devices);
+  double latest = 0;
+  for (size_t d = 0; d < w.devices; ++d) {
+    ends[d] = window_median(w.device_ends, w.devices, d);
+    if (std::isfinite(ends[d])) latest = std::max(latest, ends[d]);
+  }
+  const double outside = latest > 0 && std::isfinite(out.median_makespan_us)
+                             ? std::max(1.0, out.median_makespan_us / latest)
+                             : 1.0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t device = static_cast<size_t>(w.device_of[i]);
+    if (!std::isfinite(durations[i]) || !std::isfinite(ends[device]) ||
+        !(device_sums[device] > 0)) {
+      continue;
+    }
     MeasuredSubtask subtask = w.layout[i];
-    subtask.measured_us = median;
+    subtask.measured_us = durations[i] * ends[device] * outside / device_sums[device];
     out.subtasks.push_back(std::move(subtask));
   }
   return out;
@@ -221,6 +272,7 @@ void PlanFeedback::WorkerLoop() {
     std::string key;
     std::shared_ptr<const ReadyPlan> served;
     std::shared_ptr<const LatencyCorrection> correction;
+    std::vector<MeasuredSubtask> measured;
     uint64_t generation = 0;
     {
       absl::MutexLock lock(&mu_);
@@ -236,17 +288,15 @@ void PlanFeedback::WorkerLoop() {
       if (it == slots_.end() || it->second.phase != Phase::kReplanning) continue;
       served = it->second.served;
       correction = it->second.correction;
+      measured = std::move(it->second.measured);
       generation = generation_;
     }
-    std::optional<PlanMeasurement> measured = Measured(*served);
     auto cancelled = [this] {
       absl::MutexLock lock(&mu_);
       return stopping_;
     };
     absl::StatusOr<Candidate> candidate =
-        measured.has_value()
-            ? replanner_(*served, correction.get(), measured->subtasks, cancelled)
-            : absl::StatusOr<Candidate>(absl::FailedPreconditionError("no measurement"));
+        replanner_(*served, correction.get(), measured, cancelled);
     absl::MutexLock lock(&mu_);
     auto it = slots_.find(key);
     if (it == slots_.end() || generation != generation_ || stopping_) continue;  // forgotten

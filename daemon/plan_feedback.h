@@ -100,6 +100,9 @@ class PlanFeedback {
   struct Slot;
   enum class Phase { kMeasuring, kReplanning, kTrial };
 
+  static PlanMeasurement Measure(const ReadyPlan& plan, const Window& w);
+  // Takes the subtask layout of `w` from its plan's first recorded run.
+  static void Lay(Window& w, const std::vector<SubtaskTimingInfo>& trace);
   Window& WindowOf(const std::shared_ptr<const ReadyPlan>& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Acts on a full window of `plan`.
   void Evaluate(const std::shared_ptr<const ReadyPlan>& plan, const Window& window)
