@@ -2,10 +2,10 @@
 // behind one small interface, so the daemon's own logic (cache, queue, single-flight,
 // lifecycle) is written and tested once, independent of which executor runs the plans.
 //
-// HostBackend (daemon/host_backend.h) is the real one over model/, predictor/, scheduler/
-// and executor/; tests substitute fakes. Implementations must be thread-safe: Load and Plan
-// are called concurrently from request threads; Run is called from the inference queue's
-// single worker only. Nothing here includes gRPC.
+// MakeHostBackend (daemon/host_backend.h) makes the real ones over model/, predictor/,
+// scheduler/ and executor/ (daemon/graph_backend.h); tests substitute fakes. Implementations must
+// be thread-safe: Load and Plan are called concurrently from request threads; Run is called from
+// the inference queue's single worker only. Nothing here includes gRPC.
 #pragma once
 
 #include <cstdint>
@@ -121,6 +121,29 @@ struct RunOutput {
   double predicted_makespan_us = 0;
 };
 
+// One subtask of a plan as measured over several runs, beside its predicted duration.
+// measured_us is its share of its device's measured time (to the device's last subtask's
+// end), in proportion to its median measured duration: what the plan left out (dispatch,
+// waiting for another device) is charged to the subtasks of the device that paid for it.
+struct MeasuredSubtask {
+  std::string op;
+  std::string device;
+  std::string strategy = "none";
+  int64_t work_begin = 0;
+  int64_t work_end = 1;
+  double measured_us = 0;
+  double predicted_us = 0;
+};
+
+// The platform's latency model corrected by measured runs. Opaque to the daemon: the backend
+// makes it (Backend::Correct) and plans with it (Backend::PlanCorrected).
+class LatencyCorrection {
+ public:
+  virtual ~LatencyCorrection() = default;
+  // The corrected model's version: the predictor version in the key of plans made with it.
+  virtual std::string predictor_version() const = 0;
+};
+
 struct CalibrationProgressEvent {
   std::string device;
   int cases_done = 0;
@@ -187,6 +210,24 @@ class Backend {
   // Plans from now on use the model `params` describe (CalibrationOutput::params).
   // INVALID_ARGUMENT when they do not describe this platform's devices.
   virtual absl::Status UseCalibration(const nlohmann::json& params) = 0;
+
+  // The latency model in use, corrected by `measured`: subtasks of a plan of `model` made
+  // with `previous` (null: with the model in use), whose factors the new ones refine.
+  // INVALID_ARGUMENT when no measured subtask names an op, device and slice of the model;
+  // FAILED_PRECONDITION when `previous` corrects a model no longer in use (recalibrated).
+  // UNIMPLEMENTED (the default) for backends that do not plan with a latency model.
+  virtual absl::StatusOr<std::shared_ptr<const LatencyCorrection>> Correct(
+      const LoadedModel& /*model*/, const LatencyCorrection* /*previous*/,
+      const std::vector<MeasuredSubtask>& /*measured*/) {
+    return absl::UnimplementedError("this backend does not correct its latency model");
+  }
+  // As Plan, with `correction` in place of the latency model in use.
+  virtual absl::StatusOr<PlanOutput> PlanCorrected(
+      const LoadedModel& /*model*/, const std::string& /*scheduler*/,
+      const std::map<std::string, std::string>& /*options*/,
+      const LatencyCorrection& /*correction*/, const CancelledFn& /*cancelled*/) {
+    return absl::UnimplementedError("this backend does not correct its latency model");
+  }
 };
 
 }  // namespace psched::daemon

@@ -157,6 +157,9 @@ allow_non_finite_inputs = false
 # Models kept imported in memory with their compiled plans; the least recently used beyond
 # this is unloaded (and imported again from the cache when next used).
 max_loaded_models = 16
+# Runs per measurement window of a served plan; a plan measured more than 15% off its
+# prediction over a window is replanned with corrected latencies (0 = off).
+feedback_window = 16
 # Seconds SIGTERM waits for in-flight requests.
 shutdown_grace_s = 30
 # An inference running longer than this is stuck: the systemd watchdog stops being fed.
@@ -210,13 +213,12 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
     return absl::InvalidArgumentError(absl::StrCat(origin, ":", error.source().begin.line, ": ",
                                                    std::string(error.description())));
   }
-  PSCHED_RETURN_IF_ERROR(
-      CheckKeys(table,
-                {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity",
-                 "default_scheduler", "cache_max_bytes", "max_loaded_models", "shutdown_grace_s",
-                 "stuck_inference_s", "platform", "allow_non_finite_inputs", "devices", "access",
-                 "cpu_topology_root"},
-                origin, ""));
+  PSCHED_RETURN_IF_ERROR(CheckKeys(
+      table,
+      {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity", "default_scheduler",
+       "cache_max_bytes", "max_loaded_models", "shutdown_grace_s", "stuck_inference_s", "platform",
+       "allow_non_finite_inputs", "devices", "access", "cpu_topology_root", "feedback_window"},
+      origin, ""));
   DaemonConfig config;
   PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
   PSCHED_RETURN_IF_ERROR(Read(table, "state_dir", origin, config.state_dir));
@@ -228,6 +230,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(Read(table, "cache_max_bytes", origin, config.cache_max_bytes));
   int64_t max_loaded = config.max_loaded_models;
   PSCHED_RETURN_IF_ERROR(Read(table, "max_loaded_models", origin, max_loaded));
+  int64_t feedback_window = config.feedback_window;
+  PSCHED_RETURN_IF_ERROR(Read(table, "feedback_window", origin, feedback_window));
   int64_t grace = config.shutdown_grace_s;
   PSCHED_RETURN_IF_ERROR(Read(table, "shutdown_grace_s", origin, grace));
   int64_t stuck = config.stuck_inference_s;
@@ -245,6 +249,10 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": max_loaded_models ", max_loaded, " is outside [1, 100000]"));
   }
+  if (feedback_window < 0 || feedback_window > 100000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": feedback_window ", feedback_window, " is outside [0, 100000]"));
+  }
   if (config.max_model_bytes < 1) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": max_model_bytes must be positive"));
   }
@@ -258,6 +266,7 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   }
   config.queue_capacity = static_cast<int>(queue_capacity);
   config.max_loaded_models = static_cast<int>(max_loaded);
+  config.feedback_window = static_cast<int>(feedback_window);
   config.shutdown_grace_s = static_cast<int>(grace);
   config.stuck_inference_s = static_cast<int>(stuck);
 

@@ -60,6 +60,10 @@ struct DaemonConfig {
   // Models kept imported in memory (graph, weights, compiled plans); the least recently used
   // beyond this is unloaded and imported again from the cache when next used.
   int max_loaded_models = 16;
+  // Runs per measurement window of a served plan (docs/feedback.md): a plan whose median
+  // measured makespan over a window is more than 15% off its prediction is replanned with
+  // the latency model corrected by the measurements. 0 turns the correction off.
+  int feedback_window = 16;
   // Seconds SIGTERM waits for in-flight requests before cancelling them.
   int shutdown_grace_s = 30;
   // An inference running longer than this counts as stuck: the watchdog stops pinging

@@ -91,6 +91,8 @@ TEST(ConfigTest, RejectsBadInputWithLocation) {
   const Case cases[] = {
       {"queue_capacity = 0", "queue_capacity 0"},
       {"max_loaded_models = 0", "max_loaded_models 0 is outside [1, 100000]"},
+      {"feedback_window = -1", "feedback_window -1 is outside [0, 100000]"},
+      {"feedback_window = 2.5", "test.toml:1: 'feedback_window' has the wrong type"},
       {"queue_size = 3", "test.toml:1: unknown key 'queue_size'"},
       {"socket = 5", "test.toml:1: 'socket' has the wrong type"},
       {"cpu_topology_root = [1]", "test.toml:1: 'cpu_topology_root' has the wrong type"},

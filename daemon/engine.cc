@@ -123,7 +123,17 @@ Engine::Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
     : config_(config),
       store_(std::move(store)),
       backend_(std::move(backend)),
-      queue_(config.queue_capacity) {
+      queue_(config.queue_capacity),
+      feedback_(
+          FeedbackOptions{.window = config.feedback_window},
+          [this](const ReadyPlan& served, const LatencyCorrection* correction,
+                 const std::vector<MeasuredSubtask>& measured, const CancelledFn& cancelled) {
+            return Replan(served, correction, measured, cancelled);
+          },
+          [this](const std::shared_ptr<const ReadyPlan>& plan) {
+            absl::MutexLock lock(&plans_mu_);
+            ready_plans_[plan->slot] = plan;
+          }) {
   const std::string key = backend_->platform().calibration_key;
   if (key.empty()) return;
   absl::StatusOr<std::optional<cache::CalibrationRecord>> stored = store_->LookupCalibration(key);
@@ -201,7 +211,10 @@ Engine::~Engine() {
       +[](int* planners) { return *planners == 0; }, &planners_));
 }
 
-void Engine::Shutdown() { queue_.Drain(); }
+void Engine::Shutdown() {
+  feedback_.Stop();
+  queue_.Drain();
+}
 
 std::string Engine::SchedulerConfigKey(const std::string& scheduler,
                                        const std::map<std::string, std::string>& options) {
@@ -404,6 +417,7 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
   result.platform_fingerprint = plan.key.platform_fingerprint;
   result.predictor_version = plan.key.predictor_version;
   result.schedule = plan.output.schedule;
+  result.measured = feedback_.Measured(plan);
   return result;
 }
 
@@ -443,7 +457,8 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
       if (usable.ok()) {
         PlanOutput output{record.scheduler, record.makespan_us, std::move(schedule),
                           model::ModelHash(record.schedule_json)};
-        return PlanLookup{KeepReady({key, std::move(output), record.planning_ms}), true};
+        return PlanLookup{
+            KeepReady({key, std::move(output), record.planning_ms, "", scheduler, options}), true};
       }
       if (usable.code() != absl::StatusCode::kDataLoss) return usable;
       spdlog::warn("cached {} plan for {} dropped and recomputed: {}", scheduler, id,
@@ -456,15 +471,18 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
   return PlanLookup{*std::move(computed), false};
 }
 
-std::shared_ptr<const Engine::ReadyPlan> Engine::KeepReady(ReadyPlan plan) {
+std::shared_ptr<const ReadyPlan> Engine::KeepReady(ReadyPlan plan) {
+  plan.slot = plan.key.Joined();
   auto ready = std::make_shared<const ReadyPlan>(std::move(plan));
   absl::MutexLock lock(&plans_mu_);
   if (ready_plans_.size() >= kMaxReadyPlans) ready_plans_.clear();
-  ready_plans_[ready->key.Joined()] = ready;
+  ready_plans_[ready->slot] = ready;
   return ready;
 }
 
 void Engine::ForgetReadyPlans(const std::string& model_id) {
+  // Feedback first: a replan it finishes after this is discarded, never served.
+  feedback_.Forget(model_id);
   absl::MutexLock lock(&plans_mu_);
   if (model_id.empty()) {
     ready_plans_.clear();
@@ -492,7 +510,50 @@ absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const Engine::ReadyPlan>> Engine::ComputePlan(
+absl::StatusOr<PlanFeedback::Candidate> Engine::Replan(const ReadyPlan& served,
+                                                       const LatencyCorrection* correction,
+                                                       const std::vector<MeasuredSubtask>& measured,
+                                                       const CancelledFn& cancelled) {
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(served.key.model_id);
+  if (!loaded.ok()) return loaded.status();
+  const std::string version = backend_->platform().predictor_version;
+  if (correction == nullptr && served.key.predictor_version != version) {
+    return absl::FailedPreconditionError("the plan was made with a latency model no longer used");
+  }
+  absl::StatusOr<std::shared_ptr<const LatencyCorrection>> corrected =
+      backend_->Correct(**loaded, correction, measured);
+  if (!corrected.ok()) return corrected.status();
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<PlanOutput> plan = backend_->PlanCorrected(**loaded, served.requested_scheduler,
+                                                            served.options, **corrected, cancelled);
+  if (!plan.ok()) return plan.status();
+  const double planning_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (backend_->platform().predictor_version != version) {
+    return absl::FailedPreconditionError("the latency model was recalibrated while replanning");
+  }
+  cache::PlanRecord record;
+  record.key = served.key;
+  record.key.predictor_version = (*corrected)->predictor_version();
+  record.scheduler = plan->scheduler;
+  record.schedule_json = plan->schedule.dump();
+  record.makespan_us = plan->makespan_us;
+  record.planning_ms = planning_ms;
+  if (absl::Status stored = store_->PutPlan(record); !stored.ok()) {
+    spdlog::warn("replanned plan for {} not cached: {}", record.key.model_id,
+                 std::string(stored.message()));
+  }
+  plan->id = model::ModelHash(record.schedule_json);
+  spdlog::info("replanned {} with measured latencies ({}): makespan {:.1f} us, was {:.1f} us",
+               record.key.model_id, record.key.predictor_version, plan->makespan_us,
+               served.output.makespan_us);
+  auto ready = std::make_shared<const ReadyPlan>(
+      ReadyPlan{record.key, *std::move(plan), planning_ms, served.slot, served.requested_scheduler,
+                served.options});
+  return PlanFeedback::Candidate{std::move(ready), *std::move(corrected)};
+}
+
+absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
     const std::string& id, const cache::PlanKey& key, const std::string& scheduler,
     const std::map<std::string, std::string>& options, const CallContext& context,
     const ProgressFn& progress) {
@@ -548,7 +609,7 @@ absl::StatusOr<std::shared_ptr<const Engine::ReadyPlan>> Engine::ComputePlan(
           spdlog::info("planned {} with {}: makespan {:.1f} us in {:.1f} ms", key.model_id,
                        plan->scheduler, plan->makespan_us, planning_ms);
           plan->id = model::ModelHash(record.schedule_json);
-          result = KeepReady({key, *std::move(plan), planning_ms});
+          result = KeepReady({key, *std::move(plan), planning_ms, "", scheduler, options});
         }
         {
           absl::MutexLock guard(&flight->mu);
@@ -696,7 +757,11 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
     }
   }
   if (absl::Status outcome = (*job)->outcome(); !outcome.ok()) return outcome;
-  if (!shared->output.ok()) return WithContext(shared->output.status(), "inference failed");
+  if (!shared->output.ok()) {
+    if (plan != nullptr) feedback_.RecordFailure(plan);
+    return WithContext(shared->output.status(), "inference failed");
+  }
+  if (plan != nullptr) feedback_.Record(plan, *shared->output);
 
   InferResult result;
   result.outputs = std::move(shared->output->outputs);

@@ -27,6 +27,8 @@
 #include "daemon/backend.h"
 #include "daemon/config.h"
 #include "daemon/inference_queue.h"
+#include "daemon/plan_feedback.h"
+#include "daemon/ready_plan.h"
 #include "daemon/usage_recorder.h"
 
 namespace psched::daemon {
@@ -57,6 +59,8 @@ struct PlanResult {
   std::string platform_fingerprint;
   std::string predictor_version;
   nlohmann::json schedule;  // PlanOutput::schedule
+  // What runs of this plan measured (PlanFeedback); unset before its first run.
+  std::optional<PlanMeasurement> measured;
 };
 
 struct InferResult {
@@ -154,13 +158,6 @@ class Engine {
 
  private:
   struct Flight;
-  // A validated plan held in memory under its plan key: what Infer runs and a cached GetPlan
-  // answers, with no SQLite or JSON on the way.
-  struct ReadyPlan {
-    cache::PlanKey key;
-    PlanOutput output;  // output.id set
-    double planning_ms = 0;
-  };
   struct PlanLookup {
     std::shared_ptr<const ReadyPlan> plan;
     bool cached = false;
@@ -174,8 +171,15 @@ class Engine {
                                      const ProgressFn& progress);
   // Keeps `plan` in memory (bounded by kMaxReadyPlans) and returns the shared handle.
   std::shared_ptr<const ReadyPlan> KeepReady(ReadyPlan plan);
-  // Drops the in-memory plans of `model_id` ("" = every model).
+  // Drops the in-memory plans of `model_id` ("" = every model) and what feedback measured
+  // of them.
   void ForgetReadyPlans(const std::string& model_id);
+  // PlanFeedback's Replanner: corrects the latency model by `measured` and plans `served`'s
+  // request again with it, keeping the new plan in the store under its own key.
+  absl::StatusOr<PlanFeedback::Candidate> Replan(const ReadyPlan& served,
+                                                 const LatencyCorrection* correction,
+                                                 const std::vector<MeasuredSubtask>& measured,
+                                                 const CancelledFn& cancelled);
 
   // The imported model for a full id, importing it from the stored bytes on first use.
   absl::StatusOr<std::shared_ptr<const LoadedModel>> Loaded(const std::string& id);
@@ -234,6 +238,9 @@ class Engine {
   absl::Mutex flights_mu_;
   std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(flights_mu_);
   int planners_ ABSL_GUARDED_BY(flights_mu_) = 0;  // planning threads still running
+
+  // Last: destroyed (its worker stopped) before everything its callbacks use.
+  PlanFeedback feedback_;
 };
 
 }  // namespace psched::daemon

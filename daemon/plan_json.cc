@@ -22,6 +22,30 @@ absl::Status Malformed(absl::string_view what) {
 
 }  // namespace
 
+nlohmann::json ScheduleToJson(const model::Graph& graph, const std::string& platform,
+                              const std::vector<std::string>& devices, const std::string& scheduler,
+                              const scheduler::Schedule& schedule) {
+  std::vector<scheduler::ScheduledSubtask> ordered(schedule.subtasks().begin(),
+                                                   schedule.subtasks().end());
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto& a, const auto& b) { return a.start_us < b.start_us; });
+  nlohmann::json subtasks = nlohmann::json::array();
+  for (const scheduler::ScheduledSubtask& s : ordered) {
+    subtasks.push_back({{"op", graph.op(s.op).name},
+                        {"op_id", s.op},
+                        {"device", devices[static_cast<size_t>(s.device)]},
+                        {"strategy", std::string(model::SplitAxisName(s.axis))},
+                        {"work", {s.begin, s.end}},
+                        {"start_us", s.start_us},
+                        {"end_us", s.end_us}});
+  }
+  return {{"scheduler", scheduler},
+          {"makespan_us", schedule.makespan_us()},
+          {"platform", platform},
+          {"devices", devices},
+          {"subtasks", std::move(subtasks)}};
+}
+
 absl::StatusOr<scheduler::Schedule> ScheduleFromJson(const model::Graph& graph,
                                                      const std::vector<std::string>& devices,
                                                      const nlohmann::json& plan) {

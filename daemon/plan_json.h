@@ -1,6 +1,7 @@
-// Reading a stored plan back: the plan JSON pschedd caches (DESIGN.md plan shape,
-// "subtasks": [{"op", "op_id", "device", "strategy", "work": [b, e], "start_us", "end_us"}])
-// turned into a scheduler::Schedule over a model's graph and a platform's device names.
+// The plan JSON pschedd caches (DESIGN.md plan shape, "subtasks": [{"op", "op_id",
+// "device", "strategy", "work": [b, e], "start_us", "end_us"}]): written from a
+// scheduler::Schedule, and read back into one over a model's graph and a platform's device
+// names.
 //
 // Nothing in the JSON is trusted: wrong types, unknown devices or strategies and op ids out
 // of range are errors, never exceptions. Each op's plan is rebuilt from its subtasks in work
@@ -18,6 +19,12 @@
 #include "scheduler/schedule.h"
 
 namespace psched::daemon {
+
+// The plan JSON of `schedule`: subtasks in start order, with the scheduler, makespan,
+// platform and device names.
+nlohmann::json ScheduleToJson(const model::Graph& graph, const std::string& platform,
+                              const std::vector<std::string>& devices, const std::string& scheduler,
+                              const scheduler::Schedule& schedule);
 
 // FAILED_PRECONDITION for a device `devices` does not list; INTERNAL ("malformed cached
 // plan: ...") for any other shape or type error.

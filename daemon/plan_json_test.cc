@@ -44,6 +44,20 @@ TEST_F(PlanJsonTest, RebuildsPlansAndSlotsFromAStoredPlan) {
   EXPECT_DOUBLE_EQ(schedule->makespan_us(), plan_["makespan_us"].get<double>());
 }
 
+TEST_F(PlanJsonTest, WritingAScheduleAndReadingItBackGivesTheSameSubtasks) {
+  absl::StatusOr<scheduler::Schedule> schedule = Read(plan_);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  const nlohmann::json written =
+      ScheduleToJson(graph_, "host", {"cpu.0", "cpu.1"}, "iterative:heft", *schedule);
+  EXPECT_EQ(written["platform"], "host");
+  EXPECT_EQ(written["scheduler"], "iterative:heft");
+  EXPECT_EQ(written["devices"], nlohmann::json({"cpu.0", "cpu.1"}));
+  EXPECT_EQ(written["subtasks"], plan_["subtasks"]);
+  absl::StatusOr<scheduler::Schedule> again = Read(written);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_DOUBLE_EQ(again->makespan_us(), schedule->makespan_us());
+}
+
 // fuzz_plan_json's finding: a float op id far outside int was converted to int (undefined).
 TEST_F(PlanJsonTest, NonIntegerOrOutOfRangeOpIdsAreErrors) {
   for (const nlohmann::json& op_id :

@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <mutex>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -138,6 +140,14 @@ void FillPlan(const PlanResult& plan, pb::Plan* out) {
   out->set_planning_ms(plan.planning_ms);
   out->set_platform_fingerprint(plan.platform_fingerprint);
   out->set_predictor_version(plan.predictor_version);
+  std::map<std::tuple<std::string, std::string, int64_t>, double> measured;
+  if (plan.measured.has_value()) {
+    out->set_measured_runs(plan.measured->runs);
+    out->set_measured_makespan_us(plan.measured->median_makespan_us);
+    for (const MeasuredSubtask& m : plan.measured->subtasks) {
+      measured[{m.op, m.device, m.work_begin}] = m.measured_us;
+    }
+  }
   const nlohmann::json& subtasks = plan.schedule.value("subtasks", nlohmann::json::array());
   for (const nlohmann::json& s : subtasks) {
     pb::Subtask* subtask = out->add_subtasks();
@@ -152,6 +162,8 @@ void FillPlan(const PlanResult& plan, pb::Plan* out) {
     }
     subtask->set_start_us(s.value("start_us", 0.0));
     subtask->set_end_us(s.value("end_us", 0.0));
+    auto it = measured.find({subtask->op(), subtask->device(), subtask->work_begin()});
+    if (it != measured.end()) subtask->set_measured_us(it->second);
   }
   nlohmann::json schedule = plan.schedule;
   schedule["cached"] = plan.cached;

@@ -89,7 +89,8 @@ json PlanJson(const v1::Plan& plan) {
                         {"strategy", s.strategy()},
                         {"work", {s.work_begin(), s.work_end()}},
                         {"start_us", s.start_us()},
-                        {"end_us", s.end_us()}});
+                        {"end_us", s.end_us()},
+                        {"measured_us", s.measured_us()}});
   }
   return {{"model_id", plan.model_id()},
           {"scheduler", plan.scheduler()},
@@ -98,6 +99,8 @@ json PlanJson(const v1::Plan& plan) {
           {"planning_ms", plan.planning_ms()},
           {"platform_fingerprint", plan.platform_fingerprint()},
           {"predictor_version", plan.predictor_version()},
+          {"measured_runs", plan.measured_runs()},
+          {"measured_makespan_us", plan.measured_makespan_us()},
           {"subtasks", subtasks}};
 }
 

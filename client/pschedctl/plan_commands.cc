@@ -38,13 +38,23 @@ void CmdPlanShow(const Globals& g, const std::string& id, const std::string& sch
   std::cout << "model " << plan.model_id() << "\nscheduler " << plan.scheduler() << ", makespan "
             << Fixed(plan.makespan_us()) << " us, planned in " << Fixed(plan.planning_ms(), 2)
             << " ms" << (plan.cached() ? " (cached)" : "") << "\n";
+  if (plan.measured_runs() > 0) {
+    std::cout << "predicted " << Fixed(plan.makespan_us()) << " us, measured "
+              << Fixed(plan.measured_makespan_us()) << " us (median of the last runs; "
+              << plan.measured_runs() << " runs), predictor " << plan.predictor_version() << "\n";
+  } else {
+    std::cout << "predicted " << Fixed(plan.makespan_us()) << " us, not measured yet\n";
+  }
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : plan.subtasks()) {
     rows.push_back({s.op(), s.device(), s.strategy(),
                     absl::StrCat("[", s.work_begin(), ", ", s.work_end(), ")"), Fixed(s.start_us()),
-                    Fixed(s.end_us())});
+                    Fixed(s.end_us()), Fixed(s.end_us() - s.start_us()),
+                    s.measured_us() > 0 ? Fixed(s.measured_us()) : "-"});
   }
-  PrintTable({"OP", "DEVICE", "STRATEGY", "WORK", "START_US", "END_US"}, rows);
+  PrintTable(
+      {"OP", "DEVICE", "STRATEGY", "WORK", "START_US", "END_US", "PREDICTED_US", "MEASURED_US"},
+      rows);
 }
 
 }  // namespace psched::pschedctl

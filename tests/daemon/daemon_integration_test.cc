@@ -1164,6 +1164,17 @@ TEST_F(DaemonTest, BigLittleTreeGivesOneDevicePerClusterThatPlansAndInfers) {
   EXPECT_EQ(got.shape, want.shape);
   EXPECT_LT(MaxDiff(got.data, want.data), 1e-4);
 
+  // The plan that ran is shown with what it measured beside what it predicted.
+  auto [measured_rc, measured_text] = Ctl("-o json plan show " + id + " --scheduler heft");
+  ASSERT_EQ(measured_rc, 0) << measured_text;
+  const json measured = json::parse(measured_text);
+  EXPECT_EQ(measured["measured_runs"], 1);
+  EXPECT_GT(measured["measured_makespan_us"].get<double>(), 0);
+  for (const json& s : measured["subtasks"]) EXPECT_GT(s["measured_us"].get<double>(), 0) << s;
+  auto [shown_rc, shown] = Ctl("plan show " + id + " --scheduler heft");
+  EXPECT_NE(shown.find("MEASURED_US"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("(median of the last runs; 1 runs)"), std::string::npos) << shown;
+
   auto [table_rc, table] = Ctl("platform show");
   EXPECT_NE(table.find("cpu.little  0"), std::string::npos) << table;
   EXPECT_EQ(Stop(), 0) << Log();

@@ -1,0 +1,80 @@
+#include "daemon/cpu_backend.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "executor/cpu/cpu_graph_executor.h"
+
+namespace psched::daemon {
+namespace {
+
+// The graph compiled once for XNNPACK; null executor for a model without weights.
+class CpuGraphHandle final : public GraphHandle {
+ public:
+  explicit CpuGraphHandle(model::Graph g) : GraphHandle(std::move(g)) {}
+  std::unique_ptr<executor::cpu::CpuGraphExecutor> executor;
+};
+
+}  // namespace
+
+CpuBackend::CpuBackend(predictor::Profile profile)
+    : GraphBackend(std::move(profile), DiscoveryInfo{}, "") {
+  for (const platform::DeviceSpec& spec : target().devices) {
+    if (spec.kind == platform::DeviceKind::kCpu) {
+      run_device_ = spec.name;
+      run_cores_ = spec.cpu_cores;
+      break;
+    }
+  }
+}
+
+absl::StatusOr<std::shared_ptr<GraphHandle>> CpuBackend::PrepareModel(model::Graph graph) {
+  auto handle = std::make_shared<CpuGraphHandle>(std::move(graph));
+  if (handle->graph.has_weights) {
+    executor::cpu::CpuExecutorOptions options;
+    options.cores = run_cores_;
+    absl::StatusOr<std::unique_ptr<executor::cpu::CpuGraphExecutor>> compiled =
+        executor::cpu::CpuGraphExecutor::Create(handle->graph, options);
+    if (!compiled.ok()) return compiled.status();
+    handle->executor = std::move(*compiled);
+  }
+  return handle;
+}
+
+absl::StatusOr<RunOutput> CpuBackend::Run(const LoadedModel& model, const PlanOutput* /*plan*/,
+                                          const std::vector<HostTensor>& inputs) {
+  const auto& handle = static_cast<const CpuGraphHandle&>(*model.handle);
+  const model::Graph& graph = handle.graph;
+  absl::StatusOr<std::vector<std::vector<float>>> nhwc = InputsNhwc(graph, inputs);
+  if (!nhwc.ok()) return nhwc.status();
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<std::vector<float>>> outputs = handle.executor->Run(*nhwc);
+  double execute_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  if (!outputs.ok()) return outputs.status();
+  RunOutput out;
+  out.execute_us = execute_us;
+  out.outputs = OutputsNchw(graph, *outputs);
+  const auto& timings = handle.executor->last_op_timings();
+  for (size_t op = 0; op < timings.size() && op < graph.ops.size(); ++op) {
+    out.trace.push_back({graph.ops[op].name, run_device_,
+                         static_cast<double>(timings[op].start_ns) / 1e3,
+                         static_cast<double>(timings[op].end_ns) / 1e3});
+  }
+  return out;
+}
+
+absl::StatusOr<CalibrationOutput> CpuBackend::Calibrate(
+    const std::vector<std::shared_ptr<const LoadedModel>>& /*models*/, double /*budget_s*/,
+    const CalibrationProgressFn& /*progress*/) {
+  return absl::UnimplementedError(
+      absl::StrCat("platform '", target().name, "' is simulated; only the host calibrates"));
+}
+
+absl::Status CpuBackend::UseCalibration(const nlohmann::json& /*params*/) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "platform '", target().name, "' is simulated; a calibration describes the host's devices"));
+}
+
+}  // namespace psched::daemon
