@@ -7,10 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "executor/common/futex.h"
 
 namespace psched::executor {
 
-absl::StatusOr<std::unique_ptr<PinnedWorker>> PinnedWorker::Start(std::vector<int> cores) {
+absl::StatusOr<std::unique_ptr<PinnedWorker>> PinnedWorker::Start(std::vector<int> cores,
+                                                                  std::function<void()> when_idle) {
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int core : cores) {
@@ -19,7 +22,7 @@ absl::StatusOr<std::unique_ptr<PinnedWorker>> PinnedWorker::Start(std::vector<in
     }
     CPU_SET(core, &set);
   }
-  std::unique_ptr<PinnedWorker> worker(new PinnedWorker(std::move(cores)));
+  std::unique_ptr<PinnedWorker> worker(new PinnedWorker(std::move(cores), std::move(when_idle)));
   worker->thread_ = std::thread([w = worker.get()] { w->Loop(); });
   if (!worker->cores_.empty()) {
     const int err = pthread_setaffinity_np(worker->thread_.native_handle(), sizeof(set), &set);
@@ -41,8 +44,25 @@ PinnedWorker::~PinnedWorker() {
   thread_.join();
 }
 
-void PinnedWorker::Loop() {
+bool PinnedWorker::SpinForWork() const {
+  const absl::Time until = absl::Now() + kIdleSpin;
   for (;;) {
+    for (int i = 0; i < 16; ++i) {
+      if (posted_.load(std::memory_order_acquire) > taken_) return true;
+      CpuRelax();
+    }
+    if (absl::Now() >= until) return false;
+    sched_yield();  // a runnable thread on this core (the one that will post) goes first
+  }
+}
+
+void PinnedWorker::Loop() {
+  bool ran_since_idle = false;
+  for (;;) {
+    if (ran_since_idle && !SpinForWork()) {
+      if (when_idle_) when_idle_();
+      ran_since_idle = false;
+    }
     std::function<void()> job;
     {
       absl::MutexLock lock(&mu_);
@@ -50,8 +70,10 @@ void PinnedWorker::Loop() {
       if (jobs_.empty()) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
+      ++taken_;
     }
     job();
+    ran_since_idle = true;
     absl::MutexLock lock(&mu_);
     ++finished_;
     done_.SignalAll();
@@ -61,7 +83,7 @@ void PinnedWorker::Loop() {
 void PinnedWorker::Post(std::function<void()> job) {
   absl::MutexLock lock(&mu_);
   jobs_.push_back(std::move(job));
-  ++submitted_;
+  posted_.store(++submitted_, std::memory_order_release);
   work_.Signal();
 }
 
@@ -76,6 +98,7 @@ absl::Status PinnedWorker::Call(const std::function<absl::Status()>& job) {
   absl::MutexLock lock(&mu_);
   jobs_.push_back([&] { status = job(); });
   const int64_t ticket = ++submitted_;
+  posted_.store(ticket, std::memory_order_release);
   work_.Signal();
   while (finished_ < ticket) done_.Wait(&mu_);
   return status;

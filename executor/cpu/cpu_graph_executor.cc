@@ -26,11 +26,14 @@ absl::StatusOr<std::unique_ptr<CpuGraphExecutor>> CpuGraphExecutor::Create(
     if (auto s = model::ValidateOp(graph, id); !s.ok()) return s;
   }
   std::unique_ptr<CpuGraphExecutor> exec(new CpuGraphExecutor());
-  auto worker = PinnedWorker::Start(options.cores);
+  CpuGraphExecutor* e = exec.get();
+  // Between runs the pool's threads sleep instead of spinning out the cores.
+  auto worker = PinnedWorker::Start(options.cores, [e] {
+    if (e->threadpool_ != nullptr) e->threadpool_->Park();
+  });
   if (!worker.ok()) return worker.status();
   exec->worker_ = std::move(*worker);
   const int threads = options.threads;
-  CpuGraphExecutor* e = exec.get();
   if (auto s = exec->worker_->Call([e, &graph, threads] { return e->Compile(graph, threads); });
       !s.ok()) {
     return s;
@@ -48,6 +51,7 @@ CpuGraphExecutor::~CpuGraphExecutor() {
         return absl::OkStatus();
       })
       .IgnoreError();
+  worker_.reset();  // before the members its idle hook reads
 }
 
 TensorView CpuGraphExecutor::ViewOf(const model::Graph& graph, model::TensorId t) const {

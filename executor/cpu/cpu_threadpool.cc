@@ -34,6 +34,8 @@ void PinOne(void* context, size_t index) {
   while (task->arrived.load() < static_cast<int>(task->cores.size())) std::this_thread::yield();
 }
 
+void Nothing(void*, size_t) {}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CpuThreadpool>> CpuThreadpool::Create(int threads,
@@ -71,6 +73,14 @@ absl::StatusOr<std::unique_ptr<CpuThreadpool>> CpuThreadpool::Create(int threads
     }
   }
   return result;
+}
+
+void CpuThreadpool::Park() {
+  // One item per thread so that every thread takes part and, with the flag, sleeps after it.
+  if (pool_ != nullptr) {
+    pthreadpool_parallelize_1d(pool_, Nothing, nullptr, static_cast<size_t>(threads_),
+                               PTHREADPOOL_FLAG_YIELD_WORKERS);
+  }
 }
 
 CpuThreadpool::~CpuThreadpool() {

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <pthreadpool.h>
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -75,6 +77,31 @@ TEST(CpuThreadpoolTest, OneThreadHasNoPoolAndOtherCoreListsKeepTheAffinity) {
   auto unpinned = CpuThreadpool::Create(3, std::vector<int>{0});
   ASSERT_TRUE(unpinned.ok()) << unpinned.status();
   EXPECT_EQ((*unpinned)->threads(), 3);
+}
+
+double ProcessCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+void Add(void* context, size_t i) { static_cast<std::atomic<size_t>*>(context)->fetch_add(i + 1); }
+
+TEST(CpuThreadpoolTest, AParkedPoolBurnsNoCpuAndStillWorks) {
+  auto pool = CpuThreadpool::Create(2, std::vector<int>{});
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::atomic<size_t> sum{0};
+  pthreadpool_parallelize_1d((*pool)->get(), Add, &sum, 100, 0);
+  (*pool)->Park();
+  // Unparked, pthreadpool's thread would spin through most of this sleep (~15 ms per call).
+  const double before = ProcessCpuMs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_LT(ProcessCpuMs() - before, 5.0);
+  // The next call wakes it.
+  pthreadpool_parallelize_1d((*pool)->get(), Add, &sum, 100, 0);
+  EXPECT_EQ(sum.load(), 2u * 5050u);
+  (*pool)->Park();
+  (*pool)->Park();  // parking a parked pool is harmless
 }
 
 TEST(CpuThreadpoolTest, RejectsBadInput) {

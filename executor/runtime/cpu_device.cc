@@ -22,13 +22,17 @@ absl::StatusOr<std::unique_ptr<CpuDevice>> CpuDevice::Create(std::string name,
     return absl::InvalidArgumentError(
         absl::StrCat("device ", name, ": threads must be >= 1, got ", threads));
   }
-  auto worker = PinnedWorker::Start(std::move(cores));
+  std::unique_ptr<CpuDevice> device(new CpuDevice(std::move(name)));
+  CpuDevice* d = device.get();
+  // Between runs the pool's threads sleep instead of spinning out the cluster's cores.
+  auto worker = PinnedWorker::Start(std::move(cores), [d] {
+    if (d->threadpool_ != nullptr) d->threadpool_->Park();
+  });
   if (!worker.ok()) {
     return absl::Status(worker.status().code(),
-                        absl::StrCat("device ", name, ": ", worker.status().message()));
+                        absl::StrCat("device ", d->name_, ": ", worker.status().message()));
   }
-  std::unique_ptr<CpuDevice> device(new CpuDevice(std::move(name), std::move(*worker)));
-  CpuDevice* d = device.get();
+  d->worker_ = std::move(*worker);
   // On the worker: it becomes the pool's thread 0.
   if (auto s = d->worker_->Call([d, threads] {
         auto pool = cpu::CpuThreadpool::Create(threads, d->worker_->cores());
@@ -42,7 +46,11 @@ absl::StatusOr<std::unique_ptr<CpuDevice>> CpuDevice::Create(std::string name,
   return device;
 }
 
-CpuDevice::~CpuDevice() { worker_->Drain(); }
+CpuDevice::~CpuDevice() {
+  // The worker goes first: its idle hook uses the threadpool.
+  worker_->Drain();
+  worker_.reset();
+}
 
 absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& graph,
                                                             model::OpId id, WorkSlice slice,

@@ -36,8 +36,7 @@ class CpuDevice final : public Device {
   void Post(std::function<void()> job) override;
 
  private:
-  CpuDevice(std::string name, std::unique_ptr<PinnedWorker> worker)
-      : name_(std::move(name)), worker_(std::move(worker)) {}
+  explicit CpuDevice(std::string name) : name_(std::move(name)) {}
 
   const std::string name_;
   std::unique_ptr<PinnedWorker> worker_;
