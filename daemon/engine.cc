@@ -416,7 +416,7 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
   result.planning_ms = plan.planning_ms;
   result.platform_fingerprint = plan.key.platform_fingerprint;
   result.predictor_version = plan.key.predictor_version;
-  result.schedule = plan.output.schedule;
+  result.ready = found->plan;
   result.measured = feedback_.Measured(plan);
   return result;
 }
@@ -458,7 +458,8 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
         PlanOutput output{record.scheduler, record.makespan_us, std::move(schedule),
                           model::ModelHash(record.schedule_json)};
         return PlanLookup{
-            KeepReady({key, std::move(output), record.planning_ms, "", scheduler, options}), true};
+            KeepReady({key, std::move(output), record.planning_ms, "", scheduler, options, {}}),
+            true};
       }
       if (usable.code() != absl::StatusCode::kDataLoss) return usable;
       spdlog::warn("cached {} plan for {} dropped and recomputed: {}", scheduler, id,
@@ -473,7 +474,7 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
 
 std::shared_ptr<const ReadyPlan> Engine::KeepReady(ReadyPlan plan) {
   plan.slot = plan.key.Joined();
-  auto ready = std::make_shared<const ReadyPlan>(std::move(plan));
+  std::shared_ptr<const ReadyPlan> ready = MakeReady(std::move(plan));
   absl::MutexLock lock(&plans_mu_);
   if (ready_plans_.size() >= kMaxReadyPlans) ready_plans_.clear();
   ready_plans_[ready->slot] = ready;
@@ -547,9 +548,13 @@ absl::StatusOr<PlanFeedback::Candidate> Engine::Replan(const ReadyPlan& served,
   spdlog::info("replanned {} with measured latencies ({}): makespan {:.1f} us, was {:.1f} us",
                record.key.model_id, record.key.predictor_version, plan->makespan_us,
                served.output.makespan_us);
-  auto ready = std::make_shared<const ReadyPlan>(
-      ReadyPlan{record.key, *std::move(plan), planning_ms, served.slot, served.requested_scheduler,
-                served.options});
+  std::shared_ptr<const ReadyPlan> ready = MakeReady({record.key,
+                                                      *std::move(plan),
+                                                      planning_ms,
+                                                      served.slot,
+                                                      served.requested_scheduler,
+                                                      served.options,
+                                                      {}});
   return PlanFeedback::Candidate{std::move(ready), *std::move(corrected)};
 }
 
@@ -609,7 +614,7 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
           spdlog::info("planned {} with {}: makespan {:.1f} us in {:.1f} ms", key.model_id,
                        plan->scheduler, plan->makespan_us, planning_ms);
           plan->id = model::ModelHash(record.schedule_json);
-          result = KeepReady({key, *std::move(plan), planning_ms, "", scheduler, options});
+          result = KeepReady({key, *std::move(plan), planning_ms, "", scheduler, options, {}});
         }
         {
           absl::MutexLock guard(&flight->mu);

@@ -58,7 +58,9 @@ struct PlanResult {
   double planning_ms = 0;
   std::string platform_fingerprint;
   std::string predictor_version;
-  nlohmann::json schedule;  // PlanOutput::schedule
+  // The plan answered with: its schedule (ready->output.schedule) and its answer formatted
+  // once (ready->answer).
+  std::shared_ptr<const ReadyPlan> ready;
   // What runs of this plan measured (PlanFeedback); unset before its first run.
   std::optional<PlanMeasurement> measured;
 };

@@ -222,7 +222,7 @@ TEST_F(EngineTest, PlanIsCachedAcrossRestarts) {
   auto plan = engine->GetPlan(id, "heft", {}, false, {}, nullptr);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->cached);
-  EXPECT_EQ(plan->schedule["subtasks"][0]["device"], "cpu.0");
+  EXPECT_EQ(plan->ready->output.schedule["subtasks"][0]["device"], "cpu.0");
   EXPECT_EQ(counters_->plans.load(), 1);
   // Different options are a different cache key; refresh recomputes.
   EXPECT_FALSE(engine->GetPlan(id, "heft", {{"seed", "1"}}, false, {}, nullptr)->cached);
@@ -485,7 +485,7 @@ TEST_F(EngineTest, DamagedCachedPlansAreDroppedAndRecomputed) {
     auto again = engine->GetPlan(id, "heft", {}, false, {}, nullptr);
     ASSERT_TRUE(again.ok());
     EXPECT_TRUE(again->cached);
-    EXPECT_EQ(again->schedule["subtasks"][0]["device"], "cpu.0");
+    EXPECT_EQ(again->ready->output.schedule["subtasks"][0]["device"], "cpu.0");
     EXPECT_TRUE(engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "heft", {}).ok());
     engine->Shutdown();
   }

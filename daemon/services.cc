@@ -148,29 +148,24 @@ void FillPlan(const PlanResult& plan, pb::Plan* out) {
       measured[{m.op, m.device, m.work_begin}] = m.measured_us;
     }
   }
-  const nlohmann::json& subtasks = plan.schedule.value("subtasks", nlohmann::json::array());
-  for (const nlohmann::json& s : subtasks) {
+  const PlanAnswer& answer = *plan.ready->answer;
+  out->mutable_subtasks()->Reserve(static_cast<int>(answer.subtasks.size()));
+  for (const PlanSubtaskInfo& s : answer.subtasks) {
     pb::Subtask* subtask = out->add_subtasks();
-    subtask->set_op(s.value("op", ""));
-    subtask->set_op_id(s.value("op_id", 0));
-    subtask->set_device(s.value("device", ""));
-    subtask->set_strategy(s.value("strategy", "none"));
-    const nlohmann::json& work = s.value("work", nlohmann::json::array({0, 1}));
-    if (work.is_array() && work.size() == 2) {
-      subtask->set_work_begin(work[0].get<int64_t>());
-      subtask->set_work_end(work[1].get<int64_t>());
-    }
-    subtask->set_start_us(s.value("start_us", 0.0));
-    subtask->set_end_us(s.value("end_us", 0.0));
-    auto it = measured.find({subtask->op(), subtask->device(), subtask->work_begin()});
+    subtask->set_op(s.op);
+    subtask->set_op_id(s.op_id);
+    subtask->set_device(s.device);
+    subtask->set_strategy(s.strategy);
+    subtask->set_work_begin(s.work_begin);
+    subtask->set_work_end(s.work_end);
+    subtask->set_start_us(s.start_us);
+    subtask->set_end_us(s.end_us);
+    auto it = measured.find({s.op, s.device, s.work_begin});
     if (it != measured.end()) subtask->set_measured_us(it->second);
   }
-  nlohmann::json schedule = plan.schedule;
-  schedule["cached"] = plan.cached;
-  schedule["planning_ms"] = plan.planning_ms;
-  schedule["scheduler"] = plan.scheduler;
-  schedule["makespan_us"] = plan.makespan_us;
-  out->set_schedule_json(schedule.dump());
+  // A cached answer (the hot path) was formatted when the plan became ready.
+  out->set_schedule_json(plan.cached ? answer.cached_schedule_json
+                                     : PlanAnswerJson(*plan.ready, /*cached=*/false));
 }
 
 absl::StatusOr<HostTensor> FromProto(const pb::Tensor& tensor) {
@@ -292,7 +287,9 @@ grpc::Status PlanServiceImpl::GetPlan(grpc::ServerContext* context,
     if (!plan.ok()) return ToGrpc(plan.status());
     pb::GetPlanResponse message;
     FillPlan(*plan, message.mutable_plan());
-    writer->Write(message);
+    // The plan is the stream's last message: sent with the status in one flush, which is
+    // what keeps a cached GetPlan at the cost of a unary call.
+    writer->WriteLast(message, grpc::WriteOptions());
     return grpc::Status::OK;
   });
 }
