@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s: no oneDNN kernel: %s\n", key.c_str(),
                      dnnl.ok() ? "setup failed" : dnnl.status().ToString().c_str());
       }
-      c.chosen = psched::executor::cpu::ChooseConvLibrary(g, id, slice, nullptr);
+      c.chosen = psched::executor::cpu::ChooseConvLibrary(g, id, slice);
     }
   }
   for (auto& [key, c] : configs) {  // warm-up

@@ -1,5 +1,6 @@
 #include "executor/cpu/cpu_kernel.h"
 
+#include <pthreadpool.h>
 #include <xnnpack.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "executor/common/arena_plan.h"
 #include "executor/cpu/kernel_base.h"
 #include "executor/cpu/kernel_choice.h"
+#include "executor/cpu/parallel_slices_kernel.h"
 #include "model/op_validation.h"
 
 namespace psched::executor::cpu {
@@ -155,11 +157,18 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
     case model::OpKind::kConv2d: {
       const bool library_forced = library != KernelLibrary::kAuto;
       if (!library_forced) {
-        library = ChooseConvLibrary(graph, id, slice, threadpool);
+        library = ChooseConvLibrary(graph, id, slice);
       }
       if (library == KernelLibrary::kOneDnn) {
 #ifdef PSCHED_HAVE_ONEDNN
-        auto kernel = internal::CreateOneDnnConvKernel(graph, id, slice, layout);
+        auto one_thread = [&](WorkSlice part) {
+          return internal::CreateOneDnnConvKernel(graph, id, part, layout);
+        };
+        // A multi-core device runs one-thread oneDNN kernels on parts of the slice at once.
+        auto kernel =
+            threadpool != nullptr && pthreadpool_get_threads_count(threadpool) > 1
+                ? internal::CreateParallelSlicesKernel(graph, id, slice, threadpool, one_thread)
+                : one_thread(slice);
         // Where oneDNN has no JIT kernel, the rule's choice falls back to XNNPACK.
         if (kernel.ok() || kernel.status().code() != absl::StatusCode::kUnimplemented ||
             library_forced) {

@@ -9,6 +9,7 @@
 #include "executor/common/activation.h"
 #include "executor/cpu/cpu_threadpool.h"
 #include "executor/cpu/kernel_choice.h"
+#include "executor/cpu/parallel_slices_kernel.h"
 #include "executor/reference/reference_kernels.h"
 #include "executor/testing/graph_builder.h"
 #include "gmock/gmock.h"
@@ -77,7 +78,7 @@ SlicedOp FcOp(model::Activation act) {
 void ExpectSlicesMatch(const SlicedOp& op, SplitAxis axis, const std::vector<int64_t>& cuts,
                        KernelLibrary library = KernelLibrary::kAuto,
                        std::string_view expect_library = "", int64_t pad_in = 0,
-                       int64_t pad_out = 0) {
+                       int64_t pad_out = 0, pthreadpool_t threadpool = nullptr) {
   const model::Shape in_shape = op.graph.tensor(op.graph.inputs[0].tensor).shape;
   const model::Shape out_shape = op.graph.output_shape(0);
   const int64_t in_stride = in_shape.c + pad_in, out_stride = out_shape.c + pad_out;
@@ -96,7 +97,7 @@ void ExpectSlicesMatch(const SlicedOp& op, SplitAxis axis, const std::vector<int
   const KernelLayout layout{.input_pixel_strides = {in_stride}, .output_pixel_stride = out_stride};
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {
     auto kernel =
-        CreateCpuKernel(op.graph, 0, {axis, cuts[k], cuts[k + 1]}, layout, nullptr, library);
+        CreateCpuKernel(op.graph, 0, {axis, cuts[k], cuts[k + 1]}, layout, threadpool, library);
     ASSERT_TRUE(kernel.ok()) << kernel.status();
     EXPECT_THAT(std::string((*kernel)->library()), ::testing::StartsWith(expect_library));
     ASSERT_TRUE((*kernel)->Setup({&in, 1}, out).ok());
@@ -188,6 +189,81 @@ TEST(CpuKernelOneDnn, ConvSlicesStridesAndActivations) {
   ExpectSlicesMatch(grouped, SplitAxis::kRows, {0, 2, 4}, KernelLibrary::kOneDnn, "onednn:");
 }
 
+// On a multi-thread device a dense conv runs as one-thread oneDNN kernels on parts of the
+// slice, one per thread: every part boundary must be seamless, with strided views too.
+TEST(CpuKernelOneDnn, ParallelPartsOnAMultiThreadDevice) {
+  if (!OneDnnAvailable()) GTEST_SKIP() << "built without oneDNN";
+  auto pool = CpuThreadpool::Create(2, {});
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  for (const SlicedOp& op : {ConvOp(1, kRelu, 8, 40), ConvOp(1, kSigmoid), PointwiseOp(kRelu6)}) {
+    const int64_t rows = op.graph.output_shape(0).h;
+    const int64_t cout = op.graph.output_shape(0).c;
+    for (const auto& [pad_in, pad_out] : {std::pair<int64_t, int64_t>{0, 0}, {3, 5}}) {
+      ExpectSlicesMatch(op, SplitAxis::kNone, {0, 1}, KernelLibrary::kAuto, "onednn:", pad_in,
+                        pad_out, (*pool)->get());
+      ExpectSlicesMatch(op, SplitAxis::kRows, {0, 1, rows}, KernelLibrary::kAuto, "onednn:", pad_in,
+                        pad_out, (*pool)->get());
+      ExpectSlicesMatch(op, SplitAxis::kOutputChannels, {0, cout / 2, cout}, KernelLibrary::kAuto,
+                        "onednn:", pad_in, pad_out, (*pool)->get());
+    }
+  }
+  // A whole op is cut in two parts.
+  const SlicedOp tall = ConvOp(1, kRelu, 8, 16);
+  auto kernel = CreateCpuKernel(tall.graph, 0, WorkSlice::Whole(), {}, (*pool)->get());
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_THAT(std::string((*kernel)->library()), ::testing::EndsWith(" x2"));
+}
+
+TEST(CpuKernelParts, CutsTheSlicesAxisOrTheOneThatSharesLess) {
+  using internal::PartsForThreads;
+  // 4 output rows, 8 > 40 channels: the filter (40x3x2x8 = 1920) outweighs the input
+  // (7x6x8 = 336), so a whole op is cut by output channels, at multiples of 16.
+  const SlicedOp heavy = ConvOp(1, kRelu, 8, 40);
+  auto parts = PartsForThreads(heavy.graph, 0, WorkSlice::Whole(), 2);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].axis, SplitAxis::kOutputChannels);
+  EXPECT_EQ(parts[0].end, 16);
+  EXPECT_EQ(parts[1].begin, 16);
+  EXPECT_EQ(parts[1].end, 40);
+  parts = PartsForThreads(heavy.graph, 0, WorkSlice::Whole(), 4);
+  ASSERT_EQ(parts.size(), 3u);  // 16 + 16 + 8
+  EXPECT_EQ(parts[2].end, 40);
+  // A light filter (3 outputs): by rows, two per thread.
+  const SlicedOp light = ConvOp(1, kRelu);
+  parts = PartsForThreads(light.graph, 0, WorkSlice::Whole(), 2);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].axis, SplitAxis::kRows);
+  EXPECT_EQ(parts[0].end, 2);
+  EXPECT_EQ(parts[1].end, 4);
+  // Too few rows for 4 threads and too few channels to cut: one part.
+  EXPECT_EQ(PartsForThreads(light.graph, 0, WorkSlice::Whole(), 4).size(), 1u);
+  // A slice keeps its axis; a one-row slice cannot be cut.
+  parts = PartsForThreads(heavy.graph, 0, {SplitAxis::kOutputChannels, 8, 40}, 2);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].begin, 8);
+  EXPECT_EQ(parts[0].end, 24);
+  EXPECT_EQ(parts[1].end, 40);
+  parts = PartsForThreads(heavy.graph, 0, {SplitAxis::kRows, 3, 4}, 2);
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].begin, 3);
+}
+
+// A pointwise conv is a matrix product over the pixels: a oneDNN matmul, which reads and
+// writes strided views in place (its conv kernels would stage them through dense copies).
+TEST(CpuKernelOneDnn, PointwiseConvsAreMatmulsOverStridedViews) {
+  if (!OneDnnAvailable()) GTEST_SKIP() << "built without oneDNN";
+  const SlicedOp op = PointwiseOp(kRelu);
+  const KernelLayout strided{.input_pixel_strides = {19}, .output_pixel_stride = 29};
+  for (const WorkSlice slice : {WorkSlice::Whole(), WorkSlice{SplitAxis::kRows, 1, 4},
+                                WorkSlice{SplitAxis::kOutputChannels, 8, 24}}) {
+    auto kernel = CreateCpuKernel(op.graph, 0, slice, strided, nullptr, KernelLibrary::kOneDnn);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    EXPECT_THAT(std::string((*kernel)->library()), ::testing::StartsWith("onednn:"));
+    EXPECT_THAT(std::string((*kernel)->library()), ::testing::Not(HasSubstr("conv")));
+  }
+  ExpectSlicesMatch(op, SplitAxis::kRows, {0, 2, 5}, KernelLibrary::kOneDnn, "onednn:", 3, 5);
+}
+
 TEST(CpuKernelOneDnn, CinSlicesAreXnnpacksAlone) {
   const SlicedOp op = ConvOp(1, kRelu, 8, 16);
   auto forced = CreateCpuKernel(op.graph, 0, {SplitAxis::kInputChannels, 0, 4}, {}, nullptr,
@@ -199,20 +275,15 @@ TEST(CpuKernelOneDnn, CinSlicesAreXnnpacksAlone) {
 }
 
 // The per-configuration rule of kernel_choice.h, and that kAuto builds what it chooses.
-TEST(CpuKernelChoice, DenseConvsOnOneThreadGoToOneDnn) {
+TEST(CpuKernelChoice, DenseConvsGoToOneDnn) {
   const SlicedOp dense = ConvOp(1, kRelu, 8, 16);
   const SlicedOp grouped = ConvOp(3, kRelu);
   const KernelLibrary fast = OneDnnAvailable() ? KernelLibrary::kOneDnn : KernelLibrary::kXnnpack;
-  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, WorkSlice::Whole(), nullptr), fast);
-  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kRows, 0, 2}, nullptr), fast);
-  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kInputChannels, 0, 2}, nullptr),
+  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, WorkSlice::Whole()), fast);
+  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kRows, 0, 2}), fast);
+  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kInputChannels, 0, 2}),
             KernelLibrary::kXnnpack);
-  EXPECT_EQ(ChooseConvLibrary(grouped.graph, 0, WorkSlice::Whole(), nullptr),
-            KernelLibrary::kXnnpack);
-  auto pool = CpuThreadpool::Create(2, {});
-  ASSERT_TRUE(pool.ok()) << pool.status();
-  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, WorkSlice::Whole(), (*pool)->get()),
-            KernelLibrary::kXnnpack);
+  EXPECT_EQ(ChooseConvLibrary(grouped.graph, 0, WorkSlice::Whole()), KernelLibrary::kXnnpack);
   auto kernel = CreateCpuKernel(dense.graph, 0, WorkSlice::Whole(), {}, nullptr);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   EXPECT_THAT(std::string((*kernel)->library()),

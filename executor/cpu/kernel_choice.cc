@@ -1,7 +1,5 @@
 #include "executor/cpu/kernel_choice.h"
 
-#include <pthreadpool.h>
-
 namespace psched::executor::cpu {
 
 bool OneDnnAvailable() {
@@ -12,24 +10,22 @@ bool OneDnnAvailable() {
 #endif
 }
 
-KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice,
-                                pthreadpool_t threadpool) {
+KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice) {
 #ifdef PSCHED_HAVE_ONEDNN
   // Measured (docs/runtime-performance.md, psched_conv_kernels_bench): on one core oneDNN's
-  // JIT convs beat XNNPACK's on every dense conv of the benchmark models, 1.04-2.75x, median
-  // about 1.9x. Not measured, so left to XNNPACK: grouped and depthwise convs (none in those
-  // models), cin slices (oneDNN has no accumulating kernel here) and multi-threaded devices
-  // (oneDNN's OpenMP threads would compete with the device's pinned pthreadpool).
+  // JIT convs beat XNNPACK's on nearly every dense conv of the benchmark models (median about
+  // 1.5x with AVX-512, 1.8x with AVX2). A multi-core device runs them as one-thread kernels on
+  // parts of the op across its own threadpool (parallel_slices_kernel.h). Left to XNNPACK:
+  // grouped and depthwise convs (none in those models, not measured) and cin slices (oneDNN
+  // has no accumulating kernel here).
   const auto& conv = std::get<model::ConvAttrs>(graph.op(id).attrs);
-  const bool one_thread = threadpool == nullptr || pthreadpool_get_threads_count(threadpool) <= 1;
-  if (conv.groups == 1 && slice.axis != model::SplitAxis::kInputChannels && one_thread) {
+  if (conv.groups == 1 && slice.axis != model::SplitAxis::kInputChannels) {
     return KernelLibrary::kOneDnn;
   }
 #else
   (void)graph;
   (void)id;
   (void)slice;
-  (void)threadpool;
 #endif
   return KernelLibrary::kXnnpack;
 }

@@ -16,9 +16,9 @@ namespace psched::executor::cpu {
 // Whether this build has oneDNN kernels (x86 with libdnnl).
 bool OneDnnAvailable();
 
-// kOneDnn or kXnnpack for conv op `id` of `graph` computing `slice` with `threadpool` (null:
-// one thread). Never kAuto. Always kXnnpack in builds without oneDNN (ARM).
-KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice,
-                                pthreadpool_t threadpool);
+// kOneDnn or kXnnpack for conv op `id` of `graph` computing `slice`, on a device of any
+// number of threads (CreateCpuKernel runs oneDNN on several as parallel slices). Never kAuto.
+// Always kXnnpack in builds without oneDNN (ARM).
+KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice);
 
 }  // namespace psched::executor::cpu

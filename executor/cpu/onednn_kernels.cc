@@ -1,6 +1,13 @@
 // CPU conv kernels backed by oneDNN (x86 builds with libdnnl only): whole ops, output-channel
-// slices and row slices, NHWC views with any pixel stride (strided ones staged through dense
-// buffers), Relu / Clip fused as a post-op, other activations as a pass after.
+// slices and row slices, NHWC views with any pixel stride, Relu / Clip fused as a post-op,
+// other activations as a pass after.
+//
+// Pointwise convs (1x1, stride 1, no padding) are a matrix product [pixels x cin] x [cin x
+// cout] and run as a oneDNN matmul, which takes strided rows: a view into a concat's channel
+// slice is read and written in place. oneDNN 2.6's JIT convs take dense NHWC only (a strided
+// descriptor gets its reference implementation, 500x slower), so other convs stage strided
+// views through dense buffers.
+//
 // oneDNN picks its implementation per configuration; only JIT ones are taken (its reference
 // implementation is plain loops, no match for XNNPACK); anything else fails with Unimplemented
 // so the caller falls back to XNNPACK.
@@ -61,13 +68,13 @@ class OneDnnConvKernel final : public KernelBase {
     omp_set_num_threads(1);
     if (!staged_in_.empty()) Copy(InView(), staged_in_.data(), false);
     try {
-      conv_.execute(stream_, {{DNNL_ARG_SRC, src_},
-                              {DNNL_ARG_WEIGHTS, weights_},
-                              {DNNL_ARG_BIAS, bias_},
-                              {DNNL_ARG_DST, dst_},
-                              {DNNL_ARG_SCRATCHPAD, scratchpad_}});
+      primitive_.execute(stream_, {{DNNL_ARG_SRC, src_},
+                                   {DNNL_ARG_WEIGHTS, weights_},
+                                   {DNNL_ARG_BIAS, bias_},
+                                   {DNNL_ARG_DST, dst_},
+                                   {DNNL_ARG_SCRATCHPAD, scratchpad_}});
     } catch (const dnnl::error& e) {
-      return absl::InternalError(absl::StrCat(name_, ": oneDNN conv: ", e.what()));
+      return absl::InternalError(absl::StrCat(name_, ": oneDNN: ", e.what()));
     }
     if (!staged_out_.empty()) Copy(OutView(), staged_out_.data(), true);
     if (NeedsActivationPass(activation_)) ApplyActivationInPlace(activation_, OutView());
@@ -113,11 +120,66 @@ class OneDnnConvKernel final : public KernelBase {
     // oneDNN fixes a primitive's thread count when it creates it: one, on this thread.
     omp_set_num_threads(1);
     BuildConvSlice(graph, id, slice_, g_);
+    dnnl::primitive_attr attr;
+    // Each kernel owns its scratchpad: oneDNN's primitive cache may hand two kernels of the
+    // same configuration one primitive, which device threads then run concurrently.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::post_ops ops;
+    if (activation_.kind == model::ActivationKind::kRelu) {
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    } else if (activation_.kind == model::ActivationKind::kClip) {
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, activation_.min, activation_.max);
+    }
+    attr.set_post_ops(ops);
+    stream_ = dnnl::stream(Engine());
+    const memory::desc bias_md =
+        IsPointwise()
+            ? memory::desc({1, g_.out_channels}, memory::data_type::f32, memory::format_tag::ab)
+            : memory::desc({g_.out_channels}, memory::data_type::f32, memory::format_tag::x);
+    absl::Status made = IsPointwise() ? InitMatmul(attr, bias_md) : InitConv(attr, bias_md);
+    if (!made.ok()) return made;
+    bias_ = memory(bias_md, Engine());
+    float* bias = static_cast<float*>(bias_.get_data_handle());
+    for (int64_t c = 0; c < g_.out_channels; ++c) bias[c] = g_.bias ? g_.bias[c] : 0.0f;
+    g_.filter = g_.bias = nullptr;
+    return absl::OkStatus();
+  }
+
+  // 1x1, stride 1, no padding, one group: every output pixel is its input pixel times the
+  // filter, so the slice's pixels form a matrix whose rows are the views' pixel strides apart.
+  bool IsPointwise() const {
+    const model::Window2d& w = g_.window;
+    return g_.groups == 1 && w.kernel_h == 1 && w.kernel_w == 1 && w.stride_h == 1 &&
+           w.stride_w == 1 && w.pad_top == 0 && w.pad_bottom == 0 && w.pad_left == 0 &&
+           w.pad_right == 0;
+  }
+
+  absl::Status InitMatmul(const dnnl::primitive_attr& attr, const memory::desc& bias_md) {
+    const int64_t pixels = g_.out_rows * output_shape_.w;
+    const int64_t in_c = g_.group_in;
+    const memory::desc src_md({pixels, in_c}, memory::data_type::f32, {input_strides_[0], 1});
+    const memory::desc dst_md({pixels, g_.out_channels}, memory::data_type::f32,
+                              {output_stride_, 1});
+    // The graph's 1x1 filter is [cout][cin]: the [cin x cout] weights, column-major.
+    const memory::desc user_weights_md({in_c, g_.out_channels}, memory::data_type::f32, {1, in_c});
+    const memory::desc any_weights_md({in_c, g_.out_channels}, memory::data_type::f32,
+                                      memory::format_tag::any);
+    const dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(src_md, any_weights_md, bias_md, dst_md), attr, Engine());
+    if (absl::Status s = TakeImplementation(pd.impl_info_str()); !s.ok()) return s;
+    primitive_ = dnnl::matmul(pd);
+    PackWeights(user_weights_md, pd.weights_desc());
+    scratchpad_ = memory(pd.scratchpad_desc(), Engine());
+    src_ = memory(src_md, Engine(), DNNL_MEMORY_NONE);
+    dst_ = memory(dst_md, Engine(), DNNL_MEMORY_NONE);
+    return absl::OkStatus();
+  }
+
+  absl::Status InitConv(const dnnl::primitive_attr& attr, const memory::desc& bias_md) {
     const model::Window2d& w = g_.window;
     const int64_t in_c = g_.groups * g_.group_in;
-    // oneDNN 2.6 has JIT convs for dense NHWC only; strided views (a concat's channel slice,
-    // a cout slice of the output) are staged through dense buffers, a copy far cheaper than
-    // the conv.
+    // Strided views (a concat's channel slice, a cout slice of the output) are staged
+    // through dense buffers: oneDNN 2.6 has JIT convs for dense NHWC only.
     const int64_t in_w = input_shapes_[0].w, out_w = output_shape_.w;
     const memory::desc src_md = NhwcDesc(in_c, g_.in_rows, in_w);
     const memory::desc dst_md = NhwcDesc(g_.out_channels, g_.out_rows, out_w);
@@ -134,49 +196,42 @@ class OneDnnConvKernel final : public KernelBase {
         filter_dims, memory::data_type::f32,
         grouped ? memory::format_tag::gohwi : memory::format_tag::ohwi);
     const memory::desc any_weights_md(filter_dims, memory::data_type::f32, memory::format_tag::any);
-    const memory::desc bias_md({g_.out_channels}, memory::data_type::f32, memory::format_tag::x);
     const dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
         any_weights_md, bias_md, dst_md, {w.stride_h, w.stride_w},
         {w.dilation_h - 1, w.dilation_w - 1}, {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
-    dnnl::primitive_attr attr;
-    // Each kernel owns its scratchpad: oneDNN's primitive cache may hand two kernels of the
-    // same configuration one primitive, which device threads then run concurrently.
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::post_ops ops;
-    if (activation_.kind == model::ActivationKind::kRelu) {
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    } else if (activation_.kind == model::ActivationKind::kClip) {
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, activation_.min, activation_.max);
-    }
-    attr.set_post_ops(ops);
     const dnnl::convolution_forward::primitive_desc pd(desc, attr, Engine());
-    impl_ = absl::StrCat("onednn:", pd.impl_info_str());
-    if (!absl::StrContains(impl_, "jit") && !absl::StrContains(impl_, "brg")) {
-      return absl::UnimplementedError(
-          absl::StrCat(name_, ": oneDNN has only ", impl_, " for this configuration"));
-    }
-    conv_ = dnnl::convolution_forward(pd);
-    stream_ = dnnl::stream(Engine());
-    // Pack the filter once into oneDNN's layout, and copy the bias (zeros when there is none).
-    weights_ = memory(pd.weights_desc(), Engine());
-    memory user_weights(user_weights_md, Engine(), const_cast<float*>(g_.filter));
-    dnnl::reorder(user_weights, weights_).execute(stream_, user_weights, weights_);
-    bias_ = memory(bias_md, Engine());
-    float* bias = static_cast<float*>(bias_.get_data_handle());
-    for (int64_t c = 0; c < g_.out_channels; ++c) bias[c] = g_.bias ? g_.bias[c] : 0.0f;
-    g_.filter = g_.bias = nullptr;
+    if (absl::Status s = TakeImplementation(pd.impl_info_str()); !s.ok()) return s;
+    primitive_ = dnnl::convolution_forward(pd);
+    PackWeights(user_weights_md, pd.weights_desc());
     scratchpad_ = memory(pd.scratchpad_desc(), Engine());
     src_ = memory(src_md, Engine(), DNNL_MEMORY_NONE);
     dst_ = memory(dst_md, Engine(), DNNL_MEMORY_NONE);
     return absl::OkStatus();
   }
 
+  // Only JIT implementations: oneDNN's reference ones are plain loops.
+  absl::Status TakeImplementation(const char* info) {
+    impl_ = absl::StrCat("onednn:", info);
+    if (!absl::StrContains(impl_, "jit") && !absl::StrContains(impl_, "brg")) {
+      return absl::UnimplementedError(
+          absl::StrCat(name_, ": oneDNN has only ", impl_, " for this configuration"));
+    }
+    return absl::OkStatus();
+  }
+
+  // The filter packed once into the primitive's layout.
+  void PackWeights(const memory::desc& user_md, const memory::desc& packed_md) {
+    weights_ = memory(packed_md, Engine());
+    memory user_weights(user_md, Engine(), const_cast<float*>(g_.filter));
+    dnnl::reorder(user_weights, weights_).execute(stream_, user_weights, weights_);
+  }
+
   ConvSlice g_;
   std::string impl_;
   std::vector<float> staged_in_, staged_out_;  // empty: the view is dense, used in place
-  dnnl::convolution_forward conv_;
-  dnnl::stream stream_;  // in-order; carries only the engine on the CPU
+  dnnl::primitive primitive_;  // a convolution_forward, or a matmul for pointwise convs
+  dnnl::stream stream_;        // in-order; carries only the engine on the CPU
   memory weights_, bias_, scratchpad_, src_, dst_;
 };
 
