@@ -36,6 +36,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/coexec/ort_peer_process.h"
+#include "executor/calibration/host_training.h"
 #include "executor/cpu/cpu_graph_executor.h"
 #include "executor/layout.h"
 #include "executor/npy.h"
@@ -44,8 +45,7 @@
 #include "executor/runtime/trace.h"
 #include "executor/testing/tensor_compare.h"
 #include "model/onnx_import.h"
-#include "predictor/analytic_model.h"
-#include "predictor/calibration/analytic_params_json.h"
+#include "predictor/device_subset_model.h"
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
 #include "scheduler/registry/registry.h"
@@ -211,40 +211,51 @@ int Main(int argc, char** argv) {
                  "write per op configuration times of platform A's single:cpu.0 plan "
                  "(<model>.psched.csv) and of ONNX Runtime with 1 thread (<model>.ort.csv); "
                  "bench/coexec/per_op_table.py joins them");
-  std::string host_model_path;
-  app.add_option("--host-model", host_model_path,
-                 "psched-calibrate --out JSON: plan with its fitted devices (cpu.0, cpu.1, gpu) "
-                 "instead of the `host` analytic profile");
+  std::vector<std::string> host_model_paths;
+  app.add_option("--host-model", host_model_paths,
+                 "psched-calibrate --out JSON (one or more): plan every platform with a calibrated "
+                 "host model (GBDT or analytic fit per device and op family, co-run contention) "
+                 "of its devices - cpu.0, cpu.1, gpu; C's 2-core cluster when a file has `cpu` - "
+                 "from the first file that has them all, instead of the `host` analytic profile");
   CLI11_PARSE(app, argc, argv);
-  // Calibrated parameters by device name, when given.
-  std::map<std::string, predictor::AnalyticDeviceParams> calibrated;
-  if (!host_model_path.empty()) {
-    std::ifstream in(host_model_path);
+  // The calibrated host models and their device names, in the order given.
+  std::vector<executor::calibration::LoadedHostModel> calibrated;
+  for (const std::string& path : host_model_paths) {
+    std::ifstream in(path);
     const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    auto params = predictor::calibration::AnalyticParamsFromJson(
+    auto loaded = executor::calibration::HostModelFromJson(
         json.is_object() && json.contains("params") ? json["params"] : json);
-    if (!params.ok()) {
-      std::fprintf(stderr, "--host-model %s: %s\n", host_model_path.c_str(),
-                   params.status().ToString().c_str());
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "--host-model %s: %s\n", path.c_str(),
+                   loaded.status().ToString().c_str());
       return 1;
     }
-    for (const predictor::AnalyticDeviceParams& d : params->devices) calibrated[d.name] = d;
+    calibrated.push_back(*std::move(loaded));
   }
-  // The profile's platform with every device's parameters replaced by the calibrated ones.
-  auto calibrate = [&](predictor::Profile& profile) -> bool {
+  // The profile's latency model replaced by the first calibrated model's view of its devices.
+  // A platform no file covers keeps its prior when `optional`.
+  auto calibrate = [&](predictor::Profile& profile, bool optional = false) -> bool {
     if (calibrated.empty()) return true;
-    std::vector<predictor::AnalyticDeviceParams> devices;
-    for (const platform::DeviceSpec& d : profile.platform.devices) {
-      auto it = calibrated.find(d.name);
-      if (it == calibrated.end()) {
-        std::fprintf(stderr, "--host-model has no device '%s'\n", d.name.c_str());
+    for (const executor::calibration::LoadedHostModel& host : calibrated) {
+      std::vector<int> indices;
+      for (const platform::DeviceSpec& d : profile.platform.devices) {
+        auto it = std::find(host.device_names.begin(), host.device_names.end(), d.name);
+        if (it == host.device_names.end()) break;
+        indices.push_back(static_cast<int>(it - host.device_names.begin()));
+      }
+      if (indices.size() < profile.platform.devices.size()) continue;
+      auto subset = predictor::DeviceSubsetModel::Create(host.model, std::move(indices));
+      if (!subset.ok()) {
+        std::fprintf(stderr, "--host-model: %s\n", subset.status().ToString().c_str());
         return false;
       }
-      devices.push_back(it->second);
+      profile.model = *std::move(subset);
+      return true;
     }
-    profile.model = std::make_shared<predictor::AnalyticModel>(
-        profile.platform.name + "+calibrated", std::move(devices));
-    return true;
+    if (optional) return true;
+    std::fprintf(stderr, "no --host-model has every device of platform %s\n",
+                 profile.platform.name.c_str());
+    return false;
   };
 
   // B first: PoCL's worker thread starts when the device opens and is pinned to core 1.
@@ -261,9 +272,10 @@ int Main(int argc, char** argv) {
   if (!calibrate(profile_a)) return 1;
   platforms.push_back({"A", profile_a, std::move(*devices_a)});
   // C: one device for the 2-core cluster, as topology discovery gives pschedd here. Its
-  // prediction is the prior (no --host-model device is named `cpu`).
+  // prediction is the prior unless the calibration has a `cpu` device (--devices cpu=0+1).
   predictor::Profile profile_c = predictor::HostProfile({{.name = "cpu", .cores = {0, 1}}});
   if (!DropGpu(profile_c, "host-cluster")) return 1;
+  if (!calibrate(profile_c, /*optional=*/true)) return 1;
   auto devices_c = PlatformDevices::Create(profile_c.platform);
   if (!devices_c.ok()) {
     std::fprintf(stderr, "platform C: %s\n", devices_c.status().ToString().c_str());
@@ -283,10 +295,11 @@ int Main(int argc, char** argv) {
   } else {
     std::printf("platform B skipped: %s\n", devices_b.status().ToString().c_str());
   }
-  std::printf("latency model: %s\n",
-              calibrated.empty()
-                  ? "`host` analytic profile"
-                  : absl::StrCat("calibrated host model from ", host_model_path).c_str());
+  std::printf("latency model: %s\n", calibrated.empty()
+                                         ? "`host` analytic profile"
+                                         : absl::StrCat("calibrated host models from ",
+                                                        absl::StrJoin(host_model_paths, ", "))
+                                               .c_str());
 
   std::vector<std::string> paths;
   for (const std::string& m : models) paths.push_back(models_dir + "/" + m + ".onnx");
