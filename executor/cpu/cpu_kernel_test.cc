@@ -32,9 +32,10 @@ struct SlicedOp {
 
 // A conv over a 7x6 input with `cin_g` input and `cout_g` output channels per group, a 3x2
 // window with stride (2, 1), dilation (1, 2) and uneven padding.
-SlicedOp ConvOp(int64_t groups, model::Activation act, int64_t cin_g = 4, int64_t cout_g = 3) {
+SlicedOp ConvOp(int64_t groups, model::Activation act, int64_t cin_g = 4, int64_t cout_g = 3,
+                std::pair<int64_t, int64_t> in_hw = {7, 6}) {
   GraphBuilder b;
-  const model::Shape in{7, 6, cin_g * groups};
+  const model::Shape in{in_hw.first, in_hw.second, cin_g * groups};
   auto x = b.AddInput(in);
   model::ConvAttrs conv;
   conv.window = {.kernel_h = 3,
@@ -52,8 +53,8 @@ SlicedOp ConvOp(int64_t groups, model::Activation act, int64_t cin_g = 4, int64_
   conv.filter = b.AddConstant({cout, 3, 2, cin_g},
                               RandomVector(static_cast<size_t>(cout * 3 * 2 * cin_g), 1));
   conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), 2));
-  // Rows: (7 + 3 - 3) / 2 + 1 = 4; columns: (6 + 1 - 3) / 1 + 1 = 5.
-  b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {4, 5, cout}, conv, act));
+  // Rows: (h + 3 - 3) / 2 + 1 (4 for 7); columns: (w + 1 - 3) / 1 + 1 (5 for 6).
+  b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {in.h / 2 + 1, in.w - 1, cout}, conv, act));
   SlicedOp op{b.Build(), RandomVector(static_cast<size_t>(in.Elements()), 3), {}};
   op.expected = (*reference::RunGraph(op.graph, {op.input}))[0];
   return op;
@@ -148,14 +149,14 @@ TEST(CpuKernelSlices, FullyConnectedCoutAndCin) {
 }
 
 // A 1x1 conv (oneDNN runs these through its own 1x1 kernels) of 16 > 24 channels over 5x4.
-SlicedOp PointwiseOp(model::Activation act) {
+SlicedOp PointwiseOp(model::Activation act, std::pair<int64_t, int64_t> hw = {5, 4}) {
   GraphBuilder b;
-  auto x = b.AddInput({5, 4, 16});
+  auto x = b.AddInput({hw.first, hw.second, 16});
   model::ConvAttrs conv;
   conv.filter = b.AddConstant({24, 1, 1, 16}, RandomVector(24 * 16, 7));
   conv.bias = b.AddConstant({24}, RandomVector(24, 8));
-  b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {5, 4, 24}, conv, act));
-  SlicedOp op{b.Build(), RandomVector(5 * 4 * 16, 9), {}};
+  b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {hw.first, hw.second, 24}, conv, act));
+  SlicedOp op{b.Build(), RandomVector(static_cast<size_t>(hw.first * hw.second * 16), 9), {}};
   op.expected = (*reference::RunGraph(op.graph, {op.input}))[0];
   return op;
 }
@@ -195,7 +196,10 @@ TEST(CpuKernelOneDnn, ParallelPartsOnAMultiThreadDevice) {
   if (!OneDnnAvailable()) GTEST_SKIP() << "built without oneDNN";
   auto pool = CpuThreadpool::Create(2, {});
   ASSERT_TRUE(pool.ok()) << pool.status();
-  for (const SlicedOp& op : {ConvOp(1, kRelu, 8, 40), ConvOp(1, kSigmoid), PointwiseOp(kRelu6)}) {
+  // 4-11 MFLOP each: every slice below is worth two parts.
+  for (const SlicedOp& op :
+       {ConvOp(1, kRelu, 16, 48, {60, 40}), ConvOp(1, kSigmoid, 24, 24, {60, 40}),
+        PointwiseOp(kRelu6, {96, 64})}) {
     const int64_t rows = op.graph.output_shape(0).h;
     const int64_t cout = op.graph.output_shape(0).c;
     for (const auto& [pad_in, pad_out] : {std::pair<int64_t, int64_t>{0, 0}, {3, 5}}) {
@@ -208,7 +212,7 @@ TEST(CpuKernelOneDnn, ParallelPartsOnAMultiThreadDevice) {
     }
   }
   // A whole op is cut in two parts.
-  const SlicedOp tall = ConvOp(1, kRelu, 8, 16);
+  const SlicedOp tall = ConvOp(1, kRelu, 16, 48, {60, 40});
   auto kernel = CreateCpuKernel(tall.graph, 0, WorkSlice::Whole(), {}, (*pool)->get());
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   EXPECT_THAT(std::string((*kernel)->library()), ::testing::EndsWith(" x2"));
@@ -216,36 +220,39 @@ TEST(CpuKernelOneDnn, ParallelPartsOnAMultiThreadDevice) {
 
 TEST(CpuKernelParts, CutsTheSlicesAxisOrTheOneThatSharesLess) {
   using internal::PartsForThreads;
+  constexpr double kAnyWork = 1;  // flops per part: cut however little work there is
   // 4 output rows, 8 > 40 channels: the filter (40x3x2x8 = 1920) outweighs the input
   // (7x6x8 = 336), so a whole op is cut by output channels, at multiples of 16.
   const SlicedOp heavy = ConvOp(1, kRelu, 8, 40);
-  auto parts = PartsForThreads(heavy.graph, 0, WorkSlice::Whole(), 2);
+  auto parts = PartsForThreads(heavy.graph, 0, WorkSlice::Whole(), 2, kAnyWork);
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[0].axis, SplitAxis::kOutputChannels);
   EXPECT_EQ(parts[0].end, 16);
   EXPECT_EQ(parts[1].begin, 16);
   EXPECT_EQ(parts[1].end, 40);
-  parts = PartsForThreads(heavy.graph, 0, WorkSlice::Whole(), 4);
+  parts = PartsForThreads(heavy.graph, 0, WorkSlice::Whole(), 4, kAnyWork);
   ASSERT_EQ(parts.size(), 3u);  // 16 + 16 + 8
   EXPECT_EQ(parts[2].end, 40);
   // A light filter (3 outputs): by rows, two per thread.
   const SlicedOp light = ConvOp(1, kRelu);
-  parts = PartsForThreads(light.graph, 0, WorkSlice::Whole(), 2);
+  parts = PartsForThreads(light.graph, 0, WorkSlice::Whole(), 2, kAnyWork);
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[0].axis, SplitAxis::kRows);
   EXPECT_EQ(parts[0].end, 2);
   EXPECT_EQ(parts[1].end, 4);
   // Too few rows for 4 threads and too few channels to cut: one part.
-  EXPECT_EQ(PartsForThreads(light.graph, 0, WorkSlice::Whole(), 4).size(), 1u);
+  EXPECT_EQ(PartsForThreads(light.graph, 0, WorkSlice::Whole(), 4, kAnyWork).size(), 1u);
   // A slice keeps its axis; a one-row slice cannot be cut.
-  parts = PartsForThreads(heavy.graph, 0, {SplitAxis::kOutputChannels, 8, 40}, 2);
+  parts = PartsForThreads(heavy.graph, 0, {SplitAxis::kOutputChannels, 8, 40}, 2, kAnyWork);
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[0].begin, 8);
   EXPECT_EQ(parts[0].end, 24);
   EXPECT_EQ(parts[1].end, 40);
-  parts = PartsForThreads(heavy.graph, 0, {SplitAxis::kRows, 3, 4}, 2);
+  parts = PartsForThreads(heavy.graph, 0, {SplitAxis::kRows, 3, 4}, 2, kAnyWork);
   ASSERT_EQ(parts.size(), 1u);
   EXPECT_EQ(parts[0].begin, 3);
+  // With the default least work per part (1 MFLOP), this 77 KFLOP conv is not worth cutting.
+  EXPECT_EQ(PartsForThreads(heavy.graph, 0, WorkSlice::Whole(), 2).size(), 1u);
 }
 
 // A pointwise conv is a matrix product over the pixels: a oneDNN matmul, which reads and

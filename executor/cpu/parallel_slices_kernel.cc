@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "model/op_cost.h"
 #include "model/split.h"
 
 namespace psched::executor::cpu::internal {
@@ -70,8 +71,13 @@ class ParallelSlicesKernel final : public CpuKernel {
 }  // namespace
 
 std::vector<WorkSlice> PartsForThreads(const model::Graph& graph, model::OpId id, WorkSlice slice,
-                                       int threads) {
+                                       int threads, double min_flops_per_part) {
   using model::SplitAxis;
+  const int64_t work = slice.axis == SplitAxis::kNone ? 1 : model::WorkSize(graph, id, slice.axis);
+  const double flops = static_cast<double>(model::OpFlops(graph, id)) *
+                       static_cast<double>(slice.end - slice.begin) / static_cast<double>(work);
+  threads = std::min<int>(threads, static_cast<int>(flops / min_flops_per_part));
+  if (threads < 2) return {slice};
   if (slice.axis == SplitAxis::kRows)
     return Cut(SplitAxis::kRows, slice.begin, slice.end, threads, 1);
   if (slice.axis == SplitAxis::kOutputChannels) {

@@ -24,10 +24,13 @@ using PartFactory = std::function<absl::StatusOr<std::unique_ptr<CpuKernel>>(Wor
 // The parts `slice` of op `id` is cut into for `threads` threads: its own axis when it has one;
 // a whole op by output channels when its filter is larger than its input (each part then reads
 // half the filter; a cut by rows would make every part read all of it) or it has too few rows
-// (fewer than two per thread), else by rows; a slice too small to cut gives one part.
+// (fewer than two per thread), else by rows. A slice too small to cut, or with less than
+// `min_flops_per_part` of work per part, gives fewer parts (down to one): a parallel call and
+// a oneDNN execute cost a few us, the time of ~1 MFLOP here.
 // REQUIRES: op `id` is a conv and `slice` is valid for it.
+inline constexpr double kMinFlopsPerPart = 1e6;
 std::vector<WorkSlice> PartsForThreads(const model::Graph& graph, model::OpId id, WorkSlice slice,
-                                       int threads);
+                                       int threads, double min_flops_per_part = kMinFlopsPerPart);
 
 // A kernel running `make_part(p)` for every p of PartsForThreads(graph, id, slice, threads of
 // `threadpool`) as the items of one parallel call. Fails with the first part's error.
