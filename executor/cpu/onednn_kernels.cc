@@ -166,13 +166,7 @@ class OneDnnConvKernel final : public KernelBase {
                                       memory::format_tag::any);
     const dnnl::matmul::primitive_desc pd(
         dnnl::matmul::desc(src_md, any_weights_md, bias_md, dst_md), attr, Engine());
-    if (absl::Status s = TakeImplementation(pd.impl_info_str()); !s.ok()) return s;
-    primitive_ = dnnl::matmul(pd);
-    PackWeights(user_weights_md, pd.weights_desc());
-    scratchpad_ = memory(pd.scratchpad_desc(), Engine());
-    src_ = memory(src_md, Engine(), DNNL_MEMORY_NONE);
-    dst_ = memory(dst_md, Engine(), DNNL_MEMORY_NONE);
-    return absl::OkStatus();
+    return Adopt<dnnl::matmul>(pd, user_weights_md, src_md, dst_md);
   }
 
   absl::Status InitConv(const dnnl::primitive_attr& attr, const memory::desc& bias_md) {
@@ -201,30 +195,28 @@ class OneDnnConvKernel final : public KernelBase {
         any_weights_md, bias_md, dst_md, {w.stride_h, w.stride_w},
         {w.dilation_h - 1, w.dilation_w - 1}, {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
     const dnnl::convolution_forward::primitive_desc pd(desc, attr, Engine());
-    if (absl::Status s = TakeImplementation(pd.impl_info_str()); !s.ok()) return s;
-    primitive_ = dnnl::convolution_forward(pd);
-    PackWeights(user_weights_md, pd.weights_desc());
-    scratchpad_ = memory(pd.scratchpad_desc(), Engine());
-    src_ = memory(src_md, Engine(), DNNL_MEMORY_NONE);
-    dst_ = memory(dst_md, Engine(), DNNL_MEMORY_NONE);
-    return absl::OkStatus();
+    return Adopt<dnnl::convolution_forward>(pd, user_weights_md, src_md, dst_md);
   }
 
-  // Only JIT implementations: oneDNN's reference ones are plain loops.
-  absl::Status TakeImplementation(const char* info) {
-    impl_ = absl::StrCat("onednn:", info);
+  // Takes `pd` if oneDNN chose a JIT implementation (its reference ones are plain loops): the
+  // primitive, the filter packed once into its layout, its scratchpad and the memories Setup
+  // binds.
+  template <typename Primitive, typename PrimitiveDesc>
+  absl::Status Adopt(const PrimitiveDesc& pd, const memory::desc& user_weights_md,
+                     const memory::desc& src_md, const memory::desc& dst_md) {
+    impl_ = absl::StrCat("onednn:", pd.impl_info_str());
     if (!absl::StrContains(impl_, "jit") && !absl::StrContains(impl_, "brg")) {
       return absl::UnimplementedError(
           absl::StrCat(name_, ": oneDNN has only ", impl_, " for this configuration"));
     }
-    return absl::OkStatus();
-  }
-
-  // The filter packed once into the primitive's layout.
-  void PackWeights(const memory::desc& user_md, const memory::desc& packed_md) {
-    weights_ = memory(packed_md, Engine());
-    memory user_weights(user_md, Engine(), const_cast<float*>(g_.filter));
+    primitive_ = Primitive(pd);
+    weights_ = memory(pd.weights_desc(), Engine());
+    memory user_weights(user_weights_md, Engine(), const_cast<float*>(g_.filter));
     dnnl::reorder(user_weights, weights_).execute(stream_, user_weights, weights_);
+    scratchpad_ = memory(pd.scratchpad_desc(), Engine());
+    src_ = memory(src_md, Engine(), DNNL_MEMORY_NONE);
+    dst_ = memory(dst_md, Engine(), DNNL_MEMORY_NONE);
+    return absl::OkStatus();
   }
 
   ConvSlice g_;
