@@ -40,16 +40,28 @@ def cpu_ghz():
     return 0.0
 
 
+def cpu_flop_per_cycle():
+    """FP32 FLOP per cycle of one core with two FMA ports: 64 with AVX-512, else 32 (AVX2)."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return 64.0 if "avx512f" in line.split() else 32.0
+    return 32.0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("psched")
     ap.add_argument("ort")
-    ap.add_argument("--peak-flop-per-cycle", type=float, default=32.0,
-                    help="FP32 FLOP per cycle of one core (AVX2, 2 FMA ports: 32)")
+    ap.add_argument("--peak-flop-per-cycle", type=float, default=0.0,
+                    help="FP32 FLOP per cycle of one core (default from /proc/cpuinfo: "
+                         "64 with AVX-512, 32 with AVX2; two FMA ports)")
     ap.add_argument("--ghz", type=float, default=0.0)
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
     ours, theirs = read(args.psched), read(args.ort)
+    if not args.peak_flop_per_cycle:
+        args.peak_flop_per_cycle = cpu_flop_per_cycle()
     peak = args.peak_flop_per_cycle * (args.ghz or cpu_ghz())  # GFLOP/s
     rows = []
     for key in set(ours) | set(theirs):
