@@ -13,11 +13,12 @@
 // (GPU dispatch overhead measured on the device). With ONNX Runtime, every psched
 // configuration runs the complete model file the peer wrote (the same weights on both sides)
 // and its output is checked against ONNX Runtime's. All configurations, ONNX Runtime's
-// included, are timed in interleaved rounds; every latency is the median of --runs runs after
-// one warm-up, with its spread (min, max); predicted is the schedule's makespan. Flags: a
-// plan slower than the best single device of its platform, or more than 1.15x its
-// prediction. With `exact` among --methods, the /exact column is the paper's measurement
-// table: every plan's measured latency over the measured exact plan's on its platform.
+// included, are timed in interleaved rounds, each run after an idle pause (--settle-ms) so
+// that no configuration runs beside threads the previous one left spinning; every latency is
+// the median of --runs runs after one warm-up, with its spread (min, max); predicted is the
+// schedule's makespan. Flags: a plan slower than the best single device of its platform, or more
+// than 1.15x its prediction. With `exact` among --methods, the /exact column is the paper's
+// measurement table: every plan's measured latency over the measured exact plan's on its platform.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,6 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "bench/coexec/ort_peer_process.h"
 #include "executor/calibration/host_training.h"
 #include "executor/cpu/cpu_graph_executor.h"
@@ -192,6 +194,11 @@ int Main(int argc, char** argv) {
   app.add_option("--models-dir", models_dir);
   app.add_option("--methods", methods, "co-execution methods besides single:<device>");
   app.add_option("--runs", runs, "timed runs per configuration (median reported)");
+  double settle_ms = 20;
+  app.add_option("--settle-ms", settle_ms,
+                 "idle pause before each timed run, so that threads the previous configuration "
+                 "left spinning (ONNX Runtime's pool, pthreadpool, PoCL) have stopped")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--timeout", iterative_timeout_s, "planning timeout per stage, seconds");
   app.add_option("--exact-stage-s", exact_stage_s,
                  "time limit per stage of the exact method (--methods ... exact), seconds")
@@ -463,6 +470,7 @@ int Main(int argc, char** argv) {
     }
     for (int round = 0; round < runs; ++round) {
       for (Config& c : configs) {
+        absl::SleepFor(absl::Milliseconds(settle_ms));
         if (c.self_timed) {
           const double ms = c.self_timed();
           c.ok &= ms >= 0;

@@ -194,8 +194,28 @@ class OneDnnConvKernel final : public KernelBase {
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
         any_weights_md, bias_md, dst_md, {w.stride_h, w.stride_w},
         {w.dilation_h - 1, w.dilation_w - 1}, {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
-    const dnnl::convolution_forward::primitive_desc pd(desc, attr, Engine());
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, Engine());
+    if (PrefersDirectJit()) {
+      // oneDNN lists implementations best first; take its direct JIT kernel over brgconv.
+      dnnl::convolution_forward::primitive_desc first = pd;
+      while (!absl::StartsWith(pd.impl_info_str(), "jit:") && pd.next_impl()) {
+      }
+      if (!absl::StartsWith(pd.impl_info_str(), "jit:")) pd = first;
+    }
     return Adopt<dnnl::convolution_forward>(pd, user_weights_md, src_md, dst_md);
+  }
+
+  // Measured inside interleaved runs (psched_conv_kernels_bench, AVX-512, docs/runtime-
+  // performance.md): oneDNN's direct JIT conv beats its first choice, brgconv, by 6-22% on
+  // dense convs with 16-64 input channels at stride 1 up to 56x56 outputs and 16-32 at stride
+  // 2 (squeezenet's and peleenet's 3x3s), and loses by 10-76% on larger inputs, three-channel
+  // first layers and wide 56x56 stride-2 ones.
+  bool PrefersDirectJit() const {
+    const model::Window2d& w = g_.window;
+    const int64_t cin = g_.group_in;
+    if (g_.groups != 1 || cin < 16 || w.stride_h != w.stride_w) return false;
+    if (w.stride_h == 1) return cin <= 64 && g_.out_rows * output_shape_.w <= 56 * 56;
+    return w.stride_h == 2 && cin <= 32;
   }
 
   // Takes `pd` if oneDNN chose a JIT implementation (its reference ones are plain loops): the
