@@ -746,8 +746,9 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
   auto work = [this, shared, model, plan, inputs = std::move(ordered)] {
     shared->output = backend_->Run(*model, plan ? &plan->output : nullptr, inputs);
   };
+  // An idle queue runs the inference right here on the request's thread (no hand-off).
   absl::StatusOr<std::shared_ptr<InferenceQueue::Job>> job =
-      queue_.Submit(std::move(work), context.deadline);
+      queue_.Submit(std::move(work), context.deadline, InferenceQueue::WhenIdle::kRunOnCaller);
   if (!job.ok()) return job.status();
 
   while (!(*job)->WaitUntil(std::min(context.deadline, absl::Now() + kPollInterval))) {

@@ -20,19 +20,27 @@ InferenceQueue::InferenceQueue(int capacity)
 InferenceQueue::~InferenceQueue() { Drain(); }
 
 absl::StatusOr<std::shared_ptr<InferenceQueue::Job>> InferenceQueue::Submit(Work work,
-                                                                            absl::Time deadline) {
+                                                                            absl::Time deadline,
+                                                                            WhenIdle when_idle) {
   auto job = std::make_shared<Job>();
   job->work_ = std::move(work);
   job->deadline_ = deadline;
   job->submitted_ = absl::Now();
-  absl::MutexLock lock(&mu_);
-  if (shutting_down_) return absl::UnavailableError("pschedd is shutting down");
-  int64_t depth = static_cast<int64_t>(pending_.size()) + (running_job_ ? 1 : 0);
-  if (depth >= capacity_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "inference queue is full (", depth, " of ", capacity_, " requests waiting or running)"));
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return absl::UnavailableError("pschedd is shutting down");
+    int64_t depth = static_cast<int64_t>(pending_.size()) + (running_job_ ? 1 : 0);
+    if (depth >= capacity_) {
+      return absl::ResourceExhaustedError(absl::StrCat("inference queue is full (", depth, " of ",
+                                                       capacity_, " requests waiting or running)"));
+    }
+    if (when_idle != WhenIdle::kRunOnCaller || !IsIdle()) {
+      pending_.push_back(job);
+      return job;
+    }
+    running_job_ = true;
   }
-  pending_.push_back(job);
+  RunJob(job);
   return job;
 }
 
@@ -44,6 +52,9 @@ void InferenceQueue::Shutdown() {
 void InferenceQueue::Drain() {
   Shutdown();
   if (worker_.joinable()) worker_.join();
+  // A job a caller runs may still be running.
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(this, &InferenceQueue::IsIdle));
 }
 
 InferenceQueue::ProgressInfo InferenceQueue::Progress() const {
@@ -66,37 +77,41 @@ void InferenceQueue::WorkerLoop() {
       pending_.pop_front();
       running_job_ = true;
     }
-    absl::Status outcome;
-    absl::Time now = absl::Now();
-    if (job->cancelled_.load()) {
-      outcome = absl::CancelledError("request cancelled while queued");
-    } else if (now >= job->deadline_) {
-      outcome = absl::DeadlineExceededError("deadline passed while the inference was queued");
-    } else {
-      {
-        absl::MutexLock lock(&job->mu_);
-        job->started_ = now;
-      }
-      {
-        absl::MutexLock lock(&mu_);
-        running_since_ = now;
-      }
-      job->work_();
-    }
+    RunJob(job);
+  }
+}
+
+void InferenceQueue::RunJob(const std::shared_ptr<Job>& job) {
+  absl::Status outcome;
+  absl::Time now = absl::Now();
+  if (job->cancelled_.load()) {
+    outcome = absl::CancelledError("request cancelled while queued");
+  } else if (now >= job->deadline_) {
+    outcome = absl::DeadlineExceededError("deadline passed while the inference was queued");
+  } else {
     {
       absl::MutexLock lock(&job->mu_);
-      job->outcome_ = outcome;
+      job->started_ = now;
     }
     {
-      // Count the job before waking its waiter, so a caller that saw it finish also sees
-      // it in Progress().
       absl::MutexLock lock(&mu_);
-      running_job_ = false;
-      running_since_.reset();
-      if (outcome.ok()) ++completed_;
+      running_since_ = now;
     }
-    job->done_.Notify();
+    job->work_();
   }
+  {
+    absl::MutexLock lock(&job->mu_);
+    job->outcome_ = outcome;
+  }
+  {
+    // Count the job before waking its waiter, so a caller that saw it finish also sees
+    // it in Progress().
+    absl::MutexLock lock(&mu_);
+    running_job_ = false;
+    running_since_.reset();
+    if (outcome.ok()) ++completed_;
+  }
+  job->done_.Notify();
 }
 
 }  // namespace psched::daemon

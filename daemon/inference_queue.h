@@ -3,11 +3,13 @@
 // it runs.
 //
 // Submit() refuses with RESOURCE_EXHAUSTED when `capacity` jobs are already waiting or
-// running, and with UNAVAILABLE after Shutdown(). A job whose deadline has passed or whose
-// caller has gone away when it reaches the front is dropped without running (DEADLINE_EXCEEDED
-// / CANCELLED). Shutdown() refuses new jobs but lets queued ones finish: that is how SIGTERM
-// completes in-flight requests. Progress() feeds the systemd watchdog: a job running longer
-// than the stuck threshold means the executor is not making progress.
+// running, and with UNAVAILABLE after Shutdown(). With WhenIdle::kRunOnCaller a job that finds the
+// queue idle runs at once on the submitting thread, inside Submit: the hand-off to the worker
+// and back is two thread wake-ups, most of what the daemon adds to a small model's inference. A job
+// whose deadline has passed or whose caller has gone away when it reaches the front is dropped
+// without running (DEADLINE_EXCEEDED / CANCELLED). Shutdown() refuses new jobs but lets queued ones
+// finish: that is how SIGTERM completes in-flight requests. Progress() feeds the systemd watchdog:
+// a job running longer than the stuck threshold means the executor is not making progress.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once
@@ -58,15 +60,19 @@ class InferenceQueue {
   };
 
   struct ProgressInfo {
-    int64_t completed = 0;       // jobs that ran to completion
-    int64_t depth = 0;           // waiting + running
+    int64_t completed = 0;                      // jobs that ran to completion
+    int64_t depth = 0;                          // waiting + running
     std::optional<absl::Duration> running_for;  // set while a job runs
   };
 
-  explicit InferenceQueue(int capacity);
-  ~InferenceQueue();  // Shutdown() + waits for the worker
+  // Who runs a job that finds the queue idle: the worker, or the submitting thread.
+  enum class WhenIdle { kQueue, kRunOnCaller };
 
-  absl::StatusOr<std::shared_ptr<Job>> Submit(Work work, absl::Time deadline);
+  explicit InferenceQueue(int capacity);
+  ~InferenceQueue();  // Shutdown() + waits for the worker and any job running on a caller
+
+  absl::StatusOr<std::shared_ptr<Job>> Submit(Work work, absl::Time deadline,
+                                              WhenIdle when_idle = WhenIdle::kQueue);
   // Refuses new jobs; queued ones still run. Returns at once.
   void Shutdown();
   // Waits until every accepted job ran or was dropped and the worker has exited.
@@ -77,9 +83,14 @@ class InferenceQueue {
 
  private:
   void WorkerLoop();
+  // Runs `job` on this thread (the worker's or, idle, the caller's) and completes it.
+  // REQUIRES: running_job_ was set for it.
+  void RunJob(const std::shared_ptr<Job>& job);
+  // The worker wakes for a queued job once no job runs (one may run on a caller), or to exit.
   bool WorkOrShutdown() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return !pending_.empty() || shutting_down_;
+    return (!pending_.empty() && !running_job_) || (shutting_down_ && pending_.empty());
   }
+  bool IsIdle() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return pending_.empty() && !running_job_; }
 
   const int capacity_;
   mutable absl::Mutex mu_;

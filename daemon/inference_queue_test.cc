@@ -1,9 +1,13 @@
 #include "daemon/inference_queue.h"
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace psched::daemon {
@@ -72,7 +76,12 @@ TEST(InferenceQueueTest, ShutdownFinishesQueuedJobsAndRefusesNew) {
   InferenceQueue queue(8);
   absl::Notification release;
   std::atomic<int> ran{0};
-  auto first = queue.Submit([&] { release.WaitForNotification(); ++ran; }, absl::InfiniteFuture());
+  auto first = queue.Submit(
+      [&] {
+        release.WaitForNotification();
+        ++ran;
+      },
+      absl::InfiniteFuture());
   auto second = queue.Submit([&] { ++ran; }, absl::InfiniteFuture());
   queue.Shutdown();
   EXPECT_EQ(queue.Submit([] {}, absl::InfiniteFuture()).status().code(),
@@ -86,8 +95,12 @@ TEST(InferenceQueueTest, ShutdownFinishesQueuedJobsAndRefusesNew) {
 TEST(InferenceQueueTest, ProgressReportsRunningJob) {
   InferenceQueue queue(4);
   absl::Notification started, release;
-  auto job = queue.Submit([&] { started.Notify(); release.WaitForNotification(); },
-                          absl::InfiniteFuture());
+  auto job = queue.Submit(
+      [&] {
+        started.Notify();
+        release.WaitForNotification();
+      },
+      absl::InfiniteFuture());
   started.WaitForNotification();
   InferenceQueue::ProgressInfo progress = queue.Progress();
   EXPECT_EQ(progress.depth, 1);
@@ -96,6 +109,100 @@ TEST(InferenceQueueTest, ProgressReportsRunningJob) {
   ASSERT_TRUE((*job)->WaitUntil(absl::InfiniteFuture()));
   queue.Drain();
   EXPECT_FALSE(queue.Progress().running_for.has_value());
+}
+
+using WhenIdle = InferenceQueue::WhenIdle;
+
+TEST(InferenceQueueTest, AnIdleQueueRunsTheJobOnTheCaller) {
+  InferenceQueue queue(4);
+  std::thread::id ran_on;
+  auto job = queue.Submit([&] { ran_on = std::this_thread::get_id(); }, absl::InfiniteFuture(),
+                          WhenIdle::kRunOnCaller);
+  ASSERT_TRUE(job.ok());
+  // Done before Submit returned, on this thread, and counted.
+  EXPECT_TRUE((*job)->WaitUntil(absl::InfinitePast()));
+  EXPECT_TRUE((*job)->outcome().ok());
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_EQ(queue.Progress().completed, 1);
+  EXPECT_EQ(queue.Progress().depth, 0);
+  // An expired deadline is refused the same way as in the queue, without running.
+  bool ran = false;
+  auto expired = queue.Submit([&] { ran = true; }, absl::InfinitePast(), WhenIdle::kRunOnCaller);
+  ASSERT_TRUE(expired.ok());
+  EXPECT_EQ((*expired)->outcome().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(ran);
+}
+
+TEST(InferenceQueueTest, ABusyQueueQueuesACallersJobAndRunsOneAtATime) {
+  InferenceQueue queue(4);
+  absl::Notification started, release;
+  std::atomic<int> running{0};
+  std::atomic<int> max_running{0};
+  auto track = [&] {
+    max_running = std::max(max_running.load(), ++running);
+    --running;
+  };
+  // A job a caller runs occupies the devices: a queued job waits for it.
+  std::thread caller([&] {
+    auto job = queue.Submit(
+        [&] {
+          max_running = std::max(max_running.load(), ++running);
+          started.Notify();
+          release.WaitForNotification();
+          --running;
+        },
+        absl::InfiniteFuture(), WhenIdle::kRunOnCaller);
+    ASSERT_TRUE(job.ok());
+  });
+  started.WaitForNotification();
+  EXPECT_EQ(queue.Progress().depth, 1);
+  std::thread::id ran_on;
+  auto queued = queue.Submit(
+      [&] {
+        ran_on = std::this_thread::get_id();
+        track();
+      },
+      absl::InfiniteFuture(), WhenIdle::kRunOnCaller);
+  ASSERT_TRUE(queued.ok());
+  auto plain = queue.Submit(track, absl::InfiniteFuture());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(queue.Progress().depth, 3);
+  EXPECT_FALSE((*queued)->WaitUntil(absl::Now() + absl::Milliseconds(20)));
+  release.Notify();
+  caller.join();
+  ASSERT_TRUE((*queued)->WaitUntil(absl::InfiniteFuture()));
+  ASSERT_TRUE((*plain)->WaitUntil(absl::InfiniteFuture()));
+  EXPECT_NE(ran_on, std::this_thread::get_id());  // the worker ran it
+  EXPECT_EQ(max_running.load(), 1);
+  EXPECT_EQ(queue.Progress().completed, 3);
+}
+
+TEST(InferenceQueueTest, DrainWaitsForAJobACallerRuns) {
+  auto queue = std::make_unique<InferenceQueue>(4);
+  absl::Notification started, release;
+  std::atomic<bool> finished{false};
+  std::thread caller([&] {
+    auto job = queue->Submit(
+        [&] {
+          started.Notify();
+          release.WaitForNotification();
+          finished = true;
+        },
+        absl::InfiniteFuture(), WhenIdle::kRunOnCaller);
+    EXPECT_TRUE(job.ok());
+  });
+  started.WaitForNotification();
+  std::thread drainer([&] {
+    queue->Drain();
+    EXPECT_TRUE(finished.load());
+  });
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_FALSE(finished.load());
+  release.Notify();
+  drainer.join();
+  caller.join();
+  EXPECT_EQ(queue->Submit([] {}, absl::InfiniteFuture(), WhenIdle::kRunOnCaller).status().code(),
+            absl::StatusCode::kUnavailable);
 }
 
 }  // namespace
