@@ -2,7 +2,8 @@
 //
 // Starts the real pschedd on a private socket, registers a small model and measures over
 // gRPC (1) Infer round trips: client-measured latency minus the executor's own time, i.e.
-// transport + admission queue + tensor conversion, and (2) GetPlan answered from the cache.
+// transport + admission queue + tensor conversion, (2) GetPlan answered from the cache and
+// (3) Devices, a unary call answered from memory: the transport's floor.
 // Prints medians and p95 in microseconds. No wall-clock thresholds: it reports, it does not
 // judge.
 #include <signal.h>
@@ -127,6 +128,15 @@ int main(int argc, char** argv) {
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (plan.ok() && plan->cached()) plan_latency.push_back(us);
   }
+  // The transport's floor: a unary call the daemon answers from memory (Devices).
+  std::vector<double> status_latency;
+  for (int i = 0; i < iterations; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto status = client.Devices();
+    double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    if (status.ok()) status_latency.push_back(us);
+  }
   // Throughput: N clients, each on its own channel, each sending `iterations` inferences.
   struct Throughput {
     int clients;
@@ -172,6 +182,7 @@ int main(int argc, char** argv) {
   row("infer overhead (round trip - exec)", overhead);
   row("  of which inside the daemon", daemon_side);
   row("cached GetPlan round trip", plan_latency);
+  if (!status_latency.empty()) row("Devices round trip (transport floor)", status_latency);
   std::printf("overhead / round trip (median): %.3f\n",
               Percentile(overhead, 0.5) / Percentile(round_trip, 0.5));
   std::printf("%-10s %14s %10s\n", "clients", "inferences/s", "failed");
