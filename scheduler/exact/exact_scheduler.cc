@@ -271,7 +271,10 @@ std::mutex& CbcMutex() {
 }  // namespace
 
 absl::StatusOr<ExactOptions> ApplyExactParams(ExactOptions base, const SchedulerOptions& options) {
-  for (const auto& [key, value] : options.params) {
+  // Not a structured binding: clang 14 (the TSan build's compiler) cannot capture one.
+  for (const auto& param : options.params) {
+    const std::string& key = param.first;
+    const std::string& value = param.second;
     auto bad = [&](const char* want) {
       return absl::InvalidArgumentError(absl::StrCat("exact: option '", key, "' = '", value, "' is not ", want));
     };

@@ -34,11 +34,13 @@ void AddPartitionAwareEntries(std::vector<Entry>& e) {
   e.push_back(Entry{"partition-only", "", false, [](std::string_view) -> Made {
                       return std::make_unique<partition_aware::PartitionOnlyScheduler>();
                     }});
+  // Init-captures below: clang 14 (the TSan build's compiler) cannot capture a structured
+  // binding.
   for (auto [name, rule] :
        {std::pair{"expanded-equal", partition_aware::ExpansionRule::kEqualSize},
         std::pair{"expanded-local", partition_aware::ExpansionRule::kMinLocalLatency}}) {
     e.push_back(Entry{
-        name, "<list>", false, [rule](std::string_view arg) -> Made {
+        name, "<list>", false, [rule = rule](std::string_view arg) -> Made {
           absl::StatusOr<std::unique_ptr<ListScheduler>> list = MakeListScheduler(arg);
           if (!list.ok()) return list.status();
           return std::make_unique<partition_aware::ExpandedDagScheduler>(rule, *std::move(list));
@@ -60,7 +62,7 @@ void AddPartitionAwareEntries(std::vector<Entry>& e) {
                              std::pair{"exact-schedule-only", exact::ExactSpace::kScheduleOnly},
                              std::pair{"exact-expanded-local", exact::ExactSpace::kExpandedLocal},
                              std::pair{"exact-expanded-equal", exact::ExactSpace::kExpandedEqual}}) {
-    e.push_back(Entry{name, "", false, [space](std::string_view) -> Made {
+    e.push_back(Entry{name, "", false, [space = space](std::string_view) -> Made {
                         return std::make_unique<exact::ExactScheduler>(space);
                       }});
   }
