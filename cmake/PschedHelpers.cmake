@@ -1,3 +1,11 @@
+# psched_label_program(LABEL PROGRAM): tests labelled LABEL run PROGRAM, so the target
+# tests-LABEL (defined at the end of the top-level CMakeLists.txt) builds it. `make test-tsan`
+# builds only the programs of the labels it runs.
+function(psched_label_program label program)
+  set_property(GLOBAL APPEND PROPERTY PSCHED_TEST_LABELS ${label})
+  set_property(GLOBAL APPEND PROPERTY PSCHED_TEST_PROGRAMS_${label} ${program})
+endfunction()
+
 # psched_test(NAME SOURCES... LIBS ... [LABELS label]): a GoogleTest binary registered with
 # CTest. One label: gtest_discover_tests would split a list and drop the ENVIRONMENT property.
 # Unit tests sit beside the code they test (foo.cc, foo_test.cc).
@@ -9,6 +17,7 @@ function(psched_test name)
   set(properties ENVIRONMENT "PSCHED_SHARED_DIR=${PSCHED_SHARED_DIR}")
   if(T_LABELS)
     list(APPEND properties LABELS "${T_LABELS}")
+    psched_label_program(${T_LABELS} ${name})
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${properties})
 endfunction()
