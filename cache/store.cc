@@ -128,7 +128,7 @@ absl::Status Store::Annotate(const absl::Status& status) const {
 }
 
 absl::StatusOr<bool> Store::PutModel(const ModelRecord& model) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
       "INSERT OR IGNORE INTO models(id, name, onnx, size_bytes, summary_json, created_unix_s, "
       "synthesize_weights) VALUES (?, ?, ?, ?, ?, ?, ?)");
@@ -146,7 +146,7 @@ absl::StatusOr<bool> Store::PutModel(const ModelRecord& model) {
 }
 
 absl::Status Store::RepairModelBytes(const std::string& id, const std::string& onnx) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt =
       db_.Prepare("UPDATE models SET onnx = ?, size_bytes = ? WHERE id = ?");
   if (!stmt.ok()) return Annotate(stmt.status());
@@ -157,7 +157,7 @@ absl::Status Store::RepairModelBytes(const std::string& id, const std::string& o
 }
 
 absl::StatusOr<ModelRecord> Store::GetModel(const std::string& id) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
       "SELECT id, name, onnx, size_bytes, summary_json, synthesize_weights, created_unix_s "
       "FROM models WHERE id = ?");
@@ -178,7 +178,7 @@ absl::StatusOr<ModelRecord> Store::GetModel(const std::string& id) {
 }
 
 absl::StatusOr<std::vector<ModelRecord>> Store::ListModels() {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
       "SELECT id, name, size_bytes, summary_json, synthesize_weights, created_unix_s "
       "FROM models ORDER BY created_unix_s, rowid");
@@ -212,7 +212,7 @@ absl::StatusOr<std::string> Store::ResolveModelId(const std::string& id_or_prefi
     return absl::InvalidArgumentError(absl::StrCat(
         "model id prefix '", id_or_prefix, "' is shorter than ", kMinPrefix, " characters"));
   }
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt =
       db_.Prepare("SELECT id FROM models WHERE substr(id, 1, ?) = ? LIMIT 2");
   if (!stmt.ok()) return Annotate(stmt.status());
@@ -233,7 +233,7 @@ absl::StatusOr<std::string> Store::ResolveModelId(const std::string& id_or_prefi
 }
 
 absl::StatusOr<int64_t> Store::RemoveModel(const std::string& id) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
   absl::StatusOr<Statement> count = db_.Prepare("SELECT count(*) FROM plans WHERE model_id = ?");
   if (!count.ok()) return Rollback(count.status());
@@ -272,7 +272,7 @@ absl::Status Store::BumpCounter(const char* name) {
 }
 
 absl::StatusOr<std::optional<PlanRecord>> Store::LookupPlan(const PlanKey& key) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(absl::StrCat(
       "SELECT ", kPlanColumns,
       " FROM plans WHERE model_id = ? AND platform_fingerprint = ? AND predictor_version = ? "
@@ -304,7 +304,7 @@ absl::StatusOr<std::optional<PlanRecord>> Store::LookupPlan(const PlanKey& key) 
 }
 
 absl::Status Store::PutPlan(const PlanRecord& record) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(absl::StrCat(
       "INSERT OR REPLACE INTO plans(", kPlanColumns, ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   if (!stmt.ok()) return Annotate(stmt.status());
@@ -327,7 +327,7 @@ absl::Status Store::PutPlan(const PlanRecord& record) {
 }
 
 absl::StatusOr<std::vector<PlanRecord>> Store::ListPlans(const std::string& model_id) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
       absl::StrCat("SELECT ", kPlanColumns,
                    " FROM plans WHERE ?1 = '' OR model_id = ?1 ORDER BY created_unix_s DESC, "
@@ -345,7 +345,7 @@ absl::StatusOr<std::vector<PlanRecord>> Store::ListPlans(const std::string& mode
 }
 
 absl::Status Store::RecordInference(const std::string& model_id, double latency_us) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
       "INSERT INTO usage(model_id, inferences, total_latency_us, last_unix_s) "
       "VALUES (?1, 1, ?2, ?3) ON CONFLICT(model_id) DO UPDATE SET "
@@ -362,7 +362,7 @@ absl::Status Store::RecordInference(const std::string& model_id, double latency_
 
 absl::Status Store::RecordUsage(const UsageBatch& batch) {
   if (batch.empty()) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
   absl::StatusOr<Statement> hits = db_.Prepare(
       "UPDATE plans SET hits = hits + ?5 WHERE model_id = ?1 AND platform_fingerprint = ?2 AND "
@@ -402,7 +402,7 @@ absl::Status Store::RecordUsage(const UsageBatch& batch) {
 }
 
 absl::StatusOr<UsageRecord> Store::GetUsage(const std::string& model_id) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
       "SELECT model_id, inferences, total_latency_us, last_unix_s FROM usage WHERE model_id = ?");
   if (!stmt.ok()) return Annotate(stmt.status());
@@ -419,7 +419,7 @@ absl::StatusOr<UsageRecord> Store::GetUsage(const std::string& model_id) {
 }
 
 absl::Status Store::PutCalibration(const CalibrationRecord& record) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
       "INSERT OR REPLACE INTO calibrations(platform_key, predictor_version, params_json, "
       "report_json, created_unix_s) VALUES (?, ?, ?, ?, ?)");
@@ -434,7 +434,7 @@ absl::Status Store::PutCalibration(const CalibrationRecord& record) {
 
 absl::StatusOr<std::optional<CalibrationRecord>> Store::LookupCalibration(
     const std::string& platform_key) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
       "SELECT platform_key, predictor_version, params_json, report_json, created_unix_s "
       "FROM calibrations WHERE platform_key = ?");
@@ -453,7 +453,7 @@ absl::StatusOr<std::optional<CalibrationRecord>> Store::LookupCalibration(
 }
 
 absl::StatusOr<CacheStats> Store::Stats() {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   CacheStats stats;
   stats.path = path_;
   PSCHED_CACHE_ASSIGN_OR_RETURN(stats.models, db_.QueryInt("SELECT count(*) FROM models"));
@@ -471,7 +471,7 @@ absl::StatusOr<CacheStats> Store::Stats() {
 }
 
 absl::StatusOr<PurgeResult> Store::Purge(bool include_models) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   PurgeResult result;
   PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
   absl::Status status = db_.Exec("DELETE FROM plans");

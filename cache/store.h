@@ -21,8 +21,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "cache/sqlite.h"
+#include "sync/mutex.h"
 
 namespace psched::cache {
 
@@ -167,7 +167,7 @@ class Store {
   // Rolls back the open transaction and returns `status` annotated.
   absl::Status Rollback(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  absl::Mutex mu_;
+  sync::Mutex mu_;
   Connection db_ ABSL_GUARDED_BY(mu_);
   const std::string path_;
 };

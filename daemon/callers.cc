@@ -8,7 +8,7 @@ namespace psched::daemon {
 
 Caller Callers::Register(int fd, const PeerCredentials& peer) {
   Caller caller = policy_.Identify(peer);
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   by_fd_[fd] = caller;
   return caller;
 }
@@ -17,7 +17,7 @@ Caller Callers::Lookup(absl::string_view peer) const {
   absl::string_view number = peer;
   int fd = -1;
   if (absl::ConsumePrefix(&number, "fd:") && absl::SimpleAtoi(number, &fd)) {
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     auto it = by_fd_.find(fd);
     if (it != by_fd_.end()) return it->second;
   }

@@ -22,8 +22,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "daemon/access.h"
+#include "sync/mutex.h"
 
 namespace psched::daemon {
 
@@ -41,7 +41,7 @@ class Callers {
 
  private:
   const AccessPolicy policy_;
-  mutable absl::Mutex mu_;
+  mutable sync::Mutex mu_;
   std::unordered_map<int, Caller> by_fd_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -109,7 +109,7 @@ int64_t TensorSpec::Elements() const {
 
 // One planning run shared by every request for the same cache key.
 struct Engine::Flight {
-  absl::Mutex mu;
+  sync::Mutex mu;
   bool done ABSL_GUARDED_BY(mu) = false;
   absl::StatusOr<std::shared_ptr<const ReadyPlan>> result ABSL_GUARDED_BY(mu) =
       absl::UnknownError("not planned");
@@ -131,7 +131,7 @@ Engine::Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
             return Replan(served, correction, measured, cancelled);
           },
           [this](const std::shared_ptr<const ReadyPlan>& plan) {
-            absl::MutexLock lock(&plans_mu_);
+            sync::MutexLock lock(&plans_mu_);
             ready_plans_[plan->slot] = plan;
           }) {
   const std::string key = backend_->platform().calibration_key;
@@ -206,8 +206,8 @@ absl::StatusOr<CalibrationOutput> Engine::Calibrate(double budget_s,
 
 Engine::~Engine() {
   Shutdown();
-  absl::MutexLock lock(&flights_mu_);
-  flights_mu_.Await(absl::Condition(
+  sync::MutexLock lock(&flights_mu_);
+  flights_mu_.Await(sync::Condition(
       +[](int* planners) { return *planners == 0; }, &planners_));
 }
 
@@ -226,7 +226,7 @@ std::string Engine::SchedulerConfigKey(const std::string& scheduler,
 absl::StatusOr<std::string> Engine::Resolve(const std::string& id_or_prefix) {
   {
     // A loaded model's full id needs no lookup: the hot path stays out of SQLite.
-    absl::MutexLock lock(&models_mu_);
+    sync::MutexLock lock(&models_mu_);
     if (loaded_.contains(id_or_prefix)) return id_or_prefix;
   }
   return store_->ResolveModelId(id_or_prefix);
@@ -271,7 +271,7 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
       if (absl::Status repaired = store_->RepairModelBytes(id, onnx); !repaired.ok()) {
         return repaired;
       }
-      absl::MutexLock lock(&models_mu_);
+      sync::MutexLock lock(&models_mu_);
       quarantined_.erase(id);
       spdlog::warn(
           "model {}: damaged stored bytes replaced by the re-added original; "
@@ -300,7 +300,7 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
   if (!inserted.ok()) return inserted.status();
   auto shared = std::make_shared<const LoadedModel>(std::move(*loaded));
   {
-    absl::MutexLock lock(&models_mu_);
+    sync::MutexLock lock(&models_mu_);
     shared = KeepLoaded(id, std::move(shared));
   }
   absl::StatusOr<cache::ModelRecord> stored = store_->GetModel(id);
@@ -311,7 +311,7 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
 
 absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::string& id) {
   {
-    absl::MutexLock lock(&models_mu_);
+    sync::MutexLock lock(&models_mu_);
     auto it = loaded_.find(id);
     if (it != loaded_.end()) {
       it->second.last_used = ++use_clock_;
@@ -326,7 +326,7 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::str
   if (!loaded.ok()) {
     return WithContext(loaded.status(), absl::StrCat("cannot re-import stored model ", id));
   }
-  absl::MutexLock lock(&models_mu_);
+  sync::MutexLock lock(&models_mu_);
   return KeepLoaded(id, std::make_shared<const LoadedModel>(std::move(*loaded)));
 }
 
@@ -349,7 +349,7 @@ std::shared_ptr<const LoadedModel> Engine::KeepLoaded(const std::string& id,
 absl::Status Engine::CheckModelBytes(const std::string& id, const std::string& onnx) {
   const std::string actual = model::ModelHash(onnx);
   if (actual == id) return absl::OkStatus();
-  absl::MutexLock lock(&models_mu_);
+  sync::MutexLock lock(&models_mu_);
   // The copy in memory was checked when loaded, but the one on disk is what a restart
   // serves: drop it, so the model answers the same before and after a restart.
   loaded_.erase(id);
@@ -386,7 +386,7 @@ absl::StatusOr<std::pair<std::string, int64_t>> Engine::RemoveModel(
   absl::StatusOr<int64_t> plans = store_->RemoveModel(*id);
   if (!plans.ok()) return plans.status();
   {
-    absl::MutexLock lock(&models_mu_);
+    sync::MutexLock lock(&models_mu_);
     loaded_.erase(*id);
     quarantined_.erase(*id);
     EraseModelEntries(checked_plans_, *id);
@@ -433,7 +433,7 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
   if (!refresh) {
     std::shared_ptr<const ReadyPlan> ready;
     {
-      absl::MutexLock lock(&plans_mu_);
+      sync::MutexLock lock(&plans_mu_);
       auto it = ready_plans_.find(key.Joined());
       if (it != ready_plans_.end()) ready = it->second;
     }
@@ -475,7 +475,7 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
 std::shared_ptr<const ReadyPlan> Engine::KeepReady(ReadyPlan plan) {
   plan.slot = plan.key.Joined();
   std::shared_ptr<const ReadyPlan> ready = MakeReady(std::move(plan));
-  absl::MutexLock lock(&plans_mu_);
+  sync::MutexLock lock(&plans_mu_);
   if (ready_plans_.size() >= kMaxReadyPlans) ready_plans_.clear();
   ready_plans_[ready->slot] = ready;
   return ready;
@@ -484,7 +484,7 @@ std::shared_ptr<const ReadyPlan> Engine::KeepReady(ReadyPlan plan) {
 void Engine::ForgetReadyPlans(const std::string& model_id) {
   // Feedback first: a replan it finishes after this is discarded, never served.
   feedback_.Forget(model_id);
-  absl::MutexLock lock(&plans_mu_);
+  sync::MutexLock lock(&plans_mu_);
   if (model_id.empty()) {
     ready_plans_.clear();
     return;
@@ -499,13 +499,13 @@ absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey
       absl::StrCat(key.model_id, "|", key.platform_fingerprint, "|", key.predictor_version, "|",
                    key.scheduler_config, "|", std::hash<std::string>{}(schedule_json));
   {
-    absl::MutexLock lock(&models_mu_);
+    sync::MutexLock lock(&models_mu_);
     if (checked_plans_.contains(memo)) return absl::OkStatus();
   }
   absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
   if (!loaded.ok()) return loaded.status();
   if (absl::Status valid = backend_->CheckPlan(**loaded, schedule); !valid.ok()) return valid;
-  absl::MutexLock lock(&models_mu_);
+  sync::MutexLock lock(&models_mu_);
   if (checked_plans_.size() >= kMaxCheckedPlans) checked_plans_.clear();
   checked_plans_.insert(memo);
   return absl::OkStatus();
@@ -568,11 +568,11 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
   const std::string flight_key = key.Joined();
   std::shared_ptr<Flight> flight;
   {
-    absl::MutexLock lock(&flights_mu_);
+    sync::MutexLock lock(&flights_mu_);
     auto it = flights_.find(flight_key);
     if (it != flights_.end()) {
       flight = it->second;
-      absl::MutexLock flight_lock(&flight->mu);
+      sync::MutexLock flight_lock(&flight->mu);
       ++flight->waiters;
     } else {
       flight = std::make_shared<Flight>();
@@ -582,12 +582,12 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
       // others; it stops early only when every caller has gone.
       std::thread planner([this, flight, model, key, scheduler, options, flight_key] {
         auto on_progress = [&flight](const PlanProgressEvent& event) {
-          absl::MutexLock guard(&flight->mu);
+          sync::MutexLock guard(&flight->mu);
           flight->progress = event;
           ++flight->progress_seq;
         };
         auto abandoned = [&flight] {
-          absl::MutexLock guard(&flight->mu);
+          sync::MutexLock guard(&flight->mu);
           return flight->waiters == 0;
         };
         on_progress({"planning", 0});
@@ -617,12 +617,12 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
           result = KeepReady({key, *std::move(plan), planning_ms, "", scheduler, options, {}});
         }
         {
-          absl::MutexLock guard(&flight->mu);
+          sync::MutexLock guard(&flight->mu);
           flight->result = std::move(result);
           flight->done = true;
         }
         // Last touch of `this`: the destructor waits for planners_ to reach zero.
-        absl::MutexLock guard(&flights_mu_);
+        sync::MutexLock guard(&flights_mu_);
         flights_.erase(flight_key);
         --planners_;
       });
@@ -637,8 +637,8 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
     PlanProgressEvent event;
     bool new_event = false;
     {
-      absl::MutexLock lock(&flight->mu);
-      flight->mu.AwaitWithDeadline(absl::Condition(&flight->done), wake);
+      sync::MutexLock lock(&flight->mu);
+      flight->mu.AwaitWithDeadline(sync::Condition(&flight->done), wake);
       if (flight->done) {
         --flight->waiters;
         return flight->result;
@@ -652,7 +652,7 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
     if (new_event && progress) progress(event);
     bool expired = absl::Now() >= context.deadline;
     if (expired || context.cancelled()) {
-      absl::MutexLock lock(&flight->mu);
+      sync::MutexLock lock(&flight->mu);
       --flight->waiters;
       return expired ? absl::DeadlineExceededError("deadline passed while planning")
                      : absl::CancelledError("plan request cancelled");
@@ -823,7 +823,7 @@ absl::StatusOr<cache::PurgeResult> Engine::PurgeCache(bool include_models) {
   absl::StatusOr<cache::PurgeResult> result = store_->Purge(include_models);
   if (result.ok()) {
     ForgetReadyPlans("");
-    absl::MutexLock lock(&models_mu_);
+    sync::MutexLock lock(&models_mu_);
     checked_plans_.clear();
     if (include_models) {
       loaded_.clear();
@@ -869,7 +869,7 @@ absl::StatusOr<CacheVerification> Engine::VerifyCache() {
                    plan.key.scheduler_config, plan.key.model_id, std::string(valid.message()));
       report.problems.push_back(
           {plan.key.model_id, plan.key.scheduler_config, std::string(valid.message())});
-      absl::MutexLock lock(&plans_mu_);
+      sync::MutexLock lock(&plans_mu_);
       ready_plans_.erase(plan.key.Joined());
     }
   }

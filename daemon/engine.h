@@ -21,7 +21,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cache/store.h"
 #include "daemon/backend.h"
@@ -30,6 +29,7 @@
 #include "daemon/plan_feedback.h"
 #include "daemon/ready_plan.h"
 #include "daemon/usage_recorder.h"
+#include "sync/mutex.h"
 
 namespace psched::daemon {
 
@@ -216,7 +216,7 @@ class Engine {
     std::shared_ptr<const LoadedModel> model;
     uint64_t last_used = 0;
   };
-  absl::Mutex models_mu_;
+  sync::Mutex models_mu_;
   // Imported models with their compiled plans, at most config_.max_loaded_models; unloading
   // one frees it once the requests using it are done (they hold their own reference).
   std::map<std::string, LoadedEntry> loaded_ ABSL_GUARDED_BY(models_mu_);
@@ -229,7 +229,7 @@ class Engine {
   std::set<std::string> checked_plans_ ABSL_GUARDED_BY(models_mu_);
   static constexpr size_t kMaxCheckedPlans = 4096;
 
-  absl::Mutex plans_mu_;
+  sync::Mutex plans_mu_;
   // By PlanKey::Joined(); a model's plans sort together. Past kMaxReadyPlans it starts over
   // (the store still holds every plan).
   std::map<std::string, std::shared_ptr<const ReadyPlan>> ready_plans_ ABSL_GUARDED_BY(plans_mu_);
@@ -237,7 +237,7 @@ class Engine {
 
   UsageRecorder usage_{store_.get(), absl::Seconds(1)};
 
-  absl::Mutex flights_mu_;
+  sync::Mutex flights_mu_;
   std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(flights_mu_);
   int planners_ ABSL_GUARDED_BY(flights_mu_) = 0;  // planning threads still running
 

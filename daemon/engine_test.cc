@@ -8,9 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "cache/sqlite.h"
 #include "gtest/gtest.h"
+#include "sync/mutex.h"
+#include "sync/notification.h"
 
 namespace psched::daemon {
 namespace {
@@ -42,7 +43,7 @@ class FakeBackend final : public Backend {
   };
 
   FakeBackend(std::shared_ptr<Counters> counters, absl::Duration plan_delay,
-              absl::Notification* run_gate)
+              sync::Notification* run_gate)
       : counters_(std::move(counters)), plan_delay_(plan_delay), run_gate_(run_gate) {
     platform_.name = "fake";
     platform_.fingerprint = "fake;cpu.0";
@@ -52,7 +53,7 @@ class FakeBackend final : public Backend {
   }
 
   PlatformInfo platform() const override {
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     return platform_;
   }
   std::string executor_name() const override { return "fake"; }
@@ -133,7 +134,7 @@ class FakeBackend final : public Backend {
   }
   absl::Status UseCalibration(const nlohmann::json& params) override {
     if (!params.contains("version")) return absl::InvalidArgumentError("no version");
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     platform_.predictor_version = params["version"].get<std::string>();
     return absl::OkStatus();
   }
@@ -141,8 +142,8 @@ class FakeBackend final : public Backend {
  private:
   std::shared_ptr<Counters> counters_;
   absl::Duration plan_delay_;
-  absl::Notification* run_gate_;
-  mutable absl::Mutex mu_;
+  sync::Notification* run_gate_;
+  mutable sync::Mutex mu_;
   PlatformInfo platform_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -158,7 +159,7 @@ class EngineTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   std::unique_ptr<Engine> MakeEngine(absl::Duration plan_delay = absl::ZeroDuration(),
-                                     absl::Notification* run_gate = nullptr) {
+                                     sync::Notification* run_gate = nullptr) {
     auto store = cache::Store::Open(dir_);
     EXPECT_TRUE(store.ok()) << store.status();
     return std::make_unique<Engine>(config_, std::move(*store),
@@ -308,7 +309,7 @@ TEST_F(EngineTest, ModelWithoutWeightsCannotRun) {
 }
 
 TEST_F(EngineTest, FullQueueIsResourceExhaustedAndDeadlinesApply) {
-  absl::Notification gate;
+  sync::Notification gate;
   config_.queue_capacity = 2;
   auto engine = MakeEngine(absl::ZeroDuration(), &gate);
   std::string id = engine->RegisterModel("model", "m", false)->first.id;

@@ -5,12 +5,12 @@
 namespace psched::daemon {
 
 absl::Status InferenceQueue::Job::outcome() const {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   return outcome_;
 }
 
 absl::Duration InferenceQueue::Job::queued_for() const {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   return started_ == absl::Time() ? absl::ZeroDuration() : started_ - submitted_;
 }
 
@@ -27,7 +27,7 @@ absl::StatusOr<std::shared_ptr<InferenceQueue::Job>> InferenceQueue::Submit(Work
   job->deadline_ = deadline;
   job->submitted_ = absl::Now();
   {
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     if (shutting_down_) return absl::UnavailableError("pschedd is shutting down");
     int64_t depth = static_cast<int64_t>(pending_.size()) + (running_job_ ? 1 : 0);
     if (depth >= capacity_) {
@@ -45,7 +45,7 @@ absl::StatusOr<std::shared_ptr<InferenceQueue::Job>> InferenceQueue::Submit(Work
 }
 
 void InferenceQueue::Shutdown() {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   shutting_down_ = true;
 }
 
@@ -53,12 +53,12 @@ void InferenceQueue::Drain() {
   Shutdown();
   if (worker_.joinable()) worker_.join();
   // A job a caller runs may still be running.
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(this, &InferenceQueue::IsIdle));
+  sync::MutexLock lock(&mu_);
+  mu_.Await(sync::Condition(this, &InferenceQueue::IsIdle));
 }
 
 InferenceQueue::ProgressInfo InferenceQueue::Progress() const {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   ProgressInfo info;
   info.completed = completed_;
   info.depth = static_cast<int64_t>(pending_.size()) + (running_job_ ? 1 : 0);
@@ -70,8 +70,8 @@ void InferenceQueue::WorkerLoop() {
   while (true) {
     std::shared_ptr<Job> job;
     {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(this, &InferenceQueue::WorkOrShutdown));
+      sync::MutexLock lock(&mu_);
+      mu_.Await(sync::Condition(this, &InferenceQueue::WorkOrShutdown));
       if (pending_.empty()) return;  // shutting down and drained
       job = std::move(pending_.front());
       pending_.pop_front();
@@ -90,23 +90,23 @@ void InferenceQueue::RunJob(const std::shared_ptr<Job>& job) {
     outcome = absl::DeadlineExceededError("deadline passed while the inference was queued");
   } else {
     {
-      absl::MutexLock lock(&job->mu_);
+      sync::MutexLock lock(&job->mu_);
       job->started_ = now;
     }
     {
-      absl::MutexLock lock(&mu_);
+      sync::MutexLock lock(&mu_);
       running_since_ = now;
     }
     job->work_();
   }
   {
-    absl::MutexLock lock(&job->mu_);
+    sync::MutexLock lock(&job->mu_);
     job->outcome_ = outcome;
   }
   {
     // Count the job before waking its waiter, so a caller that saw it finish also sees
     // it in Progress().
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     running_job_ = false;
     running_since_.reset();
     if (outcome.ok()) ++completed_;

@@ -24,9 +24,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "sync/mutex.h"
+#include "sync/notification.h"
 
 namespace psched::daemon {
 
@@ -53,10 +53,10 @@ class InferenceQueue {
     absl::Time deadline_;
     absl::Time submitted_;
     std::atomic<bool> cancelled_{false};
-    mutable absl::Mutex mu_;
+    mutable sync::Mutex mu_;
     absl::Time started_ ABSL_GUARDED_BY(mu_);
     absl::Status outcome_ ABSL_GUARDED_BY(mu_);
-    absl::Notification done_;
+    sync::Notification done_;
   };
 
   struct ProgressInfo {
@@ -93,7 +93,7 @@ class InferenceQueue {
   bool IsIdle() const ABSL_SHARED_LOCKS_REQUIRED(mu_) { return pending_.empty() && !running_job_; }
 
   const int capacity_;
-  mutable absl::Mutex mu_;
+  mutable sync::Mutex mu_;
   std::deque<std::shared_ptr<Job>> pending_ ABSL_GUARDED_BY(mu_);
   bool running_job_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Time> running_since_ ABSL_GUARDED_BY(mu_);

@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "sync/notification.h"
 
 namespace psched::daemon {
 namespace {
@@ -42,7 +42,7 @@ TEST(InferenceQueueTest, RunsJobsInOrderOneAtATime) {
 
 TEST(InferenceQueueTest, FullQueueIsResourceExhausted) {
   InferenceQueue queue(2);
-  absl::Notification release;
+  sync::Notification release;
   auto blocker = queue.Submit([&] { release.WaitForNotification(); }, absl::InfiniteFuture());
   auto waiting = queue.Submit([] {}, absl::InfiniteFuture());
   ASSERT_TRUE(blocker.ok() && waiting.ok());
@@ -56,7 +56,7 @@ TEST(InferenceQueueTest, FullQueueIsResourceExhausted) {
 
 TEST(InferenceQueueTest, DropsCancelledAndExpiredJobs) {
   InferenceQueue queue(8);
-  absl::Notification release;
+  sync::Notification release;
   bool ran_cancelled = false, ran_expired = false;
   auto blocker = queue.Submit([&] { release.WaitForNotification(); }, absl::InfiniteFuture());
   auto cancelled = queue.Submit([&] { ran_cancelled = true; }, absl::InfiniteFuture());
@@ -74,7 +74,7 @@ TEST(InferenceQueueTest, DropsCancelledAndExpiredJobs) {
 
 TEST(InferenceQueueTest, ShutdownFinishesQueuedJobsAndRefusesNew) {
   InferenceQueue queue(8);
-  absl::Notification release;
+  sync::Notification release;
   std::atomic<int> ran{0};
   auto first = queue.Submit(
       [&] {
@@ -94,7 +94,7 @@ TEST(InferenceQueueTest, ShutdownFinishesQueuedJobsAndRefusesNew) {
 
 TEST(InferenceQueueTest, ProgressReportsRunningJob) {
   InferenceQueue queue(4);
-  absl::Notification started, release;
+  sync::Notification started, release;
   auto job = queue.Submit(
       [&] {
         started.Notify();
@@ -135,7 +135,7 @@ TEST(InferenceQueueTest, AnIdleQueueRunsTheJobOnTheCaller) {
 
 TEST(InferenceQueueTest, ABusyQueueQueuesACallersJobAndRunsOneAtATime) {
   InferenceQueue queue(4);
-  absl::Notification started, release;
+  sync::Notification started, release;
   std::atomic<int> running{0};
   std::atomic<int> max_running{0};
   auto track = [&] {
@@ -179,7 +179,7 @@ TEST(InferenceQueueTest, ABusyQueueQueuesACallersJobAndRunsOneAtATime) {
 
 TEST(InferenceQueueTest, DrainWaitsForAJobACallerRuns) {
   auto queue = std::make_unique<InferenceQueue>(4);
-  absl::Notification started, release;
+  sync::Notification started, release;
   std::atomic<bool> finished{false};
   std::thread caller([&] {
     auto job = queue->Submit(

@@ -65,7 +65,7 @@ PlanFeedback::~PlanFeedback() { Stop(); }
 
 void PlanFeedback::Stop() {
   {
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     stopping_ = true;
   }
   if (worker_.joinable()) worker_.join();
@@ -101,7 +101,7 @@ void PlanFeedback::Lay(Window& w, const std::vector<SubtaskTimingInfo>& trace) {
 }
 
 void PlanFeedback::Record(const std::shared_ptr<const ReadyPlan>& plan, const RunOutput& run) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   Window& w = WindowOf(plan);
   if (w.runs == 0) Lay(w, run.trace);
   const size_t slot = static_cast<size_t>(w.runs) % w.capacity;
@@ -132,7 +132,7 @@ void PlanFeedback::Record(const std::shared_ptr<const ReadyPlan>& plan, const Ru
 }
 
 void PlanFeedback::RecordFailure(const std::shared_ptr<const ReadyPlan>& plan) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   auto it = slots_.find(plan->slot);
   if (it == slots_.end() || it->second.phase != Phase::kTrial || it->second.candidate != plan) {
     return;
@@ -200,7 +200,7 @@ void PlanFeedback::Conclude(Slot& slot, const std::shared_ptr<const ReadyPlan>& 
 }
 
 std::optional<PlanMeasurement> PlanFeedback::Measured(const ReadyPlan& plan) const {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   auto it = windows_.find(&plan);
   if (it == windows_.end()) return std::nullopt;
   return Measure(plan, *it->second);
@@ -254,7 +254,7 @@ PlanMeasurement PlanFeedback::Measure(const ReadyPlan& plan, const Window& w) {
 }
 
 void PlanFeedback::Forget(const std::string& model_id) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   ++generation_;
   if (model_id.empty()) {
     windows_.clear();
@@ -275,8 +275,8 @@ void PlanFeedback::WorkerLoop() {
     std::vector<MeasuredSubtask> measured;
     uint64_t generation = 0;
     {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
+      sync::MutexLock lock(&mu_);
+      mu_.Await(sync::Condition(
           +[](PlanFeedback* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
             return self->stopping_ || !self->pending_.empty();
           },
@@ -292,12 +292,12 @@ void PlanFeedback::WorkerLoop() {
       generation = generation_;
     }
     auto cancelled = [this] {
-      absl::MutexLock lock(&mu_);
+      sync::MutexLock lock(&mu_);
       return stopping_;
     };
     absl::StatusOr<Candidate> candidate =
         replanner_(*served, correction.get(), measured, cancelled);
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     auto it = slots_.find(key);
     if (it == slots_.end() || generation != generation_ || stopping_) continue;  // forgotten
     Slot& slot = it->second;

@@ -30,9 +30,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "daemon/backend.h"
 #include "daemon/ready_plan.h"
+#include "sync/mutex.h"
 
 namespace psched::daemon {
 
@@ -117,7 +117,7 @@ class PlanFeedback {
   const Replanner replanner_;
   const Server server_;
 
-  mutable absl::Mutex mu_;
+  mutable sync::Mutex mu_;
   // By plan (pointer identity: the engine shares one ReadyPlan per plan).
   std::map<const ReadyPlan*, std::unique_ptr<Window>> windows_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);

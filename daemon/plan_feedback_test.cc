@@ -5,9 +5,10 @@
 #include <atomic>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sync/mutex.h"
+#include "sync/notification.h"
 
 namespace psched::daemon {
 namespace {
@@ -41,7 +42,7 @@ class PlanFeedbackTest : public ::testing::Test {
   std::unique_ptr<PlanFeedback> Make(PlanFeedback::Replanner replanner) {
     return std::make_unique<PlanFeedback>(FeedbackOptions{.window = 4}, std::move(replanner),
                                           [this](const std::shared_ptr<const ReadyPlan>& plan) {
-                                            absl::MutexLock lock(&mu_);
+                                            sync::MutexLock lock(&mu_);
                                             served_.push_back(plan);
                                           });
   }
@@ -55,16 +56,16 @@ class PlanFeedbackTest : public ::testing::Test {
     };
   }
   std::vector<std::shared_ptr<const ReadyPlan>> Served() {
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     return served_;
   }
   void WaitServed(size_t n) {
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return served_.size() >= n; };
-    mu_.Await(absl::Condition(&enough));
+    mu_.Await(sync::Condition(&enough));
   }
 
-  absl::Mutex mu_;
+  sync::Mutex mu_;
   std::vector<std::shared_ptr<const ReadyPlan>> served_ ABSL_GUARDED_BY(mu_);
   std::vector<MeasuredSubtask> last_measured_;
   std::atomic<int> replans_{0};
@@ -126,7 +127,7 @@ TEST_F(PlanFeedbackTest, RunsWithMissingSubtasksCountTheirMakespanOnly) {
 }
 
 TEST_F(PlanFeedbackTest, AReplanOfAForgottenPlanIsDiscarded) {
-  absl::Notification started, release;
+  sync::Notification started, release;
   auto candidate = MakePlan(20, "v1;residuals=test");
   auto feedback = Make([&](const ReadyPlan&, const LatencyCorrection*,
                            const std::vector<MeasuredSubtask>&, const CancelledFn&) {
@@ -146,7 +147,7 @@ TEST_F(PlanFeedbackTest, AReplanOfAForgottenPlanIsDiscarded) {
 }
 
 TEST_F(PlanFeedbackTest, StopCancelsARunningReplanAndReturns) {
-  absl::Notification started;
+  sync::Notification started;
   auto feedback =
       Make([&](const ReadyPlan&, const LatencyCorrection*, const std::vector<MeasuredSubtask>&,
                const CancelledFn& cancelled) -> absl::StatusOr<PlanFeedback::Candidate> {

@@ -8,21 +8,21 @@
 // owns the engine, listener, gRPC server and watchdog thread.
 #pragma once
 
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
 #include <memory>
 #include <string>
 #include <thread>
 
-#include <grpcpp/server.h>
-#include <grpcpp/server_builder.h>
-
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
 #include "daemon/backend.h"
 #include "daemon/callers.h"
 #include "daemon/config.h"
 #include "daemon/engine.h"
 #include "daemon/listener.h"
 #include "daemon/services.h"
+#include "sync/notification.h"
 
 namespace psched::daemon {
 
@@ -56,7 +56,7 @@ class Server {
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<Listener> listener_;
-  absl::Notification stop_watchdog_;
+  sync::Notification stop_watchdog_;
   std::thread watchdog_;
   bool stopped_ = false;
 };

@@ -11,7 +11,7 @@ UsageRecorder::UsageRecorder(cache::Store* store, absl::Duration interval)
 
 UsageRecorder::~UsageRecorder() {
   {
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     stopping_ = true;
   }
   thread_.join();
@@ -20,7 +20,7 @@ UsageRecorder::~UsageRecorder() {
 
 void UsageRecorder::PlanHit(const cache::PlanKey& key) {
   std::string name = key.Joined();
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   auto [it, inserted] = plan_hits_.try_emplace(std::move(name));
   if (inserted) it->second.key = key;
   ++it->second.hits;
@@ -28,7 +28,7 @@ void UsageRecorder::PlanHit(const cache::PlanKey& key) {
 
 void UsageRecorder::Inference(const std::string& model_id, double latency_us) {
   const int64_t now = absl::ToUnixSeconds(absl::Now());
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   cache::UsageRecord& usage = models_[model_id];
   usage.model_id = model_id;
   ++usage.inferences;
@@ -37,10 +37,10 @@ void UsageRecorder::Inference(const std::string& model_id, double latency_us) {
 }
 
 void UsageRecorder::Flush() {
-  absl::MutexLock flush_lock(&flush_mu_);
+  sync::MutexLock flush_lock(&flush_mu_);
   cache::UsageBatch batch;
   {
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     for (auto& [name, hits] : plan_hits_) batch.plan_hits.push_back(std::move(hits));
     for (auto& [id, usage] : models_) batch.models.push_back(std::move(usage));
     plan_hits_.clear();
@@ -55,8 +55,8 @@ void UsageRecorder::Flush() {
 void UsageRecorder::FlushLoop() {
   while (true) {
     {
-      absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(&stopping_), interval_);
+      sync::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(sync::Condition(&stopping_), interval_);
       if (stopping_) return;
     }
     Flush();

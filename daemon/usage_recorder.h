@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cache/store.h"
+#include "sync/mutex.h"
 
 namespace psched::daemon {
 
@@ -39,8 +39,8 @@ class UsageRecorder {
   cache::Store* const store_;
   const absl::Duration interval_;
   // Serialises flushes, so counts reach the store in the order they were taken.
-  absl::Mutex flush_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  absl::Mutex mu_;
+  sync::Mutex flush_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  sync::Mutex mu_;
   std::map<std::string, cache::UsageBatch::PlanHits> plan_hits_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, cache::UsageRecord> models_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<PinnedWorker>> PinnedWorker::Start(std::vector<in
 
 PinnedWorker::~PinnedWorker() {
   {
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     stopping_ = true;
     work_.Signal();
   }
@@ -65,7 +65,7 @@ void PinnedWorker::Loop() {
     }
     std::function<void()> job;
     {
-      absl::MutexLock lock(&mu_);
+      sync::MutexLock lock(&mu_);
       while (!stopping_ && jobs_.empty()) work_.Wait(&mu_);
       if (jobs_.empty()) return;
       job = std::move(jobs_.front());
@@ -74,28 +74,28 @@ void PinnedWorker::Loop() {
     }
     job();
     ran_since_idle = true;
-    absl::MutexLock lock(&mu_);
+    sync::MutexLock lock(&mu_);
     ++finished_;
     done_.SignalAll();
   }
 }
 
 void PinnedWorker::Post(std::function<void()> job) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   jobs_.push_back(std::move(job));
   posted_.store(++submitted_, std::memory_order_release);
   work_.Signal();
 }
 
 void PinnedWorker::Drain() {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   const int64_t target = submitted_;
   while (finished_ < target) done_.Wait(&mu_);
 }
 
 absl::Status PinnedWorker::Call(const std::function<absl::Status()>& job) {
   absl::Status status;
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   jobs_.push_back([&] { status = job(); });
   const int64_t ticket = ++submitted_;
   posted_.store(ticket, std::memory_order_release);

@@ -24,8 +24,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "sync/mutex.h"
 
 namespace psched::executor {
 
@@ -59,9 +59,9 @@ class PinnedWorker {
 
   const std::vector<int> cores_;
   const std::function<void()> when_idle_;
-  absl::Mutex mu_;
-  absl::CondVar work_;  // a job was queued, or stopping_ set
-  absl::CondVar done_;  // finished_ grew
+  sync::Mutex mu_;
+  sync::CondVar work_;  // a job was queued, or stopping_ set
+  sync::CondVar done_;  // finished_ grew
   std::deque<std::function<void()>> jobs_ ABSL_GUARDED_BY(mu_);
   int64_t submitted_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int64_t> posted_{0};  // submitted_, readable without mu_ (SpinForWork)

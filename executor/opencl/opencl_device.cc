@@ -342,7 +342,7 @@ OpenClDevice::~OpenClDevice() {
     clReleaseCommandQueue(queue_);
   }
   {
-    absl::MutexLock lock(&programs_mu_);
+    sync::MutexLock lock(&programs_mu_);
     for (auto& [key, program] : programs_) clReleaseProgram(program);
   }
   if (context_ != nullptr) clReleaseContext(context_);
@@ -356,7 +356,7 @@ std::string OpenClDevice::StdOption() const {
 absl::StatusOr<cl_program> OpenClDevice::BuildProgram(const std::string& key,
                                                       const std::string& source,
                                                       const std::string& options) {
-  absl::MutexLock lock(&programs_mu_);
+  sync::MutexLock lock(&programs_mu_);
   if (auto it = programs_.find(key); it != programs_.end()) return it->second;
   const char* text = source.c_str();
   const size_t length = source.size();

@@ -25,7 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "sync/mutex.h"
 
 namespace psched::executor::opencl {
 
@@ -105,7 +105,7 @@ class OpenClDevice {
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
-  absl::Mutex programs_mu_;
+  sync::Mutex programs_mu_;
   std::map<std::string, cl_program> programs_ ABSL_GUARDED_BY(programs_mu_);
 };
 

@@ -298,7 +298,7 @@ OpenClRuntimeDevice::OpenClRuntimeDevice(std::string name, std::unique_ptr<Pinne
 
 OpenClRuntimeDevice::~OpenClRuntimeDevice() {
   worker_->Drain();
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   current_.reset();
   unbound_.clear();
   unbound_counters_.clear();
@@ -328,7 +328,7 @@ absl::StatusOr<SharedMemory<int32_t>> OpenClRuntimeDevice::AllocateCounters(size
         absl::StrCat("device ", name_, ": counters: ", counters.status().message()));
   }
   std::shared_ptr<opencl::DependencyCounters> shared = std::move(*counters);
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   unbound_counters_[shared->data()] = shared;
   return SharedMemory<int32_t>{shared->data(), shared};
 }
@@ -341,14 +341,14 @@ absl::StatusOr<SharedMemory<float>> OpenClRuntimeDevice::AllocateArena(size_t fl
     return absl::Status(host.status().code(),
                         absl::StrCat("device ", name_, ": arena: ", host.status().message()));
   }
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   std::shared_ptr<opencl::SvmArena> shared = std::move(*arena);
   unbound_[*host] = shared;
   return SharedMemory<float>{*host, shared};
 }
 
 absl::Status OpenClRuntimeDevice::BindArena(float* base, size_t floats) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   auto it = unbound_.find(base);
   if (it == unbound_.end()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -371,7 +371,7 @@ absl::Status OpenClRuntimeDevice::BindArena(float* base, size_t floats) {
 absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
     const model::Graph& graph, model::OpId id, WorkSlice slice, std::span<const TensorView> inputs,
     const TensorView& output) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   if (current_ == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("device ", name_, ": Compile before BindArena"));
@@ -433,7 +433,7 @@ void OpenClRuntimeDevice::Post(std::function<void()> job) { worker_->Post(std::m
 absl::Status OpenClRuntimeDevice::Finish() { return device_->Finish(); }
 
 absl::Status OpenClRuntimeDevice::BindCounters(int32_t* counters, size_t count) {
-  absl::MutexLock lock(&mu_);
+  sync::MutexLock lock(&mu_);
   if (current_ == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("device ", name_, ": BindCounters before BindArena"));

@@ -42,12 +42,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "executor/common/pinned_worker.h"
 #include "executor/opencl/opencl_device.h"
 #include "executor/opencl/svm_arena.h"
 #include "executor/opencl/sync_kernels.h"
 #include "executor/runtime/device.h"
+#include "sync/mutex.h"
 
 namespace psched::executor::runtime {
 
@@ -123,7 +123,7 @@ class OpenClRuntimeDevice final : public Device {
   const bool in_queue_sync_;
   opencl::MemoryMode arena_mode_ = opencl::MemoryMode::kFineGrainSvm;
 
-  absl::Mutex mu_;
+  sync::Mutex mu_;
   // Arenas allocated but not yet bound, by host pointer.
   std::map<const float*, std::shared_ptr<opencl::SvmArena>> unbound_ ABSL_GUARDED_BY(mu_);
   std::map<const int32_t*, std::shared_ptr<opencl::DependencyCounters>> unbound_counters_
