@@ -63,16 +63,14 @@ void EvictPrivateCaches(size_t bytes) {
   for (size_t i = 0; i < bytes; i += 64) data[i] = static_cast<uint8_t>(data[i] + 1);
 }
 
-void EvictOnPoolThread(void* bytes, size_t) { EvictPrivateCaches(*static_cast<size_t*>(bytes)); }
-
 // Evicts the private caches of the calling thread and, with a pool, of every pool thread.
 void EvictThreadCaches(size_t bytes, pthreadpool_t pool) {
   if (pool == nullptr || bytes == 0) {
     EvictPrivateCaches(bytes);
     return;
   }
-  pthreadpool_parallelize_1d(pool, EvictOnPoolThread, &bytes, pthreadpool_get_threads_count(pool),
-                             0);
+  cpu::ParallelFor(pool, pthreadpool_get_threads_count(pool),
+                   [bytes](size_t) { EvictPrivateCaches(bytes); });
 }
 
 // Times `run` `runs` times after `warmup` untimed calls; the median (or with `fastest` the

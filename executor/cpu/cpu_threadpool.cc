@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "sync/tsan.h"
 
 namespace psched::executor::cpu {
 namespace {
@@ -24,19 +25,40 @@ struct PinTask {
   std::atomic<int> failed_errno{0};
 };
 
-void PinOne(void* context, size_t index) {
-  auto* task = static_cast<PinTask*>(context);
+void PinOne(PinTask& task, size_t index) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(task->cores[index], &set);
-  if (sched_setaffinity(0, sizeof(set), &set) != 0) task->failed_errno.store(errno);
-  task->arrived.fetch_add(1);
-  while (task->arrived.load() < static_cast<int>(task->cores.size())) std::this_thread::yield();
+  CPU_SET(task.cores[index], &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) task.failed_errno.store(errno);
+  task.arrived.fetch_add(1);
+  while (task.arrived.load() < static_cast<int>(task.cores.size())) std::this_thread::yield();
+}
+
+// Two addresses, so that calls of fn are ordered after the dispatch and before the return
+// but not with each other.
+struct ParallelForCall {
+  absl::FunctionRef<void(size_t)> fn;
+  char dispatched;
+  char finished;
+};
+
+void RunOne(void* context, size_t index) {
+  auto* call = static_cast<ParallelForCall*>(context);
+  sync::HappensAfter(&call->dispatched);
+  call->fn(index);
+  sync::HappensBefore(&call->finished);
 }
 
 void Nothing(void*, size_t) {}
 
 }  // namespace
+
+void ParallelFor(pthreadpool_t pool, size_t range, absl::FunctionRef<void(size_t)> fn) {
+  ParallelForCall call{fn, 0, 0};
+  sync::HappensBefore(&call.dispatched);
+  pthreadpool_parallelize_1d(pool, RunOne, &call, range, 0);
+  sync::HappensAfter(&call.finished);
+}
 
 absl::StatusOr<std::unique_ptr<CpuThreadpool>> CpuThreadpool::Create(int threads,
                                                                      std::span<const int> cores) {
@@ -66,7 +88,7 @@ absl::StatusOr<std::unique_ptr<CpuThreadpool>> CpuThreadpool::Create(int threads
   }
   if (pin) {
     PinTask task{.cores = cores};
-    pthreadpool_parallelize_1d(pool, PinOne, &task, cores.size(), 0);
+    ParallelFor(pool, cores.size(), [&task](size_t i) { PinOne(task, i); });
     if (const int err = task.failed_errno.load(); err != 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("threadpool: cannot pin its threads to their cores: ", std::strerror(err)));

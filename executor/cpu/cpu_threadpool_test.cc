@@ -1,7 +1,6 @@
 #include "executor/cpu/cpu_threadpool.h"
 
 #include <gtest/gtest.h>
-#include <pthreadpool.h>
 #include <sched.h>
 #include <time.h>
 
@@ -25,8 +24,7 @@ struct Masks {
 };
 
 // Records the calling thread's mask, then waits for the other item: each item on its own thread.
-void RecordMask(void* context, size_t) {
-  auto* masks = static_cast<Masks*>(context);
+void RecordMask(Masks* masks) {
   masks->arrived.fetch_add(1);
   while (masks->arrived.load() < 2) std::this_thread::yield();
   cpu_set_t set;
@@ -52,7 +50,7 @@ TEST(CpuThreadpoolTest, PinsOneThreadPerCore) {
                     if (!pool.ok()) return pool.status();
                     EXPECT_EQ((*pool)->threads(), 2);
                     EXPECT_NE((*pool)->get(), nullptr);
-                    pthreadpool_parallelize_1d((*pool)->get(), RecordMask, &masks, 2, 0);
+                    ParallelFor((*pool)->get(), 2, [&masks](size_t) { RecordMask(&masks); });
                     cpu_set_t set;
                     CPU_ZERO(&set);
                     sched_getaffinity(0, sizeof(set), &set);
@@ -85,23 +83,40 @@ double ProcessCpuMs() {
   return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
 }
 
-void Add(void* context, size_t i) { static_cast<std::atomic<size_t>*>(context)->fetch_add(i + 1); }
-
 TEST(CpuThreadpoolTest, AParkedPoolBurnsNoCpuAndStillWorks) {
   auto pool = CpuThreadpool::Create(2, std::vector<int>{});
   ASSERT_TRUE(pool.ok()) << pool.status();
   std::atomic<size_t> sum{0};
-  pthreadpool_parallelize_1d((*pool)->get(), Add, &sum, 100, 0);
+  ParallelFor((*pool)->get(), 100, [&sum](size_t i) { sum.fetch_add(i + 1); });
   (*pool)->Park();
   // Unparked, pthreadpool's thread would spin through most of this sleep (~15 ms per call).
   const double before = ProcessCpuMs();
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   EXPECT_LT(ProcessCpuMs() - before, 5.0);
   // The next call wakes it.
-  pthreadpool_parallelize_1d((*pool)->get(), Add, &sum, 100, 0);
+  ParallelFor((*pool)->get(), 100, [&sum](size_t i) { sum.fetch_add(i + 1); });
   EXPECT_EQ(sum.load(), 2u * 5050u);
   (*pool)->Park();
   (*pool)->Park();  // parking a parked pool is harmless
+}
+
+// Plain writes by every call, read after the return: in a TSan build, a report unless
+// ParallelFor tells TSan about pthreadpool's hand-offs.
+TEST(CpuThreadpoolTest, ParallelForRunsEveryIndexOnceBetweenTheCallersWrites) {
+  for (int threads : {1, 3}) {
+    auto pool = CpuThreadpool::Create(threads, {});
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    std::vector<int> input(1000);
+    for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<int>(i);
+    std::vector<int> output(input.size(), -1);
+    std::atomic<int> calls{0};
+    ParallelFor((*pool)->get(), input.size(), [&](size_t i) {
+      output[i] = 2 * input[i];
+      calls.fetch_add(1);
+    });
+    EXPECT_EQ(calls.load(), 1000);
+    for (size_t i = 0; i < output.size(); ++i) ASSERT_EQ(output[i], 2 * input[i]) << i;
+  }
 }
 
 TEST(CpuThreadpoolTest, RejectsBadInput) {

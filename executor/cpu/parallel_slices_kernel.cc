@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "executor/cpu/cpu_threadpool.h"
 #include "model/op_cost.h"
 #include "model/split.h"
 
@@ -47,7 +48,7 @@ class ParallelSlicesKernel final : public CpuKernel {
   }
 
   absl::Status Run() override {
-    pthreadpool_parallelize_1d(threadpool_, RunPart, this, parts_.size(), 0);
+    ParallelFor(threadpool_, parts_.size(), [this](size_t i) { statuses_[i] = parts_[i]->Run(); });
     for (const absl::Status& s : statuses_) {
       if (!s.ok()) return s;
     }
@@ -57,11 +58,6 @@ class ParallelSlicesKernel final : public CpuKernel {
   std::string_view library() const override { return library_; }
 
  private:
-  static void RunPart(void* context, size_t i) {
-    auto* self = static_cast<ParallelSlicesKernel*>(context);
-    self->statuses_[i] = self->parts_[i]->Run();
-  }
-
   std::vector<std::unique_ptr<CpuKernel>> parts_;
   std::vector<absl::Status> statuses_;  // each written by its own part's thread
   pthreadpool_t threadpool_;
