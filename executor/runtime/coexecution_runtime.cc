@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <latch>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "executor/common/activation.h"
 #include "executor/common/futex.h"
 #include "executor/io_buffers.h"
 #include "model/op_validation.h"
+#include "sync/tsan.h"
 
 namespace psched::executor::runtime {
 namespace {
@@ -190,7 +192,41 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   for (std::vector<Queued>& queue : queues_) {
     for (Queued& q : queue) q.wake_host = host_waited[static_cast<size_t>(q.step.op)];
   }
+  if constexpr (sync::kTsan) PlanQueueAnnotations();
   return absl::OkStatus();
+}
+
+void CoExecutionRuntime::PlanQueueAnnotations() {
+  seen_through_queues_.assign(ops_.size(), {});
+  for (size_t k = 0; k < ops_.size(); ++k) {
+    std::set<const void*> seen;
+    std::vector<bool> visited(ops_.size());
+    std::vector<size_t> pending{k};
+    visited[k] = true;
+    while (!pending.empty()) {
+      const size_t op = pending.back();
+      pending.pop_back();
+      // Once op's counter is met, each queue has run its enqueued subtasks up to op's last.
+      for (const std::vector<Queued>& queue : queues_) {
+        size_t end = 0;
+        for (size_t i = 0; i < queue.size(); ++i) {
+          if (queue[i].enqueue && static_cast<size_t>(queue[i].step.op) == op) end = i + 1;
+        }
+        for (size_t i = 0; i < end; ++i) {
+          if (!queue[i].enqueue) continue;
+          seen.insert(&queue[i]);
+          for (const CounterWait& w : queue[i].waits) {
+            seen.insert(&counters_[w.counter]);
+            if (!visited[w.counter]) {
+              visited[w.counter] = true;
+              pending.push_back(w.counter);
+            }
+          }
+        }
+      }
+    }
+    seen_through_queues_[k].assign(seen.begin(), seen.end());
+  }
 }
 
 absl::Status CoExecutionRuntime::AllocateArena(size_t floats, const RuntimeOptions& options) {
@@ -249,26 +285,30 @@ void CoExecutionRuntime::Abort(absl::Status status) {
 
 bool CoExecutionRuntime::WaitOnHost(std::span<const CounterWait> waits) {
   for (const CounterWait& w : waits) {
-    if (counter(w.counter).load(std::memory_order_acquire) >= w.target) continue;
-    // Spin briefly: on dedicated cores most waits end within microseconds.
-    const int64_t spin_until = NowNs() + kSpinNs;
-    bool met = false;
-    for (int spins = 1; !met; ++spins) {
-      CpuRelax();
-      met = counter(w.counter).load(std::memory_order_acquire) >= w.target;
-      if (spins % 64 == 0 && NowNs() > spin_until) break;
+    if (counter(w.counter).load(std::memory_order_acquire) < w.target) {
+      // Spin briefly: on dedicated cores most waits end within microseconds.
+      const int64_t spin_until = NowNs() + kSpinNs;
+      bool met = false;
+      for (int spins = 1; !met; ++spins) {
+        CpuRelax();
+        met = counter(w.counter).load(std::memory_order_acquire) >= w.target;
+        if (spins % 64 == 0 && NowNs() > spin_until) break;
+      }
+      // Then park until the publisher wakes us: a busy machine needs this core for the work
+      // being waited for. Announcing the waiter before re-reading the counter (both
+      // sequentially consistent, as the publisher's add and its read of waiters_) means either
+      // we see the new value or the publisher sees us and wakes the futex.
+      std::atomic<int32_t>& parked = waiters_[w.counter];
+      while (!met) {
+        parked.fetch_add(1);
+        const int32_t value = counter(w.counter).load();
+        met = value >= w.target;
+        if (!met) FutexWait(&counters_[w.counter], value);
+        parked.fetch_sub(1);
+      }
     }
-    // Then park until the publisher wakes us: a busy machine needs this core for the work being
-    // waited for. Announcing the waiter before re-reading the counter (both sequentially
-    // consistent, as the publisher's add and its read of waiters_) means either we see the
-    // new value or the publisher sees us and wakes the futex.
-    std::atomic<int32_t>& parked = waiters_[w.counter];
-    while (!met) {
-      parked.fetch_add(1);
-      const int32_t value = counter(w.counter).load();
-      met = value >= w.target;
-      if (!met) FutexWait(&counters_[w.counter], value);
-      parked.fetch_sub(1);
+    if constexpr (sync::kTsan) {
+      for (const void* p : seen_through_queues_[w.counter]) sync::HappensAfter(p);
     }
   }
   return !aborted_.load();
@@ -330,6 +370,7 @@ void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
     if (aborted_.load()) break;
     if (q.enqueue) {
       enqueued_any = true;
+      sync::HappensBefore(&q);  // for PlanQueueAnnotations
       if (absl::Status s =
               q.subtask->Enqueue(q.waits, static_cast<size_t>(q.step.op), ops_.size(), q.wake_host);
           !s.ok()) {

@@ -109,6 +109,8 @@ class CoExecutionRuntime {
   absl::Status Compile(const model::Graph& graph, const RuntimeOptions& options);
   absl::Status AllocateArena(size_t floats, const RuntimeOptions& options);
   absl::Status AllocateCounters(const RuntimeOptions& options);
+  // TSan builds only: fills seen_through_queues_.
+  void PlanQueueAnnotations();
   void RunQueue(int device, int64_t start_ns);
   // Spins briefly, then parks on the counters (futex) until every wait is met. False when the
   // run was aborted meanwhile.
@@ -143,6 +145,12 @@ class CoExecutionRuntime {
   int32_t* counters_ = nullptr;           // one per op, then the release word
   // Host threads parked on each op's counter (WaitOnHost); a publisher wakes only when > 0.
   std::unique_ptr<std::atomic<int32_t>[]> waiters_;
+  // A device that enqueues waits and signals in its command queue orders host threads through
+  // kernels ThreadSanitizer cannot see. For a TSan build (sync/tsan.h), by op: what a host
+  // thread that saw the op's counter met may take as done before - each enqueued subtask up to
+  // the op's last one in every queue (the dispatcher's work before enqueueing it) and the
+  // counters those waited for, transitively. Empty in other builds.
+  std::vector<std::vector<const void*>> seen_through_queues_;
   // Devices whose queue loop has not ended in this Run; the last one sets the release word.
   std::atomic<int> host_queues_running_{0};
   std::vector<TensorView> inputs_, outputs_;
