@@ -897,6 +897,10 @@ TEST_F(DaemonTest, KillNineDuringUploadPlanningAndInferenceLosesNothingAcknowled
   size_t next_upload = 0;
   for (int round = 0; round < 5; ++round) {
     Start();
+    // Drawn before the clients start, and the replanning client has its own engine: a
+    // std::mt19937 is not thread-safe.
+    const int kill_after_ms = std::uniform_int_distribution<int>(150, 900)(rng);
+    std::mt19937 pick(static_cast<uint32_t>(rng()));
     std::mutex mu;
     std::atomic<bool> done{false};
     std::vector<std::thread> clients;
@@ -922,7 +926,9 @@ TEST_F(DaemonTest, KillNineDuringUploadPlanningAndInferenceLosesNothingAcknowled
           absl::SleepFor(absl::Milliseconds(5));
           continue;
         }
-        if (!Client(absl::Seconds(10)).GetPlan(ids[rng() % ids.size()], "iterative", {}, true).ok())
+        if (!Client(absl::Seconds(10))
+                 .GetPlan(ids[pick() % ids.size()], "iterative", {}, true)
+                 .ok())
           break;
       }
     });
@@ -943,7 +949,7 @@ TEST_F(DaemonTest, KillNineDuringUploadPlanningAndInferenceLosesNothingAcknowled
         if (!Client(absl::Seconds(10)).Infer(request).ok()) break;
       }
     });
-    absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(150, 900)(rng)));
+    absl::SleepFor(absl::Milliseconds(kill_after_ms));
     ASSERT_EQ(kill(pid_, SIGKILL), 0);
     waitpid(pid_, nullptr, 0);
     pid_ = -1;
@@ -1151,7 +1157,8 @@ TEST_F(DaemonTest, BigLittleTreeGivesOneDevicePerClusterThatPlansAndInfers) {
   const std::string id = id_line.substr(0, 64);
   auto [plan_rc, plan_text] = Ctl("-o json plan show " + id + " --scheduler heft");
   ASSERT_EQ(plan_rc, 0) << plan_text;
-  for (const json& s : json::parse(plan_text)["subtasks"]) {
+  const json plan = json::parse(plan_text);  // the loop below must not range over a temporary
+  for (const json& s : plan["subtasks"]) {
     const std::string device = s["device"];
     EXPECT_TRUE(device == "cpu.big" || device == "cpu.little") << device;
   }
