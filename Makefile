@@ -4,8 +4,8 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build demo run test test-sanitize test-arm64 check-thread-safety fuzz \
-	soak bench install deb clean format phone-models
+.PHONY: all deps configure build demo run test test-sanitize test-tsan test-arm64 \
+	check-thread-safety fuzz soak bench install deb clean format phone-models
 
 all: build
 
@@ -38,6 +38,11 @@ check-thread-safety: build
 
 test-sanitize:
 	@$(MAKE) --no-print-directory BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DPSCHED_SANITIZE=ON" test
+
+# ThreadSanitizer (clang, build-tsan) over the tests of the threaded code; any report fails it
+# (docs/concurrency.md).
+test-tsan: deps
+	JOBS=$(JOBS) ./scripts/test-tsan build-tsan
 
 # arm64 (docs/boards.md): cross build with Debian multiarch, then the unit tests and a daemon
 # end to end (scripts/arm64-e2e.sh) under qemu-user. Left out there: tests that start arm64
