@@ -22,7 +22,8 @@ bool Problem::IsPartitionable(OpId op) const {
 
 absl::Status Problem::Init(const platform::Platform& platform,
                            std::vector<std::vector<std::pair<int, double>>> preds,
-                           std::vector<int64_t> work_size, int max_splits) {
+                           std::vector<int64_t> work_size, int max_splits,
+                           const predictor::LatencyModel* latency_model) {
   if (platform.devices.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("platform '", platform.name, "' has no devices"));
@@ -41,6 +42,23 @@ absl::Status Problem::Init(const platform::Platform& platform,
   }
   cross_domain_fraction_ =
       num_devices_ > 1 ? static_cast<double>(cross) / (num_devices_ * (num_devices_ - 1)) : 0.0;
+  sync_us_.assign(static_cast<size_t>(num_devices_ * num_devices_), 0.0);
+  for (int a = 0; latency_model != nullptr && a < num_devices_; ++a) {
+    for (int b = 0; b < num_devices_; ++b) {
+      if (a == b) continue;
+      const double us = latency_model->SyncUs(a, b);
+      if (!std::isfinite(us) || us < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "latency model ", latency_model->Version(), " gives sync cost ", us, " us from device ",
+            platform.devices[static_cast<size_t>(a)].name, " to ",
+            platform.devices[static_cast<size_t>(b)].name, "; need a finite cost >= 0"));
+      }
+      sync_us_[static_cast<size_t>(a * num_devices_ + b)] = us;
+      mean_sync_us_ += us / (num_devices_ * (num_devices_ - 1));
+      max_sync_us_ = std::max(max_sync_us_, us);
+    }
+  }
+  edges_free_ = cross == 0 && max_sync_us_ == 0;
 
   std::vector<std::vector<std::pair<int, double>>> succs(preds.size());
   pred_begin_.assign(1, 0);
@@ -111,7 +129,8 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph,
     p.op_names_.push_back(graph.op(op).name);
     p.whole_configs_.push_back(predictor::WholeOpConfig(graph, op));
   }
-  if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits);
+  if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits,
+                              &latency_model);
       !s.ok()) {
     return s;
   }
@@ -183,7 +202,8 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const pla
     }
   }
   Problem p;
-  if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits);
+  if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits,
+                              /*latency_model=*/nullptr);
       !s.ok()) {
     return s;
   }
