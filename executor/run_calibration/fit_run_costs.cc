@@ -17,7 +17,7 @@ double Median(std::vector<double> v) {
 
 calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
                                   std::span<const std::string> device_names,
-                                  std::span<const bool> sync_devices) {
+                                  const std::vector<bool>& sync_devices) {
   calibration::RunCosts costs;
   costs.probes = static_cast<int>(results.size());
   const size_t num_devices = device_names.size();

@@ -17,6 +17,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "executor/calibration/run_costs.h"
 #include "executor/run_calibration/run_probes.h"
@@ -29,6 +30,6 @@ inline constexpr double kMaxSyncUs = 1000;
 // sync cost. REQUIRES: both as long as the probes' device count.
 calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
                                   std::span<const std::string> device_names,
-                                  std::span<const bool> sync_devices);
+                                  const std::vector<bool>& sync_devices);
 
 }  // namespace psched::executor::run_calibration

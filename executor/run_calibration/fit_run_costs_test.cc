@@ -53,7 +53,7 @@ TEST(FitRunCosts, InRunFactorsAndTheSyncThatReproducesTheRuns) {
       Probe(g, {0, 1, 0}, 100, 100, 25, 3),  // 25 us lost at each of two hand-offs
   };
   const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const bool sync[] = {true, true};
+  const std::vector<bool> sync = {true, true};
   const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
   EXPECT_EQ(costs.probes, 3);
   EXPECT_EQ(costs.runs, 3);
@@ -72,7 +72,7 @@ TEST(FitRunCosts, InRunFactorsAndTheSyncThatReproducesTheRuns) {
 TEST(FitRunCosts, NothingLostBetweenSubtasksGivesNoSyncAndSingleDevicesNone) {
   const model::Graph g = Chain3();
   const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const bool sync[] = {true, true};
+  const std::vector<bool> sync = {true, true};
   const std::vector<ProbeResult> ideal = {Probe(g, {0, 1, 0}, 100, 100, 0, 2)};
   const calibration::RunCosts costs = FitRunCosts(ideal, names, sync);
   ASSERT_EQ(costs.sync.size(), 2u);
@@ -80,14 +80,14 @@ TEST(FitRunCosts, NothingLostBetweenSubtasksGivesNoSyncAndSingleDevicesNone) {
   const std::vector<ProbeResult> alone = {Probe(g, {0, 0, 0}, 100, 100, 10, 2)};
   EXPECT_TRUE(FitRunCosts(alone, names, sync).sync.empty());
   // A device outside sync_devices gets none.
-  const bool only_first[] = {true, false};
+  const std::vector<bool> only_first = {true, false};
   EXPECT_TRUE(FitRunCosts(ideal, names, only_first).sync.empty());
 }
 
 TEST(FitRunCosts, ASyncBeyondTheCapStopsThere) {
   const model::Graph g = Chain3();
   const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const bool sync[] = {true, true};
+  const std::vector<bool> sync = {true, true};
   const std::vector<ProbeResult> slow = {Probe(g, {0, 1, 0}, 100, 100, 5000, 1)};
   const calibration::RunCosts costs = FitRunCosts(slow, names, sync);
   ASSERT_FALSE(costs.sync.empty());

@@ -91,7 +91,7 @@ TEST_F(RunProbesTest, TimesEveryProbeEveryRoundAndFitsFiniteCosts) {
     }
   }
   const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const bool sync[] = {true, true};
+  const std::vector<bool> sync = {true, true};
   const calibration::RunCosts costs = FitRunCosts(*results, names, sync);
   ASSERT_EQ(costs.in_run.size(), 2u);
   for (const auto& r : costs.in_run) {
