@@ -5,7 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "executor/run_calibration/fit_run_costs.h"
-#include "executor/runtime/cpu_device.h"
+#include "executor/runtime/plan_from_schedule.h"
 #include "model/synthetic_weights.h"
 #include "predictor/device_subset_model.h"
 
@@ -69,16 +69,9 @@ absl::StatusOr<calibration::RunCosts> CalibrateHostRunCosts(
   platform::Platform cpus;
   cpus.name = platform.name + "-cpus";
   std::vector<int> indices;
-  std::vector<std::unique_ptr<runtime::CpuDevice>> owned;
-  std::vector<runtime::Device*> devices;
   for (size_t d = 0; d < platform.devices.size(); ++d) {
     const platform::DeviceSpec& spec = platform.devices[d];
     if (spec.kind != platform::DeviceKind::kCpu || (!usable.empty() && !usable[d])) continue;
-    absl::StatusOr<std::unique_ptr<runtime::CpuDevice>> device =
-        runtime::CpuDevice::Create(spec.name, spec.cpu_cores);
-    if (!device.ok()) return device.status();
-    owned.push_back(*std::move(device));
-    devices.push_back(owned.back().get());
     cpus.devices.push_back(spec);
     indices.push_back(static_cast<int>(d));
   }
@@ -86,7 +79,12 @@ absl::StatusOr<calibration::RunCosts> CalibrateHostRunCosts(
   absl::StatusOr<std::unique_ptr<predictor::DeviceSubsetModel>> subset =
       predictor::DeviceSubsetModel::Create(std::move(model), std::move(indices));
   if (!subset.ok()) return subset.status();
-  return CalibrateRunCosts(graphs, cpus, devices, {}, **subset, plan, options);
+  // As pschedd runs them: a cluster device on one pinned thread per core.
+  absl::StatusOr<std::unique_ptr<runtime::PlatformDevices>> devices =
+      runtime::PlatformDevices::Create(cpus);
+  if (!devices.ok()) return devices.status();
+  return CalibrateRunCosts(graphs, cpus, (*devices)->devices(), (*devices)->runtime_options(),
+                           **subset, plan, options);
 }
 
 }  // namespace psched::executor::run_calibration

@@ -49,9 +49,10 @@ absl::StatusOr<calibration::RunCosts> CalibrateRunCosts(
     const predictor::LatencyModel& model, const PlanFn& plan, const RunCostOptions& options = {});
 
 // The step as psched-calibrate and pschedd's Calibrate take it: the CPU devices of `platform`
-// (those with `usable` set; all when it is empty) on CPU devices of their own (not a daemon's
-// serving ones, whose queues a probe would interleave with), `model` predicting every device of
-// `platform`. A platform without a usable CPU device gives empty costs.
+// (those with `usable` set; all when it is empty) on runtime devices of their own, made as
+// pschedd makes them (runtime::PlatformDevices: a cluster runs every subtask on one pinned thread
+// per core) but not a daemon's serving ones, whose queues a probe would interleave with; `model`
+// predicts every device of `platform`. A platform without a usable CPU device gives empty costs.
 absl::StatusOr<calibration::RunCosts> CalibrateHostRunCosts(
     std::span<const model::Graph> graphs, const platform::Platform& platform,
     const std::vector<bool>& usable, std::shared_ptr<const predictor::LatencyModel> model,

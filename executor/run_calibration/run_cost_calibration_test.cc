@@ -86,6 +86,21 @@ TEST_F(RunCostCalibrationTest, OneDeviceGetsNoSync) {
   EXPECT_TRUE(costs->sync.empty());
 }
 
+// The host's step: only the usable CPU devices of the whole platform are probed (the gpu is never
+// opened), with the model of the whole platform.
+TEST_F(RunCostCalibrationTest, TheHostStepProbesTheUsableCpuDevices) {
+  const predictor::Profile host = predictor::HostProfile(2);  // cpu.0, cpu.1, gpu
+  auto costs = CalibrateHostRunCosts(graphs_, host.platform, {false, true, true}, host.model, Plan,
+                                     {.probe = {.warmup_runs = 0, .rounds = 1}});
+  ASSERT_TRUE(costs.ok()) << costs.status();
+  EXPECT_EQ(costs->probes, 1);
+  ASSERT_EQ(costs->in_run.size(), 1u);
+  EXPECT_EQ(costs->in_run[0].device, "cpu.1");
+  auto none = CalibrateHostRunCosts(graphs_, host.platform, {false, false, true}, host.model, Plan);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->probes, 0);
+}
+
 TEST_F(RunCostCalibrationTest, RefusesGpusMismatchesAndFailedPlans) {
   auto error = [&](std::span<const model::Graph> graphs, const platform::Platform& platform,
                    std::span<runtime::Device* const> devices, const PlanFn& plan) {
