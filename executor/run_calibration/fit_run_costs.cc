@@ -1,6 +1,7 @@
 #include "executor/run_calibration/fit_run_costs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace psched::executor::run_calibration {
@@ -21,7 +22,10 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   calibration::RunCosts costs;
   costs.probes = static_cast<int>(results.size());
   const size_t num_devices = device_names.size();
-  std::vector<double> measured(num_devices, 0), predicted(num_devices, 0);
+  // Per device: the summed medians (reported) and log(measured / predicted) of every probe that
+  // ran subtasks on it.
+  std::vector<double> measured(num_devices, 0), predicted(num_devices, 0), log_sum(num_devices, 0);
+  std::vector<int> counted(num_devices, 0);
   std::vector<double> overheads;
   std::vector<const ProbeResult*> multi;
   for (const ProbeResult& r : results) {
@@ -34,8 +38,12 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
           p.push_back(b.predicted_kernel_us[d]);
         }
       }
-      measured[d] += Median(std::move(m));
-      predicted[d] += Median(std::move(p));
+      const double mm = Median(std::move(m)), pm = Median(std::move(p));
+      if (mm <= 0 || pm <= 0) continue;
+      measured[d] += mm;
+      predicted[d] += pm;
+      log_sum[d] += std::log(mm / pm);
+      ++counted[d];
     }
     for (const RunBreakdown& b : r.breakdowns) {
       overheads.push_back(b.first_start_us + b.wall_us - b.trace_end_us);
@@ -44,46 +52,58 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   }
   costs.run_overhead_us = Median(std::move(overheads));
   for (size_t d = 0; d < num_devices; ++d) {
-    if (predicted[d] <= 0 || measured[d] <= 0) continue;
+    if (counted[d] == 0) continue;
     costs.in_run.push_back({.device = device_names[d],
                             .measured_us = measured[d],
                             .predicted_us = predicted[d],
-                            .factor = measured[d] / predicted[d]});
+                            .factor = std::exp(log_sum[d] / counted[d])});
   }
 
-  // Summed median replay of the multi-device probes with `c` between sync devices.
+  // Per multi-device probe, its median measured span and median replay with `c` between sync
+  // devices.
+  std::vector<double> spans;
+  for (const ProbeResult* r : multi) {
+    std::vector<double> v;
+    for (const RunBreakdown& b : r->breakdowns) v.push_back(b.span_us());
+    spans.push_back(Median(std::move(v)));
+    costs.multi_device_measured_us += spans.back();
+  }
   auto replayed = [&](double c) {
     const SyncCost sync = [&](int from, int to) {
       return sync_devices[static_cast<size_t>(from)] && sync_devices[static_cast<size_t>(to)] ? c
                                                                                               : 0.0;
     };
-    double sum = 0;
+    std::vector<double> out;
     for (const ProbeResult* r : multi) {
-      std::vector<double> spans;
-      for (const auto& timings : r->timings) spans.push_back(ReplayUs(*r->graph, timings, sync));
-      sum += Median(std::move(spans));
+      std::vector<double> v;
+      for (const auto& timings : r->timings) v.push_back(ReplayUs(*r->graph, timings, sync));
+      out.push_back(Median(std::move(v)));
     }
-    return sum;
+    return out;
   };
-  for (const ProbeResult* r : multi) {
-    std::vector<double> spans;
-    for (const RunBreakdown& b : r->breakdowns) spans.push_back(b.span_us());
-    costs.multi_device_measured_us += Median(std::move(spans));
-  }
-  costs.multi_device_replay_us = replayed(0);
+  // Mean log(replayed / measured) over the probes: every plan counts alike, whatever its length.
+  auto mean_log_ratio = [&](double c) {
+    const std::vector<double> r = replayed(c);
+    double sum = 0;
+    for (size_t i = 0; i < r.size(); ++i) sum += std::log(std::max(r[i], 1e-9) / spans[i]);
+    return sum / static_cast<double>(r.size());
+  };
   double sync_us = 0;
-  if (!multi.empty() && costs.multi_device_replay_us < costs.multi_device_measured_us) {
-    double lo = 0, hi = kMaxSyncUs;
-    if (replayed(hi) <= costs.multi_device_measured_us) {
-      lo = hi;
-    } else {
-      // replayed() does not decrease as c grows.
-      for (int i = 0; i < 50; ++i) {
-        const double mid = 0.5 * (lo + hi);
-        (replayed(mid) < costs.multi_device_measured_us ? lo : hi) = mid;
+  if (!multi.empty()) {
+    for (double r : replayed(0)) costs.multi_device_replay_us += r;
+    if (mean_log_ratio(0) < 0) {
+      double lo = 0, hi = kMaxSyncUs;
+      if (mean_log_ratio(hi) <= 0) {
+        lo = hi;
+      } else {
+        // The replays do not shorten as c grows.
+        for (int i = 0; i < 50; ++i) {
+          const double mid = 0.5 * (lo + hi);
+          (mean_log_ratio(mid) < 0 ? lo : hi) = mid;
+        }
       }
+      sync_us = lo;
     }
-    sync_us = lo;
   }
   for (size_t a = 0; a < num_devices; ++a) {
     for (size_t b = 0; b < num_devices; ++b) {

@@ -1,5 +1,7 @@
 #include "executor/run_calibration/fit_run_costs.h"
 
+#include <cmath>
+
 #include "executor/testing/graph_builder.h"
 #include "gtest/gtest.h"
 
@@ -59,14 +61,35 @@ TEST(FitRunCosts, InRunFactorsAndTheSyncThatReproducesTheRuns) {
   EXPECT_EQ(costs.runs, 3);
   ASSERT_EQ(costs.in_run.size(), 2u);
   EXPECT_EQ(costs.in_run[0].device, "cpu.0");
-  EXPECT_NEAR(costs.in_run[0].factor, (330.0 + 200) / (300 + 200), 1e-9);
-  EXPECT_NEAR(costs.in_run[1].factor, (360.0 + 100) / (300 + 100), 1e-9);
+  // Geometric means over the probes that used the device: 1.1 alone and 1 together, 1.2 and 1.
+  EXPECT_NEAR(costs.in_run[0].factor, std::sqrt(1.1), 1e-9);
+  EXPECT_NEAR(costs.in_run[1].factor, std::sqrt(1.2), 1e-9);
+  EXPECT_DOUBLE_EQ(costs.in_run[0].measured_us, 330 + 200);
+  EXPECT_DOUBLE_EQ(costs.in_run[0].predicted_us, 300 + 200);
   EXPECT_DOUBLE_EQ(costs.multi_device_measured_us, 350);
   EXPECT_DOUBLE_EQ(costs.multi_device_replay_us, 300);
   ASSERT_EQ(costs.sync.size(), 2u);
   EXPECT_NEAR(costs.sync[0].us, 25, 1e-6);
   EXPECT_EQ(costs.sync[1].from, "cpu.1");
   EXPECT_NEAR(costs.run_overhead_us, 50, 1e-9);
+}
+
+// Each plan counts alike: a short plan that lost 20% between subtasks and a long one that lost
+// nothing meet at the cost that leaves them equally far off, not at the long one's.
+TEST(FitRunCosts, SyncBalancesThePlansRelativeErrors) {
+  const model::Graph g = Chain3();
+  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
+  const std::vector<bool> sync = {true, true};
+  // Short: 3 x 50 us with 15 us lost at each of two hand-offs (span 180). Long: 3 x 1000 us.
+  const std::vector<ProbeResult> probes = {Probe(g, {0, 1, 0}, 50, 50, 15, 1),
+                                           Probe(g, {0, 1, 0}, 1000, 1000, 0, 1)};
+  const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
+  ASSERT_EQ(costs.sync.size(), 2u);
+  // (150 + 2c) / 180 * (3000 + 2c) / 3000 = 1.
+  const double c = costs.sync[0].us;
+  EXPECT_NEAR((150 + 2 * c) / 180 * (3000 + 2 * c) / 3000, 1.0, 1e-9);
+  EXPECT_GT(c, 5);
+  EXPECT_LT(c, 15);
 }
 
 TEST(FitRunCosts, NothingLostBetweenSubtasksGivesNoSyncAndSingleDevicesNone) {

@@ -3,10 +3,11 @@
 // (fit_run_costs.h) that the host model then carries (executor/calibration/run_costs.h).
 //
 // The probes, per graph: every device alone and, with two or more devices, one plan per
-// `methods` (default HEFT and PA-HEFT: whole ops moving between devices, and ops split across
-// them - both kinds of hand-off pschedd's plans make) over all of them. Graphs without weights get
-// synthetic ones. Plans come from the caller's `plan` function (the scheduler registry), so this
-// library does not depend on every scheduling method.
+// `methods` over all of them (default the co-execution methods pschedd serves and
+// psched_coexec_bench measures: HEFT moves whole ops between devices and waits long, partition-only
+// splits every op evenly and waits briefly, PA-HEFT and the iterative search mix both). Graphs
+// without weights get synthetic ones. Plans come from the caller's `plan` function (the scheduler
+// registry), so this library does not depend on every scheduling method.
 //
 // Blocks the calling thread for the probes' runs (about 2 s for the four paper models on two
 // cores); the devices must not run anything else meanwhile.
@@ -34,7 +35,7 @@ using PlanFn = std::function<absl::StatusOr<scheduler::Schedule>(const scheduler
                                                                  const std::string& method)>;
 
 struct RunCostOptions {
-  std::vector<std::string> methods = {"heft", "pa-heft"};
+  std::vector<std::string> methods = {"heft", "partition-only", "pa-heft", "iterative"};
   ProbeOptions probe;
   uint64_t seed = 1;  // synthetic weights
 };

@@ -64,7 +64,8 @@ TEST_F(RunCostCalibrationTest, ProbesEachDeviceAloneAndTogether) {
   auto costs = CalibrateRunCosts(graphs_, platform_, devices_, {}, *model_, Plan,
                                  {.probe = {.warmup_runs = 1, .rounds = 2}});
   ASSERT_TRUE(costs.ok()) << costs.status();
-  EXPECT_EQ(costs->probes, 4);  // single:cpu.0, single:cpu.1, heft, pa-heft
+  // single:cpu.0, single:cpu.1, heft, partition-only, pa-heft, iterative
+  EXPECT_EQ(costs->probes, 6);
   EXPECT_EQ(costs->runs, 2);
   ASSERT_EQ(costs->in_run.size(), 2u);
   EXPECT_EQ(costs->in_run[1].device, "cpu.1");

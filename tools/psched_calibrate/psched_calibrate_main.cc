@@ -77,6 +77,7 @@ struct Flags {
   std::string log_level = "warn";
   bool in_graph = false;
   int run_rounds = 5;
+  bool run_rounds_given = false;  // --run-rounds on the command line
   std::vector<std::string> check_traces;
   // The paper's workloads: timed first.
   std::vector<std::string> priority_models = {"squeezenet_v1_1", "peleenet", "inceptionv3",
@@ -456,11 +457,16 @@ absl::Status Run(const Flags& flags) {
   absl::StatusOr<executor::calibration::HostTraining> training =
       executor::calibration::TrainHostModel("host", samples, training_options);
   if (!training.ok()) return training.status();
-  if (!flags.samples_in.empty()) {
+  if (!flags.samples_in.empty() && !flags.run_rounds_given) {
     if (absl::Status s = ReapplyStoredRunCosts(samples_file, names, *training); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(flags.samples_in, ": ", s.message()));
     }
   } else if (flags.run_rounds > 0) {
+    if (models.empty()) {  // --samples: the ops were not timed, the probes need the graphs
+      absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
+      if (!loaded.ok()) return loaded.status();
+      models = std::move(*loaded);
+    }
     if (absl::Status s = AddRunCosts(flags, *devices, usable, models, *training); !s.ok()) {
       return s;
     }
@@ -561,7 +567,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--run-rounds", flags.run_rounds,
                  "timed rounds of the run-cost probes - real plans of the priority models on the "
-                 "CPU devices, made with the trained model (0: no run costs)")
+                 "CPU devices, made with the trained model (0: no run costs); with --samples, "
+                 "measures them again instead of keeping the stored ones")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   app.add_option("--check-traces", flags.check_traces,
@@ -570,6 +577,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", flags.log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  flags.run_rounds_given = app.count("--run-rounds") > 0;
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   // PoCL spreads a kernel over every core by default, which would run on the CPU devices'
   // cores too; calibrate the GPU device as the co-execution runtime uses it: one thread.
