@@ -25,10 +25,14 @@ int64_t NowNs() {
 // kernel in a GPU queue - stops waiting at once (counters are zeroed before each run).
 constexpr int32_t kAbortBump = 1 << 28;
 
-// How long a host waiter spins before it parks. Most cross-device waits on dedicated cores
-// end within microseconds; parking costs a wake-up (a few microseconds), so spinning longer
-// than that only burns a core an oversubscribed machine needs for the work being waited for.
-constexpr int64_t kSpinNs = 20'000;
+// How long a host waiter spins before it parks. A parked waiter resumes 35-45 us after the wake
+// on the development VM (a halted virtual CPU woken by an interrupt), so a wait of a few tens of
+// microseconds - two devices finishing the slices of one split op at slightly different times,
+// the common case in partitioned plans - should end spinning: at 20 us, 35-45 us wake-ups were
+// 5-15% of a co-execution run of squeezenet_v1_1 or peleenet (docs/runtime-performance.md).
+// Longer waits still park, so an oversubscribed machine gets the core back for the work being
+// waited for after this long.
+constexpr int64_t kSpinNs = 100'000;
 
 }  // namespace
 
