@@ -2,12 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace psched::scheduler {
+
+namespace {
+
+// The coarser of `alignment` and a cache line of f32 channels (their least common multiple).
+int64_t CoutAlignment(int64_t alignment, const platform::Platform& platform) {
+  const int64_t line = std::max(1, platform.cache_line_bytes / 4);
+  return std::lcm(alignment, line);
+}
+
+}  // namespace
 
 Problem::Problem(Problem&&) noexcept = default;
 Problem& Problem::operator=(Problem&&) noexcept = default;
@@ -135,6 +146,7 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph,
     return s;
   }
   p.alignment_ = options.alignment;
+  p.cout_alignment_ = CoutAlignment(options.alignment, platform);
   p.latency_model_ = &latency_model;
   if (options.predict_all) p.PredictAll();
   return p;
@@ -208,6 +220,7 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const pla
     return s;
   }
   p.alignment_ = options.alignment;
+  p.cout_alignment_ = CoutAlignment(options.alignment, platform);
   for (int t = 0; t < n; ++t) {
     const std::vector<double>& row = tasks.cost[static_cast<size_t>(t)];
     if (static_cast<int>(row.size()) != p.num_devices_) {
@@ -278,8 +291,9 @@ int64_t Problem::PredictAll() const {
       const int64_t total = WorkSize(op, axis);
       if (total <= 0) continue;
       works.clear();
+      const int64_t alignment = this->alignment(axis);
       for (int64_t w = 1; w <= total; ++w) {
-        if (w % alignment_ == 0 || (total - w) % alignment_ == 0) works.push_back(w);
+        if (w % alignment == 0 || (total - w) % alignment == 0) works.push_back(w);
       }
       configs.clear();
       for (int64_t w : works) {

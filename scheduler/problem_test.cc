@@ -215,6 +215,41 @@ TEST(TransferTest, SyncCostsAddToEveryEdgeBetweenDevices) {
   EXPECT_TRUE(free->EdgeFree(123));
 }
 
+// On a platform with a coherent cache line, output channels split in whole lines of f32 channels
+// (the coarser of that and the alignment option); other axes keep the option; PredictAll
+// predicts what such plans use.
+TEST(AlignmentTest, OutputChannelsSplitOnCacheLines) {
+  const model::Graph g = testing::ConvForkJoin(2);  // 64-channel convs
+  predictor::Profile profile = *predictor::LoadProfile("oneplus11");
+  absl::StatusOr<Problem> none = Problem::FromGraph(g, profile.platform, *profile.model);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->alignment(SplitAxis::kOutputChannels), 1);
+  profile.platform.cache_line_bytes = 64;
+  for (int64_t option : {1, 8, 3}) {
+    absl::StatusOr<Problem> p =
+        Problem::FromGraph(g, profile.platform, *profile.model, ProblemOptions{0, option});
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->alignment(SplitAxis::kOutputChannels), option == 3 ? 48 : 16) << option;
+    EXPECT_EQ(p->alignment(SplitAxis::kRows), option);
+    EXPECT_EQ(p->alignment(SplitAxis::kInputChannels), option);
+  }
+  absl::StatusOr<Problem> p = Problem::FromGraph(g, profile.platform, *profile.model);
+  ASSERT_TRUE(p.ok());
+  int64_t expected = 0;
+  for (OpId op = 0; op < p->num_ops(); ++op) {
+    for (SplitAxis a : model::kAllSplitAxes) {
+      const int64_t u = p->WorkSize(op, a), align = p->alignment(a);
+      for (int64_t w = 1; w <= u; ++w) expected += (w % align == 0 || (u - w) % align == 0);
+    }
+  }
+  EXPECT_EQ(p->PredictAll(), expected);
+  // The line is part of the platform's identity only when set.
+  platform::Platform plain = profile.platform;
+  plain.cache_line_bytes = 0;
+  EXPECT_EQ(plain.Fingerprint().find("line="), std::string::npos);
+  EXPECT_NE(profile.platform.Fingerprint().find(";line=64"), std::string::npos);
+}
+
 TEST(FromTaskGraphTest, RejectsEveryKindOfBadInput) {
   const platform::Platform two = testing::MakePlatform(2, false);
   auto error = [&two](TaskGraph g) {

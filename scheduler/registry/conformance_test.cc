@@ -19,6 +19,7 @@
 #include "scheduler/list_scheduler.h"
 #include "scheduler/partition_aware/test_graphs.h"
 #include "scheduler/registry/registry.h"
+#include "scheduler/test_problems.h"
 #include "source_dir.h"
 
 namespace psched::scheduler {
@@ -215,6 +216,37 @@ TEST_F(MethodConformanceTest, SyncCostsBetweenDevices) {
     EXPECT_EQ(problem->EdgeCostUs(0, 1, 1), 0);
     RunAll(*problem, methods_, "sync_" + graph.name);
   }
+}
+
+// With a coherent cache line (the host profile's two single-core CPUs and its gpu), no method
+// splits output channels inside one: every cut of a cout split falls on a multiple of 16
+// channels (the last slice takes the remainder).
+TEST_F(MethodConformanceTest, OutputChannelSplitsFallOnCacheLines) {
+  const predictor::Profile host = predictor::HostProfile(2);
+  ASSERT_EQ(host.platform.cache_line_bytes, 64);
+  int cout_slices = 0;
+  for (const model::Graph& graph : {testing::ConvForkJoin(3), pt::RandomDag(24, 5)}) {
+    auto problem = Problem::FromGraph(graph, host.platform, *host.model);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    for (const std::string& method : ExpandedMethodNames(host.platform)) {
+      if (absl::StartsWith(method, "expanded-equal")) continue;  // equal sizes by definition
+      SchedulerOptions options;
+      options.seed = 42;
+      if (absl::StartsWith(method, "exact")) options.params["stage_node_limit"] = "300";
+      auto scheduler = MakeScheduler(method);
+      ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+      auto schedule = (*scheduler)->Plan(*problem, options);
+      ASSERT_TRUE(schedule.ok()) << method << ": " << schedule.status();
+      for (const ScheduledSubtask& s : schedule->subtasks()) {
+        if (s.axis != model::SplitAxis::kOutputChannels) continue;
+        ++cout_slices;
+        const int64_t total = problem->WorkSize(s.op, s.axis);
+        EXPECT_TRUE(s.begin % 16 == 0 || s.begin == total) << method << " op " << s.op;
+        EXPECT_TRUE(s.end % 16 == 0 || s.end == total) << method << " op " << s.op;
+      }
+    }
+  }
+  EXPECT_GE(cout_slices, 10);  // 20 at seed 42
 }
 
 TEST_F(MethodConformanceTest, TaskGraphWithTransferCostsAcrossDomains) {
