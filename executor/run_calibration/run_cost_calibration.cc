@@ -66,8 +66,9 @@ absl::StatusOr<calibration::RunCosts> CalibrateHostRunCosts(
     std::span<const model::Graph> graphs, const platform::Platform& platform,
     const std::vector<bool>& usable, std::shared_ptr<const predictor::LatencyModel> model,
     const PlanFn& plan, const RunCostOptions& options) {
-  platform::Platform cpus;
+  platform::Platform cpus = platform;  // its cache line, bandwidth
   cpus.name = platform.name + "-cpus";
+  cpus.devices.clear();
   std::vector<int> indices;
   for (size_t d = 0; d < platform.devices.size(); ++d) {
     const platform::DeviceSpec& spec = platform.devices[d];

@@ -321,8 +321,8 @@ absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceS
     std::printf("run costs: not measured (no priority model among --models)\n");
     return absl::OkStatus();
   }
-  platform::Platform platform;
-  platform.name = "host";
+  // The host profile's platform properties (its cache line) with these devices.
+  platform::Platform platform = predictor::HostProfile(1).platform;
   platform.devices = devices;
   const auto start = std::chrono::steady_clock::now();
   std::fprintf(stderr, "[run costs] plans of %zu models on the CPU devices, %d rounds\n",
