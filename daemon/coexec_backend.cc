@@ -11,7 +11,9 @@
 #include "executor/calibration/calibrate.h"
 #include "executor/calibration/calibration_cases.h"
 #include "executor/calibration/host_training.h"
+#include "executor/run_calibration/run_cost_calibration.h"
 #include "model/split.h"
+#include "scheduler/registry/registry.h"
 #include "spdlog/spdlog.h"
 
 namespace psched::daemon {
@@ -166,6 +168,21 @@ absl::StatusOr<CalibrationOutput> CoExecBackend::Calibrate(
   absl::StatusOr<executor::calibration::HostTraining> trained =
       executor::calibration::TrainHostModel(target().name, run->samples, {.priors = priors_});
   if (!trained.ok()) return trained.status();
+  // Real plans of the served models, made with the new model, on the CPU devices that
+  // calibrated: the model's in-run factors and sync costs (executor/run_calibration/).
+  std::vector<bool> usable;
+  for (const executor::calibration::DeviceOutcome& o : run->devices) usable.push_back(!o.skipped);
+  if (!graphs.empty()) {
+    absl::StatusOr<executor::calibration::RunCosts> costs =
+        executor::run_calibration::CalibrateHostRunCosts(graphs, target(), usable, trained->model,
+                                                         scheduler::PlanWith);
+    if (!costs.ok()) return costs.status();
+    if (costs->probes > 0) {
+      if (absl::Status s = executor::calibration::ApplyRunCosts(*costs, *trained); !s.ok()) {
+        return s;
+      }
+    }
+  }
   CalibrationOutput out;
   out.predictor_version = trained->model->Version();
   out.params = trained->params;

@@ -176,6 +176,11 @@ TEST_F(FeedbackEngineTest, RecalibrationForgetsMeasurementsAndCorrections) {
   Infer(*engine, id, config_.feedback_window);
   absl::StatusOr<CalibrationOutput> calibrated = engine->Calibrate(0.2, [](const auto&) {}, {});
   ASSERT_TRUE(calibrated.ok()) << calibrated.status();
+  // The registered model's plans ran on the CPU devices for the run costs.
+  ASSERT_TRUE(calibrated->report.contains("run_costs")) << calibrated->report.dump();
+  EXPECT_FALSE(calibrated->report["run_costs"]["in_run"].empty());
+  EXPECT_TRUE(calibrated->params["devices"][0].contains("in_run"));
+  EXPECT_NE(calibrated->error_table.find("in-run factor"), std::string::npos);
   absl::StatusOr<PlanResult> plan = engine->GetPlan(id, "", {}, false, {}, nullptr);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->predictor_version, calibrated->predictor_version);

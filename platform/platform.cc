@@ -10,6 +10,8 @@ std::string_view DeviceKindName(DeviceKind kind) {
 
 std::string Platform::Fingerprint() const {
   std::string out = absl::StrCat(name, ";bw=", transfer_bytes_per_us);
+  // Platforms without one keep the fingerprint they had before it existed.
+  if (cache_line_bytes > 0) absl::StrAppend(&out, ";line=", cache_line_bytes);
   for (const DeviceSpec& d : devices) {
     absl::StrAppend(&out, ";", d.name, ":", std::string(DeviceKindName(d.kind)), ":",
                     d.memory_domain);

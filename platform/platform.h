@@ -36,9 +36,14 @@ struct Platform {
   std::vector<DeviceSpec> devices;
   // Bandwidth of a copy between memory domains. Only used when devices differ in domain.
   double transfer_bytes_per_us = 1.0e4;
+  // Bytes of a cache line devices keep coherent between them; 0: not modelled. Activations are
+  // NHWC f32, so two devices writing the output-channel slices of one op write the same line of
+  // every pixel unless the split falls on a line boundary; planners then split output channels
+  // in multiples of cache_line_bytes / 4 (scheduler/problem.h).
+  int cache_line_bytes = 0;
 
   // A stable text identity of everything that changes a schedule (names, kinds, domains,
-  // a CPU cluster's thread count, bandwidth); part of the plan cache key.
+  // a CPU cluster's thread count, bandwidth, the cache line); part of the plan cache key.
   std::string Fingerprint() const;
   std::optional<int> DeviceIndex(std::string_view device_name) const;
   int num_devices() const { return static_cast<int>(devices.size()); }

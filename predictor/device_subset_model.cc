@@ -36,4 +36,9 @@ void DeviceSubsetModel::PredictBatch(std::span<const OpConfig> configs, int devi
   base_->PredictBatch(configs, devices_[static_cast<size_t>(device_index)], out);
 }
 
+double DeviceSubsetModel::SyncUs(int from_device, int to_device) const {
+  return base_->SyncUs(devices_[static_cast<size_t>(from_device)],
+                       devices_[static_cast<size_t>(to_device)]);
+}
+
 }  // namespace psched::predictor

@@ -26,6 +26,7 @@ class DeviceSubsetModel final : public LatencyModel {
   double PredictUs(const OpConfig& config, int device_index) const override;
   void PredictBatch(std::span<const OpConfig> configs, int device_index,
                     std::span<double> out) const override;
+  double SyncUs(int from_device, int to_device) const override;
   std::string Version() const override { return version_; }
 
  private:

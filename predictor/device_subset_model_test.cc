@@ -42,6 +42,22 @@ TEST(DeviceSubsetModelTest, DeviceIIsTheBasesChosenDevice) {
   EXPECT_EQ((*subset)->Version(), base->Version() + ";devices=2,0");
 }
 
+// A model whose sync cost from device a to device b is 10 * a + b.
+class PairModel final : public LatencyModel {
+ public:
+  int num_devices() const override { return 3; }
+  double PredictUs(const OpConfig&, int) const override { return 1; }
+  double SyncUs(int from, int to) const override { return 10.0 * from + to; }
+  std::string Version() const override { return "pairs"; }
+};
+
+TEST(DeviceSubsetModelTest, SyncCostsAreTheBasesBetweenTheChosenDevices) {
+  auto subset = DeviceSubsetModel::Create(std::make_shared<PairModel>(), {2, 0});
+  ASSERT_TRUE(subset.ok()) << subset.status();
+  EXPECT_EQ((*subset)->SyncUs(0, 1), 20);
+  EXPECT_EQ((*subset)->SyncUs(1, 0), 2);
+}
+
 TEST(DeviceSubsetModelTest, RejectsEmptyAndOutOfRangeSubsets) {
   std::shared_ptr<const LatencyModel> base = LoadProfile("oneplus11")->model;
   EXPECT_EQ(DeviceSubsetModel::Create(base, {}).status().code(),

@@ -2,6 +2,12 @@
 // (sub)operator configuration on one device of a platform, in microseconds, including any
 // per-subtask dispatch/synchronisation overhead of that device (paper sec. 2.1).
 //
+// Beside op latencies a model may predict the cost of handing work between two devices
+// (SyncUs): how much later a subtask on one device starts when the input it waits for was
+// produced on another one - waking a parked device thread, moving its data between caches - on
+// top of any copy between memory domains the platform charges. Schedulers add it to every edge
+// between subtasks on different devices (scheduler/problem.h).
+//
 // Implementations are immutable after construction and their const methods are
 // thread-safe. Device indices refer to the platform the model was built for.
 #pragma once
@@ -23,6 +29,10 @@ class LatencyModel {
   // REQUIRES: out.size() == configs.size().
   virtual void PredictBatch(std::span<const OpConfig> configs, int device_index,
                             std::span<double> out) const;
+  // Microseconds from a subtask's end on `from_device` to the start of a subtask on
+  // `to_device` that depends on it, beyond the subtasks' own latencies; 0 by default.
+  // REQUIRES: both in [0, num_devices()), from_device != to_device.
+  virtual double SyncUs(int from_device, int to_device) const { return 0; }
   // Identifies the model and its parameters; part of the plan cache key.
   virtual std::string Version() const = 0;
 };

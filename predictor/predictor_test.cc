@@ -273,8 +273,8 @@ TEST(ProfilesTest, HostClustersScaleWithThreadsAndSpeed) {
 TEST(ProfilesTest, FingerprintCountsClusterThreads) {
   Profile a = HostProfile({{"cpu", {0}, 1.0}});
   Profile b = HostProfile({{"cpu", {0, 1}, 1.0}});
-  EXPECT_EQ(a.platform.Fingerprint(), "host;bw=10000;cpu:cpu:0;gpu:gpu:0");
-  EXPECT_EQ(b.platform.Fingerprint(), "host;bw=10000;cpu:cpu:0:threads=2;gpu:gpu:0");
+  EXPECT_EQ(a.platform.Fingerprint(), "host;bw=10000;line=64;cpu:cpu:0;gpu:gpu:0");
+  EXPECT_EQ(b.platform.Fingerprint(), "host;bw=10000;line=64;cpu:cpu:0:threads=2;gpu:gpu:0");
   EXPECT_NE(a.model->Version(), b.model->Version());
 }
 

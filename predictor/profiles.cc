@@ -175,6 +175,8 @@ Profile HostProfile(const std::vector<HostCpu>& cpus, std::string opencl_device,
                     const ProfileOptions& options) {
   Profile profile;
   profile.platform.name = "host";
+  // x86-64 and the ARM cores of the supported boards keep 64-byte lines coherent.
+  profile.platform.cache_line_bytes = 64;
   std::vector<AnalyticDeviceParams> params;
   for (const HostCpu& cpu : cpus) {
     profile.platform.devices.push_back(DeviceSpec{cpu.name, DeviceKind::kCpu, 0, cpu.cores, ""});

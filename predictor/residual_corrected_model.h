@@ -53,6 +53,10 @@ class ResidualCorrectedModel final : public LatencyModel {
   double PredictUs(const OpConfig& config, int device_index) const override;
   void PredictBatch(std::span<const OpConfig> configs, int device_index,
                     std::span<double> out) const override;
+  // The inner model's: measured subtask times say nothing about hand-offs between devices.
+  double SyncUs(int from_device, int to_device) const override {
+    return inner_->SyncUs(from_device, to_device);
+  }
   std::string Version() const override { return version_; }
 
   const std::shared_ptr<const LatencyModel>& inner() const { return inner_; }

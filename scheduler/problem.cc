@@ -2,12 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace psched::scheduler {
+
+namespace {
+
+// The coarser of `alignment` and a cache line of f32 channels (their least common multiple).
+int64_t CoutAlignment(int64_t alignment, const platform::Platform& platform) {
+  const int64_t line = std::max(1, platform.cache_line_bytes / 4);
+  return std::lcm(alignment, line);
+}
+
+}  // namespace
 
 Problem::Problem(Problem&&) noexcept = default;
 Problem& Problem::operator=(Problem&&) noexcept = default;
@@ -22,7 +33,8 @@ bool Problem::IsPartitionable(OpId op) const {
 
 absl::Status Problem::Init(const platform::Platform& platform,
                            std::vector<std::vector<std::pair<int, double>>> preds,
-                           std::vector<int64_t> work_size, int max_splits) {
+                           std::vector<int64_t> work_size, int max_splits,
+                           const predictor::LatencyModel* latency_model) {
   if (platform.devices.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("platform '", platform.name, "' has no devices"));
@@ -41,6 +53,23 @@ absl::Status Problem::Init(const platform::Platform& platform,
   }
   cross_domain_fraction_ =
       num_devices_ > 1 ? static_cast<double>(cross) / (num_devices_ * (num_devices_ - 1)) : 0.0;
+  sync_us_.assign(static_cast<size_t>(num_devices_ * num_devices_), 0.0);
+  for (int a = 0; latency_model != nullptr && a < num_devices_; ++a) {
+    for (int b = 0; b < num_devices_; ++b) {
+      if (a == b) continue;
+      const double us = latency_model->SyncUs(a, b);
+      if (!std::isfinite(us) || us < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "latency model ", latency_model->Version(), " gives sync cost ", us, " us from device ",
+            platform.devices[static_cast<size_t>(a)].name, " to ",
+            platform.devices[static_cast<size_t>(b)].name, "; need a finite cost >= 0"));
+      }
+      sync_us_[static_cast<size_t>(a * num_devices_ + b)] = us;
+      mean_sync_us_ += us / (num_devices_ * (num_devices_ - 1));
+      max_sync_us_ = std::max(max_sync_us_, us);
+    }
+  }
+  edges_free_ = cross == 0 && max_sync_us_ == 0;
 
   std::vector<std::vector<std::pair<int, double>>> succs(preds.size());
   pred_begin_.assign(1, 0);
@@ -111,11 +140,13 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph,
     p.op_names_.push_back(graph.op(op).name);
     p.whole_configs_.push_back(predictor::WholeOpConfig(graph, op));
   }
-  if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits);
+  if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits,
+                              &latency_model);
       !s.ok()) {
     return s;
   }
   p.alignment_ = options.alignment;
+  p.cout_alignment_ = CoutAlignment(options.alignment, platform);
   p.latency_model_ = &latency_model;
   if (options.predict_all) p.PredictAll();
   return p;
@@ -183,11 +214,13 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const pla
     }
   }
   Problem p;
-  if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits);
+  if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits,
+                              /*latency_model=*/nullptr);
       !s.ok()) {
     return s;
   }
   p.alignment_ = options.alignment;
+  p.cout_alignment_ = CoutAlignment(options.alignment, platform);
   for (int t = 0; t < n; ++t) {
     const std::vector<double>& row = tasks.cost[static_cast<size_t>(t)];
     if (static_cast<int>(row.size()) != p.num_devices_) {
@@ -258,8 +291,9 @@ int64_t Problem::PredictAll() const {
       const int64_t total = WorkSize(op, axis);
       if (total <= 0) continue;
       works.clear();
+      const int64_t alignment = this->alignment(axis);
       for (int64_t w = 1; w <= total; ++w) {
-        if (w % alignment_ == 0 || (total - w) % alignment_ == 0) works.push_back(w);
+        if (w % alignment == 0 || (total - w) % alignment == 0) works.push_back(w);
       }
       configs.clear();
       for (int64_t w : works) {

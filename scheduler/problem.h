@@ -2,11 +2,12 @@
 //
 // A Problem holds the operator DAG (ops in topological order, predecessor and successor
 // lists in flat arrays), the devices, a transfer cost per edge (paid only when producer
-// and consumer run in different memory domains), and per op the workload size U_{i,a} of
-// each split axis (0: axis not allowed). LatencyUs(op, axis, work, device) is the predicted
-// latency of a subtask with `work` units; it is memoised in flat tables filled lazily on
-// first use (the iterative search calls it millions of times), so the hot path is one
-// indexed load.
+// and consumer run in different memory domains), a synchronisation cost per ordered pair of
+// devices (LatencyModel::SyncUs: paid by every edge between subtasks on different devices), and
+// per op the workload size U_{i,a} of each split axis (0: axis not allowed). LatencyUs(op, axis,
+// work, device) is the predicted latency of a subtask with `work` units; it is memoised in flat
+// tables filled lazily on first use (the iterative search calls it millions of times), so the hot
+// path is one indexed load.
 //
 // Spatial subtasks are predicted from their row count only: the subtask starting at row 0
 // stands in for every range of that length (the halo differs by at most the top padding).
@@ -38,7 +39,8 @@ struct ProblemOptions {
   // K: the most subtasks one op may be split into; 0 means |D| (the paper's default).
   int max_splits = 0;
   // Plans proposed by searches use multiples of this many work units per subtask (the
-  // last subtask takes the remainder). 1 allows any integer division.
+  // last subtask takes the remainder). 1 allows any integer division. Output channels also
+  // align to the platform's cache line (Platform::cache_line_bytes), whichever is coarser.
   int64_t alignment = 1;
   // Predict every candidate configuration in FromGraph (PredictAll) instead of on first
   // use: cheaper for methods that visit many partitions (partition-only, PA-HEFT), dearer
@@ -62,10 +64,10 @@ struct TaskGraph {
     model::SplitAxis axis = model::SplitAxis::kOutputChannels;
     std::vector<std::vector<double>> cost;
   };
-  std::vector<std::string> names;         // one per task; empty: "t<index>"
-  std::vector<std::vector<double>> cost;  // [task][device], microseconds
+  std::vector<std::string> names;          // one per task; empty: "t<index>"
+  std::vector<std::vector<double>> cost;   // [task][device], microseconds
   std::vector<std::vector<Split>> splits;  // [task]: its split axes; may be shorter than cost
-  std::vector<Edge> edges;                // REQUIRES: from < to (tasks in topological order)
+  std::vector<Edge> edges;                 // REQUIRES: from < to (tasks in topological order)
 };
 
 class Problem {
@@ -75,7 +77,8 @@ class Problem {
                                            const predictor::LatencyModel& latency_model,
                                            ProblemOptions options = {});
   // `options` bound the split count and set the alignment grid of split tasks.
-  static absl::StatusOr<Problem> FromTaskGraph(const TaskGraph& tasks, const platform::Platform& platform,
+  static absl::StatusOr<Problem> FromTaskGraph(const TaskGraph& tasks,
+                                               const platform::Platform& platform,
                                                ProblemOptions options = {});
 
   Problem(Problem&&) noexcept;
@@ -86,6 +89,12 @@ class Problem {
   int num_devices() const { return num_devices_; }
   int max_splits() const { return max_splits_; }
   int64_t alignment() const { return alignment_; }
+  // The alignment of subtasks split along `axis`: alignment(), for output channels also a
+  // multiple of the floats in a cache line (devices writing the two sides of a split inside one
+  // line would pass it back and forth on every pixel: 1.35-1.5x slower slices, measured).
+  int64_t alignment(model::SplitAxis axis) const {
+    return axis == model::SplitAxis::kOutputChannels ? cout_alignment_ : alignment_;
+  }
   const platform::Platform& platform() const { return platform_; }
   const std::string& op_name(OpId op) const { return op_names_[static_cast<size_t>(op)]; }
 
@@ -98,15 +107,30 @@ class Problem {
   std::span<const double> succ_transfer_us(OpId op) const {
     return Slice(succ_transfer_, succ_begin_, op);
   }
-  // Mean transfer cost of an edge over ordered pairs of distinct devices: the
-  // "average communication cost" of list schedulers. 0 when all devices share a domain.
-  double MeanTransferUs(double transfer_us) const { return transfer_us * cross_domain_fraction_; }
+  // Mean cost of an edge over ordered pairs of distinct devices: the "average communication
+  // cost" of list schedulers. 0 when all devices share a domain and sync costs nothing.
+  double MeanTransferUs(double transfer_us) const {
+    return transfer_us * cross_domain_fraction_ + mean_sync_us_;
+  }
   bool SameDomain(int device_a, int device_b) const {
     return domains_[static_cast<size_t>(device_a)] == domains_[static_cast<size_t>(device_b)];
   }
-  // The transfer cost an edge actually pays between two devices.
+  // What an edge costs between two devices: nothing on the same device; else the pair's sync
+  // cost, plus the transfer when they are in different memory domains.
   double EdgeCostUs(double transfer_us, int from_device, int to_device) const {
-    return SameDomain(from_device, to_device) ? 0.0 : transfer_us;
+    if (from_device == to_device) return 0.0;
+    return SyncUs(from_device, to_device) +
+           (SameDomain(from_device, to_device) ? 0.0 : transfer_us);
+  }
+  double SyncUs(int from_device, int to_device) const {
+    return sync_us_[static_cast<size_t>(from_device * num_devices_ + to_device)];
+  }
+  // True when an edge costs nothing whatever devices its ends run on: every device in one
+  // domain and no sync cost. Exact solvers then skip per-device ready times.
+  bool EdgesFree() const { return edges_free_; }
+  // True when this edge costs nothing between any two devices.
+  bool EdgeFree(double transfer_us) const {
+    return max_sync_us_ == 0 && (cross_domain_fraction_ == 0 || transfer_us == 0);
   }
 
   // U_{i,a}; 0 when `op` cannot be split along `axis`. kNone gives 1.
@@ -146,15 +170,21 @@ class Problem {
   double Fill(OpId op, model::SplitAxis axis, int64_t work, int device, size_t slot) const;
   absl::Status Init(const platform::Platform& platform,
                     std::vector<std::vector<std::pair<int, double>>> preds,
-                    std::vector<int64_t> work_size, int max_splits);
+                    std::vector<int64_t> work_size, int max_splits,
+                    const predictor::LatencyModel* latency_model);
 
   int num_ops_ = 0;
   int num_devices_ = 0;
   int max_splits_ = 0;
   int64_t alignment_ = 1;
+  int64_t cout_alignment_ = 1;
   platform::Platform platform_;
   std::vector<int> domains_;
   double cross_domain_fraction_ = 0;
+  std::vector<double> sync_us_;  // [from * D + to]; 0 on the diagonal
+  double mean_sync_us_ = 0;      // over ordered pairs of distinct devices
+  double max_sync_us_ = 0;
+  bool edges_free_ = true;
   std::vector<std::string> op_names_;
   std::vector<int> pred_begin_, succ_begin_;
   std::vector<OpId> pred_ops_, succ_ops_;

@@ -167,6 +167,89 @@ TEST(TransferTest, SeparateDomainsPayBytesOverBandwidth) {
   EXPECT_DOUBLE_EQ(p->MeanTransferUs(6.0), 4.0);
 }
 
+// The model's op latencies plus a fixed sync cost per ordered device pair.
+class SyncModel final : public predictor::LatencyModel {
+ public:
+  SyncModel(std::shared_ptr<const predictor::LatencyModel> base, std::vector<double> sync)
+      : base_(std::move(base)), sync_(std::move(sync)) {}
+  int num_devices() const override { return base_->num_devices(); }
+  double PredictUs(const predictor::OpConfig& c, int d) const override {
+    return base_->PredictUs(c, d);
+  }
+  double SyncUs(int from, int to) const override {
+    return sync_[static_cast<size_t>(from * num_devices() + to)];
+  }
+  std::string Version() const override { return "sync"; }
+
+ private:
+  std::shared_ptr<const predictor::LatencyModel> base_;
+  std::vector<double> sync_;
+};
+
+TEST(TransferTest, SyncCostsAddToEveryEdgeBetweenDevices) {
+  const model::Graph g = testing::ConvForkJoin(1);
+  predictor::Profile profile = *predictor::LoadProfile("oneplus11");
+  profile.platform.devices[0].memory_domain = 1;
+  profile.platform.transfer_bytes_per_us = 1000;
+  // gpu, cpu.l, cpu.m: 10 us between the CPUs, 30 from the GPU, 20 to it.
+  const SyncModel model(profile.model, {0, 30, 30, 20, 0, 10, 20, 10, 0});
+  absl::StatusOr<Problem> p = Problem::FromGraph(g, profile.platform, model);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const double transfer = p->succ_transfer_us(0)[0];
+  EXPECT_DOUBLE_EQ(p->EdgeCostUs(transfer, 0, 1), 30 + transfer);  // and across domains
+  EXPECT_DOUBLE_EQ(p->EdgeCostUs(transfer, 1, 2), 10);
+  EXPECT_DOUBLE_EQ(p->EdgeCostUs(transfer, 2, 0), 20 + transfer);
+  EXPECT_DOUBLE_EQ(p->EdgeCostUs(transfer, 2, 2), 0);
+  EXPECT_DOUBLE_EQ(p->MeanTransferUs(6.0), 4.0 + 120.0 / 6);
+  EXPECT_FALSE(p->EdgesFree());
+  EXPECT_FALSE(p->EdgeFree(0));
+  const SyncModel negative(profile.model, {0, -1, 0, 0, 0, 0, 0, 0, 0});
+  absl::StatusOr<Problem> bad = Problem::FromGraph(g, profile.platform, negative);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("sync cost -1 us from device gpu"));
+  // Without sync costs, one domain: every edge is free.
+  profile.platform.devices[0].memory_domain = 0;
+  absl::StatusOr<Problem> free = Problem::FromGraph(g, profile.platform, *profile.model);
+  ASSERT_TRUE(free.ok());
+  EXPECT_TRUE(free->EdgesFree());
+  EXPECT_TRUE(free->EdgeFree(123));
+}
+
+// On a platform with a coherent cache line, output channels split in whole lines of f32 channels
+// (the coarser of that and the alignment option); other axes keep the option; PredictAll
+// predicts what such plans use.
+TEST(AlignmentTest, OutputChannelsSplitOnCacheLines) {
+  const model::Graph g = testing::ConvForkJoin(2);  // 64-channel convs
+  predictor::Profile profile = *predictor::LoadProfile("oneplus11");
+  absl::StatusOr<Problem> none = Problem::FromGraph(g, profile.platform, *profile.model);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->alignment(SplitAxis::kOutputChannels), 1);
+  profile.platform.cache_line_bytes = 64;
+  for (int64_t option : {1, 8, 3}) {
+    absl::StatusOr<Problem> p =
+        Problem::FromGraph(g, profile.platform, *profile.model, ProblemOptions{0, option});
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->alignment(SplitAxis::kOutputChannels), option == 3 ? 48 : 16) << option;
+    EXPECT_EQ(p->alignment(SplitAxis::kRows), option);
+    EXPECT_EQ(p->alignment(SplitAxis::kInputChannels), option);
+  }
+  absl::StatusOr<Problem> p = Problem::FromGraph(g, profile.platform, *profile.model);
+  ASSERT_TRUE(p.ok());
+  int64_t expected = 0;
+  for (OpId op = 0; op < p->num_ops(); ++op) {
+    for (SplitAxis a : model::kAllSplitAxes) {
+      const int64_t u = p->WorkSize(op, a), align = p->alignment(a);
+      for (int64_t w = 1; w <= u; ++w) expected += (w % align == 0 || (u - w) % align == 0);
+    }
+  }
+  EXPECT_EQ(p->PredictAll(), expected);
+  // The line is part of the platform's identity only when set.
+  platform::Platform plain = profile.platform;
+  plain.cache_line_bytes = 0;
+  EXPECT_EQ(plain.Fingerprint().find("line="), std::string::npos);
+  EXPECT_NE(profile.platform.Fingerprint().find(";line=64"), std::string::npos);
+}
+
 TEST(FromTaskGraphTest, RejectsEveryKindOfBadInput) {
   const platform::Platform two = testing::MakePlatform(2, false);
   auto error = [&two](TaskGraph g) {
@@ -180,7 +263,8 @@ TEST(FromTaskGraphTest, RejectsEveryKindOfBadInput) {
   EXPECT_THAT(error({{}, {{1, 2}, {1, 2}}, {}, {{0, 1, -1}}}), HasSubstr("transfer cost -1"));
   EXPECT_THAT(error({{"a"}, {{1, 2}, {1, 2}}, {}, {}}), HasSubstr("1 names for 2 tasks"));
   EXPECT_THAT(
-      std::string(Problem::FromTaskGraph({{}, {{1}}, {}, {}}, platform::Platform{}).status().message()),
+      std::string(
+          Problem::FromTaskGraph({{}, {{1}}, {}, {}}, platform::Platform{}).status().message()),
       HasSubstr("has no devices"));
 }
 

@@ -42,6 +42,7 @@
 #include "executor/cpu/cpu_graph_executor.h"
 #include "executor/layout.h"
 #include "executor/npy.h"
+#include "executor/run_calibration/run_breakdown.h"
 #include "executor/runtime/coexecution_runtime.h"
 #include "executor/runtime/plan_from_schedule.h"
 #include "executor/runtime/trace.h"
@@ -76,6 +77,8 @@ struct Config {
   // --per-op-dir: microseconds of each op in each timed round (single-device plans only).
   bool per_op = false;
   std::vector<std::vector<double>> op_us = {};
+  std::vector<executor::run_calibration::RunBreakdown> breakdowns =
+      {};  // --breakdown: one per timed round
   bool ok = true;
   std::string check = "-";  // relative L2 against ONNX Runtime, or why not
 
@@ -218,6 +221,14 @@ int Main(int argc, char** argv) {
                  "write per op configuration times of platform A's single:cpu.0 plan "
                  "(<model>.psched.csv) and of ONNX Runtime with 1 thread (<model>.ort.csv); "
                  "bench/coexec/per_op_table.py joins them");
+  bool back_to_back = false;
+  app.add_flag("--back-to-back", back_to_back,
+               "time each configuration's runs one after another instead of in interleaved rounds "
+               "(a model served repeatedly: its weights stay in the shared cache)");
+  bool breakdown = false;
+  app.add_flag("--breakdown", breakdown,
+               "per plan, where the time went against the prediction (medians over the rounds): "
+               "kernels, delays between subtasks (cross-device and local), the run's fixed costs");
   std::vector<std::string> host_model_paths;
   app.add_option("--host-model", host_model_paths,
                  "psched-calibrate --out JSON (one or more): plan every platform with a calibrated "
@@ -468,24 +479,35 @@ int Main(int argc, char** argv) {
                     ? absl::StrFormat("%.1e", executor::testing::RelativeL2(nchw, ort_out[0]))
                     : std::string("size!");
     }
-    for (int round = 0; round < runs; ++round) {
+    auto time_once = [&](Config& c) {
+      absl::SleepFor(absl::Milliseconds(settle_ms));
+      if (c.self_timed) {
+        const double ms = c.self_timed();
+        c.ok &= ms >= 0;
+        c.ms.push_back(ms);
+        return;
+      }
+      const absl::Time start = absl::Now();
+      c.ok &= c.run();
+      c.ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+      if (breakdown && c.runtime != nullptr && c.schedule != nullptr) {
+        c.breakdowns.push_back(executor::run_calibration::BreakDownRun(
+            *graph, *c.schedule, c.runtime->last_timings(), c.ms.back() * 1e3));
+      }
+      if (c.per_op) {
+        c.op_us.resize(graph->ops.size());
+        for (const executor::runtime::SubtaskTiming& t : c.runtime->last_timings()) {
+          c.op_us[static_cast<size_t>(t.step.op)].push_back((t.end_ns - t.start_ns) / 1e3);
+        }
+      }
+    };
+    if (back_to_back) {
       for (Config& c : configs) {
-        absl::SleepFor(absl::Milliseconds(settle_ms));
-        if (c.self_timed) {
-          const double ms = c.self_timed();
-          c.ok &= ms >= 0;
-          c.ms.push_back(ms);
-          continue;
-        }
-        const absl::Time start = absl::Now();
-        c.ok &= c.run();
-        c.ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
-        if (c.per_op) {
-          c.op_us.resize(graph->ops.size());
-          for (const executor::runtime::SubtaskTiming& t : c.runtime->last_timings()) {
-            c.op_us[static_cast<size_t>(t.step.op)].push_back((t.end_ns - t.start_ns) / 1e3);
-          }
-        }
+        for (int round = 0; round < runs; ++round) time_once(c);
+      }
+    } else {
+      for (int round = 0; round < runs; ++round) {
+        for (Config& c : configs) time_once(c);
       }
     }
     if (!per_op_dir.empty()) {
@@ -565,6 +587,37 @@ int Main(int argc, char** argv) {
           std::fprintf(stderr, "%s\n", s.ToString().c_str());
         }
       }
+    }
+    // --breakdown: medians over the rounds; cross-device delays per run, pooled for percentiles.
+    for (const Config& c : configs) {
+      if (c.breakdowns.empty()) continue;
+      namespace rc = executor::run_calibration;
+      const rc::RunBreakdown b = rc::MedianBreakdown(c.breakdowns);
+      std::string kernels;
+      for (size_t d = 0; d < b.measured_kernel_us.size(); ++d) {
+        absl::StrAppendFormat(&kernels, " %s %.0f/%.0f", c.device_names[d], b.measured_kernel_us[d],
+                              b.predicted_kernel_us[d]);
+      }
+      const std::vector<double>& cd = b.cross_delays_us;
+      double cross_us = 0;
+      for (double us : cd) cross_us += us;
+      const double rounds = static_cast<double>(c.breakdowns.size());
+      const std::string delays =
+          cd.empty() ? std::string()
+                     : absl::StrFormat(" [p10 %.1f p50 %.1f p90 %.1f max %.0f]", cd[cd.size() / 10],
+                                       cd[cd.size() / 2], cd[cd.size() * 9 / 10], cd.back());
+      std::printf(
+          "breakdown %s %s %s: predicted %.0f replay %.0f trace-end %.0f wall %.0f us | first "
+          "start %.0f, cross delay %.0f (%.0f waits%s), local delay %.0f, after %.0f | kernels "
+          "meas/pred%s | whole %.0f/%.0f slices %.0f/%.0f | inputs local %.0f/%.0f mixed "
+          "%.0f/%.0f remote %.0f/%.0f\n",
+          models[mi].c_str(), c.platform.c_str(), c.plan.c_str(), b.predicted_us, b.replay_us,
+          b.trace_end_us, b.wall_us, b.first_start_us, cross_us / rounds,
+          static_cast<double>(cd.size()) / rounds, delays.c_str(), b.local_delay_us,
+          b.wall_us - b.trace_end_us, kernels.c_str(), b.measured_whole_us, b.predicted_whole_us,
+          b.measured_slice_us, b.predicted_slice_us, b.measured_by_locality[0],
+          b.predicted_by_locality[0], b.measured_by_locality[1], b.predicted_by_locality[1],
+          b.measured_by_locality[2], b.predicted_by_locality[2]);
     }
     for (const Config& c : configs) {
       if (c.platform == "C" && c.plan == "single:cpu" && two_core_ms > 0) {

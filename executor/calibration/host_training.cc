@@ -338,6 +338,24 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
     const json contention = stored.value("contention", json(1.0));
     if (!contention.is_number()) return bad("'contention' is not a number");
     part.contention = contention.get<double>();
+    const json in_run = stored.value("in_run", json(1.0));
+    if (!in_run.is_number()) return bad("'in_run' is not a number");
+    part.in_run = in_run.get<double>();
+    if (const auto sync = stored.find("sync_us"); sync != stored.end()) {
+      if (!sync->is_object()) return bad("'sync_us' is not an object of device names");
+      part.sync_us.assign(devices.size(), 0.0);
+      for (const auto& [to, us] : sync->items()) {
+        size_t index = devices.size();
+        for (size_t i = 0; i < devices.size(); ++i) {
+          if (devices[i].is_object() && devices[i].value("name", std::string()) == to) index = i;
+        }
+        if (index == devices.size() || index == d) {
+          return bad(absl::StrCat("'sync_us' names '", to, "', not another device"));
+        }
+        if (!us.is_number()) return bad(absl::StrCat("'sync_us' to '", to, "' is not a number"));
+        part.sync_us[index] = us.get<double>();
+      }
+    }
     if (const auto g = stored.find("gbdt"); g != stored.end()) {
       if (!g->is_object() || !g->value("file", json()).is_string() ||
           !g->value("sha256", json()).is_string()) {
@@ -375,6 +393,46 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
   return out;
 }
 
+absl::Status ApplyRunCosts(const RunCosts& costs, HostTraining& training) {
+  json params = training.params;
+  json& devices = params["devices"];
+  auto find = [&](const std::string& name) -> json* {
+    for (json& d : devices) {
+      if (d.value("name", std::string()) == name) return &d;
+    }
+    return nullptr;
+  };
+  for (const RunCosts::InRun& r : costs.in_run) {
+    json* device = find(r.device);
+    if (device == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("run costs: in-run factor for device '",
+                                                     r.device,
+                                                     "', which the calibration does not have"));
+    }
+    (*device)["in_run"] = r.factor;
+  }
+  for (const RunCosts::Sync& s : costs.sync) {
+    json* from = find(s.from);
+    if (from == nullptr || find(s.to) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("run costs: sync from '", s.from, "' to '",
+                                                     s.to,
+                                                     "', a device the calibration does not have"));
+    }
+    (*from)["sync_us"][s.to] = s.us;
+  }
+  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(params);
+  if (!loaded.ok()) return loaded.status();
+  auto model =
+      std::dynamic_pointer_cast<const predictor::calibration::HostLatencyModel>(loaded->model);
+  if (model == nullptr)
+    return absl::InternalError("run costs: the rebuilt model is not a host model");
+  params["model_version"] = model->Version();
+  training.model = std::move(model);
+  training.params = std::move(params);
+  training.run_costs = costs;
+  return absl::OkStatus();
+}
+
 std::string FormatHostTraining(const HostTraining& training) {
   std::string out =
       absl::StrFormat("%-8s %-18s %5s %11s %11s %15s %15s  %s\n", "device", "family", "n",
@@ -394,6 +452,7 @@ std::string FormatHostTraining(const HostTraining& training) {
     absl::StrAppendFormat(&out, "%-8s %4d cases  median %.2fx  range %.2f-%.2fx  factor %.2f\n",
                           c.device, c.pairs, c.median, c.min, c.max, c.factor);
   }
+  if (training.run_costs.has_value()) out += FormatRunCosts(*training.run_costs);
   return out;
 }
 
@@ -418,9 +477,12 @@ json HostTrainingReportToJson(const HostTraining& training) {
                           {"max_slowdown", c.max},
                           {"factor", c.factor}});
   }
-  return {{"solo_samples", training.solo_samples}, {"co_run_samples", training.co_run_samples},
-          {"heldout", "grouped k-fold by model"},  {"analytic_only", training.analytic_only},
-          {"families", std::move(families)},       {"contention", std::move(contention)}};
+  json report = {
+      {"solo_samples", training.solo_samples}, {"co_run_samples", training.co_run_samples},
+      {"heldout", "grouped k-fold by model"},  {"analytic_only", training.analytic_only},
+      {"families", std::move(families)},       {"contention", std::move(contention)}};
+  if (training.run_costs.has_value()) report["run_costs"] = RunCostsToJson(*training.run_costs);
+  return report;
 }
 
 }  // namespace psched::executor::calibration

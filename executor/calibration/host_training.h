@@ -18,20 +18,24 @@
 //    "analytic": {AnalyticParamsToJson},
 //    "devices": [{"name": "cpu", "gpu": false, "contention": 1.3,
 //                 "families": {"conv": "gbdt", "pool": "analytic", ...},
-//                 "gbdt": {"file": "<model file text>", "sha256": "<hex>"}}, ...]}
+//                 "gbdt": {"file": "<model file text>", "sha256": "<hex>"},
+//                 "in_run": 1.08, "sync_us": {"gpu": 0, ...}}, ...]}
 // The file's SHA-256 is checked on loading and is part of the model's Version(), so a new model
 // means new plan-cache keys. Analytic-only parameter JSON (AnalyticParamsToJson, written before
-// GBDT training existed) still loads. Pure functions apart from XGBoost; thread-safe.
+// GBDT training existed) still loads; so do devices without "in_run" and "sync_us" (run costs,
+// ApplyRunCosts: 1 and none). Pure functions apart from XGBoost; thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "executor/calibration/run_costs.h"
 #include "nlohmann/json.hpp"
 #include "predictor/analytic_model.h"
 #include "predictor/calibration/calibration_samples.h"
@@ -82,6 +86,7 @@ struct HostTraining {
   std::vector<std::string> analytic_only;
   int solo_samples = 0;
   int co_run_samples = 0;
+  std::optional<RunCosts> run_costs;  // set by ApplyRunCosts
 };
 
 // InvalidArgument naming the sample for a sample on a device not among the priors, no priors,
@@ -89,6 +94,12 @@ struct HostTraining {
 absl::StatusOr<HostTraining> TrainHostModel(
     absl::string_view platform, const predictor::calibration::CalibrationSamples& samples,
     const HostTrainingOptions& options);
+
+// Puts run costs measured with `training.model` (executor/run_calibration/) into it: each
+// device's in-run factor and its sync costs to the other devices; the model, its stored form and
+// version are rebuilt. InvalidArgument naming the device when the costs name one the training
+// does not have.
+absl::Status ApplyRunCosts(const RunCosts& costs, HostTraining& training);
 
 struct LoadedHostModel {
   std::shared_ptr<const predictor::LatencyModel> model;

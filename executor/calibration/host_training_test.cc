@@ -191,6 +191,89 @@ TEST_F(HostTrainingTest, VersionChangesWithEveryPartOfTheModel) {
   }
 }
 
+// Run costs scale a device's predictions by its in-run factor and give the model sync costs;
+// they survive the stored form, change the version, and a stored form without them is unchanged.
+TEST_F(HostTrainingTest, RunCostsScalePredictionsAddSyncAndChangeTheVersion) {
+  HostTraining with = *training_;
+  RunCosts costs;
+  costs.in_run = {{.device = "cpu", .measured_us = 1200, .predicted_us = 1000, .factor = 1.2}};
+  costs.sync = {{.from = "cpu", .to = "gpu", .us = 25}};
+  ASSERT_TRUE(ApplyRunCosts(costs, with).ok());
+  const CalibrationSamples samples = Fixture();
+  const predictor::OpConfig& config = samples.samples.front().config;
+  EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 0), 1.2 * training_->model->PredictUs(config, 0));
+  EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 1), training_->model->PredictUs(config, 1));
+  EXPECT_EQ(with.model->SyncUs(0, 1), 25);
+  EXPECT_EQ(with.model->SyncUs(1, 0), 0);
+  EXPECT_EQ(training_->model->SyncUs(0, 1), 0);
+  EXPECT_NE(with.model->Version(), training_->model->Version());
+  EXPECT_EQ(with.params["model_version"], with.model->Version());
+  EXPECT_EQ(StoredDevice(with.params, "cpu")["in_run"], 1.2);
+  EXPECT_EQ(StoredDevice(with.params, "cpu")["sync_us"]["gpu"], 25);
+  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(json::parse(with.params.dump()));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->model->Version(), with.model->Version());
+  EXPECT_EQ(loaded->model->SyncUs(0, 1), 25);
+  EXPECT_THAT(FormatHostTraining(with), HasSubstr("sync cpu -> gpu 25.0 us per edge"));
+  EXPECT_EQ(HostTrainingReportToJson(with)["run_costs"]["in_run"][0]["factor"], 1.2);
+  // Factors of 1 and no sync: the version of a calibration stored before run costs existed.
+  HostTraining neutral = *training_;
+  RunCosts none;
+  none.in_run = {{.device = "gpu", .factor = 1.0}};
+  none.sync = {{.from = "gpu", .to = "cpu", .us = 0}};
+  ASSERT_TRUE(ApplyRunCosts(none, neutral).ok());
+  EXPECT_EQ(neutral.model->Version(), training_->model->Version());
+}
+
+TEST_F(HostTrainingTest, BadRunCostsAreRefusedNamingTheDevice) {
+  HostTraining copy = *training_;
+  RunCosts unknown;
+  unknown.in_run = {{.device = "npu", .factor = 1.1}};
+  EXPECT_THAT(std::string(ApplyRunCosts(unknown, copy).message()), HasSubstr("device 'npu'"));
+  RunCosts zero;
+  zero.in_run = {{.device = "cpu", .factor = 0}};
+  EXPECT_THAT(std::string(ApplyRunCosts(zero, copy).message()), HasSubstr("in-run factor 0"));
+  json negative = training_->params;
+  StoredDevice(negative, "cpu")["sync_us"] = {{"gpu", -3}};
+  EXPECT_THAT(std::string(HostModelFromJson(negative).status().message()),
+              HasSubstr("sync cost -3"));
+  json self = training_->params;
+  StoredDevice(self, "cpu")["sync_us"] = {{"cpu", 3}};
+  EXPECT_THAT(std::string(HostModelFromJson(self).status().message()),
+              HasSubstr("'sync_us' names 'cpu', not another device"));
+  json text = training_->params;
+  StoredDevice(text, "gpu")["in_run"] = "fast";
+  EXPECT_THAT(std::string(HostModelFromJson(text).status().message()),
+              HasSubstr("'in_run' is not a number"));
+}
+
+TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
+  RunCosts costs;
+  costs.probes = 4;
+  costs.runs = 5;
+  costs.run_overhead_us = 90;
+  costs.in_run = {{.device = "cpu.0", .measured_us = 11, .predicted_us = 10, .factor = 1.1}};
+  costs.sync = {{.from = "cpu.0", .to = "cpu.1", .us = 21.5}};
+  absl::StatusOr<RunCosts> back = RunCostsFromJson(json::parse(RunCostsToJson(costs).dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->probes, 4);
+  EXPECT_EQ(back->in_run[0].factor, 1.1);
+  EXPECT_EQ(back->sync[0].to, "cpu.1");
+  EXPECT_EQ(back->sync[0].us, 21.5);
+  auto error = [](const json& j) { return std::string(RunCostsFromJson(j).status().message()); };
+  EXPECT_THAT(error(json::array()), HasSubstr("'run_costs' is not an object"));
+  EXPECT_THAT(error({{"in_run", json::array()}}), HasSubstr("'sync' is missing"));
+  json bad = RunCostsToJson(costs);
+  bad["in_run"][0]["factor"] = -1;
+  EXPECT_THAT(error(bad), HasSubstr("'in_run[0].factor' is -1"));
+  bad = RunCostsToJson(costs);
+  bad["sync"][0]["to"] = "cpu.0";
+  EXPECT_THAT(error(bad), HasSubstr("'sync[0].to' names the same device"));
+  bad = RunCostsToJson(costs);
+  bad["sync"][0].erase("us");
+  EXPECT_THAT(error(bad), HasSubstr("'sync[0].us' is missing"));
+}
+
 TEST_F(HostTrainingTest, DamagedStoredModelsAreRefusedNamingFileAndLine) {
   const std::string file = StoredDevice(training_->params, "cpu")["gbdt"]["file"];
   // Truncated, recorded hash kept: the hash check catches it.

@@ -18,9 +18,22 @@ int64_t BlockSize(const model::Shape& s) {
 struct Block {
   model::TensorId root = model::kInvalidId;
   int64_t size = 0;
-  int64_t first = 0, last = 0;  // live during op steps [first, last]
+  std::vector<model::OpId> ops;  // every op that writes or reads a tensor of the block
+  bool from_start = false;       // written before any op runs (a graph input, zeroed at start)
+  bool to_end = false;           // read after every op has run (a graph output)
   int64_t offset = 0;
 };
+
+// Whether everything touching `x` is done before anything touches `y`.
+bool Precedes(const Block& x, const Block& y, const OpOrder& order) {
+  if (x.to_end || y.from_start) return false;
+  for (model::OpId a : x.ops) {
+    for (model::OpId b : y.ops) {
+      if (!order.Before(a, b)) return false;
+    }
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -48,8 +61,15 @@ bool SupportsStridedOutput(model::OpKind kind) {
 }
 
 ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
+  const int num_ops = static_cast<int>(graph.ops.size());
+  return PlanArena(graph,
+                   reuse_memory ? OpOrder::Sequential(num_ops) : OpOrder::Unordered(num_ops));
+}
+
+ArenaPlan PlanArena(const model::Graph& graph, const OpOrder& order,
+                    std::span<const model::TensorId> live_from_start) {
   const size_t n = graph.tensors.size();
-  const auto num_ops = static_cast<int64_t>(graph.ops.size());
+  const auto num_ops = static_cast<model::OpId>(graph.ops.size());
   std::vector<std::vector<model::OpId>> consumers(n);
   for (model::OpId id = 0; id < num_ops; ++id) {
     for (model::TensorId t : graph.op(id).inputs) consumers[static_cast<size_t>(t)].push_back(id);
@@ -87,10 +107,12 @@ ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
     }
   }
 
-  // One block per root, live from the first producer to the last consumer of any tensor in it.
+  // One block per root, touched by the producers and consumers of every tensor in it.
   std::vector<bool> is_graph_output(n, false);
   for (const model::GraphIO& io : graph.outputs)
     is_graph_output[static_cast<size_t>(io.tensor)] = true;
+  std::vector<bool> zeroed_at_start(n, false);
+  for (model::TensorId t : live_from_start) zeroed_at_start[static_cast<size_t>(t)] = true;
   std::vector<int> block_of(n, -1);
   std::vector<Block> blocks;
   for (size_t t = 0; t < n; ++t) {
@@ -98,16 +120,18 @@ ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
     const auto r = static_cast<size_t>(root[t]);
     if (block_of[r] < 0) {
       block_of[r] = static_cast<int>(blocks.size());
-      blocks.push_back({root[t], BlockSize(graph.tensors[r].shape), num_ops, -1, 0});
+      blocks.push_back({.root = root[t], .size = BlockSize(graph.tensors[r].shape), .ops = {}});
     }
     Block& b = blocks[static_cast<size_t>(block_of[r])];
     const model::OpId producer = graph.tensors[t].producer;
-    const int64_t first = producer == model::kInvalidId ? -1 : producer;
-    int64_t last = first;
-    for (model::OpId u : consumers[t]) last = std::max<int64_t>(last, u);
-    if (is_graph_output[t]) last = num_ops;
-    b.first = std::min(b.first, first);
-    b.last = std::max(b.last, last);
+    if (producer == model::kInvalidId) {
+      b.from_start = true;
+    } else {
+      b.ops.push_back(producer);
+    }
+    b.from_start = b.from_start || zeroed_at_start[t];
+    b.ops.insert(b.ops.end(), consumers[t].begin(), consumers[t].end());
+    b.to_end = b.to_end || is_graph_output[t];
   }
 
   std::vector<size_t> by_size(blocks.size());
@@ -117,15 +141,15 @@ ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
   std::vector<size_t> placed;
   for (size_t i : by_size) {
     Block& b = blocks[i];
-    std::vector<const Block*> live;
+    std::vector<const Block*> conflicting;  // placed blocks it may not share memory with
     for (size_t j : placed) {
       const Block& o = blocks[j];
-      if (!reuse_memory || (o.first <= b.last && b.first <= o.last)) live.push_back(&o);
+      if (!Precedes(o, b, order) && !Precedes(b, o, order)) conflicting.push_back(&o);
     }
-    std::sort(live.begin(), live.end(),
+    std::sort(conflicting.begin(), conflicting.end(),
               [](const Block* x, const Block* y) { return x->offset < y->offset; });
     int64_t candidate = 0;
-    for (const Block* o : live) {
+    for (const Block* o : conflicting) {
       if (candidate + b.size <= o->offset) break;
       candidate = std::max(candidate, o->offset + o->size);
     }

@@ -1,18 +1,21 @@
 // ArenaPlan: where every activation tensor of a graph lives in one flat float arena - the
 // layout the CPU executor, the co-execution runtime and its OpenCL device all bind kernels to.
 //
-// Tensors whose lifetimes (producer .. last consumer, in op order) do not overlap share
-// memory; offsets are assigned greedily, largest block first, at the lowest offset that
-// does not collide with a block live at the same time. A concat input is placed directly
-// inside its channel slice of the concat output when that is legal (produced by an op whose
-// kernels write strided output, every other consumer reads strided input, not a graph
-// input), so the concat copies nothing for it; nested concats chain. Plain data; a plan is
-// computed once per graph and is immutable afterwards.
+// Two tensors share memory only when every op that touches one is ordered before every op that
+// touches the other (op_order.h: one at a time in op order for the CPU executor, a co-execution
+// plan's dependencies and queue order for the runtime); offsets are assigned greedily, largest
+// block first, at the lowest offset that does not collide with a block it may not share with. A
+// concat input is placed directly inside its channel slice of the concat output when that is legal
+// (produced by an op whose kernels write strided output, every other consumer reads strided input,
+// not a graph input), so the concat copies nothing for it; nested concats chain. Plain data; a plan
+// is computed once per graph and is immutable afterwards.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "executor/common/op_order.h"
 #include "model/graph.h"
 
 namespace psched::executor {
@@ -38,10 +41,15 @@ struct ArenaPlan {
 bool SupportsStridedInput(model::OpKind kind);
 bool SupportsStridedOutput(model::OpKind kind);
 
-// Plans the arena for `graph`, whose ops run one at a time in op id order. With
-// `reuse_memory` false every tensor gets its own block (for runtimes that run ops
-// concurrently). REQUIRES: every op passed model::ValidateOp. PlanArena sets every
-// activation tensor's pixel_stride.
+// Plans the arena for `graph`, whose ops are ordered by `order`. Graph inputs are written before
+// every op and graph outputs read after every op; so is every tensor in `live_from_start` written
+// before every op (the runtime zeroes a cin-split op's output when a run starts). REQUIRES: every
+// op passed model::ValidateOp; order.num_ops() == graph.ops.size(). Sets every activation
+// tensor's pixel_stride.
+ArenaPlan PlanArena(const model::Graph& graph, const OpOrder& order,
+                    std::span<const model::TensorId> live_from_start = {});
+// Ops running one at a time in op id order (OpOrder::Sequential), or with `reuse_memory` false
+// a block per tensor (OpOrder::Unordered).
 ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory = true);
 
 }  // namespace psched::executor

@@ -10,6 +10,7 @@
 #include "executor/common/activation.h"
 #include "executor/common/futex.h"
 #include "executor/io_buffers.h"
+#include "executor/runtime/plan_order.h"
 #include "model/op_validation.h"
 #include "sync/tsan.h"
 
@@ -26,27 +27,14 @@ int64_t NowNs() {
 // kernel in a GPU queue - stops waiting at once (counters are zeroed before each run).
 constexpr int32_t kAbortBump = 1 << 28;
 
-// How long a host waiter spins before it parks. Most cross-device waits on dedicated cores
-// end within microseconds; parking costs a wake-up (a few microseconds), so spinning longer
-// than that only burns a core an oversubscribed machine needs for the work being waited for.
-constexpr int64_t kSpinNs = 20'000;
-
-// Whether one device runs every op of `graph` whole, in op id order, and no other device
-// runs anything.
-bool RunsInOpOrderOnOneDevice(const model::Graph& graph, const ExecutionPlan& plan) {
-  int busy = 0;
-  for (const std::vector<PlanStep>& steps : plan.device_steps) {
-    if (steps.empty()) continue;
-    if (++busy > 1 || steps.size() != graph.ops.size()) return false;
-    for (size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].op != static_cast<model::OpId>(i) ||
-          steps[i].slice.axis != model::SplitAxis::kNone) {
-        return false;
-      }
-    }
-  }
-  return busy == 1;
-}
+// How long a host waiter spins before it parks. A parked waiter resumes 35-45 us after the wake
+// on the development VM (a halted virtual CPU woken by an interrupt), so a wait of a few tens of
+// microseconds - two devices finishing the slices of one split op at slightly different times,
+// the common case in partitioned plans - should end spinning: at 20 us, 35-45 us wake-ups were
+// 5-15% of a co-execution run of squeezenet_v1_1 or peleenet (docs/runtime-performance.md).
+// Longer waits still park, so an oversubscribed machine gets the core back for the work being
+// waited for after this long.
+constexpr int64_t kSpinNs = 100'000;
 
 }  // namespace
 
@@ -90,13 +78,15 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   }
 
   // The activations, then one partial-sum buffer per cin slice but the op's first, which adds
-  // into the output itself: no two slices ever add into the same memory. Tensors share memory
-  // (as in the bare executor, which keeps the working set in cache) only when the plan runs
-  // every op whole, one at a time in op order on one device of the host arena - what
-  // PlanArena's reuse assumes; concurrent devices, and devices that lay out the arena
-  // themselves (an allocator's arena), need a block per tensor.
-  arena_plan_ = PlanArena(
-      graph, /*reuse_memory=*/!options.allocate_arena && RunsInOpOrderOnOneDevice(graph, plan_));
+  // into the output itself: no two slices ever add into the same memory. Tensors share memory,
+  // keeping the working set in cache as the bare executor does, when the plan finishes every op
+  // touching one before any op touching the other starts (plan_order.h); a cin-split op's output
+  // is zeroed when a run starts, so it is live from the start.
+  std::vector<model::TensorId> zeroed_at_start;
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    if (ops_[static_cast<size_t>(id)].cin_split) zeroed_at_start.push_back(graph.op(id).output);
+  }
+  arena_plan_ = PlanArena(graph, PlanOrder(graph, plan_), zeroed_at_start);
   int64_t floats = arena_plan_.size;
   std::vector<int64_t> partial_offsets(ops_.size(), -1);
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
@@ -109,7 +99,10 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   if (auto s = AllocateArena(static_cast<size_t>(floats), options); !s.ok()) return s;
   arena_floats_ = static_cast<size_t>(floats);
   for (Device* device : devices_) {
-    if (auto s = device->BindArena(arena_, static_cast<size_t>(floats)); !s.ok()) return s;
+    if (auto s = device->BindArena(arena_, static_cast<size_t>(floats), arena_plan_.tensors);
+        !s.ok()) {
+      return s;
+    }
   }
   auto view = [&](model::TensorId t) {
     const TensorPlacement& p = arena_plan_.tensors[static_cast<size_t>(t)];

@@ -2,23 +2,22 @@
 // one activation arena (the paper's Appendix: per-device ordered queues, dependency
 // counters in shared memory, per-subtask timestamps).
 //
-// Create validates the plan, lays out the arena (a block per tensor, since devices run
-// concurrently; tensors share memory only when one device of the host arena runs every op
-// whole in op order, as the bare executor does), and has each device compile its subtasks against
-// fixed arena views. Run copies the inputs in, posts each device its whole queue, and lets the
-// devices synchronise among themselves through one dependency counter per op in shared memory,
-// counting that op's finished subtasks (a cin-split op counts once, when its last partial sum is in
-// and its activation applied). A subtask waits only for predecessor ops that have work on another
-// device - its own queue orders the rest. CPU devices wait by spinning briefly on the counter, then
-// parking on it (futex), and publish with an atomic add that wakes parked waiters; a device that
-// can_enqueue (the GPU) gets its whole queue up front, with the waits and completion signals
-// as small kernels in its command queue (no time budget: once every host queue has ended the
-// runtime raises a release word, and a wait kernel still short of its target then fails
-// instead of spinning forever). Run
-// returns once every queue has drained, then copies the outputs out. If a subtask fails, the
-// counters are pushed past every target so all waiters, host or device, stop at once. When a
-// device cannot share the arena coherently (coarse-grained SVM, mapped buffers), its subtasks
-// take the arena in turns with everyone else (a reader-writer lock around each subtask).
+// Create validates the plan, lays out the arena (two tensors share memory when
+// the plan's dependencies and queue order finish every op touching one before any op touching the
+// other starts - plan_order.h - so devices never race on it), and has each device compile its
+// subtasks against fixed arena views. Run copies the inputs in, posts each device its whole queue,
+// and lets the devices synchronise among themselves through one dependency counter per op in shared
+// memory, counting that op's finished subtasks (a cin-split op counts once, when its last partial
+// sum is in and its activation applied). A subtask waits only for predecessor ops that have work on
+// another device - its own queue orders the rest. CPU devices wait by spinning briefly on the
+// counter, then parking on it (futex), and publish with an atomic add that wakes parked waiters; a
+// device that can_enqueue (the GPU) gets its whole queue up front, with the waits and completion
+// signals as small kernels in its command queue (no time budget: once every host queue has ended
+// the runtime raises a release word, and a wait kernel still short of its target then fails instead
+// of spinning forever). Run returns once every queue has drained, then copies the outputs out. If a
+// subtask fails, the counters are pushed past every target so all waiters, host or device, stop at
+// once. When a device cannot share the arena coherently (coarse-grained SVM, mapped buffers), its
+// subtasks take the arena in turns with everyone else (a reader-writer lock around each subtask).
 //
 // Devices are not owned and must outlive the runtime. Thread-safety: Run calls are
 // serialized internally (one arena).

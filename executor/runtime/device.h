@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "executor/common/arena_plan.h"
 #include "executor/common/tensor_view.h"
 #include "executor/common/work_slice.h"
 #include "model/graph.h"
@@ -96,9 +97,14 @@ class Device {
   virtual ~Device() = default;
 
   virtual const std::string& name() const = 0;
-  // Called once before any Compile with the shared arena every view points into; a GPU
-  // device maps view pointers to offsets from `base`. No-op for CPU devices.
-  virtual absl::Status BindArena(float* base, size_t floats) { return absl::OkStatus(); }
+  // Called once before any Compile with the shared arena every view points into and where each
+  // tensor of the graph lives in it (indexed by TensorId; tensors may share memory, as the
+  // runtime's plan orders them); a GPU device maps view pointers to offsets from `base`. No-op
+  // for CPU devices.
+  virtual absl::Status BindArena(float* base, size_t floats,
+                                 std::span<const TensorPlacement> placements) {
+    return absl::OkStatus();
+  }
   // Called once before any Compile with the runtime's `count` dependency counters (one per op
   // and the release word). A device that can update them from its own queue (they came from
   // its allocator) compiles subtasks that can_enqueue(); any other device ignores them.

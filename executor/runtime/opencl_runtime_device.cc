@@ -347,7 +347,8 @@ absl::StatusOr<SharedMemory<float>> OpenClRuntimeDevice::AllocateArena(size_t fl
   return SharedMemory<float>{*host, shared};
 }
 
-absl::Status OpenClRuntimeDevice::BindArena(float* base, size_t floats) {
+absl::Status OpenClRuntimeDevice::BindArena(float* base, size_t floats,
+                                            std::span<const TensorPlacement> placements) {
   sync::MutexLock lock(&mu_);
   auto it = unbound_.find(base);
   if (it == unbound_.end()) {
@@ -363,6 +364,7 @@ absl::Status OpenClRuntimeDevice::BindArena(float* base, size_t floats) {
   auto binding = std::make_shared<Binding>();
   binding->arena = std::move(it->second);
   binding->base = base;
+  binding->placements.assign(placements.begin(), placements.end());
   unbound_.erase(it);
   current_ = std::move(binding);
   return absl::OkStatus();
@@ -377,10 +379,13 @@ absl::StatusOr<std::unique_ptr<Subtask>> OpenClRuntimeDevice::Compile(
         absl::StrCat("device ", name_, ": Compile before BindArena"));
   }
   Binding& b = *current_;
+  if (b.placements.size() != graph.tensors.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("device ", name_, ": the arena places ",
+                                                   b.placements.size(), " tensors, graph '",
+                                                   graph.name, "' has ", graph.tensors.size()));
+  }
   if (b.graph != &graph) {
-    // The runtime lays the arena out with the same planner, so every view must land on the
-    // placement computed here; the checks below catch any drift.
-    b.placements = PlanArena(graph, /*reuse_memory=*/false).tensors;
+    // Every view must land on the runtime's placement; the checks below catch any drift.
     std::vector<TensorPlacement> placements;
     for (const TensorPlacement& p : b.placements) {
       placements.push_back({p.offset, p.pixel_stride});

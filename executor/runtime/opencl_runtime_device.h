@@ -77,7 +77,8 @@ class OpenClRuntimeDevice final : public Device {
   ~OpenClRuntimeDevice() override;
 
   const std::string& name() const override { return name_; }
-  absl::Status BindArena(float* base, size_t floats) override;
+  absl::Status BindArena(float* base, size_t floats,
+                         std::span<const TensorPlacement> placements) override;
   absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
                                                    WorkSlice slice,
                                                    std::span<const TensorView> inputs,

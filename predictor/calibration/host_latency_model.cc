@@ -26,8 +26,33 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
       return absl::InvalidArgumentError(absl::StrCat(
           "host latency model: device '", name, "' has contention factor ", device.contention));
     }
+    if (!std::isfinite(device.in_run) || device.in_run < 1e-3) {
+      return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name,
+                                                     "' has in-run factor ", device.in_run));
+    }
+    if (!device.sync_us.empty() && device.sync_us.size() != devices.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name, "' has ",
+                                                     device.sync_us.size(), " sync costs for ",
+                                                     devices.size(), " devices"));
+    }
+    for (double us : device.sync_us) {
+      if (!std::isfinite(us) || us < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("host latency model: device '", name, "' has sync cost ", us, " us"));
+      }
+    }
     absl::StrAppend(&identity, "|", name, ":", device.gbdt ? device.gbdt->Version() : "-", ":",
                     absl::StrFormat("%.17g", device.contention), ":");
+    // Only learned run costs enter the identity: calibrations stored before them keep their keys.
+    bool learned = device.in_run != 1.0;
+    for (double us : device.sync_us) learned = learned || us != 0;
+    if (learned) {
+      absl::StrAppend(&identity, "in_run=", absl::StrFormat("%.17g", device.in_run), ",sync=");
+      for (size_t to = 0; to < device.sync_us.size(); ++to) {
+        absl::StrAppendFormat(&identity, "%.17g;", to == d ? 0.0 : device.sync_us[to]);
+      }
+      identity += ':';
+    }
     for (gbdt::OpFamily f : gbdt::kAllFamilies) {
       const bool use = device.use_gbdt[static_cast<size_t>(f)];
       if (use && device.gbdt == nullptr) {
@@ -53,7 +78,12 @@ double HostLatencyModel::PredictUs(const OpConfig& config, int device_index) con
   const bool use = device.use_gbdt[static_cast<size_t>(gbdt::FamilyOf(config))];
   const double us =
       use ? device.gbdt->PredictUs(config, 0) : analytic_->PredictUs(config, device_index);
-  return us * device.contention;
+  return us * device.contention * device.in_run;
+}
+
+double HostLatencyModel::SyncUs(int from_device, int to_device) const {
+  const std::vector<double>& sync = devices_[static_cast<size_t>(from_device)].sync_us;
+  return sync.empty() || from_device == to_device ? 0.0 : sync[static_cast<size_t>(to_device)];
 }
 
 void HostLatencyModel::PredictBatch(std::span<const OpConfig> configs, int device_index,
@@ -73,7 +103,7 @@ void HostLatencyModel::PredictBatch(std::span<const OpConfig> configs, int devic
   } else {
     analytic_->PredictBatch(configs, device_index, out);
   }
-  for (double& us : out) us *= device.contention;
+  for (double& us : out) us *= device.contention * device.in_run;
 }
 
 }  // namespace psched::predictor::calibration

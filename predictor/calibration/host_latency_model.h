@@ -10,11 +10,17 @@
 // devices ran a busy loop: plans put work on several devices at once, and on a machine whose
 // "GPU" shares cores and memory with the CPU clusters that is when the ops run.
 //
+// What calibration learns from whole runs of real plans (executor/calibration/run_costs.h) comes
+// on top: `in_run` scales a device's predictions to what its subtasks took inside those runs
+// (their caches hold what the run left, not what an isolated timing left), and `sync_us` is the
+// cost of a hand-off from this device to each other one (SyncUs: a parked device thread woken,
+// data fetched from another core's cache), which schedulers add to edges between devices.
+//
 // Version() is "calibrated-v1/<analytic model name>/<SHA-256>" (e.g.
-// "calibrated-v1/host+calibrated/
-// ...") over the analytic model's version, every GBDT part's
-// version, the per-family choices and the contention factors: a retrained file or a changed
-// choice changes every plan-cache key. Immutable after Create; thread-safe.
+// "calibrated-v1/host+calibrated/...") over the analytic model's version, every GBDT part's
+// version, the per-family choices, the contention factors and, when learned (not 1 and 0), the
+// in-run factors and sync costs: a retrained file, a changed choice or a new run-cost fit changes
+// every plan-cache key. Immutable after Create; thread-safe.
 #pragma once
 
 #include <array>
@@ -39,11 +45,16 @@ class HostLatencyModel final : public LatencyModel {
     // Per family (gbdt::OpFamily order): predicted by `gbdt` (true) or the analytic fit.
     std::array<bool, gbdt::kNumFamilies> use_gbdt{};
     double contention = 1.0;  // predictions are multiplied by this
+    double in_run = 1.0;      // and by this
+    // Microseconds of a hand-off from this device to device i (SyncUs); empty: none. Entry i of
+    // device i itself is ignored.
+    std::vector<double> sync_us;
   };
 
   // InvalidArgument when the analytic model's device count differs from devices.size(), a
-  // device uses GBDT for a family without having a GBDT model, or a contention factor is not
-  // finite and >= 1e-3.
+  // device uses GBDT for a family without having a GBDT model, a contention or in-run factor is
+  // not finite and >= 1e-3, or a device's sync_us is neither empty nor one finite cost >= 0 per
+  // device.
   static absl::StatusOr<std::unique_ptr<HostLatencyModel>> Create(
       std::shared_ptr<const AnalyticModel> analytic, std::vector<Device> devices);
 
@@ -51,6 +62,7 @@ class HostLatencyModel final : public LatencyModel {
   double PredictUs(const OpConfig& config, int device_index) const override;
   void PredictBatch(std::span<const OpConfig> configs, int device_index,
                     std::span<double> out) const override;
+  double SyncUs(int from_device, int to_device) const override;
   std::string Version() const override { return version_; }
 
   const AnalyticModel& analytic() const { return *analytic_; }

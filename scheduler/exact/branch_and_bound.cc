@@ -103,8 +103,7 @@ class Solver {
         relative_heads_(static_cast<size_t>(n_) * static_cast<size_t>(D_), -1.0),
         relative_bound_(static_cast<size_t>(n_), 0.0),
         completion_(static_cast<size_t>(n_), 0.0) {
-    single_domain_ = true;
-    for (int d = 1; d < D_; ++d) single_domain_ &= in.problem().SameDomain(0, d);
+    edges_free_ = in.problem().EdgesFree();
     ChooseLambdas();
   }
 
@@ -169,7 +168,7 @@ class Solver {
     const auto transfer = in_.pred_transfer(l);
     for (size_t k = 0; k < preds.size(); ++k) {
       const int p = preds[k];
-      if (single_domain_) {
+      if (edges_free_) {
         r = std::max(r, ops_[static_cast<size_t>(p)].end_max);
         continue;
       }
@@ -458,7 +457,7 @@ class Solver {
       const auto transfer = in_.pred_transfer(l);
       for (size_t k = 0; k < preds.size(); ++k) {
         const int p = preds[k];
-        if (ops_[static_cast<size_t>(p)].status == 2 && !single_domain_) {
+        if (ops_[static_cast<size_t>(p)].status == 2 && !edges_free_) {
           for (int d = 0; d < D_; ++d) {
             for (int e = 0; e < D_; ++e) {
               const double end = EndOn(p, e);
@@ -861,7 +860,7 @@ class Solver {
       bool frontier = false;
       for (int succ : in_.succs(l)) frontier |= ops_[static_cast<size_t>(succ)].status != 2;
       if (!frontier) continue;
-      if (single_domain_) {
+      if (edges_free_) {
         profile_.push_back(s.end_max);
       } else {
         for (int d = 0; d < D_; ++d) profile_.push_back(EndOn(l, d));
@@ -895,7 +894,7 @@ class Solver {
   const SolveLimits& limits_;
   const int n_;
   const int D_;
-  bool single_domain_ = true;
+  bool edges_free_ = true;  // no edge costs anything (Problem::EdgesFree)
   std::vector<OpState> ops_;
   std::vector<double> end_on_;
   std::vector<double> tail_;

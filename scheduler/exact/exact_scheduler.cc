@@ -134,8 +134,11 @@ std::vector<OpSpace> CandidateSpaces(const Problem& problem, std::span<const OpI
         const std::vector<double> offsets(devices.size(), 0.0);
         std::vector<int64_t> work(devices.size());
         partition_aware::MinMaxDivision(
-            problem.WorkSize(op, axis), problem.alignment(), static_cast<int>(devices.size()), offsets,
-            [&](int slot, int64_t w) { return problem.LatencyUs(op, axis, w, devices[static_cast<size_t>(slot)]); },
+            problem.WorkSize(op, axis), problem.alignment(axis), static_cast<int>(devices.size()),
+            offsets,
+            [&](int slot, int64_t w) {
+              return problem.LatencyUs(op, axis, w, devices[static_cast<size_t>(slot)]);
+            },
             work);
         PartitionPlan plan{axis, work};
         partition_aware::Canonicalize(plan);

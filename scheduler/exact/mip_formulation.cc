@@ -143,8 +143,6 @@ absl::StatusOr<StageResult> SolveMip(const StageInstance& in, const SolveLimits&
     }
   };
   auto s = [&](int l, int d) { return start[static_cast<size_t>(l * D + d)]; };
-  bool single_domain = true;
-  for (int d = 1; d < D; ++d) single_domain &= in.problem().SameDomain(0, d);
 
   for (int l = 0; l < n; ++l) {
     for (int c : x[static_cast<size_t>(l)]) rows.Term(c, 1);
@@ -167,7 +165,7 @@ absl::StatusOr<StageResult> SolveMip(const StageInstance& in, const SolveLimits&
       const int p = preds[k];
       for (int d = 0; d < D; ++d) {
         if (!can_use[static_cast<size_t>(l * D + d)]) continue;
-        if (single_domain || transfer[k] == 0) {
+        if (in.problem().EdgeFree(transfer[k])) {
           rows.Term(s(l, d), 1);
           rows.Term(completion[static_cast<size_t>(p)], -1);
           rows.Row(0, kInf);

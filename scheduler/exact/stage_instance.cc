@@ -79,7 +79,7 @@ std::vector<OpSpace> BuildOpSpaces(const Problem& problem, std::span<const OpId>
           OpAxis a;
           a.axis = axes[static_cast<size_t>(k)];
           a.total = problem.WorkSize(op, a.axis);
-          a.alignment = problem.alignment();
+          a.alignment = problem.alignment(a.axis);
           a.units = (a.total + a.alignment - 1) / a.alignment;
           a.clip = a.units * a.alignment - a.total;
           // One unit cannot be split: such an axis only repeats the unpartitioned op.

@@ -197,7 +197,7 @@ PlacedPlan MinLocalLatencyPlan(const Problem& problem, OpId op) {
   for (int k = 0; k < num_axes; ++k) {
     const model::SplitAxis axis = axes[static_cast<size_t>(k)];
     const double cost = MinMaxDivision(
-        problem.WorkSize(op, axis), problem.alignment(), max_active, offsets,
+        problem.WorkSize(op, axis), problem.alignment(axis), max_active, offsets,
         [&](int slot, int64_t w) { return problem.LatencyUs(op, axis, w, slot); }, work);
     if (cost < best.local_cost_us) {
       PlacedPlan candidate = FromDivision(axis, work, identity, cost);
@@ -257,7 +257,7 @@ void PlanSampler::Sample(const Problem& problem, OpId op, std::mt19937_64& rng, 
   }
   const model::SplitAxis axis = axes[static_cast<size_t>(choice - 1)];
   const int64_t total = problem.WorkSize(op, axis);
-  const int64_t alignment = alignment_ > 0 ? alignment_ : problem.alignment();
+  const int64_t alignment = alignment_ > 0 ? alignment_ : problem.alignment(axis);
   const int64_t units = (total + alignment - 1) / alignment;
   // Stars and bars: K - 1 distinct bar positions among N + K - 1 places give a uniform
   // composition of N units into K ordered (possibly empty) parts.

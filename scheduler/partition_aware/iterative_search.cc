@@ -62,7 +62,7 @@ class Search {
         sampler_(options.splits, options.alignment),
         move_slots_(options.splits > 0 ? std::min(options.splits, PlanSlots(problem))
                                        : PlanSlots(problem)),
-        move_alignment_(options.alignment > 0 ? options.alignment : problem.alignment()),
+        move_alignment_(options.alignment),
         rng_(options.seed),
         plans_(static_cast<size_t>(problem.num_ops())),
         completion_(static_cast<size_t>(problem.num_ops()), 0.0),
@@ -224,7 +224,10 @@ class Search {
         for (int c = 0; c < options_.plans_per_op + options_.local_moves; ++c) {
           if (c < options_.plans_per_op) {
             sampler_.Sample(problem_, op, rng_, candidate_);
-          } else if (!LocalMove(plan, move_slots_, move_alignment_, rng_, candidate_)) {
+          } else if (!LocalMove(
+                         plan, move_slots_,
+                         move_alignment_ > 0 ? move_alignment_ : problem_.alignment(plan.axis),
+                         rng_, candidate_)) {
             break;
           }
           if (candidate_ == plan) continue;
@@ -261,7 +264,7 @@ class Search {
   StageHeft stage_heft_;
   PlanSampler sampler_;
   int move_slots_;
-  int64_t move_alignment_;
+  int64_t move_alignment_;  // 0: the problem's for the plan's axis
   std::mt19937_64 rng_;
   ListScheduler::Workspace workspace_;
   SlackAnalysis slack_;

@@ -84,7 +84,7 @@ absl::StatusOr<Schedule> PaHeftScheduler::Plan(const Problem& problem,
                            : data_ready[static_cast<size_t>(d)];
         }
         MinMaxDivision(
-            problem.WorkSize(op, axis), problem.alignment(), max_active, offsets,
+            problem.WorkSize(op, axis), problem.alignment(axis), max_active, offsets,
             [&](int slot, int64_t w) { return problem.LatencyUs(op, axis, w, slot); }, work);
         candidate.plan.axis = axis;
         candidate.plan.work.clear();

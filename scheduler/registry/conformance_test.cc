@@ -1,9 +1,9 @@
 // The scheduler conformance suite: every registered method on chains, fork-joins,
-// diamonds, random DAGs (fixed seeds), a two-domain task graph with transfer costs, and
-// the paper's 18 models on a 3-device profile. Every schedule must pass ValidateSchedule;
-// on top: the iterative search is never worse than its starting schedule, a single-device
-// schedule's makespan is the sum of its op latencies, and on a chain no method is slower
-// than the fastest single device.
+// diamonds, random DAGs (fixed seeds), a two-domain task graph with transfer costs, models
+// with a sync cost between devices, and the paper's 18 models on a 3-device profile. Every schedule
+// must pass ValidateSchedule; on top: the iterative search is never worse than its starting
+// schedule, a single-device schedule's makespan is the sum of its op latencies, and on a chain no
+// method is slower than the fastest single device.
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -19,6 +19,7 @@
 #include "scheduler/list_scheduler.h"
 #include "scheduler/partition_aware/test_graphs.h"
 #include "scheduler/registry/registry.h"
+#include "scheduler/test_problems.h"
 #include "source_dir.h"
 
 namespace psched::scheduler {
@@ -27,6 +28,23 @@ namespace {
 namespace pt = partition_aware::testing;
 
 bool Close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+
+// A latency model's op latencies with a hand-off cost between devices: 15 us, 40 us into the
+// last device.
+class SyncCostModel final : public predictor::LatencyModel {
+ public:
+  explicit SyncCostModel(std::shared_ptr<const predictor::LatencyModel> base)
+      : base_(std::move(base)) {}
+  int num_devices() const override { return base_->num_devices(); }
+  double PredictUs(const predictor::OpConfig& config, int device) const override {
+    return base_->PredictUs(config, device);
+  }
+  double SyncUs(int from, int to) const override { return to == num_devices() - 1 ? 40 : 15; }
+  std::string Version() const override { return base_->Version() + ";sync"; }
+
+ private:
+  std::shared_ptr<const predictor::LatencyModel> base_;
+};
 
 // Every registered name with its placeholder filled in every meaningful way: <device> by
 // each device, <list> by each list scheduler (single:<device> only inside iterative, where
@@ -183,6 +201,52 @@ TEST_F(MethodConformanceTest, ForkJoinsDiamondsAndRandomDags) {
   for (uint64_t seed : {1, 2, 3}) {
     RunAll(Make(pt::RandomDag(24, seed)), methods_, "random" + std::to_string(seed));
   }
+}
+
+// Every edge between different devices costs the model's sync cost, in one memory domain: every
+// method's schedule must leave that gap (ValidateSchedule checks it), and the exact solvers must
+// not take the free-edge shortcuts.
+TEST_F(MethodConformanceTest, SyncCostsBetweenDevices) {
+  const SyncCostModel model(profile_.model);
+  for (const model::Graph& graph : {pt::ForkJoin(4, 2), pt::Diamonds(3), pt::RandomDag(24, 4)}) {
+    auto problem = Problem::FromGraph(graph, profile_.platform, model);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    EXPECT_FALSE(problem->EdgesFree());
+    EXPECT_EQ(problem->EdgeCostUs(0, 0, 2), 40);
+    EXPECT_EQ(problem->EdgeCostUs(0, 1, 1), 0);
+    RunAll(*problem, methods_, "sync_" + graph.name);
+  }
+}
+
+// With a coherent cache line (the host profile's two single-core CPUs and its gpu), no method
+// splits output channels inside one: every cut of a cout split falls on a multiple of 16
+// channels (the last slice takes the remainder).
+TEST_F(MethodConformanceTest, OutputChannelSplitsFallOnCacheLines) {
+  const predictor::Profile host = predictor::HostProfile(2);
+  ASSERT_EQ(host.platform.cache_line_bytes, 64);
+  int cout_slices = 0;
+  for (const model::Graph& graph : {testing::ConvForkJoin(3), pt::RandomDag(24, 5)}) {
+    auto problem = Problem::FromGraph(graph, host.platform, *host.model);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    for (const std::string& method : ExpandedMethodNames(host.platform)) {
+      if (absl::StartsWith(method, "expanded-equal")) continue;  // equal sizes by definition
+      SchedulerOptions options;
+      options.seed = 42;
+      if (absl::StartsWith(method, "exact")) options.params["stage_node_limit"] = "300";
+      auto scheduler = MakeScheduler(method);
+      ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+      auto schedule = (*scheduler)->Plan(*problem, options);
+      ASSERT_TRUE(schedule.ok()) << method << ": " << schedule.status();
+      for (const ScheduledSubtask& s : schedule->subtasks()) {
+        if (s.axis != model::SplitAxis::kOutputChannels) continue;
+        ++cout_slices;
+        const int64_t total = problem->WorkSize(s.op, s.axis);
+        EXPECT_TRUE(s.begin % 16 == 0 || s.begin == total) << method << " op " << s.op;
+        EXPECT_TRUE(s.end % 16 == 0 || s.end == total) << method << " op " << s.op;
+      }
+    }
+  }
+  EXPECT_GE(cout_slices, 10);  // 20 at seed 42
 }
 
 TEST_F(MethodConformanceTest, TaskGraphWithTransferCostsAcrossDomains) {

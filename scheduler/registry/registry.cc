@@ -100,6 +100,14 @@ std::vector<std::string> RegisteredSchedulers() {
   return names;
 }
 
+absl::StatusOr<Schedule> PlanWith(const Problem& problem, const std::string& spec) {
+  absl::StatusOr<std::unique_ptr<Scheduler>> scheduler = MakeScheduler(spec);
+  if (!scheduler.ok()) return scheduler.status();
+  SchedulerOptions options;
+  options.seed = 1;
+  return (*scheduler)->Plan(problem, options);
+}
+
 absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler(std::string_view spec) {
   const size_t colon = spec.find(':');
   const std::string name(spec.substr(0, colon));

@@ -18,6 +18,10 @@ namespace psched::scheduler {
 // method with a bad argument.
 absl::StatusOr<std::unique_ptr<Scheduler>> MakeScheduler(std::string_view spec);
 
+// `problem` planned by the method named `spec` with default options (seed 1): MakeScheduler's
+// errors, then the scheduler's.
+absl::StatusOr<Schedule> PlanWith(const Problem& problem, const std::string& spec);
+
 // Every accepted name; argument placeholders in angle brackets ("single:<device>").
 std::vector<std::string> RegisteredSchedulers();
 

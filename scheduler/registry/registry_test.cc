@@ -22,6 +22,15 @@ TEST(RegistryTest, BuildsEveryScheduleOnlyMethodByName) {
   }
 }
 
+TEST(RegistryTest, PlanWithPlansByNameOrSaysWhy) {
+  const Problem p = testing::TopcuogluExample();
+  absl::StatusOr<Schedule> plan = PlanWith(p, "heft");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(ValidateSchedule(p, *plan).ok());
+  EXPECT_EQ(PlanWith(p, "magic").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(PlanWith(p, "single:nope").ok());
+}
+
 TEST(RegistryTest, ListsNamesWithPlaceholders) {
   const std::vector<std::string> names = RegisteredSchedulers();
   EXPECT_THAT(names, ::testing::IsSupersetOf({"single:<device>", "heft", "lookahead-heft", "peft",

@@ -21,8 +21,11 @@ import psched
 from daemon import SOURCE, Daemon, reference
 
 SQUEEZENET = reference("squeezenet_v1_1", ".onnx")
+# Planning it exactly takes about a second: long enough for the daemon's 20 ms progress poll
+# (squeezenet_v1_1's stages prove optimal within 20 ms).
+PELEENET = reference("peleenet", ".onnx")
 GRAPH_ONLY = os.path.join(os.path.dirname(SQUEEZENET), "..", "graph-only", "squeezenet_v1_1.onnx")
-HAVE_MODELS = os.path.exists(SQUEEZENET) and os.path.exists(GRAPH_ONLY)
+HAVE_MODELS = all(os.path.exists(p) for p in (SQUEEZENET, GRAPH_ONLY, PELEENET))
 # A small CNN with PyTorch's output (tests/daemon/make_tiny_model.py): milliseconds a run.
 TINY = os.path.join(SOURCE, "tests", "daemon", "data", "tiny_cnn")
 
@@ -118,9 +121,8 @@ class ClientTest(unittest.TestCase):
         np.testing.assert_allclose(zeros["logits"], explicit["logits"], atol=1e-5)
 
     def test_plan_reports_progress_caches_and_refreshes(self) -> None:
-        model = self.client.add_model(SQUEEZENET)
+        model = self.client.add_model(PELEENET)
         events: List[psched.v1.plan_pb2.PlanProgress] = []
-        # exact (CBC) takes long enough for the daemon's 20 ms progress poll to report.
         options = {"stage_time_limit_s": 0.05, "seed": 3}
         plan = self.client.plan(model, "exact", options=options, refresh=True,
                                 progress=events.append)
@@ -152,7 +154,7 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(stats.path.endswith("psched.db"))
 
     def test_progress_callback_that_raises_cancels_the_call(self) -> None:
-        model = self.client.add_model(SQUEEZENET)
+        model = self.client.add_model(PELEENET)
 
         def stop(event: Any) -> None:
             raise KeyboardInterrupt("stop planning")
@@ -166,7 +168,7 @@ class ClientTest(unittest.TestCase):
 
     def test_closing_the_client_during_a_call_is_cancelled(self) -> None:
         client = self.daemon.client()
-        model = client.add_model(SQUEEZENET)
+        model = client.add_model(PELEENET)
         # The first progress event closes the client: the plan stream is cut, not finished.
         assert_refused(self, psched.CancelledError, "Channel closed",
                        lambda: client.plan(model, "exact",

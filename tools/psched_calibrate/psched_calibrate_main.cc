@@ -1,7 +1,10 @@
 // psched-calibrate: measures op latencies on this machine's devices (alone, and under co-run
 // load from the other devices), trains the host's latency model on them (per device and op
-// family a GBDT model or the analytic fit, host_training.h) and prints the held-out error
-// table of both side by side and the co-run slowdowns. Progress goes to stderr.
+// family a GBDT model or the analytic fit, host_training.h), then runs real plans of the
+// priority models made with it on the CPU devices and fits the model's run costs (in-run
+// factors, sync between devices: executor/run_calibration/), and prints the held-out error
+// table of both models side by side, the co-run slowdowns and the run costs. Progress goes to
+// stderr.
 //
 //   psched-calibrate --budget-s 5 --out calibration.json     (pschedd's devices: clusters + gpu)
 //   psched-calibrate --devices cpu.0,cpu.1,gpu --budget-s 5 --out calibration.json
@@ -36,6 +39,8 @@
 #include "executor/calibration/calibration_cases.h"
 #include "executor/calibration/host_training.h"
 #include "executor/calibration/in_graph_timing.h"
+#include "executor/calibration/run_costs.h"
+#include "executor/run_calibration/run_cost_calibration.h"
 #include "model/onnx_import.h"
 #include "model/split.h"
 #include "platform/cpu_topology.h"
@@ -45,6 +50,7 @@
 #include "predictor/calibration/calibration_samples.h"
 #include "predictor/calibration/trace_samples.h"
 #include "predictor/profiles.h"
+#include "scheduler/registry/registry.h"
 #include "spdlog/spdlog.h"
 
 namespace psched {
@@ -70,6 +76,8 @@ struct Flags {
   double co_run_share = 0.15;
   std::string log_level = "warn";
   bool in_graph = false;
+  int run_rounds = 5;
+  bool run_rounds_given = false;  // --run-rounds on the command line
   std::vector<std::string> check_traces;
   // The paper's workloads: timed first.
   std::vector<std::string> priority_models = {"squeezenet_v1_1", "peleenet", "inceptionv3",
@@ -297,6 +305,62 @@ absl::Status CheckTraces(const std::vector<std::string>& paths,
   return absl::OkStatus();
 }
 
+// Runs real plans of the priority models, made with the trained model, on the CPU devices that
+// calibrated (`usable`), and puts the fitted run costs into `training`.
+absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
+                         const std::vector<bool>& usable, const std::vector<model::Graph>& models,
+                         executor::calibration::HostTraining& training) {
+  std::vector<model::Graph> graphs;
+  for (const model::Graph& g : models) {
+    if (std::find(flags.priority_models.begin(), flags.priority_models.end(), g.name) !=
+        flags.priority_models.end()) {
+      graphs.push_back(g);
+    }
+  }
+  if (graphs.empty()) {
+    std::printf("run costs: not measured (no priority model among --models)\n");
+    return absl::OkStatus();
+  }
+  // The host profile's platform properties (its cache line) with these devices.
+  platform::Platform platform = predictor::HostProfile(1).platform;
+  platform.devices = devices;
+  const auto start = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "[run costs] plans of %zu models on the CPU devices, %d rounds\n",
+               graphs.size(), flags.run_rounds);
+  absl::StatusOr<executor::calibration::RunCosts> costs =
+      executor::run_calibration::CalibrateHostRunCosts(
+          graphs, platform, usable, training.model, scheduler::PlanWith,
+          {.probe = {.warmup_runs = std::max(1, flags.warmup), .rounds = flags.run_rounds},
+           .seed = flags.seed});
+  if (!costs.ok()) return costs.status();
+  std::fprintf(stderr, "[run costs] done in %.1f s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (costs->probes == 0) {
+    std::printf("run costs: not measured (no CPU device calibrated)\n");
+    return absl::OkStatus();
+  }
+  return executor::calibration::ApplyRunCosts(*costs, training);
+}
+
+// The run costs stored in a psched-calibrate --out file, for the devices being refitted.
+absl::Status ReapplyStoredRunCosts(const nlohmann::json& file,
+                                   const std::vector<std::string>& names,
+                                   executor::calibration::HostTraining& training) {
+  const nlohmann::json report = file.value("report", nlohmann::json::object());
+  if (!report.is_object() || !report.contains("run_costs")) return absl::OkStatus();
+  absl::StatusOr<executor::calibration::RunCosts> costs =
+      executor::calibration::RunCostsFromJson(report["run_costs"]);
+  if (!costs.ok()) return costs.status();
+  auto known = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  std::erase_if(costs->in_run, [&](const auto& r) { return !known(r.device); });
+  std::erase_if(costs->sync, [&](const auto& s) { return !known(s.from) || !known(s.to); });
+  std::printf("run costs from %zu in-run factors and %zu sync costs stored with the samples\n",
+              costs->in_run.size(), costs->sync.size());
+  return executor::calibration::ApplyRunCosts(*costs, training);
+}
+
 absl::Status Run(const Flags& flags) {
   absl::StatusOr<std::vector<platform::DeviceSpec>> devices =
       flags.devices.empty() ? DiscoveredDevices(flags.opencl_device)
@@ -307,11 +371,14 @@ absl::Status Run(const Flags& flags) {
   for (const platform::DeviceSpec& d : *devices) names.push_back(d.name);
 
   CalibrationSamples samples;
+  nlohmann::json samples_file;                      // --samples
+  std::vector<bool> usable(devices->size(), true);  // calibrated, not skipped
   nlohmann::json outcomes = nlohmann::json::array();
   std::vector<model::Graph> models;  // loaded when timing or checking traces
   if (!flags.samples_in.empty()) {
     absl::StatusOr<nlohmann::json> j = ReadJson(flags.samples_in);
     if (!j.ok()) return j.status();
+    samples_file = *j;
     absl::StatusOr<CalibrationSamples> s = predictor::calibration::SamplesFromJson(*j);
     if (!s.ok())
       return absl::InvalidArgumentError(absl::StrCat(flags.samples_in, ": ", s.status().message()));
@@ -362,7 +429,9 @@ absl::Status Run(const Flags& flags) {
     absl::StatusOr<executor::calibration::CalibrationRun> run =
         executor::calibration::Calibrate(*devices, cases, options);
     if (!run.ok()) return run.status();
-    for (const executor::calibration::DeviceOutcome& o : run->devices) {
+    for (size_t d = 0; d < run->devices.size(); ++d) {
+      const executor::calibration::DeviceOutcome& o = run->devices[d];
+      usable[d] = !o.skipped;
       if (o.skipped) std::printf("[%s] skipped: %s\n", o.device.c_str(), o.reason.c_str());
       outcomes.push_back({{"device", o.device},
                           {"skipped", o.skipped},
@@ -388,6 +457,20 @@ absl::Status Run(const Flags& flags) {
   absl::StatusOr<executor::calibration::HostTraining> training =
       executor::calibration::TrainHostModel("host", samples, training_options);
   if (!training.ok()) return training.status();
+  if (!flags.samples_in.empty() && !flags.run_rounds_given) {
+    if (absl::Status s = ReapplyStoredRunCosts(samples_file, names, *training); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(flags.samples_in, ": ", s.message()));
+    }
+  } else if (flags.run_rounds > 0) {
+    if (models.empty()) {  // --samples: the ops were not timed, the probes need the graphs
+      absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
+      if (!loaded.ok()) return loaded.status();
+      models = std::move(*loaded);
+    }
+    if (absl::Status s = AddRunCosts(flags, *devices, usable, models, *training); !s.ok()) {
+      return s;
+    }
+  }
   std::printf(
       "\nheld-out errors, %d-fold grouped by model (%d samples alone, %d co-run; trained in "
       "%.1f s):\n%s",
@@ -482,12 +565,19 @@ int main(int argc, char** argv) {
                "also time every op of the priority models inside whole-model runs on each CPU "
                "device (after the budget)")
       ->capture_default_str();
+  app.add_option("--run-rounds", flags.run_rounds,
+                 "timed rounds of the run-cost probes - real plans of the priority models on the "
+                 "CPU devices, made with the trained model (0: no run costs); with --samples, "
+                 "measures them again instead of keeping the stored ones")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
   app.add_option("--check-traces", flags.check_traces,
                  "co-execution traces (Chrome JSON) to compare the fitted model with")
       ->check(CLI::ExistingFile);
   app.add_option("--log-level", flags.log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  flags.run_rounds_given = app.count("--run-rounds") > 0;
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
   // PoCL spreads a kernel over every core by default, which would run on the CPU devices'
   // cores too; calibrate the GPU device as the co-execution runtime uses it: one thread.

@@ -1,0 +1,128 @@
+#include "executor/calibration/run_costs.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace psched::executor::calibration {
+namespace {
+
+using nlohmann::json;
+
+absl::Status Bad(const std::string& field, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("run costs: '", field, "' ", why));
+}
+
+// A finite number >= `min` (> `min` when `strict`) at json[key].
+absl::StatusOr<double> Number(const json& object, const std::string& key, const std::string& where,
+                              double min, bool strict) {
+  if (!object.is_object() || !object.contains(key) || !object[key].is_number()) {
+    return Bad(where + key, "is missing or not a number");
+  }
+  const double v = object[key].get<double>();
+  if (!std::isfinite(v) || v < min || (strict && v == min)) {
+    return Bad(where + key,
+               absl::StrCat("is ", v, ", need a finite number ", strict ? ">" : ">=", " ", min));
+  }
+  return v;
+}
+
+absl::StatusOr<std::string> Name(const json& object, const std::string& key,
+                                 const std::string& where) {
+  if (!object.is_object() || !object.contains(key) || !object[key].is_string() ||
+      object[key].get<std::string>().empty()) {
+    return Bad(where + key, "is missing or not a device name");
+  }
+  return object[key].get<std::string>();
+}
+
+}  // namespace
+
+json RunCostsToJson(const RunCosts& costs) {
+  json in_run = json::array();
+  for (const RunCosts::InRun& r : costs.in_run) {
+    in_run.push_back({{"device", r.device},
+                      {"measured_us", r.measured_us},
+                      {"predicted_us", r.predicted_us},
+                      {"factor", r.factor}});
+  }
+  json sync = json::array();
+  for (const RunCosts::Sync& s : costs.sync) {
+    sync.push_back({{"from", s.from}, {"to", s.to}, {"us", s.us}});
+  }
+  return {{"probes", costs.probes},
+          {"runs", costs.runs},
+          {"run_overhead_us", costs.run_overhead_us},
+          {"multi_device_measured_us", costs.multi_device_measured_us},
+          {"multi_device_replay_us", costs.multi_device_replay_us},
+          {"in_run", std::move(in_run)},
+          {"sync", std::move(sync)}};
+}
+
+absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
+  if (!stored.is_object()) return Bad("run_costs", "is not an object");
+  RunCosts costs;
+  for (const char* key : {"in_run", "sync"}) {
+    if (!stored.contains(key) || !stored[key].is_array())
+      return Bad(key, "is missing or not a list");
+  }
+  for (size_t i = 0; i < stored["in_run"].size(); ++i) {
+    const json& r = stored["in_run"][i];
+    const std::string where = absl::StrCat("in_run[", i, "].");
+    RunCosts::InRun in_run;
+    absl::StatusOr<std::string> device = Name(r, "device", where);
+    if (!device.ok()) return device.status();
+    in_run.device = *device;
+    absl::StatusOr<double> factor = Number(r, "factor", where, 0, /*strict=*/true);
+    if (!factor.ok()) return factor.status();
+    in_run.factor = *factor;
+    in_run.measured_us = r.value("measured_us", 0.0);
+    in_run.predicted_us = r.value("predicted_us", 0.0);
+    costs.in_run.push_back(std::move(in_run));
+  }
+  for (size_t i = 0; i < stored["sync"].size(); ++i) {
+    const json& s = stored["sync"][i];
+    const std::string where = absl::StrCat("sync[", i, "].");
+    RunCosts::Sync sync;
+    absl::StatusOr<std::string> from = Name(s, "from", where);
+    if (!from.ok()) return from.status();
+    absl::StatusOr<std::string> to = Name(s, "to", where);
+    if (!to.ok()) return to.status();
+    if (*from == *to) return Bad(where + "to", "names the same device as 'from'");
+    absl::StatusOr<double> us = Number(s, "us", where, 0, /*strict=*/false);
+    if (!us.ok()) return us.status();
+    sync.from = *from;
+    sync.to = *to;
+    sync.us = *us;
+    costs.sync.push_back(std::move(sync));
+  }
+  costs.probes = stored.value("probes", 0);
+  costs.runs = stored.value("runs", 0);
+  costs.run_overhead_us = stored.value("run_overhead_us", 0.0);
+  costs.multi_device_measured_us = stored.value("multi_device_measured_us", 0.0);
+  costs.multi_device_replay_us = stored.value("multi_device_replay_us", 0.0);
+  return costs;
+}
+
+std::string FormatRunCosts(const RunCosts& costs) {
+  std::string out = absl::StrFormat(
+      "run costs (%d plans, %d timed runs each; a run's own overhead %.0f us, not modelled):\n",
+      costs.probes, costs.runs, costs.run_overhead_us);
+  for (const RunCosts::InRun& r : costs.in_run) {
+    absl::StrAppendFormat(&out,
+                          "%-8s in-run factor %.3f  (subtasks %.0f us measured, %.0f predicted)\n",
+                          r.device, r.factor, r.measured_us, r.predicted_us);
+  }
+  if (costs.multi_device_measured_us > 0) {
+    absl::StrAppendFormat(&out,
+                          "multi-device plans: %.0f us measured, %.0f us replayed without sync\n",
+                          costs.multi_device_measured_us, costs.multi_device_replay_us);
+  }
+  for (const RunCosts::Sync& s : costs.sync) {
+    absl::StrAppendFormat(&out, "sync %s -> %s %.1f us per edge\n", s.from, s.to, s.us);
+  }
+  return out;
+}
+
+}  // namespace psched::executor::calibration

@@ -1,0 +1,58 @@
+// RunCosts: what whole runs of real plans cost beyond the per-op latencies calibration timed
+// alone - the part of issue 9's "plans that hold up when measured" that isolated samples cannot
+// see. executor/run_calibration/ measures them on the host's devices; ApplyRunCosts
+// (host_training.h) puts them into the host model:
+//   - `in_run` per device: summed measured / summed predicted subtask time inside the runs. An
+//     op timed alone starts with its data evicted from the core's private caches but still in
+//     the shared cache; inside a run its input is what the previous op just wrote and its
+//     weights and output may come from memory (other work ran since the last run);
+//   - `sync_us` per ordered pair of devices: what an edge between subtasks on the two devices
+//     costs (LatencyModel::SyncUs) - waking a device thread parked on the other device's work,
+//     the data between the cores' caches - fitted so the plans, replayed with their measured
+//     subtask times and this cost on every edge between devices, take what they took;
+//   - `run_overhead_us`: the median time of a run outside every subtask (starting the devices,
+//     input and output copies). Reported only: a constant per run changes no plan.
+// Plain data and its JSON; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace psched::executor::calibration {
+
+struct RunCosts {
+  struct InRun {
+    std::string device;
+    double measured_us = 0;   // summed over the probes (median run of each)
+    double predicted_us = 0;  // what the model predicted for the same subtasks
+    double factor = 1;        // measured / predicted
+  };
+  struct Sync {
+    std::string from, to;
+    double us = 0;
+  };
+  std::vector<InRun> in_run;
+  std::vector<Sync> sync;
+  double run_overhead_us = 0;
+  int probes = 0;  // plans run
+  int runs = 0;    // timed runs of each
+  // The sync fit: summed median spans of the probes with cross-device edges, as measured and
+  // as replayed with their measured subtask times and no sync cost.
+  double multi_device_measured_us = 0;
+  double multi_device_replay_us = 0;
+};
+
+// {"probes", "runs", "run_overhead_us", "multi_device_measured_us", "multi_device_replay_us",
+//  "in_run": [{"device", "measured_us", "predicted_us", "factor"}, ...],
+//  "sync": [{"from", "to", "us"}, ...]}
+nlohmann::json RunCostsToJson(const RunCosts& costs);
+// InvalidArgument naming the field for anything malformed: a missing device name, a factor
+// that is not finite and > 0, a sync cost that is not finite and >= 0.
+absl::StatusOr<RunCosts> RunCostsFromJson(const nlohmann::json& json);
+// The table psched-calibrate prints.
+std::string FormatRunCosts(const RunCosts& costs);
+
+}  // namespace psched::executor::calibration

@@ -1,0 +1,40 @@
+// Fits the run costs of the host model (executor/calibration/run_costs.h) to probe runs
+// (run_probes.h) of plans made with it.
+//
+// Both are fitted to the probes' relative errors, so every plan counts alike however long it
+// runs (the target is each plan's measured / predicted):
+// - In-run factor of a device: the geometric mean, over the probes that ran subtasks on it, of
+//   the median run's summed measured subtask time on the device over the same subtasks'
+//   predicted time.
+// - Sync cost: one value for every ordered pair of `sync_devices` (hand-offs between host
+//   threads cost alike in either direction here; devices outside keep none - a GPU waits and
+//   signals in its own queue, and its dispatch_us already charges that). It is the cost c at
+//   which the probes that use two or more devices, replayed with their measured subtask times
+//   and c on every edge between two of those devices (ReplayUs), take what they took (median run
+//   of each, from the first subtask's start to the last one's end) in geometric mean. Replaying
+//   with measured durations leaves the kernels' own error out, so c holds what happened between
+//   subtasks: the wake-up of a device thread parked on the other device's work (about 40 us on
+//   the development VM; a wait shorter than the runtime's spin costs well under 1 us), partial
+//   sums combined after a cin split. 0 when nothing was lost between subtasks; at most
+//   kMaxSyncUs.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "executor/calibration/run_costs.h"
+#include "executor/run_calibration/run_probes.h"
+
+namespace psched::executor::run_calibration {
+
+inline constexpr double kMaxSyncUs = 1000;
+
+// `device_names[i]` names device i of the probes; `sync_devices[i]` whether its pairs get a
+// sync cost. REQUIRES: both as long as the probes' device count.
+calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
+                                  std::span<const std::string> device_names,
+                                  const std::vector<bool>& sync_devices);
+
+}  // namespace psched::executor::run_calibration

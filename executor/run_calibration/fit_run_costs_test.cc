@@ -1,0 +1,121 @@
+#include "executor/run_calibration/fit_run_costs.h"
+
+#include <cmath>
+
+#include "executor/testing/graph_builder.h"
+#include "gtest/gtest.h"
+
+namespace psched::executor::run_calibration {
+namespace {
+
+using model::OpKind;
+
+model::Graph Chain3() {
+  testing::GraphBuilder b;
+  auto x = b.AddInput({4, 4, 2});
+  auto a = b.AddOp(OpKind::kActivation, {x}, {4, 4, 2});
+  auto bb = b.AddOp(OpKind::kActivation, {a}, {4, 4, 2});
+  b.MarkOutput(b.AddOp(OpKind::kActivation, {bb}, {4, 4, 2}));
+  return b.Build();
+}
+
+// A probe of Chain3 on `devices` (one per op), each op predicted `predicted_us` and measured
+// `measured_us`, every subtask starting `gap_us` after the one before it ended.
+ProbeResult Probe(const model::Graph& graph, const int (&devices)[3], double predicted_us,
+                  double measured_us, double gap_us, int runs) {
+  scheduler::Schedule schedule(3, 2);
+  std::vector<runtime::SubtaskTiming> timings;
+  double t = 0;
+  for (model::OpId op = 0; op < 3; ++op) {
+    schedule.Add({.op = op,
+                  .device = devices[op],
+                  .start_us = predicted_us * op,
+                  .end_us = predicted_us * (op + 1)});
+    timings.push_back({.device = devices[op],
+                       .step = {op, WorkSlice::Whole()},
+                       .start_ns = static_cast<int64_t>(t * 1000),
+                       .end_ns = static_cast<int64_t>((t + measured_us) * 1000)});
+    t += measured_us + gap_us;
+  }
+  ProbeResult r;
+  r.graph = &graph;
+  r.devices_used = devices[0] == devices[1] && devices[1] == devices[2] ? 1 : 2;
+  for (int i = 0; i < runs; ++i) {
+    r.timings.push_back(timings);
+    r.breakdowns.push_back(BreakDownRun(graph, schedule, timings, t + 50));
+  }
+  return r;
+}
+
+TEST(FitRunCosts, InRunFactorsAndTheSyncThatReproducesTheRuns) {
+  const model::Graph g = Chain3();
+  const std::vector<ProbeResult> probes = {
+      Probe(g, {0, 0, 0}, 100, 110, 0, 3),   // alone on device 0: 10% slower than predicted
+      Probe(g, {1, 1, 1}, 100, 120, 0, 3),   // alone on device 1
+      Probe(g, {0, 1, 0}, 100, 100, 25, 3),  // 25 us lost at each of two hand-offs
+  };
+  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
+  const std::vector<bool> sync = {true, true};
+  const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
+  EXPECT_EQ(costs.probes, 3);
+  EXPECT_EQ(costs.runs, 3);
+  ASSERT_EQ(costs.in_run.size(), 2u);
+  EXPECT_EQ(costs.in_run[0].device, "cpu.0");
+  // Geometric means over the probes that used the device: 1.1 alone and 1 together, 1.2 and 1.
+  EXPECT_NEAR(costs.in_run[0].factor, std::sqrt(1.1), 1e-9);
+  EXPECT_NEAR(costs.in_run[1].factor, std::sqrt(1.2), 1e-9);
+  EXPECT_DOUBLE_EQ(costs.in_run[0].measured_us, 330 + 200);
+  EXPECT_DOUBLE_EQ(costs.in_run[0].predicted_us, 300 + 200);
+  EXPECT_DOUBLE_EQ(costs.multi_device_measured_us, 350);
+  EXPECT_DOUBLE_EQ(costs.multi_device_replay_us, 300);
+  ASSERT_EQ(costs.sync.size(), 2u);
+  EXPECT_NEAR(costs.sync[0].us, 25, 1e-6);
+  EXPECT_EQ(costs.sync[1].from, "cpu.1");
+  EXPECT_NEAR(costs.run_overhead_us, 50, 1e-9);
+}
+
+// Each plan counts alike: a short plan that lost 20% between subtasks and a long one that lost
+// nothing meet at the cost that leaves them equally far off, not at the long one's.
+TEST(FitRunCosts, SyncBalancesThePlansRelativeErrors) {
+  const model::Graph g = Chain3();
+  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
+  const std::vector<bool> sync = {true, true};
+  // Short: 3 x 50 us with 15 us lost at each of two hand-offs (span 180). Long: 3 x 1000 us.
+  const std::vector<ProbeResult> probes = {Probe(g, {0, 1, 0}, 50, 50, 15, 1),
+                                           Probe(g, {0, 1, 0}, 1000, 1000, 0, 1)};
+  const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
+  ASSERT_EQ(costs.sync.size(), 2u);
+  // (150 + 2c) / 180 * (3000 + 2c) / 3000 = 1.
+  const double c = costs.sync[0].us;
+  EXPECT_NEAR((150 + 2 * c) / 180 * (3000 + 2 * c) / 3000, 1.0, 1e-9);
+  EXPECT_GT(c, 5);
+  EXPECT_LT(c, 15);
+}
+
+TEST(FitRunCosts, NothingLostBetweenSubtasksGivesNoSyncAndSingleDevicesNone) {
+  const model::Graph g = Chain3();
+  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
+  const std::vector<bool> sync = {true, true};
+  const std::vector<ProbeResult> ideal = {Probe(g, {0, 1, 0}, 100, 100, 0, 2)};
+  const calibration::RunCosts costs = FitRunCosts(ideal, names, sync);
+  ASSERT_EQ(costs.sync.size(), 2u);
+  EXPECT_EQ(costs.sync[0].us, 0);
+  const std::vector<ProbeResult> alone = {Probe(g, {0, 0, 0}, 100, 100, 10, 2)};
+  EXPECT_TRUE(FitRunCosts(alone, names, sync).sync.empty());
+  // A device outside sync_devices gets none.
+  const std::vector<bool> only_first = {true, false};
+  EXPECT_TRUE(FitRunCosts(ideal, names, only_first).sync.empty());
+}
+
+TEST(FitRunCosts, ASyncBeyondTheCapStopsThere) {
+  const model::Graph g = Chain3();
+  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
+  const std::vector<bool> sync = {true, true};
+  const std::vector<ProbeResult> slow = {Probe(g, {0, 1, 0}, 100, 100, 5000, 1)};
+  const calibration::RunCosts costs = FitRunCosts(slow, names, sync);
+  ASSERT_FALSE(costs.sync.empty());
+  EXPECT_EQ(costs.sync[0].us, kMaxSyncUs);
+}
+
+}  // namespace
+}  // namespace psched::executor::run_calibration

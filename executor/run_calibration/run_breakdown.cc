@@ -1,0 +1,171 @@
+#include "executor/run_calibration/run_breakdown.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "model/split.h"
+
+namespace psched::executor::run_calibration {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The subtasks in measured start order: every subtask comes after those of its predecessor
+// ops (a subtask starts only once they have ended).
+std::vector<const runtime::SubtaskTiming*> InStartOrder(
+    std::span<const runtime::SubtaskTiming> timings) {
+  std::vector<const runtime::SubtaskTiming*> order;
+  for (const runtime::SubtaskTiming& t : timings) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto* a, const auto* b) { return a->start_ns < b->start_ns; });
+  return order;
+}
+
+size_t DeviceCount(std::span<const runtime::SubtaskTiming> timings) {
+  int devices = 0;
+  for (const runtime::SubtaskTiming& t : timings) devices = std::max(devices, t.device + 1);
+  return static_cast<size_t>(devices);
+}
+
+}  // namespace
+
+double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTiming> timings,
+                const SyncCost& sync) {
+  std::vector<double> device_free(DeviceCount(timings), 0);
+  // Per op, when its subtasks ended on each device (-1: none there).
+  std::vector<std::vector<double>> op_end(graph.ops.size(),
+                                          std::vector<double>(device_free.size(), -1));
+  double span = 0;
+  for (const runtime::SubtaskTiming* t : InStartOrder(timings)) {
+    const auto d = static_cast<size_t>(t->device);
+    double start = device_free[d];
+    for (model::OpId p : graph.Predecessors(t->step.op)) {
+      const std::vector<double>& ends = op_end[static_cast<size_t>(p)];
+      for (size_t e = 0; e < ends.size(); ++e) {
+        if (ends[e] < 0) continue;
+        start = std::max(start, ends[e] + (e == d ? 0.0 : sync(static_cast<int>(e), t->device)));
+      }
+    }
+    device_free[d] = start + static_cast<double>(t->end_ns - t->start_ns) / 1e3;
+    double& end = op_end[static_cast<size_t>(t->step.op)][d];
+    end = std::max(end, device_free[d]);
+    span = std::max(span, device_free[d]);
+  }
+  return span;
+}
+
+RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& schedule,
+                          std::span<const runtime::SubtaskTiming> timings, double wall_us) {
+  RunBreakdown out;
+  const auto num_devices = static_cast<size_t>(schedule.num_devices());
+  out.predicted_us = schedule.makespan_us();
+  out.wall_us = wall_us;
+  out.measured_kernel_us.assign(num_devices, 0);
+  out.predicted_kernel_us.assign(num_devices, 0);
+  out.replay_us = ReplayUs(graph, timings, [](int, int) { return 0.0; });
+  std::map<std::tuple<int, model::OpId, int64_t>, double> predicted;
+  // Share of each op's work done per device, by the plan.
+  std::vector<std::vector<double>> share(graph.ops.size(), std::vector<double>(num_devices, 0));
+  for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
+    predicted[{s.device, s.op, s.begin}] = s.end_us - s.start_us;
+    const auto work = static_cast<double>(model::WorkSize(graph, s.op, s.axis));
+    share[static_cast<size_t>(s.op)][static_cast<size_t>(s.device)] +=
+        static_cast<double>(s.end - s.begin) / std::max(1.0, work);
+  }
+  const std::vector<const runtime::SubtaskTiming*> order = InStartOrder(timings);
+  std::vector<double> device_free(num_devices, 0);
+  std::vector<double> op_end(graph.ops.size(), 0);
+  std::vector<int> op_end_device(graph.ops.size(), -1);
+  out.first_start_us = order.empty() ? 0 : static_cast<double>(order.front()->start_ns) / 1e3;
+  for (const runtime::SubtaskTiming* t : order) {
+    const auto d = static_cast<size_t>(t->device);
+    const double start = static_cast<double>(t->start_ns) / 1e3;
+    const double end = static_cast<double>(t->end_ns) / 1e3;
+    double inputs_ready = 0, remote = 0, inputs = 0;
+    int inputs_device = -1;
+    for (model::OpId p : graph.Predecessors(t->step.op)) {
+      const auto pi = static_cast<size_t>(p);
+      if (op_end[pi] > inputs_ready) {
+        inputs_ready = op_end[pi];
+        inputs_device = op_end_device[pi];
+      }
+      remote += 1.0 - share[pi][d];
+      inputs += 1.0;
+    }
+    const double delay = std::max(0.0, start - std::max(device_free[d], inputs_ready));
+    if (inputs_ready > device_free[d] && inputs_device >= 0 && inputs_device != t->device) {
+      out.cross_delays_us.push_back(delay);
+    } else {
+      out.local_delay_us += delay;
+    }
+    device_free[d] = end;
+    if (end > op_end[static_cast<size_t>(t->step.op)]) {
+      op_end[static_cast<size_t>(t->step.op)] = end;
+      op_end_device[static_cast<size_t>(t->step.op)] = t->device;
+    }
+    out.trace_end_us = std::max(out.trace_end_us, end);
+    const auto it = predicted.find({t->device, t->step.op, t->step.slice.begin});
+    const double predicted_us = it == predicted.end() ? 0 : it->second;
+    const double duration = end - start;
+    out.measured_kernel_us[d] += duration;
+    out.predicted_kernel_us[d] += predicted_us;
+    const double f = inputs > 0 ? remote / inputs : 0;
+    const size_t bucket = f < 1e-6 ? 0 : (f > 1 - 1e-6 ? 2 : 1);
+    out.measured_by_locality[bucket] += duration;
+    out.predicted_by_locality[bucket] += predicted_us;
+    if (t->step.slice.axis == model::SplitAxis::kNone) {
+      out.measured_whole_us += duration;
+      out.predicted_whole_us += predicted_us;
+    } else {
+      out.measured_slice_us += duration;
+      out.predicted_slice_us += predicted_us;
+    }
+  }
+  return out;
+}
+
+RunBreakdown MedianBreakdown(std::span<const RunBreakdown> runs) {
+  RunBreakdown out;
+  if (runs.empty()) return out;
+  auto median = [&](auto field) {
+    std::vector<double> v;
+    for (const RunBreakdown& r : runs) v.push_back(static_cast<double>(field(r)));
+    return Median(std::move(v));
+  };
+  out.predicted_us = median([](const RunBreakdown& r) { return r.predicted_us; });
+  out.replay_us = median([](const RunBreakdown& r) { return r.replay_us; });
+  out.trace_end_us = median([](const RunBreakdown& r) { return r.trace_end_us; });
+  out.first_start_us = median([](const RunBreakdown& r) { return r.first_start_us; });
+  out.wall_us = median([](const RunBreakdown& r) { return r.wall_us; });
+  for (const RunBreakdown& r : runs) {
+    out.cross_delays_us.insert(out.cross_delays_us.end(), r.cross_delays_us.begin(),
+                               r.cross_delays_us.end());
+  }
+  std::sort(out.cross_delays_us.begin(), out.cross_delays_us.end());
+  out.local_delay_us = median([](const RunBreakdown& r) { return r.local_delay_us; });
+  out.measured_whole_us = median([](const RunBreakdown& r) { return r.measured_whole_us; });
+  out.predicted_whole_us = median([](const RunBreakdown& r) { return r.predicted_whole_us; });
+  out.measured_slice_us = median([](const RunBreakdown& r) { return r.measured_slice_us; });
+  out.predicted_slice_us = median([](const RunBreakdown& r) { return r.predicted_slice_us; });
+  for (size_t b = 0; b < 3; ++b) {
+    out.measured_by_locality[b] =
+        median([b](const RunBreakdown& r) { return r.measured_by_locality[b]; });
+    out.predicted_by_locality[b] =
+        median([b](const RunBreakdown& r) { return r.predicted_by_locality[b]; });
+  }
+  const size_t devices = runs.front().measured_kernel_us.size();
+  for (size_t d = 0; d < devices; ++d) {
+    out.measured_kernel_us.push_back(
+        median([d](const RunBreakdown& r) { return r.measured_kernel_us[d]; }));
+    out.predicted_kernel_us.push_back(
+        median([d](const RunBreakdown& r) { return r.predicted_kernel_us[d]; }));
+  }
+  return out;
+}
+
+}  // namespace psched::executor::run_calibration

@@ -1,0 +1,55 @@
+// Probes: whole runs of real plans on the host's devices, timed subtask by subtask, for the run
+// costs calibration fits (fit_run_costs.h).
+//
+// Each probe is a schedule of one graph over the caller's devices. RunProbes compiles them all
+// on the co-execution runtime, runs each once untimed, then `rounds` times in interleaved
+// rounds - every probe once per round - so each run starts with the caches holding what the
+// other probes left, as on a daemon that serves several models or shares the machine, and a
+// drift in the machine's speed hits every probe alike. Per run it keeps the runtime's subtask
+// timings, the caller's wall time of Run and their breakdown against the schedule
+// (run_breakdown.h).
+//
+// Blocks the calling thread; the devices must not run anything else meanwhile.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "executor/run_calibration/run_breakdown.h"
+#include "executor/runtime/coexecution_runtime.h"
+#include "executor/runtime/device.h"
+#include "model/graph.h"
+#include "scheduler/schedule.h"
+
+namespace psched::executor::run_calibration {
+
+struct Probe {
+  const model::Graph* graph = nullptr;  // with weights; must outlive RunProbes
+  scheduler::Schedule schedule;         // device i is devices[i] of RunProbes
+  std::string label;                    // e.g. "squeezenet_v1_1 pa-heft"
+};
+
+struct ProbeOptions {
+  int warmup_runs = 1;
+  int rounds = 5;  // timed runs of every probe
+};
+
+struct ProbeResult {
+  std::string label;
+  const model::Graph* graph = nullptr;
+  int devices_used = 0;                                      // devices with at least one subtask
+  std::vector<std::vector<runtime::SubtaskTiming>> timings;  // per timed run
+  std::vector<RunBreakdown> breakdowns;                      // per timed run
+};
+
+// One result per probe, in order. InvalidArgument for no devices, rounds < 1, warmup_runs < 0, a
+// probe without a graph or whose schedule is for another device count; the runtime's error
+// naming the probe when a plan does not compile or a run fails.
+absl::StatusOr<std::vector<ProbeResult>> RunProbes(std::span<const Probe> probes,
+                                                   std::span<runtime::Device* const> devices,
+                                                   const runtime::RuntimeOptions& runtime_options,
+                                                   const ProbeOptions& options = {});
+
+}  // namespace psched::executor::run_calibration

@@ -1,0 +1,119 @@
+#include "executor/run_calibration/run_probes.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "executor/run_calibration/fit_run_costs.h"
+#include "executor/runtime/cpu_device.h"
+#include "executor/testing/graph_builder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "predictor/device_subset_model.h"
+#include "predictor/profiles.h"
+#include "scheduler/problem.h"
+#include "scheduler/registry/registry.h"
+
+namespace psched::executor::run_calibration {
+namespace {
+
+using model::ActivationKind;
+using model::OpKind;
+using ::testing::HasSubstr;
+using testing::RandomConv;
+
+// Two branches of convs joined by a concat, then a conv.
+model::Graph Branches() {
+  testing::GraphBuilder b("branches");
+  auto x = b.AddInput({16, 16, 8});
+  const model::Activation relu{.kind = ActivationKind::kRelu};
+  auto l =
+      b.AddOp(OpKind::kConv2d, {x}, {16, 16, 16}, RandomConv(b, 8, 16, 3, 1, 1, 1, 1, 1), relu);
+  auto r =
+      b.AddOp(OpKind::kConv2d, {x}, {16, 16, 16}, RandomConv(b, 8, 16, 1, 1, 1, 0, 1, 2), relu);
+  auto l2 = b.AddOp(OpKind::kConv2d, {l}, {16, 16, 16}, RandomConv(b, 16, 16, 3, 1, 1, 1, 1, 3));
+  auto cat = b.AddOp(OpKind::kConcat, {l2, r}, {16, 16, 32});
+  b.MarkOutput(
+      b.AddOp(OpKind::kConv2d, {cat}, {16, 16, 8}, RandomConv(b, 32, 8, 3, 1, 1, 1, 1, 4)));
+  return b.Build();
+}
+
+class RunProbesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int core : {0, 1}) {
+      auto d = runtime::CpuDevice::Create("cpu." + std::to_string(core), {core});
+      ASSERT_TRUE(d.ok()) << d.status();
+      owned_.push_back(std::move(*d));
+      devices_.push_back(owned_.back().get());
+    }
+    predictor::Profile host = predictor::HostProfile(2);
+    platform_ = host.platform;
+    platform_.devices.pop_back();  // the gpu
+    auto model = predictor::DeviceSubsetModel::Create(host.model, {0, 1});
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = *std::move(model);
+  }
+  Probe Plan(const std::string& method) {
+    auto problem = scheduler::Problem::FromGraph(graph_, platform_, *model_);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    auto scheduler = scheduler::MakeScheduler(method);
+    EXPECT_TRUE(scheduler.ok()) << scheduler.status();
+    auto schedule = (*scheduler)->Plan(*problem, {});
+    EXPECT_TRUE(schedule.ok()) << schedule.status();
+    return {&graph_, *std::move(schedule), "branches " + method};
+  }
+
+  model::Graph graph_ = Branches();
+  platform::Platform platform_;
+  std::shared_ptr<const predictor::LatencyModel> model_;
+  std::vector<std::unique_ptr<runtime::CpuDevice>> owned_;
+  std::vector<runtime::Device*> devices_;
+};
+
+TEST_F(RunProbesTest, TimesEveryProbeEveryRoundAndFitsFiniteCosts) {
+  const std::vector<Probe> probes = {Plan("single:cpu.0"), Plan("pa-heft"), Plan("heft")};
+  auto results = RunProbes(probes, devices_, {}, {.warmup_runs = 1, .rounds = 3});
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 3u);
+  EXPECT_EQ((*results)[0].devices_used, 1);
+  EXPECT_EQ((*results)[1].devices_used, 2);  // pa-heft splits the convs across both cores
+  for (size_t i = 0; i < results->size(); ++i) {
+    const ProbeResult& r = (*results)[i];
+    EXPECT_EQ(r.label, probes[i].label);
+    ASSERT_EQ(r.timings.size(), 3u);
+    ASSERT_EQ(r.breakdowns.size(), 3u);
+    EXPECT_EQ(r.timings[0].size(), probes[i].schedule.subtasks().size());
+    for (const RunBreakdown& b : r.breakdowns) {
+      EXPECT_GT(b.replay_us, 0);
+      EXPECT_GE(b.trace_end_us, b.replay_us * 0.999);
+      EXPECT_GE(b.wall_us, b.trace_end_us);
+    }
+  }
+  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
+  const std::vector<bool> sync = {true, true};
+  const calibration::RunCosts costs = FitRunCosts(*results, names, sync);
+  ASSERT_EQ(costs.in_run.size(), 2u);
+  for (const auto& r : costs.in_run) {
+    EXPECT_TRUE(std::isfinite(r.factor) && r.factor > 0) << r.device << " " << r.factor;
+  }
+  ASSERT_EQ(costs.sync.size(), 2u);
+  EXPECT_GE(costs.sync[0].us, 0);
+  EXPECT_LE(costs.sync[0].us, kMaxSyncUs);
+}
+
+TEST_F(RunProbesTest, RefusesBadProbesAndOptions) {
+  std::vector<Probe> probes = {Plan("heft")};
+  EXPECT_THAT(std::string(RunProbes(probes, {}, {}).status().message()), HasSubstr("no devices"));
+  EXPECT_THAT(std::string(RunProbes(probes, devices_, {}, {.rounds = 0}).status().message()),
+              HasSubstr("rounds >= 1"));
+  const std::vector<runtime::Device*> one = {devices_[0]};
+  EXPECT_THAT(std::string(RunProbes(probes, one, {}).status().message()),
+              HasSubstr("'branches heft' is scheduled on 2 devices, 1 given"));
+  probes[0].graph = nullptr;
+  EXPECT_THAT(std::string(RunProbes(probes, devices_, {}).status().message()),
+              HasSubstr("has no graph"));
+}
+
+}  // namespace
+}  // namespace psched::executor::run_calibration
