@@ -27,6 +27,7 @@ class DeviceSubsetModel final : public LatencyModel {
   void PredictBatch(std::span<const OpConfig> configs, int device_index,
                     std::span<double> out) const override;
   double SyncUs(int from_device, int to_device) const override;
+  double RunOverheadUs() const override { return base_->RunOverheadUs(); }
   std::string Version() const override { return version_; }
 
  private:

@@ -42,20 +42,22 @@ TEST(DeviceSubsetModelTest, DeviceIIsTheBasesChosenDevice) {
   EXPECT_EQ((*subset)->Version(), base->Version() + ";devices=2,0");
 }
 
-// A model whose sync cost from device a to device b is 10 * a + b.
+// A model whose sync cost from device a to device b is 10 * a + b, and a run costs 75 us.
 class PairModel final : public LatencyModel {
  public:
   int num_devices() const override { return 3; }
   double PredictUs(const OpConfig&, int) const override { return 1; }
   double SyncUs(int from, int to) const override { return 10.0 * from + to; }
+  double RunOverheadUs() const override { return 75; }
   std::string Version() const override { return "pairs"; }
 };
 
-TEST(DeviceSubsetModelTest, SyncCostsAreTheBasesBetweenTheChosenDevices) {
+TEST(DeviceSubsetModelTest, SyncCostsAndRunOverheadAreTheBases) {
   auto subset = DeviceSubsetModel::Create(std::make_shared<PairModel>(), {2, 0});
   ASSERT_TRUE(subset.ok()) << subset.status();
   EXPECT_EQ((*subset)->SyncUs(0, 1), 20);
   EXPECT_EQ((*subset)->SyncUs(1, 0), 2);
+  EXPECT_EQ((*subset)->RunOverheadUs(), 75);
 }
 
 TEST(DeviceSubsetModelTest, RejectsEmptyAndOutOfRangeSubsets) {

@@ -8,6 +8,11 @@
 // top of any copy between memory domains the platform charges. Schedulers add it to every edge
 // between subtasks on different devices (scheduler/problem.h).
 //
+// A model may also know what a whole run costs outside every subtask (RunOverheadUs: waking the
+// devices, copying inputs in and outputs out): the latency a caller sees is a plan's makespan
+// plus it. A constant per run, it changes no plan; it makes a plan's predicted latency
+// comparable with its measured one.
+//
 // Implementations are immutable after construction and their const methods are
 // thread-safe. Device indices refer to the platform the model was built for.
 #pragma once
@@ -33,6 +38,8 @@ class LatencyModel {
   // `to_device` that depends on it, beyond the subtasks' own latencies; 0 by default.
   // REQUIRES: both in [0, num_devices()), from_device != to_device.
   virtual double SyncUs(int from_device, int to_device) const { return 0; }
+  // Microseconds a run of any plan takes beyond its makespan; 0 by default.
+  virtual double RunOverheadUs() const { return 0; }
   // Identifies the model and its parameters; part of the plan cache key.
   virtual std::string Version() const = 0;
 };

@@ -57,6 +57,7 @@ class ResidualCorrectedModel final : public LatencyModel {
   double SyncUs(int from_device, int to_device) const override {
     return inner_->SyncUs(from_device, to_device);
   }
+  double RunOverheadUs() const override { return inner_->RunOverheadUs(); }
   std::string Version() const override { return version_; }
 
   const std::shared_ptr<const LatencyModel>& inner() const { return inner_; }

@@ -386,8 +386,16 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
     out.device_names.push_back(fitted.name);
     parts.push_back(std::move(part));
   }
+  const json run_overhead = params.value("run_overhead_us", json(0.0));
+  if (!run_overhead.is_number() || !std::isfinite(run_overhead.get<double>()) ||
+      run_overhead.get<double>() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "host calibration: 'run_overhead_us' must be a number of microseconds >= 0, not ",
+        run_overhead.dump()));
+  }
   absl::StatusOr<std::unique_ptr<predictor::calibration::HostLatencyModel>> model =
-      predictor::calibration::HostLatencyModel::Create(analytic->MakeModel(), std::move(parts));
+      predictor::calibration::HostLatencyModel::Create(analytic->MakeModel(), std::move(parts),
+                                                       run_overhead.get<double>());
   if (!model.ok()) return model.status();
   out.model = std::move(*model);
   return out;
@@ -420,6 +428,7 @@ absl::Status ApplyRunCosts(const RunCosts& costs, HostTraining& training) {
     }
     (*from)["sync_us"][s.to] = s.us;
   }
+  params["run_overhead_us"] = costs.run_overhead_us;
   absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(params);
   if (!loaded.ok()) return loaded.status();
   auto model =

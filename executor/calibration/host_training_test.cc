@@ -216,6 +216,20 @@ TEST_F(HostTrainingTest, RunCostsScalePredictionsAddSyncAndChangeTheVersion) {
   EXPECT_EQ(loaded->model->SyncUs(0, 1), 25);
   EXPECT_THAT(FormatHostTraining(with), HasSubstr("sync cpu -> gpu 25.0 us per edge"));
   EXPECT_EQ(HostTrainingReportToJson(with)["run_costs"]["in_run"][0]["factor"], 1.2);
+  // A run's overhead outside its subtasks: the model's, stored, and part of its version.
+  EXPECT_EQ(with.model->RunOverheadUs(), 0);
+  HostTraining overhead = with;
+  costs.run_overhead_us = 140;
+  ASSERT_TRUE(ApplyRunCosts(costs, overhead).ok());
+  EXPECT_EQ(overhead.model->RunOverheadUs(), 140);
+  EXPECT_EQ(overhead.params["run_overhead_us"], 140);
+  EXPECT_NE(overhead.model->Version(), with.model->Version());
+  EXPECT_DOUBLE_EQ(overhead.model->PredictUs(config, 0), with.model->PredictUs(config, 0));
+  absl::StatusOr<LoadedHostModel> reloaded =
+      HostModelFromJson(json::parse(overhead.params.dump()));
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  EXPECT_EQ(reloaded->model->RunOverheadUs(), 140);
+  EXPECT_EQ(reloaded->model->Version(), overhead.model->Version());
   // Factors of 1 and no sync: the version of a calibration stored before run costs existed.
   HostTraining neutral = *training_;
   RunCosts none;
@@ -245,6 +259,13 @@ TEST_F(HostTrainingTest, BadRunCostsAreRefusedNamingTheDevice) {
   StoredDevice(text, "gpu")["in_run"] = "fast";
   EXPECT_THAT(std::string(HostModelFromJson(text).status().message()),
               HasSubstr("'in_run' is not a number"));
+  for (const json& bad : {json(-5), json("slow"), json(nullptr)}) {
+    json overhead = training_->params;
+    overhead["run_overhead_us"] = bad;
+    EXPECT_THAT(std::string(HostModelFromJson(overhead).status().message()),
+                HasSubstr("'run_overhead_us' must be a number of microseconds >= 0, not " +
+                          bad.dump()));
+  }
 }
 
 TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {

@@ -107,7 +107,8 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
 
 std::string FormatRunCosts(const RunCosts& costs) {
   std::string out = absl::StrFormat(
-      "run costs (%d plans, %d timed runs each; a run's own overhead %.0f us, not modelled):\n",
+      "run costs (%d plans, %d timed runs each; a run's own overhead %.0f us, added to "
+      "predicted latencies):\n",
       costs.probes, costs.runs, costs.run_overhead_us);
   for (const RunCosts::InRun& r : costs.in_run) {
     absl::StrAppendFormat(&out,
@@ -116,7 +117,7 @@ std::string FormatRunCosts(const RunCosts& costs) {
   }
   if (costs.multi_device_measured_us > 0) {
     absl::StrAppendFormat(&out,
-                          "multi-device plans: %.0f us measured, %.0f us replayed without sync\n",
+                          "multi-device plans: %.0f us measured, %.0f us predicted without sync\n",
                           costs.multi_device_measured_us, costs.multi_device_replay_us);
   }
   for (const RunCosts::Sync& s : costs.sync) {

@@ -8,10 +8,11 @@
 //     weights and output may come from memory (other work ran since the last run);
 //   - `sync_us` per ordered pair of devices: what an edge between subtasks on the two devices
 //     costs (LatencyModel::SyncUs) - waking a device thread parked on the other device's work,
-//     the data between the cores' caches - fitted so the plans, replayed with their measured
+//     the data between the cores' caches - fitted so the plans, replayed with their predicted
 //     subtask times and this cost on every edge between devices, take what they took;
 //   - `run_overhead_us`: the median time of a run outside every subtask (starting the devices,
-//     input and output copies). Reported only: a constant per run changes no plan.
+//     input and output copies): the model's RunOverheadUs, which a plan's predicted latency
+//     adds to its makespan. A constant per run, it changes no plan.
 // Plain data and its JSON; thread-safe.
 #pragma once
 
@@ -40,7 +41,7 @@ struct RunCosts {
   int probes = 0;  // plans run
   int runs = 0;    // timed runs of each
   // The sync fit: summed median spans of the probes with cross-device edges, as measured and
-  // as replayed with their measured subtask times and no sync cost.
+  // as replayed with their predicted subtask times (in-run factors applied) and no sync cost.
   double multi_device_measured_us = 0;
   double multi_device_replay_us = 0;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <vector>
 
 namespace psched::executor::run_calibration {
@@ -12,6 +14,26 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t mid = v.size() / 2;
   return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+}
+
+// `timings` in the order they ran, each lasting what the fitted model predicts for it: the
+// schedule's prediction times its device's in-run factor. A subtask the schedule lacks keeps its
+// measured duration.
+std::vector<runtime::SubtaskTiming> AsPredicted(const scheduler::Schedule& schedule,
+                                                std::span<const runtime::SubtaskTiming> timings,
+                                                std::span<const double> in_run) {
+  std::map<std::tuple<int, model::OpId, int64_t>, double> predicted;
+  for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
+    predicted[{s.device, s.op, s.begin}] = s.end_us - s.start_us;
+  }
+  std::vector<runtime::SubtaskTiming> out(timings.begin(), timings.end());
+  for (runtime::SubtaskTiming& t : out) {
+    const auto it = predicted.find({t.device, t.step.op, t.step.slice.begin});
+    if (it == predicted.end()) continue;
+    const double us = it->second * in_run[static_cast<size_t>(t.device)];
+    t.end_ns = t.start_ns + static_cast<int64_t>(std::llround(us * 1e3));
+  }
+  return out;
 }
 
 }  // namespace
@@ -51,22 +73,29 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     if (r.devices_used >= 2 && !r.breakdowns.empty()) multi.push_back(&r);
   }
   costs.run_overhead_us = Median(std::move(overheads));
+  std::vector<double> factor(num_devices, 1.0);
   for (size_t d = 0; d < num_devices; ++d) {
     if (counted[d] == 0) continue;
+    factor[d] = std::exp(log_sum[d] / counted[d]);
     costs.in_run.push_back({.device = device_names[d],
                             .measured_us = measured[d],
                             .predicted_us = predicted[d],
-                            .factor = std::exp(log_sum[d] / counted[d])});
+                            .factor = factor[d]});
   }
 
-  // Per multi-device probe, its median measured span and median replay with `c` between sync
-  // devices.
+  // Per multi-device probe, its median measured span and median replay, with its predicted
+  // subtask times, with `c` between sync devices.
   std::vector<double> spans;
+  std::vector<std::vector<std::vector<runtime::SubtaskTiming>>> as_predicted;
   for (const ProbeResult* r : multi) {
     std::vector<double> v;
     for (const RunBreakdown& b : r->breakdowns) v.push_back(b.span_us());
     spans.push_back(Median(std::move(v)));
     costs.multi_device_measured_us += spans.back();
+    as_predicted.emplace_back();
+    for (const auto& timings : r->timings) {
+      as_predicted.back().push_back(AsPredicted(r->schedule, timings, factor));
+    }
   }
   auto replayed = [&](double c) {
     const SyncCost sync = [&](int from, int to) {
@@ -74,9 +103,11 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
                                                                                               : 0.0;
     };
     std::vector<double> out;
-    for (const ProbeResult* r : multi) {
+    for (size_t i = 0; i < multi.size(); ++i) {
       std::vector<double> v;
-      for (const auto& timings : r->timings) v.push_back(ReplayUs(*r->graph, timings, sync));
+      for (const auto& timings : as_predicted[i]) {
+        v.push_back(ReplayUs(*multi[i]->graph, timings, sync));
+      }
       out.push_back(Median(std::move(v)));
     }
     return out;

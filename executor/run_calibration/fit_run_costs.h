@@ -9,14 +9,18 @@
 // - Sync cost: one value for every ordered pair of `sync_devices` (hand-offs between host
 //   threads cost alike in either direction here; devices outside keep none - a GPU waits and
 //   signals in its own queue, and its dispatch_us already charges that). It is the cost c at
-//   which the probes that use two or more devices, replayed with their measured subtask times
-//   and c on every edge between two of those devices (ReplayUs), take what they took (median run
-//   of each, from the first subtask's start to the last one's end) in geometric mean. Replaying
-//   with measured durations leaves the kernels' own error out, so c holds what happened between
-//   subtasks: the wake-up of a device thread parked on the other device's work (about 40 us on
-//   the development VM; a wait shorter than the runtime's spin costs well under 1 us), partial
-//   sums combined after a cin split. 0 when nothing was lost between subtasks; at most
-//   kMaxSyncUs.
+//   which the probes that use two or more devices, replayed in the order their subtasks ran
+//   with the durations the fitted model predicts (the schedule's times the device's in-run
+//   factor) and c on every edge between two of those devices (ReplayUs), take what they took
+//   (median run of each, from the first subtask's start to the last one's end) in geometric
+//   mean. So c holds what co-execution costs beyond each device's in-run prediction: the
+//   wake-up of a device thread parked on the other device's work (about 40 us on the
+//   development VM; a wait shorter than the runtime's spin costs well under 1 us), partial sums
+//   combined after a cin split, and kernels reading what the other core just wrote from its
+//   cache (in partition-only plans on two cores, subtasks with inputs from both devices ran
+//   12-20% over their prediction, those with their own device's inputs 4-8%). Fitted to the
+//   measured kernels instead, c held only the waits, and co-execution plans stayed 1.1-1.3x
+//   their prediction. 0 when the plans took no longer than predicted; at most kMaxSyncUs.
 // Pure functions; thread-safe.
 #pragma once
 

@@ -57,6 +57,7 @@ absl::StatusOr<std::vector<ProbeResult>> RunProbes(std::span<const Probe> probes
     ProbeResult result;
     result.label = probe.label;
     result.graph = probe.graph;
+    result.schedule = probe.schedule;
     std::set<int> used;
     for (const scheduler::ScheduledSubtask& s : probe.schedule.subtasks()) used.insert(s.device);
     result.devices_used = static_cast<int>(used.size());

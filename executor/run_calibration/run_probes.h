@@ -39,6 +39,7 @@ struct ProbeOptions {
 struct ProbeResult {
   std::string label;
   const model::Graph* graph = nullptr;
+  scheduler::Schedule schedule;                              // the probe's
   int devices_used = 0;                                      // devices with at least one subtask
   std::vector<std::vector<runtime::SubtaskTiming>> timings;  // per timed run
   std::vector<RunBreakdown> breakdowns;                      // per timed run

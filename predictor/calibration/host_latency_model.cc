@@ -12,11 +12,16 @@
 namespace psched::predictor::calibration {
 
 absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
-    std::shared_ptr<const AnalyticModel> analytic, std::vector<Device> devices) {
+    std::shared_ptr<const AnalyticModel> analytic, std::vector<Device> devices,
+    double run_overhead_us) {
   if (analytic == nullptr || analytic->num_devices() != static_cast<int>(devices.size())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "host latency model: the analytic fit has ",
         analytic == nullptr ? 0 : analytic->num_devices(), " devices, expected ", devices.size()));
+  }
+  if (!std::isfinite(run_overhead_us) || run_overhead_us < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("host latency model: run overhead ", run_overhead_us, " us"));
   }
   std::string identity = analytic->Version();
   for (size_t d = 0; d < devices.size(); ++d) {
@@ -63,7 +68,12 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
       identity += use ? 'g' : 'a';
     }
   }
+  // Like the run costs per device: only a learned overhead enters the identity.
+  if (run_overhead_us != 0) {
+    absl::StrAppend(&identity, "|run_overhead=", absl::StrFormat("%.17g", run_overhead_us));
+  }
   std::unique_ptr<HostLatencyModel> model(new HostLatencyModel());
+  model->run_overhead_us_ = run_overhead_us;
   model->analytic_ = std::move(analytic);
   model->devices_ = std::move(devices);
   // The analytic fit's name (its version is "analytic-v2/<name>/<hash>"), e.g. host+calibrated.

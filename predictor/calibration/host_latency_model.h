@@ -14,12 +14,13 @@
 // on top: `in_run` scales a device's predictions to what its subtasks took inside those runs
 // (their caches hold what the run left, not what an isolated timing left), and `sync_us` is the
 // cost of a hand-off from this device to each other one (SyncUs: a parked device thread woken,
-// data fetched from another core's cache), which schedulers add to edges between devices.
+// data fetched from another core's cache), which schedulers add to edges between devices;
+// `run_overhead_us` is what a run costs outside every subtask (RunOverheadUs).
 //
 // Version() is "calibrated-v1/<analytic model name>/<SHA-256>" (e.g.
 // "calibrated-v1/host+calibrated/...") over the analytic model's version, every GBDT part's
 // version, the per-family choices, the contention factors and, when learned (not 1 and 0), the
-// in-run factors and sync costs: a retrained file, a changed choice or a new run-cost fit changes
+// in-run factors, sync costs and run overhead: a retrained file, a changed choice or a new run-cost fit changes
 // every plan-cache key. Immutable after Create; thread-safe.
 #pragma once
 
@@ -54,15 +55,17 @@ class HostLatencyModel final : public LatencyModel {
   // InvalidArgument when the analytic model's device count differs from devices.size(), a
   // device uses GBDT for a family without having a GBDT model, a contention or in-run factor is
   // not finite and >= 1e-3, or a device's sync_us is neither empty nor one finite cost >= 0 per
-  // device.
+  // device, or run_overhead_us is not finite and >= 0.
   static absl::StatusOr<std::unique_ptr<HostLatencyModel>> Create(
-      std::shared_ptr<const AnalyticModel> analytic, std::vector<Device> devices);
+      std::shared_ptr<const AnalyticModel> analytic, std::vector<Device> devices,
+      double run_overhead_us = 0);
 
   int num_devices() const override { return static_cast<int>(devices_.size()); }
   double PredictUs(const OpConfig& config, int device_index) const override;
   void PredictBatch(std::span<const OpConfig> configs, int device_index,
                     std::span<double> out) const override;
   double SyncUs(int from_device, int to_device) const override;
+  double RunOverheadUs() const override { return run_overhead_us_; }
   std::string Version() const override { return version_; }
 
   const AnalyticModel& analytic() const { return *analytic_; }
@@ -73,6 +76,7 @@ class HostLatencyModel final : public LatencyModel {
 
   std::shared_ptr<const AnalyticModel> analytic_;
   std::vector<Device> devices_;
+  double run_overhead_us_ = 0;
   std::string version_;
 };
 
