@@ -237,6 +237,15 @@ int Main(int argc, char** argv) {
                  "of its devices - cpu.0, cpu.1, gpu; C's 2-core cluster when a file has `cpu` - "
                  "from the first file that has them all, instead of the `host` analytic profile");
   CLI11_PARSE(app, argc, argv);
+  if (!trace_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(trace_dir, error);
+    if (error) {
+      std::fprintf(stderr, "--trace-dir %s: cannot create it: %s\n", trace_dir.c_str(),
+                   error.message().c_str());
+      return 1;
+    }
+  }
   // The calibrated host models and their device names, in the order given.
   std::vector<executor::calibration::LoadedHostModel> calibrated;
   for (const std::string& path : host_model_paths) {
