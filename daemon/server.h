@@ -2,7 +2,8 @@
 // the listening socket (bound, or passed by systemd socket activation), the gRPC server fed
 // by our own accept loop (which records each connection's caller first, see callers.h), the
 // systemd notifications (STATUS while loading, READY=1 once serving, WATCHDOG=1 only while
-// the inference queue makes progress, STOPPING=1) and the orderly stop: stop accepting, let in-flight requests finish, drain the inference queue.
+// the inference queue makes progress, STOPPING=1) and the orderly stop: stop accepting, let
+// in-flight requests finish, drain the inference queue.
 //
 // Thread-safety: Start and Stop are called from one thread (main). Ownership: the Server
 // owns the engine, listener, gRPC server and watchdog thread.

@@ -24,7 +24,8 @@
 // The file's SHA-256 is checked on loading and is part of the model's Version(), so a new model
 // means new plan-cache keys. Analytic-only parameter JSON (AnalyticParamsToJson, written before
 // GBDT training existed) still loads; so do devices without "in_run" and "sync_us" and files
-// without "run_overhead_us" (run costs, ApplyRunCosts: 1, none and 0). Pure functions apart from XGBoost; thread-safe.
+// without "run_overhead_us" (run costs, ApplyRunCosts: 1, none and 0). Pure functions apart from
+// XGBoost; thread-safe.
 #pragma once
 
 #include <cstdint>

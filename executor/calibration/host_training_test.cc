@@ -225,8 +225,7 @@ TEST_F(HostTrainingTest, RunCostsScalePredictionsAddSyncAndChangeTheVersion) {
   EXPECT_EQ(overhead.params["run_overhead_us"], 140);
   EXPECT_NE(overhead.model->Version(), with.model->Version());
   EXPECT_DOUBLE_EQ(overhead.model->PredictUs(config, 0), with.model->PredictUs(config, 0));
-  absl::StatusOr<LoadedHostModel> reloaded =
-      HostModelFromJson(json::parse(overhead.params.dump()));
+  absl::StatusOr<LoadedHostModel> reloaded = HostModelFromJson(json::parse(overhead.params.dump()));
   ASSERT_TRUE(reloaded.ok()) << reloaded.status();
   EXPECT_EQ(reloaded->model->RunOverheadUs(), 140);
   EXPECT_EQ(reloaded->model->Version(), overhead.model->Version());
@@ -262,9 +261,9 @@ TEST_F(HostTrainingTest, BadRunCostsAreRefusedNamingTheDevice) {
   for (const json& bad : {json(-5), json("slow"), json(nullptr)}) {
     json overhead = training_->params;
     overhead["run_overhead_us"] = bad;
-    EXPECT_THAT(std::string(HostModelFromJson(overhead).status().message()),
-                HasSubstr("'run_overhead_us' must be a number of microseconds >= 0, not " +
-                          bad.dump()));
+    EXPECT_THAT(
+        std::string(HostModelFromJson(overhead).status().message()),
+        HasSubstr("'run_overhead_us' must be a number of microseconds >= 0, not " + bad.dump()));
   }
 }
 

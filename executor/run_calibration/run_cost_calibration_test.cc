@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "executor/runtime/cpu_device.h"
+#include "executor/run_calibration/two_cores_for_test.h"
 #include "executor/testing/graph_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -41,23 +41,12 @@ absl::StatusOr<scheduler::Schedule> Plan(const scheduler::Problem& problem,
 
 class RunCostCalibrationTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    for (int core : {0, 1}) {
-      auto d = runtime::CpuDevice::Create("cpu." + std::to_string(core), {core});
-      ASSERT_TRUE(d.ok()) << d.status();
-      owned_.push_back(std::move(*d));
-      devices_.push_back(owned_.back().get());
-    }
-    predictor::Profile host = predictor::HostProfile(2);
-    platform_ = host.platform;
-    platform_.devices.pop_back();  // the gpu
-    model_ = *predictor::DeviceSubsetModel::Create(host.model, {0, 1});
-  }
+  void SetUp() override { cores_.SetUp(); }
   std::vector<model::Graph> graphs_ = {ConvChain()};
-  platform::Platform platform_;
-  std::shared_ptr<const predictor::LatencyModel> model_;
-  std::vector<std::unique_ptr<runtime::CpuDevice>> owned_;
-  std::vector<runtime::Device*> devices_;
+  TwoCores cores_;
+  const platform::Platform& platform_ = cores_.platform;
+  const std::shared_ptr<const predictor::LatencyModel>& model_ = cores_.model;
+  const std::vector<runtime::Device*>& devices_ = cores_.devices;
 };
 
 TEST_F(RunCostCalibrationTest, ProbesEachDeviceAloneAndTogether) {

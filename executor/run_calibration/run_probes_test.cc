@@ -5,12 +5,10 @@
 #include <string>
 
 #include "executor/run_calibration/fit_run_costs.h"
-#include "executor/runtime/cpu_device.h"
+#include "executor/run_calibration/two_cores_for_test.h"
 #include "executor/testing/graph_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "predictor/device_subset_model.h"
-#include "predictor/profiles.h"
 #include "scheduler/problem.h"
 #include "scheduler/registry/registry.h"
 
@@ -40,20 +38,7 @@ model::Graph Branches() {
 
 class RunProbesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    for (int core : {0, 1}) {
-      auto d = runtime::CpuDevice::Create("cpu." + std::to_string(core), {core});
-      ASSERT_TRUE(d.ok()) << d.status();
-      owned_.push_back(std::move(*d));
-      devices_.push_back(owned_.back().get());
-    }
-    predictor::Profile host = predictor::HostProfile(2);
-    platform_ = host.platform;
-    platform_.devices.pop_back();  // the gpu
-    auto model = predictor::DeviceSubsetModel::Create(host.model, {0, 1});
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = *std::move(model);
-  }
+  void SetUp() override { cores_.SetUp(); }
   Probe Plan(const std::string& method) {
     auto problem = scheduler::Problem::FromGraph(graph_, platform_, *model_);
     EXPECT_TRUE(problem.ok()) << problem.status();
@@ -65,10 +50,10 @@ class RunProbesTest : public ::testing::Test {
   }
 
   model::Graph graph_ = Branches();
-  platform::Platform platform_;
-  std::shared_ptr<const predictor::LatencyModel> model_;
-  std::vector<std::unique_ptr<runtime::CpuDevice>> owned_;
-  std::vector<runtime::Device*> devices_;
+  TwoCores cores_;
+  const platform::Platform& platform_ = cores_.platform;
+  const std::shared_ptr<const predictor::LatencyModel>& model_ = cores_.model;
+  const std::vector<runtime::Device*>& devices_ = cores_.devices;
 };
 
 TEST_F(RunProbesTest, TimesEveryProbeEveryRoundAndFitsFiniteCosts) {

@@ -20,8 +20,8 @@
 // Version() is "calibrated-v1/<analytic model name>/<SHA-256>" (e.g.
 // "calibrated-v1/host+calibrated/...") over the analytic model's version, every GBDT part's
 // version, the per-family choices, the contention factors and, when learned (not 1 and 0), the
-// in-run factors, sync costs and run overhead: a retrained file, a changed choice or a new run-cost fit changes
-// every plan-cache key. Immutable after Create; thread-safe.
+// in-run factors, sync costs and run overhead: a retrained file, a changed choice or a new
+// run-cost fit changes every plan-cache key. Immutable after Create; thread-safe.
 #pragma once
 
 #include <array>

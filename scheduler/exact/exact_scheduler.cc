@@ -38,15 +38,18 @@ struct Candidate {
 std::vector<PartitionPlan> FixedPlans(const Problem& problem, ExactSpace space) {
   std::vector<PartitionPlan> plans(static_cast<size_t>(problem.num_ops()));
   for (OpId op = 0; op < problem.num_ops(); ++op) {
-    if (space == ExactSpace::kExpandedLocal) plans[static_cast<size_t>(op)] = partition_aware::MinLocalLatencyPlan(problem, op).plan;
-    if (space == ExactSpace::kExpandedEqual) plans[static_cast<size_t>(op)] = partition_aware::EqualSizePlan(problem, op).plan;
+    if (space == ExactSpace::kExpandedLocal)
+      plans[static_cast<size_t>(op)] = partition_aware::MinLocalLatencyPlan(problem, op).plan;
+    if (space == ExactSpace::kExpandedEqual)
+      plans[static_cast<size_t>(op)] = partition_aware::EqualSizePlan(problem, op).plan;
   }
   return plans;
 }
 
 // The warm starts of `space`: plan vectors for the stages, and whole-graph schedules to
 // compare the staged result with.
-absl::StatusOr<std::vector<Candidate>> WarmStarts(const Problem& problem, ExactSpace space, uint64_t seed) {
+absl::StatusOr<std::vector<Candidate>> WarmStarts(const Problem& problem, ExactSpace space,
+                                                  uint64_t seed) {
   std::vector<Candidate> out;
   if (space != ExactSpace::kJoint) {
     const std::vector<PartitionPlan> plans = FixedPlans(problem, space);
@@ -61,7 +64,8 @@ absl::StatusOr<std::vector<Candidate>> WarmStarts(const Problem& problem, ExactS
     return out;
   }
   const int n = problem.num_ops();
-  std::vector<PartitionPlan> none(static_cast<size_t>(n)), local(static_cast<size_t>(n)), equal(static_cast<size_t>(n));
+  std::vector<PartitionPlan> none(static_cast<size_t>(n)), local(static_cast<size_t>(n)),
+      equal(static_cast<size_t>(n));
   for (OpId op = 0; op < n; ++op) {
     local[static_cast<size_t>(op)] = partition_aware::MinLocalLatencyPlan(problem, op).plan;
     equal[static_cast<size_t>(op)] = partition_aware::EqualSizePlan(problem, op).plan;
@@ -74,19 +78,24 @@ absl::StatusOr<std::vector<Candidate>> WarmStarts(const Problem& problem, ExactS
     if (!whole.ok()) return whole.status();
     out.push_back(Candidate{name, plans, *std::move(whole)});
   }
-  absl::StatusOr<Schedule> pa = partition_aware::PaHeftScheduler().Plan(problem, SchedulerOptions{});
+  absl::StatusOr<Schedule> pa =
+      partition_aware::PaHeftScheduler().Plan(problem, SchedulerOptions{});
   if (!pa.ok()) return pa.status();
-  out.push_back(Candidate{"pa-heft", std::vector<PartitionPlan>(pa->plans().begin(), pa->plans().end()), *std::move(pa)});
+  out.push_back(Candidate{"pa-heft",
+                          std::vector<PartitionPlan>(pa->plans().begin(), pa->plans().end()),
+                          *std::move(pa)});
   // The paper's search, and the variant docs/evaluation.md found best (local moves from
   // the min-local-latency plans).
   partition_aware::IterativeOptions paper, tuned;
   paper.seed = tuned.seed = seed;
   tuned.local_moves = 5;
   tuned.initial = partition_aware::InitialPlans::kMinLocalLatency;
-  for (auto& [name, opts] : {std::pair{"iterative", paper}, std::pair{"iterative(local_moves=5,min-local)", tuned}}) {
+  for (auto& [name, opts] :
+       {std::pair{"iterative", paper}, std::pair{"iterative(local_moves=5,min-local)", tuned}}) {
     absl::StatusOr<Schedule> it = partition_aware::IterativeSearch(problem, **heft, opts);
     if (!it.ok()) return it.status();
-    out.push_back(Candidate{name, std::vector<PartitionPlan>(it->plans().begin(), it->plans().end()), *std::move(it)});
+    out.push_back(Candidate{
+        name, std::vector<PartitionPlan>(it->plans().begin(), it->plans().end()), *std::move(it)});
   }
   return out;
 }
@@ -99,8 +108,9 @@ StageSolution FromStageHeft(const partition_aware::StageHeft& heft, const Proble
   heft.Emit(s);
   StageSolution sol;
   sol.subtasks.assign(s.subtasks().begin(), s.subtasks().end());
-  std::stable_sort(sol.subtasks.begin(), sol.subtasks.end(),
-                   [](const ScheduledSubtask& a, const ScheduledSubtask& b) { return a.start_us < b.start_us; });
+  std::stable_sort(
+      sol.subtasks.begin(), sol.subtasks.end(),
+      [](const ScheduledSubtask& a, const ScheduledSubtask& b) { return a.start_us < b.start_us; });
   for (OpId op : stage) sol.plans.push_back(plans[static_cast<size_t>(op)]);
   sol.makespan_us = makespan;
   return sol;
@@ -193,7 +203,8 @@ StageSolution Retimed(const StageInstance& instance, const Schedule& whole) {
     if (l < 0) continue;
     PlacedPlan& p = placed[static_cast<size_t>(l)];
     const OpAxis& a = instance.space(l)[static_cast<size_t>(p.axis)];
-    if (a.grid() && ((t.end - t.begin) % a.alignment != 0 && t.end != a.total)) return StageSolution{};
+    if (a.grid() && ((t.end - t.begin) % a.alignment != 0 && t.end != a.total))
+      return StageSolution{};
     p.work[static_cast<size_t>(t.device)] = t.end - t.begin;
     p.last[static_cast<size_t>(t.device)] = a.grid() && a.clip > 0 && t.end == a.total;
     p.slot[static_cast<size_t>(t.device)] = a.grid() ? -1 : t.slot;
@@ -201,14 +212,17 @@ StageSolution Retimed(const StageInstance& instance, const Schedule& whole) {
   }
   std::vector<std::vector<int>> orders(static_cast<size_t>(D));
   for (int d = 0; d < D; ++d) {
-    std::stable_sort(by_device[static_cast<size_t>(d)].begin(), by_device[static_cast<size_t>(d)].end(),
+    std::stable_sort(by_device[static_cast<size_t>(d)].begin(),
+                     by_device[static_cast<size_t>(d)].end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
-    for (const auto& [start, l] : by_device[static_cast<size_t>(d)]) orders[static_cast<size_t>(d)].push_back(l);
+    for (const auto& [start, l] : by_device[static_cast<size_t>(d)])
+      orders[static_cast<size_t>(d)].push_back(l);
   }
   std::vector<const PlacedPlan*> plans;
   for (const PlacedPlan& p : placed) plans.push_back(&p);
   OrderTimer timer(instance);
-  if (!(timer.Time(plans, orders) < std::numeric_limits<double>::infinity())) return StageSolution{};
+  if (!(timer.Time(plans, orders) < std::numeric_limits<double>::infinity()))
+    return StageSolution{};
   return SolutionFromPlacedPlans(instance, plans, timer.starts());
 }
 
@@ -216,10 +230,12 @@ StageSolution Retimed(const StageInstance& instance, const Schedule& whole) {
 // joint space while every other op keeps its incumbent plan (devices and order stay free);
 // the branch and bound solves that (up to a node budget) and an improvement is kept.
 // Windows slide over the stage until one pass improves nothing or `seconds` pass.
-absl::Status ImproveByNeighbourhoods(const StageInstance& joint, const Schedule& committed, double seconds,
-                                     int64_t node_limit, StageSolution& best, std::string& best_name) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                                 std::chrono::duration<double>(seconds));
+absl::Status ImproveByNeighbourhoods(const StageInstance& joint, const Schedule& committed,
+                                     double seconds, int64_t node_limit, StageSolution& best,
+                                     std::string& best_name) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(seconds));
   const int n = joint.num_ops();
   constexpr int kWidth = 3;
   std::vector<OpId> ops;
@@ -228,7 +244,8 @@ absl::Status ImproveByNeighbourhoods(const StageInstance& joint, const Schedule&
   while (improved) {
     improved = false;
     for (int first = 0; first < n; ++first) {
-      const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+      const double left =
+          std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
       if (left <= 0) return absl::OkStatus();
       bool any_grid = false;
       std::vector<OpSpace> spaces;
@@ -250,7 +267,8 @@ absl::Status ImproveByNeighbourhoods(const StageInstance& joint, const Schedule&
         spaces.push_back(OpSpace{a});
       }
       if (!any_grid) continue;
-      absl::StatusOr<StageInstance> window = StageInstance::Build(joint.problem(), ops, committed, std::move(spaces));
+      absl::StatusOr<StageInstance> window =
+          StageInstance::Build(joint.problem(), ops, committed, std::move(spaces));
       if (!window.ok()) return window.status();
       SolveLimits limits;
       limits.time_limit_s = std::min(left, std::max(0.02, seconds / 8));
@@ -279,7 +297,8 @@ absl::StatusOr<ExactOptions> ApplyExactParams(ExactOptions base, const Scheduler
     const std::string& key = param.first;
     const std::string& value = param.second;
     auto bad = [&](const char* want) {
-      return absl::InvalidArgumentError(absl::StrCat("exact: option '", key, "' = '", value, "' is not ", want));
+      return absl::InvalidArgumentError(
+          absl::StrCat("exact: option '", key, "' = '", value, "' is not ", want));
     };
     if (key == "stage_time_limit_s") {
       if (!absl::SimpleAtod(value, &base.stage_time_limit_s) || !(base.stage_time_limit_s > 0) ||
@@ -291,13 +310,15 @@ absl::StatusOr<ExactOptions> ApplyExactParams(ExactOptions base, const Scheduler
         return bad("a non-negative integer");
       }
     } else if (key == "max_stage_size") {
-      if (!absl::SimpleAtoi(value, &base.max_stage_size) || base.max_stage_size < 1) return bad("a positive integer");
+      if (!absl::SimpleAtoi(value, &base.max_stage_size) || base.max_stage_size < 1)
+        return bad("a positive integer");
     } else if (key == "staging") {
       if (value != "true" && value != "false") return bad("true or false");
       base.staging = value == "true";
     } else if (key == "formulation") {
       if (value != "bnb" && value != "mip") return bad("bnb or mip");
-      base.formulation = value == "bnb" ? ExactFormulation::kBranchAndBound : ExactFormulation::kMip;
+      base.formulation =
+          value == "bnb" ? ExactFormulation::kBranchAndBound : ExactFormulation::kMip;
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "exact: unknown option '", key,
@@ -311,7 +332,8 @@ absl::StatusOr<ExactOptions> ApplyExactParams(ExactOptions base, const Scheduler
   return base;
 }
 
-absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& options, ExactReport* report) {
+absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& options,
+                                    ExactReport* report) {
   const auto begin = std::chrono::steady_clock::now();
   ExactReport local_report;
   ExactReport& r = report != nullptr ? *report : local_report;
@@ -339,7 +361,8 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
     std::vector<OpId> all(static_cast<size_t>(n));
     for (OpId op = 0; op < n; ++op) all[static_cast<size_t>(op)] = op;
     const Schedule none(n, problem.num_devices());
-    absl::StatusOr<StageInstance> whole = StageInstance::Build(problem, all, none, BuildOpSpaces(problem, all, options.space));
+    absl::StatusOr<StageInstance> whole =
+        StageInstance::Build(problem, all, none, BuildOpSpaces(problem, all, options.space));
     if (!whole.ok()) return whole.status();
     r.lower_bound_us = RootLowerBound(*whole);
   }
@@ -349,8 +372,8 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
   limits.time_limit_s = options.stage_time_limit_s;
   limits.node_limit = options.stage_node_limit;
   for (const std::vector<OpId>& stage : stages) {
-    absl::StatusOr<StageInstance> instance =
-        StageInstance::Build(problem, stage, committed, BuildOpSpaces(problem, stage, options.space));
+    absl::StatusOr<StageInstance> instance = StageInstance::Build(
+        problem, stage, committed, BuildOpSpaces(problem, stage, options.space));
     if (!instance.ok()) return instance.status();
     // The best warm start of the stage.
     heft.Prepare(problem, stage, committed);
@@ -384,10 +407,12 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
         double spent = 0;
         for (const auto& [phase, share] : phases) {
           const std::string name(phase);
-          std::vector<OpSpace> spaces = name == "schedule-only" ? BuildOpSpaces(problem, stage, ExactSpace::kScheduleOnly)
-                                        : name == "expanded-local" ? BuildOpSpaces(problem, stage, ExactSpace::kExpandedLocal)
-                                                                   : CandidateSpaces(problem, stage, *warm);
-          absl::StatusOr<StageInstance> sub = StageInstance::Build(problem, stage, committed, std::move(spaces));
+          std::vector<OpSpace> spaces =
+              name == "schedule-only"    ? BuildOpSpaces(problem, stage, ExactSpace::kScheduleOnly)
+              : name == "expanded-local" ? BuildOpSpaces(problem, stage, ExactSpace::kExpandedLocal)
+                                         : CandidateSpaces(problem, stage, *warm);
+          absl::StatusOr<StageInstance> sub =
+              StageInstance::Build(problem, stage, committed, std::move(spaces));
           if (!sub.ok()) return sub.status();
           SolveLimits part = limits;
           part.time_limit_s = limits.time_limit_s * share;
@@ -400,12 +425,14 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
         }
         // Then neighbourhoods of the incumbent (half the budget), then the whole space.
         const auto lns_begin = std::chrono::steady_clock::now();
-        if (absl::Status st = ImproveByNeighbourhoods(*instance, committed, limits.time_limit_s * 0.5,
-                                                      limits.node_limit, best, best_name);
+        if (absl::Status st =
+                ImproveByNeighbourhoods(*instance, committed, limits.time_limit_s * 0.5,
+                                        limits.node_limit, best, best_name);
             !st.ok()) {
           return st;
         }
-        spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - lns_begin).count();
+        spent +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - lns_begin).count();
         rest.time_limit_s = std::max(1e-3, limits.time_limit_s - spent);
       }
       result = SolveBranchAndBound(*instance, rest, &best);
@@ -434,7 +461,8 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
     absl::StatusOr<std::unique_ptr<ListScheduler>> s = MakeListScheduler(list);
     if (!s.ok()) return s.status();
     absl::StatusOr<Schedule> across = (*s)->Schedule(problem, committed.plans());
-    if (across.ok()) warm->push_back(Candidate{absl::StrCat("staged plans, ", list), {}, *std::move(across)});
+    if (across.ok())
+      warm->push_back(Candidate{absl::StrCat("staged plans, ", list), {}, *std::move(across)});
   }
   Schedule out = std::move(committed);
   for (Candidate& c : *warm) {
@@ -450,19 +478,25 @@ absl::StatusOr<Schedule> SolveExact(const Problem& problem, const ExactOptions& 
 
 std::string ExactScheduler::name() const {
   switch (space_) {
-    case ExactSpace::kJoint: return "exact";
-    case ExactSpace::kScheduleOnly: return "exact-schedule-only";
-    case ExactSpace::kExpandedLocal: return "exact-expanded-local";
-    case ExactSpace::kExpandedEqual: return "exact-expanded-equal";
+    case ExactSpace::kJoint:
+      return "exact";
+    case ExactSpace::kScheduleOnly:
+      return "exact-schedule-only";
+    case ExactSpace::kExpandedLocal:
+      return "exact-expanded-local";
+    case ExactSpace::kExpandedEqual:
+      return "exact-expanded-equal";
   }
   return "exact";
 }
 
-absl::StatusOr<Schedule> ExactScheduler::Plan(const Problem& problem, const SchedulerOptions& options) const {
+absl::StatusOr<Schedule> ExactScheduler::Plan(const Problem& problem,
+                                              const SchedulerOptions& options) const {
   return PlanWithReport(problem, options, nullptr);
 }
 
-absl::StatusOr<Schedule> ExactScheduler::PlanWithReport(const Problem& problem, const SchedulerOptions& options,
+absl::StatusOr<Schedule> ExactScheduler::PlanWithReport(const Problem& problem,
+                                                        const SchedulerOptions& options,
                                                         ExactReport* report) const {
   ExactOptions base;
   base.space = space_;

@@ -58,10 +58,11 @@ void AddPartitionAwareEntries(std::vector<Entry>& e) {
                     }});
   // The exact reference solvers (scheduler/exact): the joint space and the paper's three
   // restricted Gurobi rows.
-  for (auto [name, space] : {std::pair{"exact", exact::ExactSpace::kJoint},
-                             std::pair{"exact-schedule-only", exact::ExactSpace::kScheduleOnly},
-                             std::pair{"exact-expanded-local", exact::ExactSpace::kExpandedLocal},
-                             std::pair{"exact-expanded-equal", exact::ExactSpace::kExpandedEqual}}) {
+  for (auto [name, space] :
+       {std::pair{"exact", exact::ExactSpace::kJoint},
+        std::pair{"exact-schedule-only", exact::ExactSpace::kScheduleOnly},
+        std::pair{"exact-expanded-local", exact::ExactSpace::kExpandedLocal},
+        std::pair{"exact-expanded-equal", exact::ExactSpace::kExpandedEqual}}) {
     e.push_back(Entry{name, "", false, [space = space](std::string_view) -> Made {
                         return std::make_unique<exact::ExactScheduler>(space);
                       }});
