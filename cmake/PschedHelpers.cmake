@@ -9,8 +9,10 @@ endfunction()
 # psched_test(NAME SOURCES... LIBS ... [LABELS label]): a GoogleTest binary registered with
 # CTest. One label: gtest_discover_tests would split a list and drop the ENVIRONMENT property.
 # Unit tests sit beside the code they test (foo.cc, foo_test.cc).
+# SERIAL: ctest runs the program's tests alone (RUN_SERIAL), for tests that compare latencies
+# measured within themselves and must not run beside other tests' busy threads.
 function(psched_test name)
-  cmake_parse_arguments(T "" "LABELS" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "LABELS" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
   include(GoogleTest)
@@ -18,6 +20,9 @@ function(psched_test name)
   if(T_LABELS)
     list(APPEND properties LABELS "${T_LABELS}")
     psched_label_program(${T_LABELS} ${name})
+  endif()
+  if(T_SERIAL)
+    list(APPEND properties RUN_SERIAL TRUE)
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${properties})
 endfunction()

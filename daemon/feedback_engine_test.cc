@@ -2,6 +2,9 @@
 // backend (co-execution runtime, XNNPACK on two CPU devices), a SQLite store in a temporary
 // directory and a model from the repo's test data, planned with a latency model whose CPU
 // speeds are deliberately wrong.
+#include <pthread.h>
+#include <sched.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -42,8 +45,22 @@ class FeedbackEngineTest : public ::testing::Test {
     // (a parked thread woken) vary more between runs than the model's ops take.
     const std::vector<int> cores = platform::ProcessAffinityCpus().value_or(std::vector<int>{0});
     config_.devices = {{"cpu.a", "cpu", {cores.front()}, ""}};
+    // The test's thread (and the engine's, which inherit its affinity) off the device's core:
+    // a caller on that core runs the plan itself (Device::TryRunHere), one elsewhere hands it
+    // to the device's thread, and the measured makespans this test compares must all come
+    // the same way.
+    pthread_getaffinity_np(pthread_self(), sizeof(saved_affinity_), &saved_affinity_);
+    if (cores.size() >= 2) {
+      cpu_set_t others;
+      CPU_ZERO(&others);
+      for (size_t i = 1; i < cores.size(); ++i) CPU_SET(cores[i], &others);
+      pthread_setaffinity_np(pthread_self(), sizeof(others), &others);
+    }
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    pthread_setaffinity_np(pthread_self(), sizeof(saved_affinity_), &saved_affinity_);
+    fs::remove_all(dir_);
+  }
 
   // The engine over the host backend, planning with the host profile's CPU speeds scaled by
   // `speed` (2: it believes the CPUs twice as fast as its own profile says).
@@ -101,6 +118,7 @@ class FeedbackEngineTest : public ::testing::Test {
 
   std::string dir_;
   DaemonConfig config_;
+  cpu_set_t saved_affinity_;
 };
 
 TEST_F(FeedbackEngineTest, APlanPredictedFourTimesTooFastIsCorrectedByMeasurement) {

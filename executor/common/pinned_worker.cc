@@ -24,6 +24,7 @@ absl::StatusOr<std::unique_ptr<PinnedWorker>> PinnedWorker::Start(std::vector<in
   }
   std::unique_ptr<PinnedWorker> worker(new PinnedWorker(std::move(cores), std::move(when_idle)));
   worker->thread_ = std::thread([w = worker.get()] { w->Loop(); });
+  worker->native_ = worker->thread_.native_handle();
   if (!worker->cores_.empty()) {
     const int err = pthread_setaffinity_np(worker->thread_.native_handle(), sizeof(set), &set);
     if (err != 0) {
@@ -44,14 +45,15 @@ PinnedWorker::~PinnedWorker() {
   thread_.join();
 }
 
-bool PinnedWorker::SpinForWork() const {
+PinnedWorker::Spin PinnedWorker::SpinForWork() const {
   const absl::Time until = absl::Now() + kIdleSpin;
   for (;;) {
     for (int i = 0; i < 16; ++i) {
-      if (posted_.load(std::memory_order_acquire) > taken_) return true;
+      if (posted_.load(std::memory_order_acquire) > taken_) return Spin::kWork;
+      if (caller_running_.load(std::memory_order_relaxed)) return Spin::kCallerRuns;
       CpuRelax();
     }
-    if (absl::Now() >= until) return false;
+    if (absl::Now() >= until) return Spin::kIdle;
     sched_yield();  // a runnable thread on this core (the one that will post) goes first
   }
 }
@@ -59,14 +61,17 @@ bool PinnedWorker::SpinForWork() const {
 void PinnedWorker::Loop() {
   bool ran_since_idle = false;
   for (;;) {
-    if (ran_since_idle && !SpinForWork()) {
+    // While a caller runs a job in its place the worker neither spins beside it nor puts the
+    // pool to rest under it: it sleeps until there is a job for it (the caller runs the idle
+    // hook itself after its job).
+    if (ran_since_idle && SpinForWork() == Spin::kIdle) {
       if (when_idle_) when_idle_();
       ran_since_idle = false;
     }
     std::function<void()> job;
     {
       sync::MutexLock lock(&mu_);
-      while (!stopping_ && jobs_.empty()) work_.Wait(&mu_);
+      while ((!stopping_ && jobs_.empty()) || caller_runs_) work_.Wait(&mu_);
       if (jobs_.empty()) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
@@ -78,6 +83,49 @@ void PinnedWorker::Loop() {
     ++finished_;
     done_.SignalAll();
   }
+}
+
+bool PinnedWorker::CallerOnItsCores() const {
+  cpu_set_t worker_set;
+  if (pthread_getaffinity_np(native_, sizeof(worker_set), &worker_set) != 0) {
+    return false;
+  }
+  const int cpu = sched_getcpu();
+  return cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &worker_set);
+}
+
+bool PinnedWorker::TryRunHere(const std::function<void()>& job) {
+  // The worker's affinity now, not cores_: a CPU device's threadpool pins the worker to the
+  // first of its cores (cpu::CpuThreadpool), and the caller takes the worker's place there.
+  cpu_set_t worker_set, own;
+  if (pthread_getaffinity_np(native_, sizeof(worker_set), &worker_set) != 0 ||
+      pthread_getaffinity_np(pthread_self(), sizeof(own), &own) != 0) {
+    return false;
+  }
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &worker_set)) return false;
+  {
+    sync::MutexLock lock(&mu_);
+    if (stopping_ || caller_runs_ || finished_ != submitted_) return false;
+    caller_runs_ = true;
+    caller_running_.store(true, std::memory_order_relaxed);
+  }
+  // Pinned like the worker for the job (not more widely than the caller was): kernels that
+  // split work with the pool's threads on the other cores must not share a core with one.
+  cpu_set_t here;
+  CPU_AND(&here, &own, &worker_set);
+  const bool pinned = pthread_setaffinity_np(pthread_self(), sizeof(here), &here) == 0;
+  job();
+  // The caller puts to rest what the job used, at once: waking the worker to do it after its
+  // idle spin would cost the caller its core (the worker is pinned where the caller runs, and
+  // a woken thread preempts the one that woke it).
+  if (when_idle_) when_idle_();
+  if (pinned) pthread_setaffinity_np(pthread_self(), sizeof(own), &own);
+  sync::MutexLock lock(&mu_);
+  caller_runs_ = false;
+  caller_running_.store(false, std::memory_order_relaxed);
+  work_.Signal();  // jobs posted meanwhile
+  return true;
 }
 
 void PinnedWorker::Post(std::function<void()> job) {

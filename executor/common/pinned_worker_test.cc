@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
 #include <thread>
+
+#include "sync/notification.h"
 
 namespace psched::executor {
 namespace {
@@ -71,6 +76,126 @@ TEST(PinnedWorkerTest, DestroyingAnIdleOrSpinningWorkerJoins) {
   // Every worker was destroyed, some while still watching for their next job: nothing hangs,
   // and the hook ran at most once per worker.
   EXPECT_LE(idles.load(), 20);
+}
+
+// Pins the calling thread to `cores` until destroyed, then gives it its affinity back.
+class ScopedAffinity {
+ public:
+  explicit ScopedAffinity(std::initializer_list<int> cores) {
+    pthread_getaffinity_np(pthread_self(), sizeof(saved_), &saved_);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cores) CPU_SET(c, &set);
+    ok_ = pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+  }
+  ~ScopedAffinity() { pthread_setaffinity_np(pthread_self(), sizeof(saved_), &saved_); }
+  bool ok() const { return ok_; }
+
+ private:
+  cpu_set_t saved_;
+  bool ok_ = false;
+};
+
+cpu_set_t OwnAffinity() {
+  cpu_set_t set;
+  pthread_getaffinity_np(pthread_self(), sizeof(set), &set);
+  return set;
+}
+
+bool TwoCoresUsable() {
+  cpu_set_t set = OwnAffinity();
+  return CPU_ISSET(0, &set) && CPU_ISSET(1, &set);
+}
+
+// A caller on the idle worker's core runs the job itself, pinned as the worker is, and gets
+// its affinity back; the idle hook then runs on the caller, once.
+TEST(PinnedWorkerTest, ACallerOnTheIdleWorkersCoreRunsTheJobItself) {
+  std::atomic<int> idles{0};
+  std::atomic<std::thread::id> hook_thread;
+  auto worker = PinnedWorker::Start({0}, [&] {
+    hook_thread = std::this_thread::get_id();
+    idles.fetch_add(1);
+  });
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ScopedAffinity on_core_0({0});
+  ASSERT_TRUE(on_core_0.ok());
+  const cpu_set_t before = OwnAffinity();
+  EXPECT_TRUE((*worker)->CallerOnItsCores());
+  std::thread::id job_thread;
+  cpu_set_t during;
+  EXPECT_TRUE((*worker)->TryRunHere([&] {
+    job_thread = std::this_thread::get_id();
+    during = OwnAffinity();
+  }));
+  EXPECT_EQ(job_thread, std::this_thread::get_id());
+  EXPECT_EQ(CPU_COUNT(&during), 1);
+  EXPECT_TRUE(CPU_ISSET(0, &during));
+  const cpu_set_t after = OwnAffinity();
+  EXPECT_TRUE(CPU_EQUAL(&before, &after));
+  EXPECT_EQ(idles.load(), 1);
+  EXPECT_EQ(hook_thread.load(), std::this_thread::get_id());
+  // The worker itself still runs posted jobs afterwards.
+  std::thread::id posted_thread;
+  ASSERT_TRUE((*worker)
+                  ->Call([&] {
+                    posted_thread = std::this_thread::get_id();
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_NE(posted_thread, std::this_thread::get_id());
+}
+
+TEST(PinnedWorkerTest, ACallerOnAnotherCoreOrBesideABusyWorkerDoesNot) {
+  if (!TwoCoresUsable()) GTEST_SKIP() << "needs cores 0 and 1";
+  auto worker = PinnedWorker::Start({0});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  bool ran = false;
+  {
+    ScopedAffinity on_core_1({1});
+    ASSERT_TRUE(on_core_1.ok());
+    EXPECT_FALSE((*worker)->CallerOnItsCores());
+    EXPECT_FALSE((*worker)->TryRunHere([&] { ran = true; }));
+    EXPECT_FALSE(ran);
+  }
+  // Busy: a posted job is still running.
+  sync::Notification release, started;
+  (*worker)->Post([&] {
+    started.Notify();
+    release.WaitForNotification();
+  });
+  started.WaitForNotification();
+  ScopedAffinity on_core_0({0});
+  EXPECT_FALSE((*worker)->TryRunHere([&] { ran = true; }));
+  release.Notify();
+  (*worker)->Drain();
+  EXPECT_FALSE(ran);
+  EXPECT_TRUE((*worker)->TryRunHere([&] { ran = true; }));
+  EXPECT_TRUE(ran);
+}
+
+// Jobs posted while a caller runs one in the worker's place wait for it: still one at a time,
+// in order.
+TEST(PinnedWorkerTest, JobsPostedDuringACallersJobRunAfterIt) {
+  auto worker = PinnedWorker::Start({0});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ScopedAffinity on_core_0({0});
+  std::atomic<int> step{0};
+  std::atomic<int> posted_saw{-1};
+  sync::Notification posted;
+  EXPECT_TRUE((*worker)->TryRunHere([&] {
+    // Another thread posts while this job runs; the worker must not start it yet.
+    std::thread poster([&] {
+      (*worker)->Post([&] { posted_saw = step.load(); });
+      posted.Notify();
+    });
+    posted.WaitForNotification();
+    poster.join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(posted_saw.load(), -1) << "the worker ran a job beside the caller's";
+    step = 1;
+  }));
+  (*worker)->Drain();
+  EXPECT_EQ(posted_saw.load(), 1);
 }
 
 }  // namespace

@@ -155,6 +155,9 @@ class CoExecutionRuntime {
   std::vector<TensorView> inputs_, outputs_;
   std::vector<OpState> ops_;
   std::vector<std::vector<Queued>> queues_;
+  // The devices whose queue has work: only they take part in a Run (an idle device's thread is
+  // not woken for an empty queue, nor does the run wait for it).
+  std::vector<size_t> working_devices_;
   std::vector<SubtaskTiming> timings_;
   // Held shared by subtasks that use the arena in place, exclusively by one that unmaps it;
   // only used when some subtask takes_arena_turns().

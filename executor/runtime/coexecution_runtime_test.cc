@@ -1,5 +1,9 @@
 #include "executor/runtime/coexecution_runtime.h"
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -149,6 +153,66 @@ TEST_F(CoExecutionTest, SingleDevicePlanMatches) {
     EXPECT_NEAR((*out)[0][i], (*expected)[0][i], 1e-4 * (1 + std::fabs((*expected)[0][i])));
   }
   EXPECT_EQ((*rt)->last_timings().size(), graph.ops.size());
+}
+
+// A Device that forwards to a CpuDevice and counts how its jobs reach it.
+class CountingDevice final : public Device {
+ public:
+  explicit CountingDevice(Device* inner) : inner_(inner) {}
+  const std::string& name() const override { return inner_->name(); }
+  absl::StatusOr<std::unique_ptr<Subtask>> Compile(const model::Graph& graph, model::OpId id,
+                                                   WorkSlice slice,
+                                                   std::span<const TensorView> inputs,
+                                                   const TensorView& output) override {
+    return inner_->Compile(graph, id, slice, inputs, output);
+  }
+  void Post(std::function<void()> job) override {
+    posts.fetch_add(1);
+    inner_->Post(std::move(job));
+  }
+  bool CallerOnItsCores() const override { return inner_->CallerOnItsCores(); }
+  bool TryRunHere(const std::function<void()>& job) override {
+    const bool ran = inner_->TryRunHere(job);
+    ran_here.fetch_add(ran ? 1 : 0);
+    return ran;
+  }
+  std::atomic<int> posts{0}, ran_here{0};
+
+ private:
+  Device* inner_;
+};
+
+// A caller on the core of a device with work runs that device's queue itself; a device with
+// nothing in the plan is not woken at all. Either way the outputs are the reference's.
+TEST_F(CoExecutionTest, TheCallerRunsItsCoresQueueAndIdleDevicesStayAsleep) {
+  const model::Graph graph = TestGraph();
+  CountingDevice d0(devices_[0]), d1(devices_[1]);
+  ExecutionPlan plan = SingleDevicePlan(graph, 2);  // everything on device 0
+  auto rt = CoExecutionRuntime::Create(graph, {&d0, &d1}, plan);
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 3)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto check = [&](const char* where) {
+    auto out = (*rt)->Run(input);
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (size_t i = 0; i < (*expected)[0].size(); ++i) {
+      ASSERT_NEAR((*out)[0][i], (*expected)[0][i], 1e-4 * (1 + std::fabs((*expected)[0][i])))
+          << where << ", element " << i;
+    }
+  };
+  cpu_set_t saved, core;
+  pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
+  for (int c : {0, 1}) {
+    CPU_ZERO(&core);
+    CPU_SET(c, &core);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(core), &core), 0);
+    check(c == 0 ? "caller on device 0's core" : "caller on another core");
+  }
+  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+  EXPECT_EQ(d0.ran_here.load(), 1);  // from core 0
+  EXPECT_EQ(d0.posts.load(), 1);     // from core 1
+  EXPECT_EQ(d1.posts.load() + d1.ran_here.load(), 0);
 }
 
 // Tensors share arena memory as far as a plan's order allows (plan_order.h): a single-device

@@ -34,6 +34,8 @@ class CpuDevice final : public Device {
                                                    std::span<const TensorView> inputs,
                                                    const TensorView& output) override;
   void Post(std::function<void()> job) override;
+  bool CallerOnItsCores() const override { return worker_->CallerOnItsCores(); }
+  bool TryRunHere(const std::function<void()>& job) override { return worker_->TryRunHere(job); }
 
  private:
   explicit CpuDevice(std::string name) : name_(std::move(name)) {}

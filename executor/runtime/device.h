@@ -12,7 +12,8 @@
 // with the CPU devices without a host round trip (paper, Appendix A).
 //
 // Thread-safety: Compile and Post may be called from any thread; a subtask's Run is only
-// called from the device's own thread.
+// called from the device's own thread, or from a caller the device lets run a job in its place
+// (TryRunHere), which it then runs no job beside.
 #pragma once
 
 #include <cstddef>
@@ -121,6 +122,13 @@ class Device {
                                                            const TensorView& output) = 0;
   // Runs `job` on the device's thread without waiting; jobs run in submission order.
   virtual void Post(std::function<void()> job) = 0;
+  // Whether the calling thread is on a core of the device's thread (a hint: which device's
+  // job a caller might run itself).
+  virtual bool CallerOnItsCores() const { return false; }
+  // Runs `job` on the calling thread, in the device thread's place, when that changes nothing:
+  // the device has no job queued or running and the caller is on its thread's core (pinned
+  // there for the job). False, without running `job`, otherwise; the caller then Posts it.
+  virtual bool TryRunHere(const std::function<void()>& job) { return false; }
   // Blocks until everything enqueued so far has executed. Called on the device's thread.
   virtual absl::Status Finish() { return absl::OkStatus(); }
 };
