@@ -17,9 +17,10 @@
 // that no configuration runs beside threads the previous one left spinning; every latency is
 // the median of --runs runs after one warm-up, with its spread (min, max); predicted is the
 // schedule's makespan plus the model's run overhead (calibrated host models: what a run cost
-// outside every subtask). Flags: a plan slower than the best single device of its platform, or more
-// than 1.15x its prediction. With `exact` among --methods, the /exact column is the paper's
-// measurement table: every plan's measured latency over the measured exact plan's on its platform.
+// outside every subtask). Flags: a plan slower than the best single device of its platform, or
+// more than 1.15x its prediction. With `exact` among --methods, the /exact column is the paper's
+// measurement table: every plan's measured latency over the measured exact plan's on its
+// platform.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -78,8 +79,8 @@ struct Config {
   // --per-op-dir: microseconds of each op in each timed round (single-device plans only).
   bool per_op = false;
   std::vector<std::vector<double>> op_us = {};
-  std::vector<executor::run_calibration::RunBreakdown> breakdowns =
-      {};  // --breakdown: one per timed round
+  // --breakdown: one per timed round.
+  std::vector<executor::run_calibration::RunBreakdown> breakdowns = {};
   bool ok = true;
   std::string check = "-";  // relative L2 against ONNX Runtime, or why not
 

@@ -50,7 +50,7 @@ PinnedWorker::Spin PinnedWorker::SpinForWork() const {
   for (;;) {
     for (int i = 0; i < 16; ++i) {
       if (posted_.load(std::memory_order_acquire) > taken_) return Spin::kWork;
-      if (caller_running_.load(std::memory_order_relaxed)) return Spin::kCallerRuns;
+      if (caller_runs_.load(std::memory_order_relaxed)) return Spin::kCallerRuns;
       CpuRelax();
     }
     if (absl::Now() >= until) return Spin::kIdle;
@@ -71,7 +71,7 @@ void PinnedWorker::Loop() {
     std::function<void()> job;
     {
       sync::MutexLock lock(&mu_);
-      while ((!stopping_ && jobs_.empty()) || caller_runs_) work_.Wait(&mu_);
+      while ((!stopping_ && jobs_.empty()) || caller_runs_.load()) work_.Wait(&mu_);
       if (jobs_.empty()) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
@@ -85,30 +85,29 @@ void PinnedWorker::Loop() {
   }
 }
 
-bool PinnedWorker::CallerOnItsCores() const {
-  cpu_set_t worker_set;
-  if (pthread_getaffinity_np(native_, sizeof(worker_set), &worker_set) != 0) {
-    return false;
-  }
+bool PinnedWorker::CallerOnCores(cpu_set_t& worker_set) const {
+  // The worker's affinity now, not cores_: a CPU device's threadpool pins the worker to the
+  // first of its cores (cpu::CpuThreadpool), and a caller takes the worker's place there.
+  if (pthread_getaffinity_np(native_, sizeof(worker_set), &worker_set) != 0) return false;
   const int cpu = sched_getcpu();
   return cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &worker_set);
 }
 
+bool PinnedWorker::CallerOnItsCores() const {
+  cpu_set_t worker_set;
+  return CallerOnCores(worker_set);
+}
+
 bool PinnedWorker::TryRunHere(const std::function<void()>& job) {
-  // The worker's affinity now, not cores_: a CPU device's threadpool pins the worker to the
-  // first of its cores (cpu::CpuThreadpool), and the caller takes the worker's place there.
   cpu_set_t worker_set, own;
-  if (pthread_getaffinity_np(native_, sizeof(worker_set), &worker_set) != 0 ||
+  if (!CallerOnCores(worker_set) ||
       pthread_getaffinity_np(pthread_self(), sizeof(own), &own) != 0) {
     return false;
   }
-  const int cpu = sched_getcpu();
-  if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &worker_set)) return false;
   {
     sync::MutexLock lock(&mu_);
-    if (stopping_ || caller_runs_ || finished_ != submitted_) return false;
-    caller_runs_ = true;
-    caller_running_.store(true, std::memory_order_relaxed);
+    if (stopping_ || caller_runs_.load() || finished_ != submitted_) return false;
+    caller_runs_.store(true);
   }
   // Pinned like the worker for the job (not more widely than the caller was): kernels that
   // split work with the pool's threads on the other cores must not share a core with one.
@@ -122,8 +121,7 @@ bool PinnedWorker::TryRunHere(const std::function<void()>& job) {
   if (when_idle_) when_idle_();
   if (pinned) pthread_setaffinity_np(pthread_self(), sizeof(own), &own);
   sync::MutexLock lock(&mu_);
-  caller_runs_ = false;
-  caller_running_.store(false, std::memory_order_relaxed);
+  caller_runs_.store(false);
   work_.Signal();  // jobs posted meanwhile
   return true;
 }

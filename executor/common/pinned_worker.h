@@ -79,6 +79,9 @@ class PinnedWorker {
   // Spins up to kIdleSpin: kWork as soon as a job the worker has not taken was posted,
   // kCallerRuns as soon as a caller runs a job in its place (TryRunHere), else kIdle.
   Spin SpinForWork() const;
+  // Whether the calling thread is on one of the cores the worker may run on now, which it
+  // writes to `worker_set`.
+  bool CallerOnCores(cpu_set_t& worker_set) const;
 
   const std::vector<int> cores_;
   const std::function<void()> when_idle_;
@@ -91,8 +94,9 @@ class PinnedWorker {
   int64_t taken_ = 0;               // jobs the worker took; worker thread only
   int64_t finished_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool caller_runs_ ABSL_GUARDED_BY(mu_) = false;  // a TryRunHere job is running
-  std::atomic<bool> caller_running_{false};         // caller_runs_, readable without mu_
+  // A TryRunHere job is running. Written under mu_ (the worker waits on it with work_), read
+  // without it by SpinForWork.
+  std::atomic<bool> caller_runs_{false};
   std::thread thread_;
   pthread_t native_{};  // thread_'s, set by Start before the worker is handed out
 };

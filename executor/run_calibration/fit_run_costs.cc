@@ -2,8 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <tuple>
+#include <optional>
 #include <vector>
 
 namespace psched::executor::run_calibration {
@@ -22,15 +21,12 @@ double Median(std::vector<double> v) {
 std::vector<runtime::SubtaskTiming> AsPredicted(const scheduler::Schedule& schedule,
                                                 std::span<const runtime::SubtaskTiming> timings,
                                                 std::span<const double> in_run) {
-  std::map<std::tuple<int, model::OpId, int64_t>, double> predicted;
-  for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
-    predicted[{s.device, s.op, s.begin}] = s.end_us - s.start_us;
-  }
+  const std::vector<std::optional<double>> predicted = PredictedDurationsUs(schedule, timings);
   std::vector<runtime::SubtaskTiming> out(timings.begin(), timings.end());
-  for (runtime::SubtaskTiming& t : out) {
-    const auto it = predicted.find({t.device, t.step.op, t.step.slice.begin});
-    if (it == predicted.end()) continue;
-    const double us = it->second * in_run[static_cast<size_t>(t.device)];
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!predicted[i].has_value()) continue;
+    runtime::SubtaskTiming& t = out[i];
+    const double us = *predicted[i] * in_run[static_cast<size_t>(t.device)];
     t.end_ns = t.start_ns + static_cast<int64_t>(std::llround(us * 1e3));
   }
   return out;

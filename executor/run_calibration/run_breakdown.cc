@@ -59,6 +59,21 @@ double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTimin
   return span;
 }
 
+std::vector<std::optional<double>> PredictedDurationsUs(
+    const scheduler::Schedule& schedule, std::span<const runtime::SubtaskTiming> timings) {
+  std::map<std::tuple<int, model::OpId, int64_t>, double> predicted;
+  for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
+    predicted[{s.device, s.op, s.begin}] = s.end_us - s.start_us;
+  }
+  std::vector<std::optional<double>> out;
+  out.reserve(timings.size());
+  for (const runtime::SubtaskTiming& t : timings) {
+    const auto it = predicted.find({t.device, t.step.op, t.step.slice.begin});
+    out.push_back(it == predicted.end() ? std::nullopt : std::optional<double>(it->second));
+  }
+  return out;
+}
+
 RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& schedule,
                           std::span<const runtime::SubtaskTiming> timings, double wall_us) {
   RunBreakdown out;
@@ -68,11 +83,10 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
   out.measured_kernel_us.assign(num_devices, 0);
   out.predicted_kernel_us.assign(num_devices, 0);
   out.replay_us = ReplayUs(graph, timings, [](int, int) { return 0.0; });
-  std::map<std::tuple<int, model::OpId, int64_t>, double> predicted;
+  const std::vector<std::optional<double>> predicted = PredictedDurationsUs(schedule, timings);
   // Share of each op's work done per device, by the plan.
   std::vector<std::vector<double>> share(graph.ops.size(), std::vector<double>(num_devices, 0));
   for (const scheduler::ScheduledSubtask& s : schedule.subtasks()) {
-    predicted[{s.device, s.op, s.begin}] = s.end_us - s.start_us;
     const auto work = static_cast<double>(model::WorkSize(graph, s.op, s.axis));
     share[static_cast<size_t>(s.op)][static_cast<size_t>(s.device)] +=
         static_cast<double>(s.end - s.begin) / std::max(1.0, work);
@@ -109,8 +123,7 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
       op_end_device[static_cast<size_t>(t->step.op)] = t->device;
     }
     out.trace_end_us = std::max(out.trace_end_us, end);
-    const auto it = predicted.find({t->device, t->step.op, t->step.slice.begin});
-    const double predicted_us = it == predicted.end() ? 0 : it->second;
+    const double predicted_us = predicted[static_cast<size_t>(t - timings.data())].value_or(0);
     const double duration = end - start;
     out.measured_kernel_us[d] += duration;
     out.predicted_kernel_us[d] += predicted_us;

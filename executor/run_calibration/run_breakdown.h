@@ -18,6 +18,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -57,6 +58,11 @@ using SyncCost = std::function<double(int from, int to)>;
 // predecessor ops has ended plus `sync` when that subtask ran on another device. From 0.
 double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTiming> timings,
                 const SyncCost& sync);
+
+// The schedule's predicted duration of each of `timings`, in their order (a subtask is known
+// by its device, op and slice start); nullopt for a subtask the schedule does not have.
+std::vector<std::optional<double>> PredictedDurationsUs(
+    const scheduler::Schedule& schedule, std::span<const runtime::SubtaskTiming> timings);
 
 // REQUIRES: `timings` are one Run of a runtime executing `schedule` of `graph`.
 RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& schedule,

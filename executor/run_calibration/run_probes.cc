@@ -18,9 +18,8 @@ absl::StatusOr<std::vector<ProbeResult>> RunProbes(std::span<const Probe> probes
   if (devices.empty()) return absl::InvalidArgumentError("run probes: no devices");
   if (options.rounds < 1 || options.warmup_runs < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("run probes: need rounds >= 1 and warmup_runs "
-                     ">= 0, got ",
-                     options.rounds, " and ", options.warmup_runs));
+        absl::StrCat("run probes: need rounds >= 1 and warmup_runs >= 0, got ", options.rounds,
+                     " and ", options.warmup_runs));
   }
   struct Compiled {
     std::unique_ptr<runtime::CoExecutionRuntime> runtime;
