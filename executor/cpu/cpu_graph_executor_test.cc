@@ -308,6 +308,37 @@ TEST(CpuExecutorHandKernels, ResizeEveryModeAndTransform) {
   }
 }
 
+// Outputs of 33 rows and over 32K floats: two threads take a band of rows each (16 and 17).
+TEST(CpuExecutorHandKernels, TwoThreadsSplitRowsAndAgreeWithTheReference) {
+  uint32_t seed = 100;
+  for (auto mode : {model::ResizeMode::kNearest, model::ResizeMode::kLinear}) {
+    GraphBuilder b;
+    auto x = b.AddInput({11, 20, 48});
+    model::ResizeAttrs resize{mode, model::CoordinateTransform::kHalfPixel,
+                              model::NearestRounding::kRoundPreferFloor, 3.0f, 2.0f};
+    auto up = b.AddOp(OpKind::kResize, {x}, {33, 40, 48}, resize, {.kind = ActivationKind::kRelu});
+    model::PadAttrs pad{.top = 1, .left = 0, .bottom = 0, .right = 1, .channels_after = 1};
+    auto padded = b.AddOp(OpKind::kPad, {up}, {34, 41, 49}, pad);
+    auto act = b.AddOp(OpKind::kActivation, {padded}, {34, 41, 49}, {},
+                       {.kind = ActivationKind::kHardSwish});
+    auto sm = b.AddOp(OpKind::kSoftmax, {act}, {34, 41, 49});
+    // Dilated and padded: XNNPACK rejects it, so the hand pool runs.
+    model::PoolAttrs pool;
+    pool.window = {.kernel_h = 3,
+                   .kernel_w = 3,
+                   .dilation_h = 2,
+                   .dilation_w = 2,
+                   .pad_top = 2,
+                   .pad_left = 2,
+                   .pad_bottom = 2,
+                   .pad_right = 2};
+    auto pooled = b.AddOp(OpKind::kMaxPool, {sm}, {34, 41, 49}, pool);
+    // `act` is also read by the softmax, so the concat copies it.
+    b.MarkOutput(b.AddOp(OpKind::kConcat, {pooled, act}, {34, 41, 98}));
+    ExpectMatchesReference(b.Build(), ++seed, {.cores = {}, .threads = 2});
+  }
+}
+
 TEST(CpuExecutor, TwoXnnpackThreadsGiveTheSameResult) {
   GraphBuilder b;
   auto x = b.AddInput({9, 9, 8});

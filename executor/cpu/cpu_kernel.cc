@@ -194,7 +194,7 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
     case model::OpKind::kSub:
       return internal::CreateBinaryKernel(graph, id, layout, threadpool);
     default:
-      return internal::CreateHandKernel(graph, id, layout);
+      return internal::CreateHandKernel(graph, id, layout, threadpool);
   }
 }
 

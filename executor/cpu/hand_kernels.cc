@@ -2,33 +2,72 @@
 // express exactly: concat, pad, resize, flatten, standalone activations, softmax, and
 // pooling variants it rejects (dilated padded windows, count_include_pad). All read and
 // write strided views.
+#include <pthreadpool.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "executor/common/activation.h"
+#include "executor/cpu/cpu_threadpool.h"
 #include "executor/cpu/kernel_base.h"
 
 namespace psched::executor::cpu::internal {
 namespace {
 
+// Every hand kernel computes output rows; Run hands a multi-thread device's threads a band of
+// rows each when the output is large enough for that to pay.
 class HandKernel : public KernelBase {
  public:
-  HandKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout)
-      : KernelBase(graph, id, WorkSlice::Whole(), layout) {}
+  HandKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
+             pthreadpool_t threadpool)
+      : KernelBase(graph, id, WorkSlice::Whole(), layout), threadpool_(threadpool) {}
 
   absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) override {
     return BindViews(inputs, output);
   }
   absl::Status Run() override {
-    Compute();
-    ApplyActivationInPlace(activation_, output_);
+    const int64_t rows = output_shape_.h;
+    const int64_t bands = RowBands();
+    if (bands <= 1) {
+      ComputeRowsAndActivate(0, rows);
+      return absl::OkStatus();
+    }
+    ParallelFor(threadpool_, static_cast<size_t>(bands), [&](size_t b) {
+      const auto band = static_cast<int64_t>(b);
+      ComputeRowsAndActivate(rows * band / bands, rows * (band + 1) / bands);
+    });
     return absl::OkStatus();
   }
   std::string_view library() const override { return "psched"; }
 
  protected:
-  virtual void Compute() = 0;
+  // Writes output rows [h0, h1) (all of a 1-row output for kernels that are not row-wise).
+  virtual void ComputeRows(int64_t h0, int64_t h1) = 0;
+
+ private:
+  // A band below this many output floats costs more than it saves: besides the hand-over, a
+  // band reads what the other core's cache holds. Measured on hrnet's 16x56x56 nearest
+  // resizes (50K floats): 12 us on one thread, 20-30 us in two bands.
+  static constexpr int64_t kMinFloatsPerBand = 64 * 1024;
+
+  int64_t RowBands() const {
+    if (threadpool_ == nullptr) return 1;
+    const auto threads = static_cast<int64_t>(pthreadpool_get_threads_count(threadpool_));
+    return std::max<int64_t>(1, std::min<int64_t>({threads, output_shape_.h,
+                                                   output_shape_.Elements() / kMinFloatsPerBand}));
+  }
+
+  void ComputeRowsAndActivate(int64_t h0, int64_t h1) {
+    if (h0 >= h1) return;
+    ComputeRows(h0, h1);
+    ApplyActivationInPlace(activation_, TensorView{output_.pixel(h0, 0),
+                                                   {h1 - h0, output_shape_.w, output_shape_.c},
+                                                   output_.pixel_stride});
+  }
+
+  pthreadpool_t threadpool_;
 };
 
 // Inputs the arena planner placed inside the output already are skipped.
@@ -37,13 +76,13 @@ class ConcatKernel final : public HandKernel {
   using HandKernel::HandKernel;
 
  private:
-  void Compute() override {
+  void ComputeRows(int64_t h0, int64_t h1) override {
     int64_t offset = 0;
     for (const TensorView& in : inputs_) {
       float* dst = output_.data + offset;
       offset += in.shape.c;
       if (in.data == dst && in.pixel_stride == output_.pixel_stride) continue;
-      for (int64_t h = 0; h < in.shape.h; ++h) {
+      for (int64_t h = h0; h < h1; ++h) {
         for (int64_t w = 0; w < in.shape.w; ++w) {
           std::copy_n(in.pixel(h, w), in.shape.c, output_.pixel(h, w) + (dst - output_.data));
         }
@@ -54,13 +93,15 @@ class ConcatKernel final : public HandKernel {
 
 class PadKernel final : public HandKernel {
  public:
-  PadKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout)
-      : HandKernel(graph, id, layout), pad_(std::get<model::PadAttrs>(graph.op(id).attrs)) {}
+  PadKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
+            pthreadpool_t threadpool)
+      : HandKernel(graph, id, layout, threadpool),
+        pad_(std::get<model::PadAttrs>(graph.op(id).attrs)) {}
 
  private:
-  void Compute() override {
+  void ComputeRows(int64_t h0, int64_t h1) override {
     const TensorView& in = inputs_[0];
-    for (int64_t h = 0; h < output_shape_.h; ++h) {
+    for (int64_t h = h0; h < h1; ++h) {
       for (int64_t w = 0; w < output_shape_.w; ++w) {
         float* dst = output_.pixel(h, w);
         const int64_t ih = h - pad_.top, iw = w - pad_.left;
@@ -137,18 +178,31 @@ std::vector<ResizeTap> ResizeTaps(const model::ResizeAttrs& attrs, float attr_sc
 
 class ResizeKernel final : public HandKernel {
  public:
-  ResizeKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout)
-      : HandKernel(graph, id, layout) {
+  ResizeKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
+               pthreadpool_t threadpool)
+      : HandKernel(graph, id, layout, threadpool) {
     const auto& attrs = std::get<model::ResizeAttrs>(graph.op(id).attrs);
     rows_ = ResizeTaps(attrs, attrs.scale_h, input_shapes_[0].h, output_shape_.h);
     cols_ = ResizeTaps(attrs, attrs.scale_w, input_shapes_[0].w, output_shape_.w);
+    nearest_ = attrs.mode == model::ResizeMode::kNearest;
   }
 
  private:
-  void Compute() override {
+  void ComputeRows(int64_t h0, int64_t h1) override {
     const TensorView& in = inputs_[0];
     const int64_t channels = output_shape_.c;
-    for (int64_t h = 0; h < output_shape_.h; ++h) {
+    if (nearest_) {
+      // One source pixel per output pixel: a copy, several times the bilinear blend's speed.
+      for (int64_t h = h0; h < h1; ++h) {
+        const int64_t ih = rows_[static_cast<size_t>(h)].lo;
+        for (int64_t w = 0; w < output_shape_.w; ++w) {
+          std::copy_n(in.pixel(ih, cols_[static_cast<size_t>(w)].lo), channels,
+                      output_.pixel(h, w));
+        }
+      }
+      return;
+    }
+    for (int64_t h = h0; h < h1; ++h) {
       const ResizeTap& r = rows_[static_cast<size_t>(h)];
       for (int64_t w = 0; w < output_shape_.w; ++w) {
         const ResizeTap& c = cols_[static_cast<size_t>(w)];
@@ -167,6 +221,7 @@ class ResizeKernel final : public HandKernel {
   }
 
   std::vector<ResizeTap> rows_, cols_;
+  bool nearest_ = false;
 };
 
 // NHWC -> NCHW-ordered vector, as ONNX Flatten sees the NCHW tensor.
@@ -175,7 +230,8 @@ class FlattenKernel final : public HandKernel {
   using HandKernel::HandKernel;
 
  private:
-  void Compute() override {
+  // The output is one row: the whole NCHW-ordered vector.
+  void ComputeRows(int64_t, int64_t) override {
     const TensorView& in = inputs_[0];
     const int64_t hw = in.shape.h * in.shape.w;
     for (int64_t p = 0; p < hw; ++p) {
@@ -191,9 +247,9 @@ class CopyKernel final : public HandKernel {
   using HandKernel::HandKernel;
 
  private:
-  void Compute() override {
+  void ComputeRows(int64_t h0, int64_t h1) override {
     const TensorView& in = inputs_[0];
-    for (int64_t h = 0; h < in.shape.h; ++h) {
+    for (int64_t h = h0; h < h1; ++h) {
       for (int64_t w = 0; w < in.shape.w; ++w) {
         std::copy_n(in.pixel(h, w), in.shape.c, output_.pixel(h, w));
       }
@@ -206,10 +262,10 @@ class SoftmaxKernel final : public HandKernel {
   using HandKernel::HandKernel;
 
  private:
-  void Compute() override {
+  void ComputeRows(int64_t h0, int64_t h1) override {
     const TensorView& in = inputs_[0];
     const int64_t channels = in.shape.c;
-    for (int64_t h = 0; h < in.shape.h; ++h) {
+    for (int64_t h = h0; h < h1; ++h) {
       for (int64_t w = 0; w < in.shape.w; ++w) {
         const float* src = in.pixel(h, w);
         float* dst = output_.pixel(h, w);
@@ -237,18 +293,19 @@ int64_t TapsWithin(int64_t start, int32_t kernel, int32_t dilation, int64_t lo, 
 
 class PoolKernel final : public HandKernel {
  public:
-  PoolKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout)
-      : HandKernel(graph, id, layout),
+  PoolKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
+             pthreadpool_t threadpool)
+      : HandKernel(graph, id, layout, threadpool),
         pool_(std::get<model::PoolAttrs>(graph.op(id).attrs)),
         is_max_(graph.op(id).kind == model::OpKind::kMaxPool) {}
 
  private:
-  void Compute() override {
+  void ComputeRows(int64_t oh0, int64_t oh1) override {
     const TensorView& in = inputs_[0];
     const model::Window2d& win = pool_.window;
     const int64_t channels = output_shape_.c;
     std::vector<float> acc(static_cast<size_t>(channels));
-    for (int64_t oh = 0; oh < output_shape_.h; ++oh) {
+    for (int64_t oh = oh0; oh < oh1; ++oh) {
       const int64_t h0 = oh * win.stride_h - win.pad_top;
       for (int64_t ow = 0; ow < output_shape_.w; ++ow) {
         const int64_t w0 = ow * win.stride_w - win.pad_left;
@@ -293,23 +350,24 @@ class PoolKernel final : public HandKernel {
 
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateHandKernel(const model::Graph& graph,
                                                             model::OpId id,
-                                                            const KernelLayout& layout) {
+                                                            const KernelLayout& layout,
+                                                            pthreadpool_t threadpool) {
   switch (graph.op(id).kind) {
     case model::OpKind::kConcat:
-      return std::make_unique<ConcatKernel>(graph, id, layout);
+      return std::make_unique<ConcatKernel>(graph, id, layout, threadpool);
     case model::OpKind::kPad:
-      return std::make_unique<PadKernel>(graph, id, layout);
+      return std::make_unique<PadKernel>(graph, id, layout, threadpool);
     case model::OpKind::kResize:
-      return std::make_unique<ResizeKernel>(graph, id, layout);
+      return std::make_unique<ResizeKernel>(graph, id, layout, threadpool);
     case model::OpKind::kFlatten:
-      return std::make_unique<FlattenKernel>(graph, id, layout);
+      return std::make_unique<FlattenKernel>(graph, id, layout, threadpool);
     case model::OpKind::kActivation:
-      return std::make_unique<CopyKernel>(graph, id, layout);
+      return std::make_unique<CopyKernel>(graph, id, layout, threadpool);
     case model::OpKind::kSoftmax:
-      return std::make_unique<SoftmaxKernel>(graph, id, layout);
+      return std::make_unique<SoftmaxKernel>(graph, id, layout, threadpool);
     case model::OpKind::kMaxPool:
     case model::OpKind::kAvgPool:
-      return std::make_unique<PoolKernel>(graph, id, layout);
+      return std::make_unique<PoolKernel>(graph, id, layout, threadpool);
     default:
       return absl::UnimplementedError(
           absl::StrCat("op ", id, " '", graph.op(id).name, "': no hand-written CPU kernel for ",

@@ -76,9 +76,11 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateBinaryKernel(const model::Graph
                                                               const KernelLayout& layout,
                                                               pthreadpool_t threadpool);
 // Hand-written kernels for what XNNPACK (2022-02) lacks or cannot express exactly:
-// concat, pad, resize, flatten, standalone activations, softmax, and pools it rejects.
+// concat, pad, resize, flatten, standalone activations, softmax, and pools it rejects. On a
+// multi-thread `threadpool` they split large outputs by rows.
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateHandKernel(const model::Graph& graph,
                                                             model::OpId id,
-                                                            const KernelLayout& layout);
+                                                            const KernelLayout& layout,
+                                                            pthreadpool_t threadpool);
 
 }  // namespace psched::executor::cpu::internal

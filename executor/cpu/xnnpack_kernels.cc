@@ -415,7 +415,7 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreatePoolKernel(const model::Graph& 
         static_cast<uint32_t>(w.stride_h), static_cast<uint32_t>(w.stride_w),
         static_cast<size_t>(in.c), in_stride, out_stride, lo, hi, 0, &xop);
   }
-  if (status != xnn_status_success) return CreateHandKernel(graph, id, layout);
+  if (status != xnn_status_success) return CreateHandKernel(graph, id, layout, threadpool);
   return std::unique_ptr<CpuKernel>(std::make_unique<PoolingKernel>(
       graph, id, layout, threadpool,
       op.kind == model::OpKind::kMaxPool ? PoolingKernel::Kind::kMax : PoolingKernel::Kind::kAvg,
