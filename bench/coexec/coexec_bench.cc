@@ -221,7 +221,8 @@ int Main(int argc, char** argv) {
   std::string per_op_dir;
   app.add_option("--per-op-dir", per_op_dir,
                  "write per op configuration times of platform A's single:cpu.0 plan "
-                 "(<model>.psched.csv) and of ONNX Runtime with 1 thread (<model>.ort.csv); "
+                 "(<model>.psched.csv), of platform C's 2-core cluster (<model>.cluster.csv) "
+                 "and of ONNX Runtime with 1 thread (<model>.ort.csv); "
                  "bench/coexec/per_op_table.py joins them");
   bool back_to_back = false;
   app.add_flag("--back-to-back", back_to_back,
@@ -470,7 +471,9 @@ int Main(int argc, char** argv) {
              .schedule = &schedules.back(),
              .device_names = p.devices->names(),
              .output = [r, &input] { return r->Run(input); },
-             .per_op = !per_op_dir.empty() && p.name == "A" && method == "single:cpu.0"});
+             .per_op = !per_op_dir.empty() &&
+                       ((p.name == "A" && method == "single:cpu.0") ||
+                        (p.name == "C" && method == "single:cpu"))});
       }
     }
     // Warm-up, and psched's output against ONNX Runtime's (same weights, same input).
@@ -526,7 +529,8 @@ int Main(int argc, char** argv) {
       std::filesystem::create_directories(per_op_dir);
       for (const Config& c : configs) {
         if (!c.per_op) continue;
-        const std::string csv = absl::StrCat(per_op_dir, "/", models[mi], ".psched.csv");
+        const std::string csv = absl::StrCat(per_op_dir, "/", models[mi],
+                                             c.platform == "C" ? ".cluster.csv" : ".psched.csv");
         if (!WritePerOpCsv(csv, *graph, c)) std::fprintf(stderr, "cannot write %s\n", csv.c_str());
       }
       if (ort_peer != nullptr) {
