@@ -34,6 +34,7 @@
 #include "client/client.h"
 #include "executor/npy.h"
 #include "executor/testing/tensor_compare.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "platform/cpu_topology.h"
@@ -609,14 +610,18 @@ TEST_F(DaemonTest, SigtermDuringInferenceCompletesItAndExitsZero) {
   EXPECT_EQ(Stop(), 0) << Log();
   for (auto& t : clients) t.join();
   // Everything accepted before SIGTERM completed correctly; later calls were refused,
-  // never cut off half-way.
+  // never cut off half-way: by the daemon (UNAVAILABLE), or by gRPC when the call reached the
+  // server just as it began shutting down, before any handler ran (CANCELLED; the 30 s grace
+  // lets every started handler finish).
   EXPECT_GE(correct.load(), depth_at_signal);
   int ok = 0;
   for (const absl::Status& outcome : outcomes) {
     if (outcome.ok()) {
       ++ok;
     } else {
-      EXPECT_EQ(outcome.code(), absl::StatusCode::kUnavailable) << outcome;
+      EXPECT_THAT(outcome.code(), ::testing::AnyOf(absl::StatusCode::kUnavailable,
+                                                   absl::StatusCode::kCancelled))
+          << outcome;
     }
   }
   EXPECT_EQ(ok, correct.load());
