@@ -30,7 +30,9 @@ absl::StatusOr<std::vector<CalibrationSample>> TimeOpsInGraph(const platform::De
   model::SynthesizeWeights(options.seed, &weighted);
   absl::StatusOr<std::unique_ptr<cpu::CpuGraphExecutor>> executor = cpu::CpuGraphExecutor::Create(
       weighted, cpu::CpuExecutorOptions{.cores = device.cpu_cores,
-                                        .threads = static_cast<int>(device.cpu_cores.size())});
+                                        .threads = static_cast<int>(device.cpu_cores.size()),
+                                        // Every op is a sample of its own.
+                                        .fuse_residual_adds = false});
   if (!executor.ok()) return executor.status();
   std::mt19937_64 rng(options.seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);

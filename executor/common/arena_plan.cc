@@ -67,7 +67,8 @@ ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
 }
 
 ArenaPlan PlanArena(const model::Graph& graph, const OpOrder& order,
-                    std::span<const model::TensorId> live_from_start) {
+                    std::span<const model::TensorId> live_from_start,
+                    std::span<const ExtraWriter> extra_writers) {
   const size_t n = graph.tensors.size();
   const auto num_ops = static_cast<model::OpId>(graph.ops.size());
   std::vector<std::vector<model::OpId>> consumers(n);
@@ -113,6 +114,8 @@ ArenaPlan PlanArena(const model::Graph& graph, const OpOrder& order,
     is_graph_output[static_cast<size_t>(io.tensor)] = true;
   std::vector<bool> zeroed_at_start(n, false);
   for (model::TensorId t : live_from_start) zeroed_at_start[static_cast<size_t>(t)] = true;
+  std::vector<std::vector<model::OpId>> writers(n);
+  for (const ExtraWriter& w : extra_writers) writers[static_cast<size_t>(w.tensor)].push_back(w.op);
   std::vector<int> block_of(n, -1);
   std::vector<Block> blocks;
   for (size_t t = 0; t < n; ++t) {
@@ -131,6 +134,7 @@ ArenaPlan PlanArena(const model::Graph& graph, const OpOrder& order,
     }
     b.from_start = b.from_start || zeroed_at_start[t];
     b.ops.insert(b.ops.end(), consumers[t].begin(), consumers[t].end());
+    b.ops.insert(b.ops.end(), writers[t].begin(), writers[t].end());
     b.to_end = b.to_end || is_graph_output[t];
   }
 

@@ -41,13 +41,21 @@ struct ArenaPlan {
 bool SupportsStridedInput(model::OpKind kind);
 bool SupportsStridedOutput(model::OpKind kind);
 
+// A tensor that op `op`, not only its producer, writes: a residual add run inside the kernel of
+// the conv before it (executor/cpu/residual_add.h) writes its output while that conv runs.
+struct ExtraWriter {
+  model::TensorId tensor = model::kInvalidId;
+  model::OpId op = model::kInvalidId;
+};
+
 // Plans the arena for `graph`, whose ops are ordered by `order`. Graph inputs are written before
 // every op and graph outputs read after every op; so is every tensor in `live_from_start` written
-// before every op (the runtime zeroes a cin-split op's output when a run starts). REQUIRES: every
-// op passed model::ValidateOp; order.num_ops() == graph.ops.size(). Sets every activation
-// tensor's pixel_stride.
+// before every op (the runtime zeroes a cin-split op's output when a run starts), and every
+// tensor of `extra_writers` by its op too. REQUIRES: every op passed model::ValidateOp;
+// order.num_ops() == graph.ops.size(). Sets every activation tensor's pixel_stride.
 ArenaPlan PlanArena(const model::Graph& graph, const OpOrder& order,
-                    std::span<const model::TensorId> live_from_start = {});
+                    std::span<const model::TensorId> live_from_start = {},
+                    std::span<const ExtraWriter> extra_writers = {});
 // Ops running one at a time in op id order (OpOrder::Sequential), or with `reuse_memory` false
 // a block per tensor (OpOrder::Unordered).
 ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory = true);

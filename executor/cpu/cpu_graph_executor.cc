@@ -5,6 +5,8 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "executor/common/residual_add_fusion.h"
+#include "executor/cpu/residual_added_conv.h"
 #include "executor/io_buffers.h"
 #include "model/op_validation.h"
 
@@ -33,8 +35,9 @@ absl::StatusOr<std::unique_ptr<CpuGraphExecutor>> CpuGraphExecutor::Create(
   });
   if (!worker.ok()) return worker.status();
   exec->worker_ = std::move(*worker);
-  const int threads = options.threads;
-  if (auto s = exec->worker_->Call([e, &graph, threads] { return e->Compile(graph, threads); });
+  if (auto s = exec->worker_->Call([e, &graph, &options] {
+        return e->Compile(graph, options.threads, options.fuse_residual_adds);
+      });
       !s.ok()) {
     return s;
   }
@@ -59,11 +62,25 @@ TensorView CpuGraphExecutor::ViewOf(const model::Graph& graph, model::TensorId t
   return {arena_.get() + p.offset, graph.tensor(t).shape, p.pixel_stride};
 }
 
-absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads) {
+absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads,
+                                       bool fuse_residual_adds) {
   auto pool = CpuThreadpool::Create(threads, worker_->cores());
   if (!pool.ok()) return pool.status();
   threadpool_ = std::move(*pool);
-  plan_ = PlanArena(graph);
+  // The residual adds that will run inside their conv's kernel write their output while the
+  // conv runs, so that output must not share memory with what the conv reads.
+  std::vector<model::OpId> fused_convs;
+  std::vector<ExtraWriter> early_writes;
+  for (model::OpId id = 0;
+       fuse_residual_adds && id + 1 < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    if (FusableResidual(graph, id, id + 1)) {
+      fused_convs.push_back(id);
+      early_writes.push_back({graph.op(id + 1).output, id});
+      ++id;
+    }
+  }
+  plan_ =
+      PlanArena(graph, OpOrder::Sequential(static_cast<int>(graph.ops.size())), {}, early_writes);
   arena_.reset(
       static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(plan_.size) * sizeof(float))));
   if (arena_ == nullptr) {
@@ -92,6 +109,22 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads) {
     }
     const TensorView out_view = ViewOf(graph, op.output);
     layout.output_pixel_stride = out_view.pixel_stride;
+    // Ops run in id order: an add right after its conv finds its other operand ready.
+    if (std::binary_search(fused_convs.begin(), fused_convs.end(), id)) {
+      const model::OpId add = id + 1;
+      in_views.push_back(out_view);
+      in_views.push_back(ViewOf(graph, *FusableResidual(graph, id, add)));
+      auto fused = CreateResidualAddedConv(graph, id, add, layout, threadpool_->get());
+      if (!fused.ok()) return fused.status();
+      if (auto s = (*fused)->Setup(in_views, ViewOf(graph, graph.op(add).output)); !s.ok()) {
+        return s;
+      }
+      kernels_.push_back(std::move(*fused));
+      kernels_.push_back(CreateFusedAwayKernel());
+      ++fused_residual_adds_;
+      ++id;
+      continue;
+    }
     auto kernel = CreateCpuKernel(graph, id, WorkSlice::Whole(), layout, threadpool_->get());
     if (!kernel.ok()) return kernel.status();
     if (auto s = (*kernel)->Setup(in_views, out_view); !s.ok()) return s;

@@ -34,6 +34,9 @@ struct CpuExecutorOptions {
   // large convolutions but contend with co-running devices on the same cores. With one core
   // per thread in `cores`, each thread is pinned to its own core (CpuThreadpool).
   int threads = 1;
+  // Run a conv and the residual Add right after it as one kernel (residual_add.h). The add's
+  // own time then counts in the conv's (last_op_timings); off to time every op by itself.
+  bool fuse_residual_adds = true;
 };
 
 class CpuGraphExecutor {
@@ -63,6 +66,8 @@ class CpuGraphExecutor {
     int64_t end_ns = 0;
   };
   const std::vector<OpTiming>& last_op_timings() const { return timings_; }
+  // Residual adds that run inside their conv's kernel.
+  int fused_residual_adds() const { return fused_residual_adds_; }
 
   // For overhead measurements (bench/cpu_overhead): runs `job` on the pinned worker with the
   // compiled kernels in execution order and the XNNPACK threadpool (null for one thread).
@@ -78,7 +83,7 @@ class CpuGraphExecutor {
   };
 
   CpuGraphExecutor() = default;
-  absl::Status Compile(const model::Graph& graph, int threads);
+  absl::Status Compile(const model::Graph& graph, int threads, bool fuse_residual_adds);
   absl::Status RunOnWorker(std::span<const float* const> inputs, std::span<float* const> outputs);
   TensorView ViewOf(const model::Graph& graph, model::TensorId t) const;
 
@@ -90,6 +95,7 @@ class CpuGraphExecutor {
   std::vector<Endpoint> inputs_, outputs_;
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // one per op, in op order
   std::vector<OpTiming> timings_;
+  int fused_residual_adds_ = 0;
   std::unique_ptr<CpuThreadpool> threadpool_;
   std::unique_ptr<PinnedWorker> worker_;
 };

@@ -339,6 +339,70 @@ TEST(CpuExecutorHandKernels, TwoThreadsSplitRowsAndAgreeWithTheReference) {
   }
 }
 
+model::ConvAttrs Conv3x3(GraphBuilder& b, int64_t cin, int64_t cout, uint32_t seed) {
+  model::ConvAttrs conv;
+  conv.window = {
+      .kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
+  conv.filter =
+      b.AddConstant({cout, 3, 3, cin}, RandomVector(static_cast<size_t>(cout * 9 * cin), seed));
+  conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), seed + 1));
+  return conv;
+}
+
+// x -> conv (relu) -> conv -> add(x), relu -> conv: a residual block whose add can run inside
+// the second conv's kernel. With two threads the second conv runs as two oneDNN parts: by rows
+// for a tall input, by output channels where the filter outweighs the input (6x6x64).
+TEST(CpuExecutorResidualAdd, FusedIntoTheConvBeforeAndAgreesWithTheReference) {
+  uint32_t seed = 200;
+  for (const Shape& in : {Shape{20, 18, 32}, Shape{6, 6, 64}}) {
+    for (int threads : {1, 2}) {
+      GraphBuilder b;
+      auto x = b.AddInput(in);
+      auto a = b.AddOp(OpKind::kConv2d, {x}, in, Conv3x3(b, in.c, in.c, ++seed),
+                       {.kind = ActivationKind::kRelu});
+      auto body = b.AddOp(OpKind::kConv2d, {a}, in, Conv3x3(b, in.c, in.c, ++seed));
+      auto sum = b.AddOp(OpKind::kAdd, {x, body}, in, {}, {.kind = ActivationKind::kRelu});
+      b.MarkOutput(b.AddOp(OpKind::kConv2d, {sum}, {in.h, in.w, 8}, PointwiseConv(b, in.c, 8, 9)));
+      const model::Graph g = b.Build();
+      ExpectMatchesReference(g, ++seed, {.cores = {}, .threads = threads});
+      auto exec = CpuGraphExecutor::Create(g, {.cores = {}, .threads = threads});
+      ASSERT_TRUE(exec.ok()) << exec.status();
+      EXPECT_EQ((*exec)->fused_residual_adds(), 1) << in.h << "x" << in.w << " " << threads;
+      auto unfused = CpuGraphExecutor::Create(
+          g, {.cores = {}, .threads = threads, .fuse_residual_adds = false});
+      ASSERT_TRUE(unfused.ok()) << unfused.status();
+      EXPECT_EQ((*unfused)->fused_residual_adds(), 0);
+      ExpectMatchesReference(g, seed,
+                             {.cores = {}, .threads = threads, .fuse_residual_adds = false});
+    }
+  }
+}
+
+TEST(CpuExecutorResidualAdd, PairsThatCannotFuseRunApart) {
+  const Shape in{8, 8, 16};
+  for (int variant = 0; variant < 3; ++variant) {
+    GraphBuilder b;
+    auto x = b.AddInput(in);
+    auto conv = b.AddOp(OpKind::kConv2d, {x}, in, Conv3x3(b, 16, 16, 30));
+    if (variant == 0) {
+      // The conv's output has a second reader.
+      b.MarkOutput(b.AddOp(OpKind::kGlobalAvgPool, {conv}, {1, 1, 16}));
+    } else if (variant == 1) {
+      // Another conv runs between the conv and its add.
+      b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, in, PointwiseConv(b, 16, 16, 31)));
+    } else {
+      // The conv's output is a graph output.
+      b.MarkOutput(conv);
+    }
+    b.MarkOutput(b.AddOp(OpKind::kAdd, {conv, x}, in));
+    const model::Graph g = b.Build();
+    auto exec = CpuGraphExecutor::Create(g, {.cores = {}, .threads = 2});
+    ASSERT_TRUE(exec.ok()) << exec.status();
+    EXPECT_EQ((*exec)->fused_residual_adds(), 0) << "variant " << variant;
+    ExpectMatchesReference(g, 40 + static_cast<uint32_t>(variant), {.cores = {}, .threads = 2});
+  }
+}
+
 TEST(CpuExecutor, TwoXnnpackThreadsGiveTheSameResult) {
   GraphBuilder b;
   auto x = b.AddInput({9, 9, 8});

@@ -108,6 +108,12 @@ absl::Status EnsureXnnpackInitialized() {
 
 }  // namespace internal
 
+absl::Status CpuKernel::RunThen(absl::FunctionRef<void(const WorkSlice& written)> written) {
+  absl::Status status = Run();
+  if (status.ok()) written(WorkSlice::Whole());
+  return status;
+}
+
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& graph,
                                                            model::OpId id, WorkSlice slice,
                                                            const KernelLayout& layout,

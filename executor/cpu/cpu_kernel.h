@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "executor/common/tensor_view.h"
@@ -49,6 +50,12 @@ class CpuKernel {
   virtual absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) = 0;
   // Computes the slice. REQUIRES: Setup succeeded.
   virtual absl::Status Run() = 0;
+  // Run, then `written(part)` for each part of the output, on the thread that wrote it and
+  // right after it did: a kernel cut into parts across a threadpool (parallel_slices_kernel.h)
+  // calls it once per part, as soon as that part is done; any other kernel once, after Run,
+  // with the whole op. Not called when Run fails. What follows the data while it is in that
+  // core's cache (residual_add.h). REQUIRES: Setup succeeded; the kernel computes a whole op.
+  virtual absl::Status RunThen(absl::FunctionRef<void(const WorkSlice& written)> written);
   // The XNNPACK operator doing all of Run's work, or null when Run does more (hand-written
   // kernels, cin accumulation, activation passes). Lets benchmarks time XNNPACK alone.
   virtual xnn_operator_t xnnpack_operator() const { return nullptr; }

@@ -35,8 +35,12 @@ std::vector<WorkSlice> Cut(model::SplitAxis axis, int64_t begin, int64_t end, in
 
 class ParallelSlicesKernel final : public CpuKernel {
  public:
-  ParallelSlicesKernel(std::vector<std::unique_ptr<CpuKernel>> parts, pthreadpool_t threadpool)
-      : parts_(std::move(parts)), statuses_(parts_.size()), threadpool_(threadpool) {
+  ParallelSlicesKernel(std::vector<WorkSlice> slices, std::vector<std::unique_ptr<CpuKernel>> parts,
+                       pthreadpool_t threadpool)
+      : slices_(std::move(slices)),
+        parts_(std::move(parts)),
+        statuses_(parts_.size()),
+        threadpool_(threadpool) {
     library_ = absl::StrCat(std::string(parts_[0]->library()), " x", parts_.size());
   }
 
@@ -48,7 +52,14 @@ class ParallelSlicesKernel final : public CpuKernel {
   }
 
   absl::Status Run() override {
-    ParallelFor(threadpool_, parts_.size(), [this](size_t i) { statuses_[i] = parts_[i]->Run(); });
+    return RunThen([](const WorkSlice&) {});
+  }
+
+  absl::Status RunThen(absl::FunctionRef<void(const WorkSlice& written)> written) override {
+    ParallelFor(threadpool_, parts_.size(), [&](size_t i) {
+      statuses_[i] = parts_[i]->Run();
+      if (statuses_[i].ok()) written(slices_[i]);
+    });
     for (const absl::Status& s : statuses_) {
       if (!s.ok()) return s;
     }
@@ -58,6 +69,7 @@ class ParallelSlicesKernel final : public CpuKernel {
   std::string_view library() const override { return library_; }
 
  private:
+  std::vector<WorkSlice> slices_;  // what parts_[i] computes
   std::vector<std::unique_ptr<CpuKernel>> parts_;
   std::vector<absl::Status> statuses_;  // each written by its own part's thread
   pthreadpool_t threadpool_;
@@ -101,14 +113,16 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateParallelSlicesKernel(
     const model::Graph& graph, model::OpId id, WorkSlice slice, pthreadpool_t threadpool,
     const PartFactory& make_part) {
   const int threads = static_cast<int>(pthreadpool_get_threads_count(threadpool));
+  std::vector<WorkSlice> slices = PartsForThreads(graph, id, slice, threads);
   std::vector<std::unique_ptr<CpuKernel>> parts;
-  for (const WorkSlice& part : PartsForThreads(graph, id, slice, threads)) {
+  for (const WorkSlice& part : slices) {
     absl::StatusOr<std::unique_ptr<CpuKernel>> kernel = make_part(part);
     if (!kernel.ok()) return kernel.status();
     parts.push_back(*std::move(kernel));
   }
   if (parts.size() == 1) return std::move(parts[0]);
-  return std::unique_ptr<CpuKernel>(new ParallelSlicesKernel(std::move(parts), threadpool));
+  return std::unique_ptr<CpuKernel>(
+      new ParallelSlicesKernel(std::move(slices), std::move(parts), threadpool));
 }
 
 }  // namespace psched::executor::cpu::internal

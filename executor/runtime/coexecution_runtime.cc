@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/common/activation.h"
 #include "executor/common/futex.h"
+#include "executor/common/residual_add_fusion.h"
 #include "executor/io_buffers.h"
 #include "executor/runtime/plan_order.h"
 #include "model/op_validation.h"
@@ -35,6 +36,12 @@ constexpr int32_t kAbortBump = 1 << 28;
 // Longer waits still park, so an oversubscribed machine gets the core back for the work being
 // waited for after this long.
 constexpr int64_t kSpinNs = 100'000;
+
+// The step of a residual add that runs inside its conv's subtask: done once that one is.
+class FusedAwaySubtask final : public Subtask {
+ public:
+  absl::Status Run() override { return absl::OkStatus(); }
+};
 
 }  // namespace
 
@@ -86,7 +93,14 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
     if (ops_[static_cast<size_t>(id)].cin_split) zeroed_at_start.push_back(graph.op(id).output);
   }
-  arena_plan_ = PlanArena(graph, PlanOrder(graph, plan_), zeroed_at_start);
+  // A residual add run inside its conv's subtask writes its output while the conv runs.
+  if (options.fuse_residual_adds) fused_convs_ = FusableConvSteps(graph);
+  std::vector<ExtraWriter> early_writes;
+  for (const auto& [d, i] : fused_convs_) {
+    const std::vector<PlanStep>& steps = plan_.device_steps[d];
+    early_writes.push_back({graph.op(steps[i + 1].op).output, steps[i].op});
+  }
+  arena_plan_ = PlanArena(graph, PlanOrder(graph, plan_), zeroed_at_start, early_writes);
   int64_t floats = arena_plan_.size;
   std::vector<int64_t> partial_offsets(ops_.size(), -1);
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
@@ -139,7 +153,8 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   queues_.resize(plan_.device_steps.size());
   std::vector<size_t> cin_slices_placed(ops_.size(), 0);
   for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
-    for (const PlanStep& step : plan_.device_steps[d]) {
+    for (size_t i = 0; i < plan_.device_steps[d].size(); ++i) {
+      const PlanStep& step = plan_.device_steps[d][i];
       OpState& s = ops_[static_cast<size_t>(step.op)];
       std::vector<TensorView> in_views;
       for (model::TensorId t : graph.ActivationInputs(step.op)) in_views.push_back(view(t));
@@ -148,7 +163,20 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
         const size_t k = cin_slices_placed[static_cast<size_t>(step.op)]++;
         if (k > 0) target = s.partials[k - 1];
       }
-      auto subtask = devices_[d]->Compile(graph, step.op, step.slice, in_views, target);
+      absl::StatusOr<std::unique_ptr<Subtask>> subtask;
+      const bool fused_away = i > 0 && std::binary_search(fused_convs_.begin(), fused_convs_.end(),
+                                                          std::pair(d, i - 1));
+      if (std::binary_search(fused_convs_.begin(), fused_convs_.end(), std::pair(d, i))) {
+        const model::OpId add = plan_.device_steps[d][i + 1].op;
+        in_views.push_back(target);
+        in_views.push_back(view(*FusableResidual(graph, step.op, add)));
+        subtask = devices_[d]->CompileResidualAddedConv(graph, step.op, add, in_views,
+                                                        view(graph.op(add).output));
+      } else if (fused_away) {
+        subtask = std::make_unique<FusedAwaySubtask>();
+      } else {
+        subtask = devices_[d]->Compile(graph, step.op, step.slice, in_views, target);
+      }
       if (!subtask.ok()) {
         return absl::Status(
             subtask.status().code(),
@@ -171,7 +199,7 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
       q.exclusive = q.subtask->takes_arena_turns();
       turn_taking_ |= q.exclusive;
       queues_[d].push_back(std::move(q));
-      timings_.push_back({static_cast<int>(d), step, 0, 0});
+      timings_.push_back({.device = static_cast<int>(d), .step = step, .fused_away = fused_away});
     }
   }
   // A host thread may park on an op's counter: a queue that signals it must wake it.
@@ -190,6 +218,62 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   }
   if constexpr (sync::kTsan) PlanQueueAnnotations();
   return absl::OkStatus();
+}
+
+std::vector<std::pair<size_t, size_t>> CoExecutionRuntime::FusableConvSteps(
+    const model::Graph& graph) const {
+  // Where every op's steps are: (device, index in its queue).
+  std::vector<std::vector<std::pair<size_t, size_t>>> steps_of(graph.ops.size());
+  for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
+    for (size_t i = 0; i < plan_.device_steps[d].size(); ++i) {
+      steps_of[static_cast<size_t>(plan_.device_steps[d][i].op)].push_back({d, i});
+    }
+  }
+  auto is_ancestor = [&](model::OpId a, model::OpId b) {
+    std::vector<bool> seen(graph.ops.size());
+    std::vector<model::OpId> pending{b};
+    while (!pending.empty()) {
+      const model::OpId x = pending.back();
+      pending.pop_back();
+      for (model::OpId p : graph.Predecessors(x)) {
+        if (p == a) return true;
+        if (!seen[static_cast<size_t>(p)]) {
+          seen[static_cast<size_t>(p)] = true;
+          pending.push_back(p);
+        }
+      }
+    }
+    return false;
+  };
+  std::vector<std::pair<size_t, size_t>> fusable;
+  for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
+    if (!devices_[d]->FusesResidualAdds()) continue;
+    const std::vector<PlanStep>& steps = plan_.device_steps[d];
+    for (size_t i = 0; i + 1 < steps.size(); ++i) {
+      const PlanStep& conv = steps[i];
+      const PlanStep& add = steps[i + 1];
+      if (conv.slice.axis != model::SplitAxis::kNone || add.slice.axis != model::SplitAxis::kNone) {
+        continue;
+      }
+      const std::optional<model::TensorId> residual = FusableResidual(graph, conv.op, add.op);
+      if (!residual) continue;
+      // The residual must be complete when the conv starts: a graph input, the output of an
+      // ancestor (the conv waits for all of it), or of an op whose steps all run earlier in
+      // this queue.
+      const model::OpId producer = graph.tensor(*residual).producer;
+      const auto& where = producer == model::kInvalidId ? std::vector<std::pair<size_t, size_t>>{}
+                                                        : steps_of[static_cast<size_t>(producer)];
+      const bool ready =
+          producer == model::kInvalidId || is_ancestor(producer, conv.op) ||
+          std::all_of(where.begin(), where.end(), [&](const std::pair<size_t, size_t>& at) {
+            return at.first == d && at.second < i;
+          });
+      if (!ready) continue;
+      fusable.push_back({d, i});
+      ++i;
+    }
+  }
+  return fusable;
 }
 
 void CoExecutionRuntime::PlanQueueAnnotations() {

@@ -50,6 +50,9 @@ struct SubtaskTiming {
   int64_t end_ns = 0;
   // The device's own execution time (GPU event profiling); negative when it reports none.
   double device_us = -1;
+  // A residual add that ran inside the previous step of its device, its conv
+  // (RuntimeOptions::fuse_residual_adds): that step's time is both ops', this one's nothing.
+  bool fused_away = false;
 };
 
 struct RuntimeOptions {
@@ -61,6 +64,11 @@ struct RuntimeOptions {
   // a GPU device can wait and signal from its command queue; the runtime keeps the returned
   // owner. Empty: host memory (every device then synchronises on the host).
   std::function<absl::StatusOr<SharedMemory<int32_t>>(size_t count)> allocate_counters;
+  // Where a device queue runs a whole conv and then the whole residual Add of its output, and
+  // the add's other operand is complete before the conv starts, run the two as one subtask on
+  // devices that can (Device::FusesResidualAdds; executor/cpu/residual_add.h). The add's own
+  // step then takes no time and the conv's includes it.
+  bool fuse_residual_adds = true;
 };
 
 class CoExecutionRuntime {
@@ -79,6 +87,8 @@ class CoExecutionRuntime {
   const std::vector<SubtaskTiming>& last_timings() const { return timings_; }
   // Floats in the shared arena (activations, partial-sum buffers, XNNPACK's slack).
   size_t arena_floats() const { return arena_floats_; }
+  // Residual adds that run inside their conv's subtask.
+  int fused_residual_adds() const { return static_cast<int>(fused_convs_.size()); }
 
  private:
   struct OpState {
@@ -106,6 +116,9 @@ class CoExecutionRuntime {
 
   CoExecutionRuntime() = default;
   absl::Status Compile(const model::Graph& graph, const RuntimeOptions& options);
+  // The (device, queue index) of every conv step whose next step is a residual add that can
+  // run inside it (RuntimeOptions::fuse_residual_adds).
+  std::vector<std::pair<size_t, size_t>> FusableConvSteps(const model::Graph& graph) const;
   absl::Status AllocateArena(size_t floats, const RuntimeOptions& options);
   absl::Status AllocateCounters(const RuntimeOptions& options);
   // TSan builds only: fills seen_through_queues_.
@@ -153,6 +166,7 @@ class CoExecutionRuntime {
   // Devices whose queue loop has not ended in this Run; the last one sets the release word.
   std::atomic<int> host_queues_running_{0};
   std::vector<TensorView> inputs_, outputs_;
+  std::vector<std::pair<size_t, size_t>> fused_convs_;  // FusableConvSteps, sorted
   std::vector<OpState> ops_;
   std::vector<std::vector<Queued>> queues_;
   // The devices whose queue has work: only they take part in a Run (an idle device's thread is

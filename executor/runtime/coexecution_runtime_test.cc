@@ -286,6 +286,79 @@ TEST(CoExecutionClusterTest, ClusterDevicePlansMatchTheReference) {
   EXPECT_EQ(CpuDevice::Create("bad", {0}, 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// x -> a = conv(x), relu -> body = conv(a) -> add(body, residual), relu -> conv, where the
+// residual is an identity conv of x (op 1) or `a` itself (op 0, an ancestor of the body conv).
+model::Graph ResidualGraph(bool residual_is_a) {
+  GraphBuilder b("residual");
+  const model::Shape s{12, 12, 16};
+  const model::Activation relu{.kind = ActivationKind::kRelu};
+  auto x = b.AddInput(s);
+  auto a = b.AddOp(OpKind::kConv2d, {x}, s, RandomConv(b, 16, 16, 3, 1, 1, 1, 1, 11), relu);
+  auto identity = b.AddOp(OpKind::kConv2d, {x}, s, RandomConv(b, 16, 16, 1, 1, 1, 0, 1, 12));
+  auto body = b.AddOp(OpKind::kConv2d, {a}, s, RandomConv(b, 16, 16, 3, 1, 1, 1, 1, 13));
+  auto sum = b.AddOp(OpKind::kAdd, {body, residual_is_a ? a : identity}, s, {}, relu);
+  auto out = b.AddOp(OpKind::kConv2d, {sum}, {12, 12, 8}, RandomConv(b, 16, 8, 1, 1, 1, 0, 1, 14));
+  b.MarkOutput(out);
+  if (residual_is_a) b.MarkOutput(identity);
+  return b.Build();
+}
+
+// The add runs inside the body conv's subtask when the plan has both whole and back to back
+// on a device that fuses, and the residual is complete before the conv starts: an ancestor's
+// output, or written earlier in the same queue. The outputs are the reference's either way.
+TEST_F(CoExecutionTest, ResidualAddsRunInsideTheirConvWhereThePlanAllows) {
+  auto cluster = CpuDevice::Create("cpu", {0, 1}, 2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  struct Case {
+    bool residual_is_a;
+    std::vector<Device*> devices;
+    int identity_device;  // the other ops run on device 0, in op order
+    bool fuse;
+    int fused;
+  };
+  const std::vector<Case> cases = {
+      {false, devices_, 0, true, 1},                       // residual earlier in the queue
+      {false, {cluster->get(), devices_[1]}, 0, true, 1},  // the same on a 2-thread device
+      {false, devices_, 1, true, 0},   // residual on another device, not an ancestor
+      {true, devices_, 1, true, 1},    // residual from an ancestor
+      {false, devices_, 0, false, 0},  // RuntimeOptions::fuse_residual_adds off
+  };
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    const model::Graph graph = ResidualGraph(c.residual_is_a);
+    ExecutionPlan plan;
+    plan.device_steps.resize(2);
+    for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+      plan.device_steps[id == 1 ? static_cast<size_t>(c.identity_device) : 0].push_back({id, {}});
+    }
+    RuntimeOptions options;
+    options.fuse_residual_adds = c.fuse;
+    auto rt = CoExecutionRuntime::Create(graph, c.devices, plan, options);
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    EXPECT_EQ((*rt)->fused_residual_adds(), c.fused) << "case " << k;
+    // The add's step is flagged, and it is the step right after its conv on the same device.
+    const std::vector<SubtaskTiming>& timings = (*rt)->last_timings();
+    int flagged = 0;
+    for (size_t t = 0; t < timings.size(); ++t) {
+      if (!timings[t].fused_away) continue;
+      ++flagged;
+      EXPECT_EQ(graph.op(timings[t].step.op).kind, OpKind::kAdd);
+      ASSERT_GT(t, 0u);
+      EXPECT_EQ(timings[t - 1].device, timings[t].device);
+      EXPECT_EQ(graph.op(timings[t - 1].step.op).kind, OpKind::kConv2d);
+    }
+    EXPECT_EQ(flagged, c.fused) << "case " << k;
+    const std::vector<std::vector<float>> input{RandomVector(12 * 12 * 16, 20 + k)};
+    auto expected = reference::RunGraph(graph, input);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    for (int run = 0; run < 2; ++run) {
+      auto out = (*rt)->Run(input);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "case " << k;
+    }
+  }
+}
+
 std::string ReferenceDir() {
   const char* dir = std::getenv("PSCHED_SHARED_DIR");
   return std::string(dir != nullptr ? dir : PSCHED_SOURCE_DIR "/../shared") + "/models/reference/";

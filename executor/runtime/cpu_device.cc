@@ -1,6 +1,7 @@
 #include "executor/runtime/cpu_device.h"
 
 #include "absl/strings/str_cat.h"
+#include "executor/cpu/residual_added_conv.h"
 
 namespace psched::executor::runtime {
 namespace {
@@ -52,16 +53,12 @@ CpuDevice::~CpuDevice() {
   worker_.reset();
 }
 
-absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& graph,
-                                                            model::OpId id, WorkSlice slice,
-                                                            std::span<const TensorView> inputs,
-                                                            const TensorView& output) {
+absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::CompileOnWorker(
+    const std::function<absl::StatusOr<std::unique_ptr<cpu::CpuKernel>>(pthreadpool_t)>& create,
+    std::span<const TensorView> inputs, const TensorView& output) {
   std::unique_ptr<Subtask> subtask;
   const absl::Status status = worker_->Call([&]() -> absl::Status {
-    cpu::KernelLayout layout;
-    for (const TensorView& v : inputs) layout.input_pixel_strides.push_back(v.pixel_stride);
-    layout.output_pixel_stride = output.pixel_stride;
-    auto kernel = cpu::CreateCpuKernel(graph, id, slice, layout, threadpool_->get());
+    auto kernel = create(threadpool_->get());
     if (!kernel.ok()) return kernel.status();
     if (auto s = (*kernel)->Setup(inputs, output); !s.ok()) return s;
     subtask = std::make_unique<CpuSubtask>(std::move(*kernel));
@@ -69,6 +66,40 @@ absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& 
   });
   if (!status.ok()) return status;
   return subtask;
+}
+
+absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& graph,
+                                                            model::OpId id, WorkSlice slice,
+                                                            std::span<const TensorView> inputs,
+                                                            const TensorView& output) {
+  cpu::KernelLayout layout;
+  for (const TensorView& v : inputs) layout.input_pixel_strides.push_back(v.pixel_stride);
+  layout.output_pixel_stride = output.pixel_stride;
+  return CompileOnWorker(
+      [&](pthreadpool_t pool) { return cpu::CreateCpuKernel(graph, id, slice, layout, pool); },
+      inputs, output);
+}
+
+absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::CompileResidualAddedConv(
+    const model::Graph& graph, model::OpId conv, model::OpId add,
+    std::span<const TensorView> inputs, const TensorView& output) {
+  if (inputs.size() < 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device ", name_,
+        ": a conv with a residual add takes its inputs, its output and the residual; got ",
+        inputs.size(), " views"));
+  }
+  // The conv's own views: its inputs, then its output (the residual comes last).
+  cpu::KernelLayout layout;
+  for (const TensorView& v : inputs.first(inputs.size() - 2)) {
+    layout.input_pixel_strides.push_back(v.pixel_stride);
+  }
+  layout.output_pixel_stride = inputs[inputs.size() - 2].pixel_stride;
+  return CompileOnWorker(
+      [&](pthreadpool_t pool) {
+        return cpu::CreateResidualAddedConv(graph, conv, add, layout, pool);
+      },
+      inputs, output);
 }
 
 void CpuDevice::Post(std::function<void()> job) { worker_->Post(std::move(job)); }

@@ -33,12 +33,20 @@ class CpuDevice final : public Device {
                                                    WorkSlice slice,
                                                    std::span<const TensorView> inputs,
                                                    const TensorView& output) override;
+  bool FusesResidualAdds() const override { return true; }
+  absl::StatusOr<std::unique_ptr<Subtask>> CompileResidualAddedConv(
+      const model::Graph& graph, model::OpId conv, model::OpId add,
+      std::span<const TensorView> inputs, const TensorView& output) override;
   void Post(std::function<void()> job) override;
   bool CallerOnItsCores() const override { return worker_->CallerOnItsCores(); }
   bool TryRunHere(const std::function<void()>& job) override { return worker_->TryRunHere(job); }
 
  private:
   explicit CpuDevice(std::string name) : name_(std::move(name)) {}
+  // Creates a kernel on the worker, sets it up with `inputs` and `output`, and wraps it.
+  absl::StatusOr<std::unique_ptr<Subtask>> CompileOnWorker(
+      const std::function<absl::StatusOr<std::unique_ptr<cpu::CpuKernel>>(pthreadpool_t)>& create,
+      std::span<const TensorView> inputs, const TensorView& output);
 
   const std::string name_;
   std::unique_ptr<PinnedWorker> worker_;

@@ -120,6 +120,16 @@ class Device {
                                                            model::OpId id, WorkSlice slice,
                                                            std::span<const TensorView> inputs,
                                                            const TensorView& output) = 0;
+  // Whether the device compiles a whole conv and the residual Add after it as one subtask.
+  virtual bool FusesResidualAdds() const { return false; }
+  // Compiles whole conv `conv` and the residual Add `add` that follows it as one subtask
+  // (executor/cpu/residual_add.h): `inputs` are the conv's activation inputs, then the conv's
+  // output and the residual; `output` is the add's. REQUIRES: FusesResidualAdds().
+  virtual absl::StatusOr<std::unique_ptr<Subtask>> CompileResidualAddedConv(
+      const model::Graph& graph, model::OpId conv, model::OpId add,
+      std::span<const TensorView> inputs, const TensorView& output) {
+    return absl::UnimplementedError("this device does not fuse residual adds");
+  }
   // Runs `job` on the device's thread without waiting; jobs run in submission order.
   virtual void Post(std::function<void()> job) = 0;
   // Whether the calling thread is on a core of the device's thread (a hint: which device's

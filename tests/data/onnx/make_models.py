@@ -10,6 +10,11 @@ average pooling with count_include_pad, bilinear resize, concat, and a flatten o
 with H*W > 1 feeding a fully-connected layer. mixed.input.npy / mixed.output.npy hold a
 fixed input and the output PyTorch computed for it.
 
+residual.onnx: two residual blocks (conv-BN-ReLU, conv-BN, + identity, ReLU), the second with
+a strided 1x1 projection on the identity path, as ResNets and HRNet have them; psched's
+executors run each block's Add inside the conv before it (executor/common/
+residual_add_fusion.h). residual.input.npy / residual.output.npy as above.
+
 Run with Debian's Python (it has torch and onnx): /usr/bin/python3 make_models.py
 """
 import numpy as np
@@ -52,16 +57,53 @@ class Mixed(nn.Module):
         return self.fc2(h) * 10
 
 
-def main():
-    torch.manual_seed(0)
-    net = Mixed().eval()
-    x = torch.randn(1, 3, 32, 32)
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.proj = None
+        if stride != 1 or cin != cout:
+            self.proj = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
+                                      nn.BatchNorm2d(cout))
+        for bn in (self.b1, self.b2):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        identity = x if self.proj is None else self.proj(x)
+        return F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + identity)
+
+
+class Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.block1 = Block(16, 16, 1)
+        self.block2 = Block(16, 32, 2)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.block2(self.block1(F.relu(self.stem(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def export(net, x, stem):
     with torch.no_grad():
         out = net(x)
-    torch.onnx.export(net, x, "mixed.onnx", opset_version=13, input_names=["input"],
+    torch.onnx.export(net, x, stem + ".onnx", opset_version=13, input_names=["input"],
                       output_names=["logits"])
-    np.save("mixed.input.npy", x.numpy())
-    np.save("mixed.output.npy", out.numpy())
+    np.save(stem + ".input.npy", x.numpy())
+    np.save(stem + ".output.npy", out.numpy())
+
+
+def main():
+    torch.manual_seed(0)
+    export(Mixed().eval(), torch.randn(1, 3, 32, 32), "mixed")
+    torch.manual_seed(1)
+    export(Residual().eval(), torch.randn(1, 3, 24, 24), "residual")
 
 
 if __name__ == "__main__":
