@@ -19,6 +19,7 @@ using model::OpKind;
 using model::Shape;
 using testing::GraphBuilder;
 using ::testing::HasSubstr;
+using testing::RandomConv;
 using testing::RandomVector;
 
 // Runs `graph` through the CPU executor and the reference kernels on seeded random inputs
@@ -339,16 +340,6 @@ TEST(CpuExecutorHandKernels, TwoThreadsSplitRowsAndAgreeWithTheReference) {
   }
 }
 
-model::ConvAttrs Conv3x3(GraphBuilder& b, int64_t cin, int64_t cout, uint32_t seed) {
-  model::ConvAttrs conv;
-  conv.window = {
-      .kernel_h = 3, .kernel_w = 3, .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1};
-  conv.filter =
-      b.AddConstant({cout, 3, 3, cin}, RandomVector(static_cast<size_t>(cout * 9 * cin), seed));
-  conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), seed + 1));
-  return conv;
-}
-
 // x -> conv (relu) -> conv -> add(x), relu -> conv: a residual block whose add can run inside
 // the second conv's kernel. With two threads the second conv runs as two oneDNN parts: by rows
 // for a tall input, by output channels where the filter outweighs the input (6x6x64).
@@ -358,9 +349,10 @@ TEST(CpuExecutorResidualAdd, FusedIntoTheConvBeforeAndAgreesWithTheReference) {
     for (int threads : {1, 2}) {
       GraphBuilder b;
       auto x = b.AddInput(in);
-      auto a = b.AddOp(OpKind::kConv2d, {x}, in, Conv3x3(b, in.c, in.c, ++seed),
+      auto a = b.AddOp(OpKind::kConv2d, {x}, in, RandomConv(b, in.c, in.c, 3, 1, 1, 1, 1, ++seed),
                        {.kind = ActivationKind::kRelu});
-      auto body = b.AddOp(OpKind::kConv2d, {a}, in, Conv3x3(b, in.c, in.c, ++seed));
+      auto body =
+          b.AddOp(OpKind::kConv2d, {a}, in, RandomConv(b, in.c, in.c, 3, 1, 1, 1, 1, ++seed));
       auto sum = b.AddOp(OpKind::kAdd, {x, body}, in, {}, {.kind = ActivationKind::kRelu});
       b.MarkOutput(b.AddOp(OpKind::kConv2d, {sum}, {in.h, in.w, 8}, PointwiseConv(b, in.c, 8, 9)));
       const model::Graph g = b.Build();
@@ -383,7 +375,7 @@ TEST(CpuExecutorResidualAdd, PairsThatCannotFuseRunApart) {
   for (int variant = 0; variant < 3; ++variant) {
     GraphBuilder b;
     auto x = b.AddInput(in);
-    auto conv = b.AddOp(OpKind::kConv2d, {x}, in, Conv3x3(b, 16, 16, 30));
+    auto conv = b.AddOp(OpKind::kConv2d, {x}, in, RandomConv(b, 16, 16, 3, 1, 1, 1, 1, 30));
     if (variant == 0) {
       // The conv's output has a second reader.
       b.MarkOutput(b.AddOp(OpKind::kGlobalAvgPool, {conv}, {1, 1, 16}));
