@@ -15,7 +15,12 @@ namespace psched::executor::cpu {
 namespace {
 
 // out = activation(a + b) over output rows [h0, h1) and channels [c0, c1). Element by
-// element, so `out` may be `a` or `b` itself. Relu and clip clamp in the same pass.
+// element, so `out` may be `a` or `b` itself. Relu and clip clamp in the same pass. On x86 a
+// clone per vector width, picked at load time: the build targets baseline x86-64 (SSE2),
+// and the add competes with XNNPACK's, which dispatches to AVX-512 itself.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void AddRegion(const TensorView& a, const TensorView& b, const TensorView& out, int64_t h0,
                int64_t h1, int64_t c0, int64_t c1, const model::Activation& activation) {
   const float lo = internal::FusedMin(activation), hi = internal::FusedMax(activation);
