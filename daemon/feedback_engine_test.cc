@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "daemon/engine.h"
 #include "daemon/host_backend.h"
 #include "daemon/host_platform.h"
@@ -175,6 +176,35 @@ TEST_F(FeedbackEngineTest, APlanPredictedFourTimesTooFastIsCorrectedByMeasuremen
     stored |= record.key.predictor_version == served->predictor_version;
   }
   EXPECT_TRUE(stored);
+}
+
+// residual.onnx ends two blocks in a conv and its add. Where the plan's queue runs the add
+// right after its conv, the runtime fuses them and the trace has one row for both, whose
+// prediction spans both ops: the feedback's layout and its per-subtask samples match it.
+TEST_F(FeedbackEngineTest, AResidualAddFusedIntoItsConvSharesItsRow) {
+  auto engine = MakeEngine(1.0);
+  auto registered = engine->RegisterModel(
+      ReadFile(std::string(PSCHED_SOURCE_DIR) + "/tests/data/onnx/residual.onnx"), "residual",
+      true);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  const std::string id = registered->first.id;
+  absl::StatusOr<InferResult> result = engine->Infer(id, {}, "", {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<PlanResult> plan = engine->GetPlan(id, "", {}, false, {}, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const nlohmann::json& steps = plan->ready->output.schedule["subtasks"];
+  int adds_with_rows = 0;
+  for (const SubtaskTimingInfo& row : result->trace) {
+    adds_with_rows += absl::EndsWith(row.op, "/Add");
+    EXPECT_LE(row.predicted_start_us, row.predicted_end_us) << row.op;
+  }
+  EXPECT_LT(adds_with_rows, 2) << "no add was fused";
+  EXPECT_EQ(result->trace.size() + static_cast<size_t>(2 - adds_with_rows), steps.size());
+  // The rows span the plan: the last one ends where the plan's makespan does.
+  double last_end = 0;
+  for (const SubtaskTimingInfo& row : result->trace)
+    last_end = std::max(last_end, row.predicted_end_us);
+  EXPECT_NEAR(last_end, plan->makespan_us, 1e-6 * plan->makespan_us);
 }
 
 TEST_F(FeedbackEngineTest, ShutdownWhileAReplanIsPendingNeitherHangsNorCrashes) {
