@@ -228,6 +228,10 @@ int Main(int argc, char** argv) {
   app.add_flag("--back-to-back", back_to_back,
                "time each configuration's runs one after another instead of in interleaved rounds "
                "(a model served repeatedly: its weights stay in the shared cache)");
+  bool fuse_residual_adds = true;
+  app.add_flag("!--no-fused-adds", fuse_residual_adds,
+               "run residual adds as ops of their own instead of inside the conv before them "
+               "(executor/common/residual_add_fusion.h), in the executor and the runtime");
   bool breakdown = false;
   app.add_flag("--breakdown", breakdown,
                "per plan, where the time went against the prediction (medians over the rounds): "
@@ -407,7 +411,8 @@ int Main(int argc, char** argv) {
     for (int threads : {1, 2}) {
       std::vector<int> cores{0};
       if (threads == 2) cores.push_back(1);
-      auto exec = executor::cpu::CpuGraphExecutor::Create(*graph, {cores, threads});
+      auto exec = executor::cpu::CpuGraphExecutor::Create(
+          *graph, {.cores = cores, .threads = threads, .fuse_residual_adds = fuse_residual_adds});
       if (!exec.ok()) {
         std::fprintf(stderr, "%s: executor %d threads: %s\n", models[mi].c_str(), threads,
                      exec.status().ToString().c_str());
@@ -448,9 +453,11 @@ int Main(int argc, char** argv) {
         absl::StatusOr<executor::runtime::ExecutionPlan> plan =
             schedule.ok() ? executor::runtime::PlanFromSchedule(*graph, *schedule)
                           : absl::StatusOr<executor::runtime::ExecutionPlan>(schedule.status());
+        executor::runtime::RuntimeOptions runtime_options = p.devices->runtime_options();
+        runtime_options.fuse_residual_adds = fuse_residual_adds;
         absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> rt =
             plan.ok() ? CoExecutionRuntime::Create(*graph, p.devices->devices(), *plan,
-                                                   p.devices->runtime_options())
+                                                   runtime_options)
                       : absl::StatusOr<std::unique_ptr<CoExecutionRuntime>>(plan.status());
         if (!rt.ok()) {
           std::printf("%-20s %-4s %-22s failed: %s\n", models[mi].c_str(), p.name.c_str(),
