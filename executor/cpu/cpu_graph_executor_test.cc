@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "executor/cpu/residual_added_conv.h"
 #include "executor/reference/reference_kernels.h"
 #include "executor/testing/graph_builder.h"
 #include "gmock/gmock.h"
@@ -393,6 +394,34 @@ TEST(CpuExecutorResidualAdd, PairsThatCannotFuseRunApart) {
     EXPECT_EQ((*exec)->fused_residual_adds(), 0) << "variant " << variant;
     ExpectMatchesReference(g, 40 + static_cast<uint32_t>(variant), {.cores = {}, .threads = 2});
   }
+}
+
+TEST(CpuExecutorResidualAdd, TheFusedKernelRefusesWhatItCannotRun) {
+  const Shape in{6, 6, 8};
+  GraphBuilder b;
+  auto x = b.AddInput(in);
+  auto conv = b.AddOp(OpKind::kConv2d, {x}, in, RandomConv(b, 8, 8, 3, 1, 1, 1, 1, 50));
+  auto sum = b.AddOp(OpKind::kAdd, {conv, x}, in);
+  b.MarkOutput(b.AddOp(OpKind::kGlobalAvgPool, {sum}, {1, 1, 8}));
+  const model::Graph g = b.Build();
+  // Not a conv and its residual add.
+  EXPECT_THAT(CreateResidualAddedConv(g, 1, 2, {}, nullptr).status().message(),
+              HasSubstr("is not a residual add of op 1"));
+  auto kernel = CreateResidualAddedConv(g, 0, 1, {}, nullptr);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  std::vector<float> buf(4 * 6 * 6 * 8);
+  auto view = [&](int k) { return TensorView{buf.data() + k * 6 * 6 * 8, in, 8}; };
+  const TensorView x_view = view(0), conv_view = view(1), res_view = view(2), out_view = view(3);
+  // Wrong view count, a residual of another shape, an output over the conv's input.
+  EXPECT_THAT((*kernel)->Setup(std::vector{x_view, conv_view}, out_view).message(),
+              HasSubstr("expected 3"));
+  const TensorView small{buf.data(), {3, 6, 8}, 8};
+  EXPECT_THAT((*kernel)->Setup(std::vector{x_view, conv_view, small}, out_view).message(),
+              HasSubstr("must have the conv's shape"));
+  EXPECT_THAT((*kernel)->Setup(std::vector{x_view, conv_view, res_view}, x_view).message(),
+              HasSubstr("overlaps a tensor the conv's parts may still read"));
+  // In place over the residual is fine.
+  EXPECT_TRUE((*kernel)->Setup(std::vector{x_view, conv_view, res_view}, res_view).ok());
 }
 
 TEST(CpuExecutor, TwoXnnpackThreadsGiveTheSameResult) {

@@ -359,6 +359,16 @@ TEST_F(CoExecutionTest, ResidualAddsRunInsideTheirConvWhereThePlanAllows) {
   }
 }
 
+TEST(CpuDeviceTest, AFusedConvNeedsItsInputsItsOutputAndTheResidual) {
+  auto device = CpuDevice::Create("cpu.0", {0});
+  ASSERT_TRUE(device.ok()) << device.status();
+  const model::Graph graph = ResidualGraph(false);
+  const TensorView one{nullptr, {12, 12, 16}, 16};
+  auto subtask = (*device)->CompileResidualAddedConv(graph, 2, 3, std::vector{one, one}, one);
+  EXPECT_EQ(subtask.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(subtask.status().message(), HasSubstr("got 2 views"));
+}
+
 std::string ReferenceDir() {
   const char* dir = std::getenv("PSCHED_SHARED_DIR");
   return std::string(dir != nullptr ? dir : PSCHED_SOURCE_DIR "/../shared") + "/models/reference/";
