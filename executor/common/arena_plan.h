@@ -42,7 +42,7 @@ bool SupportsStridedInput(model::OpKind kind);
 bool SupportsStridedOutput(model::OpKind kind);
 
 // A tensor that op `op`, not only its producer, writes: a residual add run inside the kernel of
-// the conv before it (executor/cpu/residual_add.h) writes its output while that conv runs.
+// the conv before it (executor/cpu/residual_added_conv.h) writes its output while that conv runs.
 struct ExtraWriter {
   model::TensorId tensor = model::kInvalidId;
   model::OpId op = model::kInvalidId;

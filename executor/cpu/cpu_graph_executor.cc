@@ -69,12 +69,13 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads,
   threadpool_ = std::move(*pool);
   // The residual adds that will run inside their conv's kernel write their output while the
   // conv runs, so that output must not share memory with what the conv reads.
-  std::vector<model::OpId> fused_convs;
+  // Ops run in id order: an add right after its conv finds its other operand ready.
+  std::vector<model::TensorId> residual_of(graph.ops.size(), model::kInvalidId);  // by conv
   std::vector<ExtraWriter> early_writes;
   for (model::OpId id = 0;
        fuse_residual_adds && id + 1 < static_cast<model::OpId>(graph.ops.size()); ++id) {
-    if (FusableResidual(graph, id, id + 1)) {
-      fused_convs.push_back(id);
+    if (const std::optional<model::TensorId> residual = FusableResidual(graph, id, id + 1)) {
+      residual_of[static_cast<size_t>(id)] = *residual;
       early_writes.push_back({graph.op(id + 1).output, id});
       ++id;
     }
@@ -109,11 +110,11 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads,
     }
     const TensorView out_view = ViewOf(graph, op.output);
     layout.output_pixel_stride = out_view.pixel_stride;
-    // Ops run in id order: an add right after its conv finds its other operand ready.
-    if (std::binary_search(fused_convs.begin(), fused_convs.end(), id)) {
+    if (const model::TensorId residual = residual_of[static_cast<size_t>(id)];
+        residual != model::kInvalidId) {
       const model::OpId add = id + 1;
       in_views.push_back(out_view);
-      in_views.push_back(ViewOf(graph, *FusableResidual(graph, id, add)));
+      in_views.push_back(ViewOf(graph, residual));
       auto fused = CreateResidualAddedConv(graph, id, add, layout, threadpool_->get());
       if (!fused.ok()) return fused.status();
       if (auto s = (*fused)->Setup(in_views, ViewOf(graph, graph.op(add).output)); !s.ok()) {

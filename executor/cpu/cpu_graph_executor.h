@@ -34,7 +34,7 @@ struct CpuExecutorOptions {
   // large convolutions but contend with co-running devices on the same cores. With one core
   // per thread in `cores`, each thread is pinned to its own core (CpuThreadpool).
   int threads = 1;
-  // Run a conv and the residual Add right after it as one kernel (residual_add.h). The add's
+  // Run a conv and the residual Add right after it as one kernel (residual_added_conv.h). The add's
   // own time then counts in the conv's (last_op_timings); off to time every op by itself.
   bool fuse_residual_adds = true;
 };

@@ -54,7 +54,8 @@ class CpuKernel {
   // right after it did: a kernel cut into parts across a threadpool (parallel_slices_kernel.h)
   // calls it once per part, as soon as that part is done; any other kernel once, after Run,
   // with the whole op. Not called when Run fails. What follows the data while it is in that
-  // core's cache (residual_add.h). REQUIRES: Setup succeeded; the kernel computes a whole op.
+  // core's cache (residual_added_conv.h). REQUIRES: Setup succeeded; the kernel computes a whole
+  // op.
   virtual absl::Status RunThen(absl::FunctionRef<void(const WorkSlice& written)> written);
   // The XNNPACK operator doing all of Run's work, or null when Run does more (hand-written
   // kernels, cin accumulation, activation passes). Lets benchmarks time XNNPACK alone.

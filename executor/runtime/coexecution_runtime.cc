@@ -94,11 +94,15 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
     if (ops_[static_cast<size_t>(id)].cin_split) zeroed_at_start.push_back(graph.op(id).output);
   }
   // A residual add run inside its conv's subtask writes its output while the conv runs.
-  if (options.fuse_residual_adds) fused_convs_ = FusableConvSteps(graph);
+  fused_residuals_ = FusedResiduals(graph, options.fuse_residual_adds);
   std::vector<ExtraWriter> early_writes;
-  for (const auto& [d, i] : fused_convs_) {
+  for (size_t d = 0; d < fused_residuals_.size(); ++d) {
     const std::vector<PlanStep>& steps = plan_.device_steps[d];
-    early_writes.push_back({graph.op(steps[i + 1].op).output, steps[i].op});
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (fused_residuals_[d][i] != model::kInvalidId) {
+        early_writes.push_back({graph.op(steps[i + 1].op).output, steps[i].op});
+      }
+    }
   }
   arena_plan_ = PlanArena(graph, PlanOrder(graph, plan_), zeroed_at_start, early_writes);
   int64_t floats = arena_plan_.size;
@@ -164,12 +168,12 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
         if (k > 0) target = s.partials[k - 1];
       }
       absl::StatusOr<std::unique_ptr<Subtask>> subtask;
-      const bool fused_away = i > 0 && std::binary_search(fused_convs_.begin(), fused_convs_.end(),
-                                                          std::pair(d, i - 1));
-      if (std::binary_search(fused_convs_.begin(), fused_convs_.end(), std::pair(d, i))) {
+      const model::TensorId residual = fused_residuals_[d][i];
+      const bool fused_away = i > 0 && fused_residuals_[d][i - 1] != model::kInvalidId;
+      if (residual != model::kInvalidId) {
         const model::OpId add = plan_.device_steps[d][i + 1].op;
         in_views.push_back(target);
-        in_views.push_back(view(*FusableResidual(graph, step.op, add)));
+        in_views.push_back(view(residual));
         subtask = devices_[d]->CompileResidualAddedConv(graph, step.op, add, in_views,
                                                         view(graph.op(add).output));
       } else if (fused_away) {
@@ -220,8 +224,17 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   return absl::OkStatus();
 }
 
-std::vector<std::pair<size_t, size_t>> CoExecutionRuntime::FusableConvSteps(
-    const model::Graph& graph) const {
+int CoExecutionRuntime::fused_residual_adds() const {
+  int n = 0;
+  for (const std::vector<model::TensorId>& queue : fused_residuals_) {
+    n += static_cast<int>(queue.size()) -
+         static_cast<int>(std::count(queue.begin(), queue.end(), model::kInvalidId));
+  }
+  return n;
+}
+
+std::vector<std::vector<model::TensorId>> CoExecutionRuntime::FusedResiduals(
+    const model::Graph& graph, bool fuse) const {
   // Where every op's steps are: (device, index in its queue).
   std::vector<std::vector<std::pair<size_t, size_t>>> steps_of(graph.ops.size());
   for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
@@ -245,10 +258,11 @@ std::vector<std::pair<size_t, size_t>> CoExecutionRuntime::FusableConvSteps(
     }
     return false;
   };
-  std::vector<std::pair<size_t, size_t>> fusable;
+  std::vector<std::vector<model::TensorId>> fused(plan_.device_steps.size());
   for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
-    if (!devices_[d]->FusesResidualAdds()) continue;
     const std::vector<PlanStep>& steps = plan_.device_steps[d];
+    fused[d].assign(steps.size(), model::kInvalidId);
+    if (!fuse || !devices_[d]->FusesResidualAdds()) continue;
     for (size_t i = 0; i + 1 < steps.size(); ++i) {
       const PlanStep& conv = steps[i];
       const PlanStep& add = steps[i + 1];
@@ -261,19 +275,18 @@ std::vector<std::pair<size_t, size_t>> CoExecutionRuntime::FusableConvSteps(
       // ancestor (the conv waits for all of it), or of an op whose steps all run earlier in
       // this queue.
       const model::OpId producer = graph.tensor(*residual).producer;
-      const auto& where = producer == model::kInvalidId ? std::vector<std::pair<size_t, size_t>>{}
-                                                        : steps_of[static_cast<size_t>(producer)];
-      const bool ready =
-          producer == model::kInvalidId || is_ancestor(producer, conv.op) ||
-          std::all_of(where.begin(), where.end(), [&](const std::pair<size_t, size_t>& at) {
-            return at.first == d && at.second < i;
-          });
+      auto earlier_here = [&](const std::pair<size_t, size_t>& at) {
+        return at.first == d && at.second < i;
+      };
+      const bool ready = producer == model::kInvalidId || is_ancestor(producer, conv.op) ||
+                         std::all_of(steps_of[static_cast<size_t>(producer)].begin(),
+                                     steps_of[static_cast<size_t>(producer)].end(), earlier_here);
       if (!ready) continue;
-      fusable.push_back({d, i});
+      fused[d][i] = *residual;
       ++i;
     }
   }
-  return fusable;
+  return fused;
 }
 
 void CoExecutionRuntime::PlanQueueAnnotations() {

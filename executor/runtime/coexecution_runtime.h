@@ -66,8 +66,8 @@ struct RuntimeOptions {
   std::function<absl::StatusOr<SharedMemory<int32_t>>(size_t count)> allocate_counters;
   // Where a device queue runs a whole conv and then the whole residual Add of its output, and
   // the add's other operand is complete before the conv starts, run the two as one subtask on
-  // devices that can (Device::FusesResidualAdds; executor/cpu/residual_add.h). The add's own
-  // step then takes no time and the conv's includes it.
+  // devices that can (Device::FusesResidualAdds; executor/common/residual_add_fusion.h). The add's
+  // own step then takes no time and the conv's includes it.
   bool fuse_residual_adds = true;
 };
 
@@ -88,7 +88,7 @@ class CoExecutionRuntime {
   // Floats in the shared arena (activations, partial-sum buffers, XNNPACK's slack).
   size_t arena_floats() const { return arena_floats_; }
   // Residual adds that run inside their conv's subtask.
-  int fused_residual_adds() const { return static_cast<int>(fused_convs_.size()); }
+  int fused_residual_adds() const;
 
  private:
   struct OpState {
@@ -116,9 +116,11 @@ class CoExecutionRuntime {
 
   CoExecutionRuntime() = default;
   absl::Status Compile(const model::Graph& graph, const RuntimeOptions& options);
-  // The (device, queue index) of every conv step whose next step is a residual add that can
-  // run inside it (RuntimeOptions::fuse_residual_adds).
-  std::vector<std::pair<size_t, size_t>> FusableConvSteps(const model::Graph& graph) const;
+  // Per device and queue step, the residual a conv step adds inside its subtask when `fuse`
+  // (RuntimeOptions::fuse_residual_adds) and its next step is a residual add that can run
+  // there; kInvalidId for every other step.
+  std::vector<std::vector<model::TensorId>> FusedResiduals(const model::Graph& graph,
+                                                           bool fuse) const;
   absl::Status AllocateArena(size_t floats, const RuntimeOptions& options);
   absl::Status AllocateCounters(const RuntimeOptions& options);
   // TSan builds only: fills seen_through_queues_.
@@ -166,7 +168,7 @@ class CoExecutionRuntime {
   // Devices whose queue loop has not ended in this Run; the last one sets the release word.
   std::atomic<int> host_queues_running_{0};
   std::vector<TensorView> inputs_, outputs_;
-  std::vector<std::pair<size_t, size_t>> fused_convs_;  // FusableConvSteps, sorted
+  std::vector<std::vector<model::TensorId>> fused_residuals_;  // FusedResiduals
   std::vector<OpState> ops_;
   std::vector<std::vector<Queued>> queues_;
   // The devices whose queue has work: only they take part in a Run (an idle device's thread is

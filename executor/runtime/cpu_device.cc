@@ -15,6 +15,14 @@ class CpuSubtask final : public Subtask {
   std::unique_ptr<cpu::CpuKernel> kernel_;
 };
 
+// The pixel strides of the views a kernel will be set up with.
+cpu::KernelLayout LayoutOf(std::span<const TensorView> inputs, const TensorView& output) {
+  cpu::KernelLayout layout;
+  for (const TensorView& v : inputs) layout.input_pixel_strides.push_back(v.pixel_stride);
+  layout.output_pixel_stride = output.pixel_stride;
+  return layout;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CpuDevice>> CpuDevice::Create(std::string name,
@@ -72,9 +80,7 @@ absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::Compile(const model::Graph& 
                                                             model::OpId id, WorkSlice slice,
                                                             std::span<const TensorView> inputs,
                                                             const TensorView& output) {
-  cpu::KernelLayout layout;
-  for (const TensorView& v : inputs) layout.input_pixel_strides.push_back(v.pixel_stride);
-  layout.output_pixel_stride = output.pixel_stride;
+  const cpu::KernelLayout layout = LayoutOf(inputs, output);
   return CompileOnWorker(
       [&](pthreadpool_t pool) { return cpu::CreateCpuKernel(graph, id, slice, layout, pool); },
       inputs, output);
@@ -90,11 +96,8 @@ absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::CompileResidualAddedConv(
         inputs.size(), " views"));
   }
   // The conv's own views: its inputs, then its output (the residual comes last).
-  cpu::KernelLayout layout;
-  for (const TensorView& v : inputs.first(inputs.size() - 2)) {
-    layout.input_pixel_strides.push_back(v.pixel_stride);
-  }
-  layout.output_pixel_stride = inputs[inputs.size() - 2].pixel_stride;
+  const cpu::KernelLayout layout =
+      LayoutOf(inputs.first(inputs.size() - 2), inputs[inputs.size() - 2]);
   return CompileOnWorker(
       [&](pthreadpool_t pool) {
         return cpu::CreateResidualAddedConv(graph, conv, add, layout, pool);

@@ -123,8 +123,8 @@ class Device {
   // Whether the device compiles a whole conv and the residual Add after it as one subtask.
   virtual bool FusesResidualAdds() const { return false; }
   // Compiles whole conv `conv` and the residual Add `add` that follows it as one subtask
-  // (executor/cpu/residual_add.h): `inputs` are the conv's activation inputs, then the conv's
-  // output and the residual; `output` is the add's. REQUIRES: FusesResidualAdds().
+  // (executor/cpu/residual_added_conv.h): `inputs` are the conv's activation inputs, then the
+  // conv's output and the residual; `output` is the add's. REQUIRES: FusesResidualAdds().
   virtual absl::StatusOr<std::unique_ptr<Subtask>> CompileResidualAddedConv(
       const model::Graph& graph, model::OpId conv, model::OpId add,
       std::span<const TensorView> inputs, const TensorView& output) {
