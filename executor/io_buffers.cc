@@ -1,5 +1,8 @@
 #include "executor/io_buffers.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace psched::executor {
@@ -45,6 +48,19 @@ absl::StatusOr<std::vector<std::vector<float>>> RunWithOwnedBuffers(
   }
   if (absl::Status s = run(in_ptrs, out_ptrs); !s.ok()) return s;
   return outputs;
+}
+
+void CopyInParts(std::span<const FloatCopy> copies, PartsRunner parallel_for) {
+  constexpr int64_t kPartFloats = int64_t{1} << 14;
+  std::vector<std::pair<size_t, int64_t>> parts;  // (copy, first float)
+  for (size_t c = 0; c < copies.size(); ++c) {
+    for (int64_t f = 0; f < copies[c].floats; f += kPartFloats) parts.emplace_back(c, f);
+  }
+  parallel_for(parts.size(), [&](size_t p) {
+    const auto [c, first] = parts[p];
+    const FloatCopy& copy = copies[c];
+    std::copy_n(copy.from + first, std::min(kPartFloats, copy.floats - first), copy.to + first);
+  });
 }
 
 }  // namespace psched::executor

@@ -5,6 +5,7 @@
 // place that checks those arguments and sizes owned outputs. Stateless; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -22,6 +23,17 @@ using PointerRun =
 absl::Status CheckIoPointers(size_t num_inputs, size_t num_outputs,
                              std::span<const float* const> inputs_nhwc,
                              std::span<float* const> outputs_nhwc);
+
+// Copies each of `sources` (one per entry of `destinations`, as many floats as it holds) in
+// parts of 16K floats, running `parallel_for(parts, copy_part)` - e.g. across a device's
+// threads. Small parts let a thread take over the parts of one that has not woken up yet.
+struct FloatCopy {
+  const float* from;
+  float* to;
+  int64_t floats;
+};
+using PartsRunner = absl::FunctionRef<void(size_t parts, absl::FunctionRef<void(size_t)> part)>;
+void CopyInParts(std::span<const FloatCopy> copies, PartsRunner parallel_for);
 
 // InvalidArgument (naming the input) when the count or a size does not match.
 absl::StatusOr<std::vector<std::vector<float>>> RunWithOwnedBuffers(

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -12,8 +13,8 @@
 
 namespace psched::executor {
 
-absl::StatusOr<std::unique_ptr<PinnedWorker>> PinnedWorker::Start(std::vector<int> cores,
-                                                                  std::function<void()> when_idle) {
+absl::StatusOr<std::unique_ptr<PinnedWorker>> PinnedWorker::Start(
+    std::vector<int> cores, std::function<void()> when_idle, std::function<bool(int)> take_core) {
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int core : cores) {
@@ -22,7 +23,8 @@ absl::StatusOr<std::unique_ptr<PinnedWorker>> PinnedWorker::Start(std::vector<in
     }
     CPU_SET(core, &set);
   }
-  std::unique_ptr<PinnedWorker> worker(new PinnedWorker(std::move(cores), std::move(when_idle)));
+  std::unique_ptr<PinnedWorker> worker(
+      new PinnedWorker(std::move(cores), std::move(when_idle), std::move(take_core)));
   worker->thread_ = std::thread([w = worker.get()] { w->Loop(); });
   worker->native_ = worker->thread_.native_handle();
   if (!worker->cores_.empty()) {
@@ -85,23 +87,31 @@ void PinnedWorker::Loop() {
   }
 }
 
-bool PinnedWorker::CallerOnCores(cpu_set_t& worker_set) const {
+PinnedWorker::CallerCore PinnedWorker::WhereCallerIs(cpu_set_t& worker_set, int& cpu) const {
   // The worker's affinity now, not cores_: a CPU device's threadpool pins the worker to the
   // first of its cores (cpu::CpuThreadpool), and a caller takes the worker's place there.
-  if (pthread_getaffinity_np(native_, sizeof(worker_set), &worker_set) != 0) return false;
-  const int cpu = sched_getcpu();
-  return cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &worker_set);
+  cpu = sched_getcpu();
+  if (cpu < 0 || cpu >= CPU_SETSIZE ||
+      pthread_getaffinity_np(native_, sizeof(worker_set), &worker_set) != 0) {
+    return CallerCore::kNo;
+  }
+  if (CPU_ISSET(cpu, &worker_set)) return CallerCore::kWorkerCore;
+  const bool takeable =
+      take_core_ != nullptr && std::find(cores_.begin(), cores_.end(), cpu) != cores_.end();
+  return takeable ? CallerCore::kTakeableCore : CallerCore::kNo;
 }
 
 bool PinnedWorker::CallerOnItsCores() const {
   cpu_set_t worker_set;
-  return CallerOnCores(worker_set);
+  int cpu;
+  return WhereCallerIs(worker_set, cpu) != CallerCore::kNo;
 }
 
 bool PinnedWorker::TryRunHere(const std::function<void()>& job) {
   cpu_set_t worker_set, own;
-  if (!CallerOnCores(worker_set) ||
-      pthread_getaffinity_np(pthread_self(), sizeof(own), &own) != 0) {
+  int cpu;
+  const CallerCore where = WhereCallerIs(worker_set, cpu);
+  if (where == CallerCore::kNo || pthread_getaffinity_np(pthread_self(), sizeof(own), &own) != 0) {
     return false;
   }
   {
@@ -109,21 +119,31 @@ bool PinnedWorker::TryRunHere(const std::function<void()>& job) {
     if (stopping_ || caller_runs_.load() || finished_ != submitted_) return false;
     caller_runs_.store(true);
   }
-  // Pinned like the worker for the job (not more widely than the caller was): kernels that
-  // split work with the pool's threads on the other cores must not share a core with one.
-  cpu_set_t here;
-  CPU_AND(&here, &own, &worker_set);
-  const bool pinned = pthread_setaffinity_np(pthread_self(), sizeof(here), &here) == 0;
-  job();
-  // The caller puts to rest what the job used, at once: waking the worker to do it after its
-  // idle spin would cost the caller its core (the worker is pinned where the caller runs, and
-  // a woken thread preempts the one that woke it).
-  if (when_idle_) when_idle_();
-  if (pinned) pthread_setaffinity_np(pthread_self(), sizeof(own), &own);
+  bool ok = true;
+  if (where == CallerCore::kTakeableCore) {
+    // The worker is idle and stays asleep while caller_runs_: its core moves to the caller's.
+    CPU_ZERO(&worker_set);
+    CPU_SET(cpu, &worker_set);
+    ok = take_core_(cpu) &&
+         pthread_setaffinity_np(native_, sizeof(worker_set), &worker_set) == 0;
+  }
+  if (ok) {
+    // Pinned like the worker for the job (not more widely than the caller was): kernels that
+    // split work with the pool's threads on the other cores must not share a core with one.
+    cpu_set_t here;
+    CPU_AND(&here, &own, &worker_set);
+    const bool pinned = pthread_setaffinity_np(pthread_self(), sizeof(here), &here) == 0;
+    job();
+    // The caller puts to rest what the job used, at once: waking the worker to do it after its
+    // idle spin would cost the caller its core (the worker is pinned where the caller runs, and
+    // a woken thread preempts the one that woke it).
+    if (when_idle_) when_idle_();
+    if (pinned) pthread_setaffinity_np(pthread_self(), sizeof(own), &own);
+  }
   sync::MutexLock lock(&mu_);
   caller_runs_.store(false);
   work_.Signal();  // jobs posted meanwhile
-  return true;
+  return ok;
 }
 
 void PinnedWorker::Post(std::function<void()> job) {

@@ -18,6 +18,13 @@
 // meanwhile wait for the caller's, and a spinning worker stops spinning so that it does not
 // share the core with it.
 //
+// A worker whose jobs fan out to helper threads on its other cores (a CPU cluster device's
+// threadpool pins the worker to the first core and one helper to each other core) can let a
+// caller on any of `cores` take its place: the `take_core` hook moves the helper off the
+// caller's core (to the worker's), and the worker's thread moves to the caller's core. Where
+// a caller lands after a sleep is up to the kernel; without this half of all runs paid both
+// wake-ups.
+//
 // Thread-safe: any thread may submit. The destructor finishes queued jobs and joins.
 #pragma once
 
@@ -47,8 +54,12 @@ class PinnedWorker {
 
   // `when_idle`, if set, runs on the worker each time it is about to sleep for lack of work,
   // and on a caller right after a job it ran in the worker's place (TryRunHere).
+  // `take_core`, if set, is how TryRunHere frees core `core` of `cores` for a caller there
+  // while the worker's thread is pinned elsewhere: it runs with the worker idle, must leave
+  // `core` to the caller (and, after, to the worker's thread) and says whether it could.
   static absl::StatusOr<std::unique_ptr<PinnedWorker>> Start(
-      std::vector<int> cores, std::function<void()> when_idle = nullptr);
+      std::vector<int> cores, std::function<void()> when_idle = nullptr,
+      std::function<bool(int core)> take_core = nullptr);
   ~PinnedWorker();
   PinnedWorker(const PinnedWorker&) = delete;
   PinnedWorker& operator=(const PinnedWorker&) = delete;
@@ -58,11 +69,13 @@ class PinnedWorker {
   void Post(std::function<void()> job);
   void Drain();
 
-  // Whether the calling thread is on a core the worker may run on now (cheap; a hint for
-  // choosing which worker's job to run here).
+  // Whether the calling thread is on a core the worker may run on now, or on one of `cores`
+  // when a take_core hook can free it (cheap; a hint for choosing which worker's job to run
+  // here).
   bool CallerOnItsCores() const;
   // Runs `job` on the calling thread in the worker's place when the worker has nothing queued
-  // or running and the caller is on one of the worker's cores: the caller is pinned to the
+  // or running and the caller is on one of the worker's cores (or on one of `cores` that the
+  // take_core hook frees; the worker's thread then moves there): the caller is pinned to the
   // worker's cores for the job and gets its own affinity back after. The idle hook then runs on
   // the caller, at once (waking the worker to run it after its idle spin would take the core
   // the caller is on). False, without running `job`, otherwise. REQUIRES: not called from the
@@ -72,19 +85,25 @@ class PinnedWorker {
   const std::vector<int>& cores() const { return cores_; }
 
  private:
-  PinnedWorker(std::vector<int> cores, std::function<void()> when_idle)
-      : cores_(std::move(cores)), when_idle_(std::move(when_idle)) {}
+  PinnedWorker(std::vector<int> cores, std::function<void()> when_idle,
+               std::function<bool(int)> take_core)
+      : cores_(std::move(cores)),
+        when_idle_(std::move(when_idle)),
+        take_core_(std::move(take_core)) {}
   void Loop();
   enum class Spin { kWork, kIdle, kCallerRuns };
   // Spins up to kIdleSpin: kWork as soon as a job the worker has not taken was posted,
   // kCallerRuns as soon as a caller runs a job in its place (TryRunHere), else kIdle.
   Spin SpinForWork() const;
-  // Whether the calling thread is on one of the cores the worker may run on now, which it
-  // writes to `worker_set`.
-  bool CallerOnCores(cpu_set_t& worker_set) const;
+  // Where the calling thread may run the worker's job: kWorkerCore when on a core the worker
+  // may run on now (written to `worker_set`), kTakeableCore when on another of `cores_` that
+  // take_core_ may free (its id in `cpu`).
+  enum class CallerCore { kNo, kWorkerCore, kTakeableCore };
+  CallerCore WhereCallerIs(cpu_set_t& worker_set, int& cpu) const;
 
   const std::vector<int> cores_;
   const std::function<void()> when_idle_;
+  const std::function<bool(int)> take_core_;
   sync::Mutex mu_;
   sync::CondVar work_;  // a job was queued, or stopping_ set
   sync::CondVar done_;  // finished_ grew

@@ -173,6 +173,83 @@ TEST(PinnedWorkerTest, ACallerOnAnotherCoreOrBesideABusyWorkerDoesNot) {
   EXPECT_TRUE(ran);
 }
 
+// A worker of cores {0, 1} pinned to core 0 (as a cluster device's threadpool pins it): a
+// caller on core 1 takes its place only through the take_core hook, which is asked for core
+// 1; the worker's thread then moves to core 1 and the job runs pinned there.
+TEST(PinnedWorkerTest, ACallerOnAnotherCoreOfTheWorkerTakesItOverThroughTheHook) {
+  if (!TwoCoresUsable()) GTEST_SKIP() << "needs cores 0 and 1";
+  std::vector<int> asked;
+  bool allow = false;
+  auto worker = PinnedWorker::Start({0, 1}, nullptr, [&](int core) {
+    asked.push_back(core);
+    return allow;
+  });
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  // Narrow the worker to core 0, as CpuThreadpool::Create does on it.
+  ASSERT_TRUE((*worker)
+                  ->Call([] {
+                    cpu_set_t one;
+                    CPU_ZERO(&one);
+                    CPU_SET(0, &one);
+                    return pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0
+                               ? absl::OkStatus()
+                               : absl::InternalError("cannot pin");
+                  })
+                  .ok());
+  ScopedAffinity on_core_1({1});
+  ASSERT_TRUE(on_core_1.ok());
+  EXPECT_TRUE((*worker)->CallerOnItsCores());
+  bool ran = false;
+  // A hook that cannot free the core: the caller does not run the job.
+  EXPECT_FALSE((*worker)->TryRunHere([&] { ran = true; }));
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(asked, std::vector<int>{1});
+  allow = true;
+  cpu_set_t during;
+  EXPECT_TRUE((*worker)->TryRunHere([&] {
+    ran = true;
+    during = OwnAffinity();
+  }));
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(asked, (std::vector<int>{1, 1}));
+  EXPECT_EQ(CPU_COUNT(&during), 1);
+  EXPECT_TRUE(CPU_ISSET(1, &during));
+  // The worker's thread now lives on core 1: the next caller there needs no hook.
+  cpu_set_t worker_set;
+  ASSERT_TRUE((*worker)
+                  ->Call([&] {
+                    worker_set = OwnAffinity();
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_EQ(CPU_COUNT(&worker_set), 1);
+  EXPECT_TRUE(CPU_ISSET(1, &worker_set));
+  EXPECT_TRUE((*worker)->TryRunHere([] {}));
+  EXPECT_EQ(asked.size(), 2u);
+}
+
+// Without a take_core hook a caller on another of the worker's cores does not take it over.
+TEST(PinnedWorkerTest, WithoutTheHookACallerOnAnotherCoreDoesNotTakeItOver) {
+  if (!TwoCoresUsable()) GTEST_SKIP() << "needs cores 0 and 1";
+  auto worker = PinnedWorker::Start({0, 1});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_TRUE((*worker)
+                  ->Call([] {
+                    cpu_set_t one;
+                    CPU_ZERO(&one);
+                    CPU_SET(0, &one);
+                    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  ScopedAffinity on_core_1({1});
+  ASSERT_TRUE(on_core_1.ok());
+  EXPECT_FALSE((*worker)->CallerOnItsCores());
+  bool ran = false;
+  EXPECT_FALSE((*worker)->TryRunHere([&] { ran = true; }));
+  EXPECT_FALSE(ran);
+}
+
 // Jobs posted while a caller runs one in the worker's place wait for it: still one at a time,
 // in order.
 TEST(PinnedWorkerTest, JobsPostedDuringACallersJobRunAfterIt) {

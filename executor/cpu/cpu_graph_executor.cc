@@ -29,10 +29,11 @@ absl::StatusOr<std::unique_ptr<CpuGraphExecutor>> CpuGraphExecutor::Create(
   }
   std::unique_ptr<CpuGraphExecutor> exec(new CpuGraphExecutor());
   CpuGraphExecutor* e = exec.get();
-  // Between runs the pool's threads sleep instead of spinning out the cores.
-  auto worker = PinnedWorker::Start(options.cores, [e] {
-    if (e->threadpool_ != nullptr) e->threadpool_->Park();
-  });
+  // Between runs the pool's threads sleep instead of spinning out the cores. A caller on any
+  // of the cores may run in the worker's place (Run).
+  auto worker = PinnedWorker::Start(
+      options.cores, [e] { if (e->threadpool_ != nullptr) e->threadpool_->Park(); },
+      [e](int core) { return e->threadpool_ != nullptr && e->threadpool_->MoveThreadZeroTo(core); });
   if (!worker.ok()) return worker.status();
   exec->worker_ = std::move(*worker);
   if (auto s = exec->worker_->Call([e, &graph, &options] {
@@ -137,10 +138,15 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads,
 
 absl::Status CpuGraphExecutor::RunOnWorker(std::span<const float* const> inputs,
                                            std::span<float* const> outputs) {
+  // Across the pool's threads: that also wakes them for the first kernel.
+  std::vector<FloatCopy> copies;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorView& v = inputs_[i].view;
-    std::copy_n(inputs[i], v.shape.Elements(), v.data);
+    copies.push_back({inputs[i], v.data, v.shape.Elements()});
   }
+  CopyInParts(copies, [this](size_t parts, absl::FunctionRef<void(size_t)> part) {
+    ParallelFor(threadpool_->get(), parts, part);
+  });
   const auto start = std::chrono::steady_clock::now();
   auto since_start = [start] {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
@@ -169,6 +175,12 @@ absl::Status CpuGraphExecutor::Run(std::span<const float* const> inputs_nhwc,
   if (absl::Status s = CheckIoPointers(inputs_.size(), outputs_.size(), inputs_nhwc, outputs_nhwc);
       !s.ok()) {
     return s;
+  }
+  // On the caller when it is on one of the cores and the worker is idle: no hand-off and no
+  // wake-up of the caller at the end.
+  absl::Status status;
+  if (worker_->TryRunHere([&] { status = RunOnWorker(inputs_nhwc, outputs_nhwc); })) {
+    return status;
   }
   return worker_->Call([&] { return RunOnWorker(inputs_nhwc, outputs_nhwc); });
 }

@@ -1,14 +1,19 @@
 #include "executor/cpu/cpu_graph_executor.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <cmath>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "executor/cpu/residual_added_conv.h"
 #include "executor/reference/reference_kernels.h"
 #include "executor/testing/graph_builder.h"
+#include "executor/testing/tensor_compare.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -431,6 +436,38 @@ TEST(CpuExecutor, TwoXnnpackThreadsGiveTheSameResult) {
   conv.window.kernel_h = conv.window.kernel_w = 1;
   b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {9, 9, 16}, conv));
   ExpectMatchesReference(b.Build(), 4, {.cores = {}, .threads = 2});
+}
+
+// An executor on cores {0, 1} with a thread per core runs on a caller on either core (in
+// its worker's place; on core 1 by moving the pool's thread there to core 0), and from a
+// thread on neither through its worker. Every way gives the reference's output.
+TEST(CpuExecutor, RunsOnACallerOnEitherOfItsCores) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two cores";
+  GraphBuilder b;
+  auto x = b.AddInput({40, 40, 8});
+  auto a = b.AddOp(OpKind::kConv2d, {x}, {40, 40, 16}, RandomConv(b, 8, 16, 3, 1, 1, 1, 1, 5));
+  model::PoolAttrs pool;
+  pool.window = {.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2};
+  b.MarkOutput(b.AddOp(OpKind::kMaxPool, {a}, {20, 20, 16}, pool));
+  const model::Graph graph = b.Build();
+  auto exec = CpuGraphExecutor::Create(graph, {.cores = {0, 1}, .threads = 2});
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  cpu_set_t saved;
+  pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
+  for (int core : {1, 0, 1}) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(core, &one);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+    const std::vector<std::vector<float>> input{RandomVector(40 * 40 * 8, 30 + core)};
+    auto actual = (*exec)->Run(input);
+    ASSERT_TRUE(actual.ok()) << actual.status();
+    auto expected = reference::RunGraph(graph, input);
+    ASSERT_TRUE(expected.ok());
+    EXPECT_LT(testing::RelativeL2((*actual)[0], (*expected)[0]), 1e-5)
+        << "caller on core " << core;
+  }
+  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 }
 
 TEST(CpuExecutor, RecordsOpTimingsInOrder) {

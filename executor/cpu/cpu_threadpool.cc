@@ -3,6 +3,7 @@
 #include <pthreadpool.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -21,15 +22,24 @@ namespace {
 // own, which no thread does before all n have started theirs.
 struct PinTask {
   std::span<const int> cores;
+  std::vector<pthread_t> threads;  // by index, for moving them later
   std::atomic<int> arrived{0};
   std::atomic<int> failed_errno{0};
 };
 
-void PinOne(PinTask& task, size_t index) {
+// 0, or the error number.
+int PinTo(pthread_t thread, int core) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(task.cores[index], &set);
-  if (sched_setaffinity(0, sizeof(set), &set) != 0) task.failed_errno.store(errno);
+  CPU_SET(core, &set);
+  return pthread_setaffinity_np(thread, sizeof(set), &set);
+}
+
+void PinOne(PinTask& task, size_t index) {
+  task.threads[index] = pthread_self();
+  if (const int err = PinTo(pthread_self(), task.cores[index]); err != 0) {
+    task.failed_errno.store(err);
+  }
   task.arrived.fetch_add(1);
   while (task.arrived.load() < static_cast<int>(task.cores.size())) std::this_thread::yield();
 }
@@ -87,14 +97,27 @@ absl::StatusOr<std::unique_ptr<CpuThreadpool>> CpuThreadpool::Create(int threads
                                                      threads, " threads"));
   }
   if (pin) {
-    PinTask task{.cores = cores};
+    PinTask task{.cores = cores, .threads = std::vector<pthread_t>(cores.size())};
     ParallelFor(pool, cores.size(), [&task](size_t i) { PinOne(task, i); });
     if (const int err = task.failed_errno.load(); err != 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("threadpool: cannot pin its threads to their cores: ", std::strerror(err)));
     }
+    result->thread_cores_.assign(cores.begin(), cores.end());
+    result->threads_by_index_ = std::move(task.threads);
   }
   return result;
+}
+
+bool CpuThreadpool::MoveThreadZeroTo(int core) {
+  if (thread_cores_.empty()) return false;
+  if (thread_cores_[0] == core) return true;
+  const auto it = std::find(thread_cores_.begin() + 1, thread_cores_.end(), core);
+  if (it == thread_cores_.end()) return false;
+  const auto i = static_cast<size_t>(it - thread_cores_.begin());
+  if (PinTo(threads_by_index_[i], thread_cores_[0]) != 0) return false;
+  std::swap(thread_cores_[0], thread_cores_[i]);
+  return true;
 }
 
 void CpuThreadpool::Park() {

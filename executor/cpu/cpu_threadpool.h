@@ -22,6 +22,8 @@
 // ParallelFor is how psched's own code runs on a pool's threads.
 #pragma once
 
+#include <pthread.h>
+
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -48,6 +50,12 @@ class CpuThreadpool {
   CpuThreadpool& operator=(const CpuThreadpool&) = delete;
 
   pthreadpool_t get() const { return pool_; }
+  // Makes `core` the core of the pool's thread 0 - the thread that calls it, which the caller
+  // pins there - by moving the thread pinned to `core` to thread 0's former core. Lets a
+  // caller that is on any of the pool's cores run its kernels where it is (PinnedWorker's
+  // take_core). True when `core` is now thread 0's; false for a pool that pins nothing or a
+  // core it does not have. REQUIRES: no parallel call in flight; one caller at a time.
+  bool MoveThreadZeroTo(int core);
   // Puts the pool's threads to sleep now instead of letting them spin; the next parallel call
   // wakes them (a futex wake). No-op for one thread.
   void Park();
@@ -58,6 +66,9 @@ class CpuThreadpool {
 
   pthreadpool_t pool_;
   int threads_;
+  // When pinned: each thread's core and, from index 1, the pool's own threads.
+  std::vector<int> thread_cores_;
+  std::vector<pthread_t> threads_by_index_;
 };
 
 // Runs fn(i) for every i in [0, range) on `pool`'s threads, the caller's among them (on the

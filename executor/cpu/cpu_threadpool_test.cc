@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -65,6 +66,61 @@ TEST(CpuThreadpoolTest, PinsOneThreadPerCore) {
   ASSERT_EQ(masks.masks.size(), 2u);
   std::set<std::set<int>> distinct(masks.masks.begin(), masks.masks.end());
   EXPECT_EQ(distinct, (std::set<std::set<int>>{{0}, {1}}));
+}
+
+// After MoveThreadZeroTo(1) a caller pinned to core 1 is thread 0 and the pool's own thread
+// runs on core 0: each item reports the core it ran on, and a barrier makes each thread take
+// one.
+TEST(CpuThreadpoolTest, MovingThreadZeroMovesThePoolsThreadOffItsCore) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two cores";
+  auto worker = PinnedWorker::Start({0, 1});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  std::unique_ptr<CpuThreadpool> pool;
+  ASSERT_TRUE((*worker)
+                  ->Call([&] {
+                    auto created = CpuThreadpool::Create(2, std::vector<int>{0, 1});
+                    if (!created.ok()) return created.status();
+                    pool = std::move(*created);
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  EXPECT_FALSE(pool->MoveThreadZeroTo(7)) << "not one of the pool's cores";
+  EXPECT_TRUE(pool->MoveThreadZeroTo(0)) << "already thread 0's";
+  EXPECT_TRUE(pool->MoveThreadZeroTo(1));
+  std::thread caller([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(1, &one);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+    std::atomic<int> arrived{0};
+    std::mutex mu;
+    std::vector<int> cpus;
+    ParallelFor(pool->get(), 2, [&](size_t) {
+      arrived.fetch_add(1);
+      while (arrived.load() < 2) std::this_thread::yield();
+      std::lock_guard<std::mutex> lock(mu);
+      cpus.push_back(sched_getcpu());
+    });
+    std::sort(cpus.begin(), cpus.end());
+    EXPECT_EQ(cpus, (std::vector<int>{0, 1}));
+  });
+  caller.join();
+  // Torn down on its creating thread, like a device's.
+  ASSERT_TRUE((*worker)
+                  ->Call([&] {
+                    pool.reset();
+                    return absl::OkStatus();
+                  })
+                  .ok());
+}
+
+TEST(CpuThreadpoolTest, APoolThatPinsNothingCannotMoveThreadZero) {
+  auto one = CpuThreadpool::Create(1, std::vector<int>{0});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_FALSE((*one)->MoveThreadZeroTo(0));
+  auto unpinned = CpuThreadpool::Create(2, std::vector<int>{0});
+  ASSERT_TRUE(unpinned.ok()) << unpinned.status();
+  EXPECT_FALSE((*unpinned)->MoveThreadZeroTo(0));
 }
 
 TEST(CpuThreadpoolTest, OneThreadHasNoPoolAndOtherCoreListsKeepTheAffinity) {

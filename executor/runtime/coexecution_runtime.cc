@@ -376,30 +376,33 @@ void CoExecutionRuntime::Abort(absl::Status status) {
   }
 }
 
+// Returns once the 32-bit `word` holds at least `target`: spins briefly (on dedicated cores
+// most waits end within microseconds), then parks until a publisher wakes it - a busy machine
+// needs this core for the work being waited for. Announcing the waiter in `parked` before
+// re-reading the word (both sequentially consistent, as the publisher's write and its read of
+// `parked`) means either the waiter sees the new value or the publisher sees the waiter and
+// wakes the futex.
+void CoExecutionRuntime::WaitAtLeast(int32_t* word, std::atomic<int32_t>& parked, int32_t target) {
+  const std::atomic_ref<int32_t> value(*word);
+  if (value.load(std::memory_order_acquire) >= target) return;
+  const int64_t spin_until = NowNs() + kSpinNs;
+  for (int spins = 1;; ++spins) {
+    CpuRelax();
+    if (value.load(std::memory_order_acquire) >= target) return;
+    if (spins % 64 == 0 && NowNs() > spin_until) break;
+  }
+  for (bool met = false; !met;) {
+    parked.fetch_add(1);
+    const int32_t now = value.load();
+    met = now >= target;
+    if (!met) FutexWait(word, now);
+    parked.fetch_sub(1);
+  }
+}
+
 bool CoExecutionRuntime::WaitOnHost(std::span<const CounterWait> waits) {
   for (const CounterWait& w : waits) {
-    if (counter(w.counter).load(std::memory_order_acquire) < w.target) {
-      // Spin briefly: on dedicated cores most waits end within microseconds.
-      const int64_t spin_until = NowNs() + kSpinNs;
-      bool met = false;
-      for (int spins = 1; !met; ++spins) {
-        CpuRelax();
-        met = counter(w.counter).load(std::memory_order_acquire) >= w.target;
-        if (spins % 64 == 0 && NowNs() > spin_until) break;
-      }
-      // Then park until the publisher wakes us: a busy machine needs this core for the work
-      // being waited for. Announcing the waiter before re-reading the counter (both
-      // sequentially consistent, as the publisher's add and its read of waiters_) means either
-      // we see the new value or the publisher sees us and wakes the futex.
-      std::atomic<int32_t>& parked = waiters_[w.counter];
-      while (!met) {
-        parked.fetch_add(1);
-        const int32_t value = counter(w.counter).load();
-        met = value >= w.target;
-        if (!met) FutexWait(&counters_[w.counter], value);
-        parked.fetch_sub(1);
-      }
-    }
+    WaitAtLeast(&counters_[w.counter], waiters_[w.counter], w.target);
     if constexpr (sync::kTsan) {
       for (const void* p : seen_through_queues_[w.counter]) sync::HappensAfter(p);
     }
@@ -458,6 +461,8 @@ void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
     Abort(
         absl::Status(status.code(), absl::StrCat("device ", dev->name(), ": ", status.message())));
   };
+  // A queue posted before Run copied the inputs starts once they are in the arena.
+  WaitAtLeast(&inputs_copied_, inputs_waiters_, 1);
   bool enqueued_any = false;
   for (Queued& q : queues_[static_cast<size_t>(device)]) {
     if (aborted_.load()) break;
@@ -510,6 +515,22 @@ void CoExecutionRuntime::RecordDeviceTiming(const Queued& q, int64_t start_ns) {
   }
 }
 
+void CoExecutionRuntime::CopyInputs(std::span<const float* const> inputs_nhwc, Device* across) {
+  std::vector<FloatCopy> copies;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    copies.push_back({inputs_nhwc[i], inputs_[i].data, inputs_[i].shape.Elements()});
+  }
+  CopyInParts(copies, [across](size_t parts, absl::FunctionRef<void(size_t)> part) {
+    if (across != nullptr) {
+      across->ParallelFor(parts, part);
+    } else {
+      for (size_t p = 0; p < parts; ++p) part(p);
+    }
+  });
+  std::atomic_ref<int32_t>(inputs_copied_).store(1);
+  if (inputs_waiters_.load() > 0) FutexWakeAll(&inputs_copied_);
+}
+
 absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
                                      std::span<float* const> outputs_nhwc) {
   if (absl::Status s = CheckIoPointers(inputs_.size(), outputs_.size(), inputs_nhwc, outputs_nhwc);
@@ -517,9 +538,6 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
     return s;
   }
   std::lock_guard<std::mutex> run_lock(run_mu_);
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    std::copy_n(inputs_nhwc[i], inputs_[i].shape.Elements(), inputs_[i].data);
-  }
   error_ = absl::OkStatus();
   aborted_.store(false);
   counter(ops_.size()).store(0);
@@ -540,6 +558,7 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
     }
   }
   host_queues_running_.store(static_cast<int>(working_devices_.size()));
+  std::atomic_ref<int32_t>(inputs_copied_).store(0);
   const int64_t start_ns = NowNs();
   std::latch done(static_cast<std::ptrdiff_t>(working_devices_.size()));
   auto queue_of = [this, start_ns, &done](size_t d) {
@@ -558,13 +577,24 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
       break;
     }
   }
+  // The other devices' threads wake (tens of microseconds on this VM) while the caller
+  // copies the inputs, not after.
   for (size_t d : working_devices_) {
     if (d != here) devices_[d]->Post(queue_of(d));
   }
   bool ran_here = false;
   if (here < devices_.size()) {
-    ran_here = devices_[here]->TryRunHere(queue_of(here));
-    if (!ran_here) devices_[here]->Post(queue_of(here));
+    Device* dev = devices_[here];
+    // Copying across the device's cores also wakes the threads of a cluster device's pool
+    // (parked since the last run), which its first kernel would otherwise wait for.
+    ran_here = dev->TryRunHere([&] {
+      CopyInputs(inputs_nhwc, dev);
+      queue_of(here)();
+    });
+  }
+  if (!ran_here) {
+    CopyInputs(inputs_nhwc, nullptr);
+    if (here < devices_.size()) devices_[here]->Post(queue_of(here));
   }
   if (ran_here) {
     // Done with its own queue, the caller waits for the other devices, which in a balanced

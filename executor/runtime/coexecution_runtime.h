@@ -126,9 +126,14 @@ class CoExecutionRuntime {
   // TSan builds only: fills seen_through_queues_.
   void PlanQueueAnnotations();
   void RunQueue(int device, int64_t start_ns);
+  // Copies the inputs into the arena - across `across`'s cores when set (called in a job it
+  // runs) - and lets the queues waiting for them start.
+  void CopyInputs(std::span<const float* const> inputs_nhwc, Device* across);
   // Spins briefly, then parks on the counters (futex) until every wait is met. False when the
   // run was aborted meanwhile.
   bool WaitOnHost(std::span<const CounterWait> waits);
+  // Spins briefly, then parks (counting itself in `parked`) until *word >= target.
+  static void WaitAtLeast(int32_t* word, std::atomic<int32_t>& parked, int32_t target);
   // Adds op's completion to its counter and wakes the host threads parked on it.
   void Publish(model::OpId op);
   // Counts a finished subtask of `op`; true when the op is now complete (for a cin split, the
@@ -165,6 +170,10 @@ class CoExecutionRuntime {
   // the op's last one in every queue (the dispatcher's work before enqueueing it) and the
   // counters those waited for, transitively. Empty in other builds.
   std::vector<std::vector<const void*>> seen_through_queues_;
+  // 1 once Run has copied this run's inputs into the arena (the other devices' queues are
+  // posted before), and the device threads parked on it (WaitAtLeast).
+  int32_t inputs_copied_ = 0;
+  std::atomic<int32_t> inputs_waiters_{0};
   // Devices whose queue loop has not ended in this Run; the last one sets the release word.
   std::atomic<int> host_queues_running_{0};
   std::vector<TensorView> inputs_, outputs_;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "executor/layout.h"
@@ -215,6 +216,35 @@ TEST_F(CoExecutionTest, TheCallerRunsItsCoresQueueAndIdleDevicesStayAsleep) {
   EXPECT_EQ(d1.posts.load() + d1.ran_here.load(), 0);
 }
 
+// The other devices' queues are posted before the caller copies the inputs into the arena,
+// so that their threads wake meanwhile; they must start only once the copy is done. One 1x1
+// conv over a 2 MB input, its rows split between the caller's device and the other: with a
+// new input every run, a queue that started early would compute its rows from the last run's.
+TEST_F(CoExecutionTest, PostedQueuesStartOnlyOnceTheInputsAreCopied) {
+  GraphBuilder b("big_input");
+  auto x = b.AddInput({256, 256, 8});
+  b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {256, 256, 4}, RandomConv(b, 8, 4, 1, 1, 1, 0, 1, 9)));
+  const model::Graph graph = b.Build();
+  ExecutionPlan plan;
+  plan.device_steps = {{{0, {SplitAxis::kRows, 0, 128}}}, {{0, {SplitAxis::kRows, 128, 256}}}};
+  auto rt = CoExecutionRuntime::Create(graph, devices_, plan);
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  cpu_set_t saved, core0;
+  pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
+  CPU_ZERO(&core0);
+  CPU_SET(0, &core0);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(core0), &core0), 0);
+  for (uint32_t run = 0; run < 8; ++run) {
+    const std::vector<std::vector<float>> input{RandomVector(256 * 256 * 8, 20 + run)};
+    auto expected = reference::RunGraph(graph, input);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    auto out = (*rt)->Run(input);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "run " << run;
+  }
+  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+}
+
 // Tensors share arena memory as far as a plan's order allows (plan_order.h): a single-device
 // plan in any valid queue order, and a plan alternating ops between two devices, both use less
 // memory than a block per tensor and run right.
@@ -284,6 +314,36 @@ TEST(CoExecutionClusterTest, ClusterDevicePlansMatchTheReference) {
     EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "plan seed " << seed;
   }
   EXPECT_EQ(CpuDevice::Create("bad", {0}, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A caller on either core of a cluster device runs its queue itself: on the core of the
+// device's thread as a one-core device would, and on the other by taking that core over (its
+// pool's thread there moves to the device thread's core). Nothing is posted either way, and
+// the kernels that split across the pool still match the reference.
+TEST(CoExecutionClusterTest, ACallerOnAnyCoreOfAClusterRunsItsQueueItself) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two cores";
+  auto cluster = CpuDevice::Create("cpu", {0, 1}, 2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  CountingDevice counted(cluster->get());
+  const model::Graph graph = TestGraph();
+  auto rt = CoExecutionRuntime::Create(graph, {&counted}, SingleDevicePlan(graph, 1));
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 11)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  cpu_set_t saved, core;
+  pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
+  for (int c : {1, 0, 1}) {
+    CPU_ZERO(&core);
+    CPU_SET(c, &core);
+    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(core), &core), 0);
+    auto out = (*rt)->Run(input);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "caller on core " << c;
+  }
+  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+  EXPECT_EQ(counted.ran_here.load(), 3);
+  EXPECT_EQ(counted.posts.load(), 0);
 }
 
 // x -> a = conv(x), relu -> body = conv(a) -> add(body, residual), relu -> conv, where the

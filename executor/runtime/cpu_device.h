@@ -40,6 +40,9 @@ class CpuDevice final : public Device {
   void Post(std::function<void()> job) override;
   bool CallerOnItsCores() const override { return worker_->CallerOnItsCores(); }
   bool TryRunHere(const std::function<void()>& job) override { return worker_->TryRunHere(job); }
+  void ParallelFor(size_t n, absl::FunctionRef<void(size_t)> fn) override {
+    cpu::ParallelFor(threadpool_->get(), n, fn);
+  }
 
  private:
   explicit CpuDevice(std::string name) : name_(std::move(name)) {}

@@ -25,6 +25,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "executor/common/arena_plan.h"
@@ -139,6 +140,12 @@ class Device {
   // the device has no job queued or running and the caller is on its thread's core (pinned
   // there for the job). False, without running `job`, otherwise; the caller then Posts it.
   virtual bool TryRunHere(const std::function<void()>& job) { return false; }
+  // Runs fn(i) for every i in [0, n) across the device's cores, the calling thread among them,
+  // and returns when every call has. Called in a job the device runs (on its thread, or on a
+  // caller in its place); on the caller alone by default.
+  virtual void ParallelFor(size_t n, absl::FunctionRef<void(size_t)> fn) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+  }
   // Blocks until everything enqueued so far has executed. Called on the device's thread.
   virtual absl::Status Finish() { return absl::OkStatus(); }
 };
