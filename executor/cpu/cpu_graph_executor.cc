@@ -116,9 +116,15 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads,
       const model::OpId add = id + 1;
       in_views.push_back(out_view);
       in_views.push_back(ViewOf(graph, residual));
-      auto fused = CreateResidualAddedConv(graph, id, add, layout, threadpool_->get());
+      const TensorView add_out = ViewOf(graph, graph.op(add).output);
+      auto fused = CreateResidualAddedConv(
+          graph, id, add,
+          {.conv = layout,
+           .residual_pixel_stride = in_views.back().pixel_stride,
+           .output_pixel_stride = add_out.pixel_stride},
+          threadpool_->get());
       if (!fused.ok()) return fused.status();
-      if (auto s = (*fused)->Setup(in_views, ViewOf(graph, graph.op(add).output)); !s.ok()) {
+      if (auto s = (*fused)->Setup(in_views, add_out); !s.ok()) {
         return s;
       }
       kernels_.push_back(std::move(*fused));

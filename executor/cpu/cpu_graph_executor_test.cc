@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "executor/cpu/kernel_choice.h"
 #include "executor/cpu/residual_added_conv.h"
 #include "executor/reference/reference_kernels.h"
 #include "executor/testing/graph_builder.h"
@@ -376,6 +377,59 @@ TEST(CpuExecutorResidualAdd, FusedIntoTheConvBeforeAndAgreesWithTheReference) {
   }
 }
 
+// Where the conv runs on oneDNN the add is its binary post-op (the conv's output never
+// written): whole convs, parts by rows, and a pointwise conv's parts by output channels
+// (strided views of the residual and output). A direct conv cut by output channels (its
+// parts' outputs are strided) and a conv whose own activation oneDNN cannot fuse before the
+// add keep the add as a pass after each part. Every case agrees with the reference.
+TEST(CpuExecutorResidualAdd, TheAddRunsAsAPostOpWhereOneDnnCanAndAsAPassElsewhere) {
+  struct Case {
+    Shape in;
+    int k;
+    int threads;
+    ActivationKind body_activation;
+    bool post_op;  // on builds with oneDNN
+  };
+  const Case cases[] = {
+      {{20, 18, 32}, 3, 1, ActivationKind::kNone, true},
+      {{20, 18, 32}, 3, 2, ActivationKind::kNone, true},     // parts by rows
+      {{7, 7, 256}, 1, 2, ActivationKind::kNone, true},      // matmul parts by channels
+      {{6, 6, 64}, 3, 2, ActivationKind::kNone, false},      // direct conv by channels
+      {{20, 18, 32}, 3, 1, ActivationKind::kSigmoid, false},  // activation before the add
+  };
+  uint32_t seed = 300;
+  for (const Case& c : cases) {
+    GraphBuilder b;
+    auto x = b.AddInput(c.in);
+    auto a = b.AddOp(OpKind::kConv2d, {x}, c.in,
+                     RandomConv(b, c.in.c, c.in.c, 3, 1, 1, 1, 1, ++seed),
+                     {.kind = ActivationKind::kRelu});
+    auto body = b.AddOp(OpKind::kConv2d, {a}, c.in,
+                        RandomConv(b, c.in.c, c.in.c, c.k, 1, 1, c.k / 2, 1, ++seed),
+                        {.kind = c.body_activation});
+    auto sum = b.AddOp(OpKind::kAdd, {x, body}, c.in, {}, {.kind = ActivationKind::kRelu});
+    b.MarkOutput(b.AddOp(OpKind::kConv2d, {sum}, {c.in.h, c.in.w, 8}, PointwiseConv(b, c.in.c, 8, 9)));
+    const model::Graph g = b.Build();
+    const std::string where =
+        absl::StrCat(c.in.h, "x", c.in.w, "x", c.in.c, " k", c.k, " threads ", c.threads);
+    ExpectMatchesReference(g, ++seed, {.cores = {}, .threads = c.threads});
+    auto exec = CpuGraphExecutor::Create(g, {.cores = {}, .threads = c.threads});
+    ASSERT_TRUE(exec.ok()) << exec.status();
+    ASSERT_EQ((*exec)->fused_residual_adds(), 1) << where;
+    std::string library;
+    ASSERT_TRUE((*exec)
+                    ->CallOnWorker([&](std::span<const std::unique_ptr<CpuKernel>> kernels,
+                                       pthreadpool_t) {
+                      library = std::string(kernels[1]->library());
+                      return absl::OkStatus();
+                    })
+                    .ok());
+    const bool post_op = c.post_op && OneDnnAvailable();
+    EXPECT_EQ(library.find("add post-op") != std::string::npos, post_op) << where << ": " << library;
+    EXPECT_NE(library.find("+ add"), std::string::npos) << where << ": " << library;
+  }
+}
+
 TEST(CpuExecutorResidualAdd, PairsThatCannotFuseRunApart) {
   const Shape in{8, 8, 16};
   for (int variant = 0; variant < 3; ++variant) {
@@ -402,31 +456,40 @@ TEST(CpuExecutorResidualAdd, PairsThatCannotFuseRunApart) {
 }
 
 TEST(CpuExecutorResidualAdd, TheFusedKernelRefusesWhatItCannotRun) {
-  const Shape in{6, 6, 8};
+  const Shape in{6, 6, 16};
   GraphBuilder b;
   auto x = b.AddInput(in);
-  auto conv = b.AddOp(OpKind::kConv2d, {x}, in, RandomConv(b, 8, 8, 3, 1, 1, 1, 1, 50));
+  auto conv = b.AddOp(OpKind::kConv2d, {x}, in, RandomConv(b, 16, 16, 3, 1, 1, 1, 1, 50));
   auto sum = b.AddOp(OpKind::kAdd, {conv, x}, in);
-  b.MarkOutput(b.AddOp(OpKind::kGlobalAvgPool, {sum}, {1, 1, 8}));
+  b.MarkOutput(b.AddOp(OpKind::kGlobalAvgPool, {sum}, {1, 1, 16}));
   const model::Graph g = b.Build();
   // Not a conv and its residual add.
   EXPECT_THAT(CreateResidualAddedConv(g, 1, 2, {}, nullptr).status().message(),
               HasSubstr("is not a residual add of op 1"));
   auto kernel = CreateResidualAddedConv(g, 0, 1, {}, nullptr);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
-  std::vector<float> buf(4 * 6 * 6 * 8);
-  auto view = [&](int k) { return TensorView{buf.data() + k * 6 * 6 * 8, in, 8}; };
+  std::vector<float> buf(4 * 6 * 6 * 16);
+  auto view = [&](int k) { return TensorView{buf.data() + k * 6 * 6 * 16, in, 16}; };
   const TensorView x_view = view(0), conv_view = view(1), res_view = view(2), out_view = view(3);
   // Wrong view count, a residual of another shape, an output over the conv's input.
   EXPECT_THAT((*kernel)->Setup(std::vector{x_view, conv_view}, out_view).message(),
               HasSubstr("expected 3"));
-  const TensorView small{buf.data(), {3, 6, 8}, 8};
+  const TensorView small{buf.data(), {3, 6, 16}, 16};
   EXPECT_THAT((*kernel)->Setup(std::vector{x_view, conv_view, small}, out_view).message(),
               HasSubstr("must have the conv's shape"));
   EXPECT_THAT((*kernel)->Setup(std::vector{x_view, conv_view, res_view}, x_view).message(),
               HasSubstr("overlaps a tensor the conv's parts may still read"));
   // In place over the residual is fine.
   EXPECT_TRUE((*kernel)->Setup(std::vector{x_view, conv_view, res_view}, res_view).ok());
+  if (OneDnnAvailable()) {
+    // The post-op kernel was built for a dense residual: one of another pixel stride is
+    // refused, not read wrong.
+    ASSERT_NE(std::string((*kernel)->library()).find("add post-op"), std::string::npos);
+    std::vector<float> wide(6 * 6 * 32);
+    const TensorView strided_residual{wide.data(), in, 32};
+    EXPECT_THAT((*kernel)->Setup(std::vector{x_view, conv_view, strided_residual}, out_view).message(),
+                HasSubstr("residual view does not match"));
+  }
 }
 
 TEST(CpuExecutor, TwoXnnpackThreadsGiveTheSameResult) {

@@ -58,6 +58,13 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateConvKernel(const model::Graph& 
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateOneDnnConvKernel(const model::Graph& graph,
                                                                   model::OpId id, WorkSlice slice,
                                                                   const KernelLayout& layout);
+// The same conv adding residual Add `add`'s other operand as a binary post-op: `layout`'s
+// output is the add's, `residual_pixel_stride` the residual's; Setup's inputs are the conv's
+// activation inputs, then the residual. Unimplemented where the post-op cannot apply (see
+// onednn_kernels.cc) and in builds without libdnnl.
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateOneDnnResidualConvKernel(
+    const model::Graph& graph, model::OpId conv, model::OpId add, WorkSlice slice,
+    const KernelLayout& layout, int64_t residual_pixel_stride);
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateFullyConnectedKernel(const model::Graph& graph,
                                                                       model::OpId id,
                                                                       WorkSlice slice,

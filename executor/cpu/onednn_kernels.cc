@@ -8,6 +8,13 @@
 // descriptor gets its reference implementation, 500x slower), so other convs stage strided
 // views through dense buffers.
 //
+// A conv followed by a residual Add (executor/cpu/residual_added_conv.h) can add the residual
+// inside the conv as a oneDNN binary post-op: each output element is written once, as
+// activation(conv + residual), instead of the conv's output being written, read back and added
+// in a second pass (hrnet's 32>128 @56x56 bottleneck conv: 529 -> 308 us with cold caches).
+// That takes dense views for a direct conv (strided ones for a pointwise conv's matmul) and a
+// conv activation oneDNN can fuse; otherwise creation fails with Unimplemented.
+//
 // oneDNN picks its implementation per configuration; only JIT ones are taken (its reference
 // implementation is plain loops, no match for XNNPACK); anything else fails with Unimplemented
 // so the caller falls back to XNNPACK.
@@ -19,6 +26,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
+#include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -45,10 +54,19 @@ memory::desc NhwcDesc(int64_t c, int64_t rows, int64_t w) {
 
 class OneDnnConvKernel final : public KernelBase {
  public:
+  // `add`: the residual Add after conv `id` to compute as a post-op (its residual's pixel
+  // stride in `residual_stride`; `layout`'s output is the add's), or -1 for none.
   static absl::StatusOr<std::unique_ptr<CpuKernel>> Create(const model::Graph& graph,
                                                            model::OpId id, WorkSlice slice,
-                                                           const KernelLayout& layout) {
+                                                           const KernelLayout& layout,
+                                                           model::OpId add = -1,
+                                                           int64_t residual_stride = 0) {
     std::unique_ptr<OneDnnConvKernel> k(new OneDnnConvKernel(graph, id, slice, layout));
+    if (add >= 0) {
+      k->residual_add_ = true;
+      k->add_activation_ = graph.op(add).activation;
+      k->residual_stride_ = residual_stride > 0 ? residual_stride : graph.output_shape(id).c;
+    }
     try {
       if (auto s = k->Init(graph, id); !s.ok()) return s;
     } catch (const dnnl::error& e) {
@@ -58,7 +76,19 @@ class OneDnnConvKernel final : public KernelBase {
   }
 
   absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) override {
+    if (residual_add_) {
+      // The conv's inputs, then the residual; `output` is the add's.
+      if (inputs.empty()) return Error("Setup got no views; expected the conv's and the residual");
+      const TensorView& residual = inputs.back();
+      inputs = inputs.first(inputs.size() - 1);
+      if (residual.shape != output.shape || residual.pixel_stride != residual_stride_ ||
+          residual.data == nullptr) {
+        return Error("the residual view does not match the output or the layout");
+      }
+      residual_ = residual;
+    }
     if (auto s = BindViews(inputs, output); !s.ok()) return s;
+    if (residual_add_) residual_mem_.set_data_handle(ResidualView().data);
     src_.set_data_handle(staged_in_.empty() ? InView().data : staged_in_.data());
     dst_.set_data_handle(staged_out_.empty() ? OutView().data : staged_out_.data());
     return absl::OkStatus();
@@ -68,16 +98,25 @@ class OneDnnConvKernel final : public KernelBase {
     omp_set_num_threads(1);
     if (!staged_in_.empty()) Copy(InView(), staged_in_.data(), false);
     try {
-      primitive_.execute(stream_, {{DNNL_ARG_SRC, src_},
-                                   {DNNL_ARG_WEIGHTS, weights_},
-                                   {DNNL_ARG_BIAS, bias_},
-                                   {DNNL_ARG_DST, dst_},
-                                   {DNNL_ARG_SCRATCHPAD, scratchpad_}});
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src_},
+                                           {DNNL_ARG_WEIGHTS, weights_},
+                                           {DNNL_ARG_BIAS, bias_},
+                                           {DNNL_ARG_DST, dst_},
+                                           {DNNL_ARG_SCRATCHPAD, scratchpad_}};
+      if (residual_add_) {
+        args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(binary_post_op_) | DNNL_ARG_SRC_1,
+                     residual_mem_);
+      }
+      primitive_.execute(stream_, args);
     } catch (const dnnl::error& e) {
       return absl::InternalError(absl::StrCat(name_, ": oneDNN: ", e.what()));
     }
     if (!staged_out_.empty()) Copy(OutView(), staged_out_.data(), true);
-    if (NeedsActivationPass(activation_)) ApplyActivationInPlace(activation_, OutView());
+    if (residual_add_) {
+      if (NeedsActivationPass(add_activation_)) ApplyActivationInPlace(add_activation_, OutView());
+    } else if (NeedsActivationPass(activation_)) {
+      ApplyActivationInPlace(activation_, OutView());
+    }
     return absl::OkStatus();
   }
 
@@ -98,6 +137,13 @@ class OneDnnConvKernel final : public KernelBase {
     return {output_.pixel(g_.out_row_begin, 0) + g_.out_channel_offset,
             {g_.out_rows, output_shape_.w, g_.out_channels},
             output_.pixel_stride};
+  }
+
+  // The part of the residual the slice adds: where OutView is in the output.
+  TensorView ResidualView() const {
+    return {residual_.pixel(g_.out_row_begin, 0) + g_.out_channel_offset,
+            {g_.out_rows, output_shape_.w, g_.out_channels},
+            residual_.pixel_stride};
   }
 
   // Copies between a strided view and a dense buffer of its shape (`to_view` sets direction).
@@ -125,10 +171,33 @@ class OneDnnConvKernel final : public KernelBase {
     // same configuration one primitive, which device threads then run concurrently.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::post_ops ops;
-    if (activation_.kind == model::ActivationKind::kRelu) {
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    } else if (activation_.kind == model::ActivationKind::kClip) {
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, activation_.min, activation_.max);
+    auto append_activation = [&ops](const model::Activation& a) {
+      if (a.kind == model::ActivationKind::kRelu) {
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      } else if (a.kind == model::ActivationKind::kClip) {
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, a.min, a.max);
+      }
+    };
+    append_activation(activation_);
+    // The conv alone, for comparing implementations (ChoosePd). Attributes are handles: a
+    // copy would share the residual post-op appended below.
+    plain_attr_.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    plain_attr_.set_post_ops(ops);
+    if (residual_add_) {
+      // The conv's own activation must be applied before the add: only as a post-op.
+      if (NeedsActivationPass(activation_)) {
+        return absl::UnimplementedError(
+            absl::StrCat(name_, ": its activation cannot run before a residual post-op"));
+      }
+      if (!IsPointwise() && (residual_stride_ != g_.out_channels ||
+                             output_stride_ != g_.out_channels || slice_.axis ==
+                                                                      model::SplitAxis::kOutputChannels)) {
+        return absl::UnimplementedError(absl::StrCat(
+            name_, ": a direct conv adds a residual post-op over dense, whole-width views only"));
+      }
+      binary_post_op_ = ops.len();
+      ops.append_binary(dnnl::algorithm::binary_add, ResidualDesc());
+      append_activation(add_activation_);
     }
     attr.set_post_ops(ops);
     stream_ = dnnl::stream(Engine());
@@ -164,9 +233,10 @@ class OneDnnConvKernel final : public KernelBase {
     const memory::desc user_weights_md({in_c, g_.out_channels}, memory::data_type::f32, {1, in_c});
     const memory::desc any_weights_md({in_c, g_.out_channels}, memory::data_type::f32,
                                       memory::format_tag::any);
-    const dnnl::matmul::primitive_desc pd(
-        dnnl::matmul::desc(src_md, any_weights_md, bias_md, dst_md), attr, Engine());
-    return Adopt<dnnl::matmul>(pd, user_weights_md, src_md, dst_md);
+    const dnnl::matmul::desc desc(src_md, any_weights_md, bias_md, dst_md);
+    auto pd = ChoosePd<dnnl::matmul::primitive_desc>(desc, attr);
+    if (!pd.ok()) return pd.status();
+    return Adopt<dnnl::matmul>(*pd, user_weights_md, src_md, dst_md);
   }
 
   absl::Status InitConv(const dnnl::primitive_attr& attr, const memory::desc& bias_md) {
@@ -194,15 +264,40 @@ class OneDnnConvKernel final : public KernelBase {
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
         any_weights_md, bias_md, dst_md, {w.stride_h, w.stride_w},
         {w.dilation_h - 1, w.dilation_w - 1}, {w.pad_top, w.pad_left}, {w.pad_bottom, w.pad_right});
-    dnnl::convolution_forward::primitive_desc pd(desc, attr, Engine());
-    if (PrefersDirectJit()) {
-      // oneDNN lists implementations best first; take its direct JIT kernel over brgconv.
-      dnnl::convolution_forward::primitive_desc first = pd;
-      while (!absl::StartsWith(pd.impl_info_str(), "jit:") && pd.next_impl()) {
+    auto pd = ChoosePd<dnnl::convolution_forward::primitive_desc>(desc, attr);
+    if (!pd.ok()) return pd.status();
+    return Adopt<dnnl::convolution_forward>(*pd, user_weights_md, src_md, dst_md);
+  }
+
+  // oneDNN's implementation of `desc` with `attr`: its first choice, or for convs where
+  // PrefersDirectJit its direct JIT kernel. With a residual post-op it must be the one the
+  // conv alone gets: where the post-op makes oneDNN fall back to another kernel (hrnet's
+  // 3x3 stride-2 512>1024 @7x7 conv: brgconv alone, a slower one with the post-op, 4.1 -> 4.9
+  // ms) the add is cheaper as a pass, and this is Unimplemented.
+  template <typename PrimitiveDesc, typename Desc>
+  absl::StatusOr<PrimitiveDesc> ChoosePd(const Desc& desc, const dnnl::primitive_attr& attr) {
+    auto choose = [&](const dnnl::primitive_attr& a) {
+      PrimitiveDesc pd(desc, a, Engine());
+      if constexpr (std::is_same_v<PrimitiveDesc, dnnl::convolution_forward::primitive_desc>) {
+        if (PrefersDirectJit()) {
+          // oneDNN lists implementations best first; take its direct JIT kernel over brgconv.
+          PrimitiveDesc first = pd;
+          while (!absl::StartsWith(pd.impl_info_str(), "jit:") && pd.next_impl()) {
+          }
+          if (!absl::StartsWith(pd.impl_info_str(), "jit:")) pd = first;
+        }
       }
-      if (!absl::StartsWith(pd.impl_info_str(), "jit:")) pd = first;
+      return pd;
+    };
+    PrimitiveDesc pd = choose(attr);
+    if (residual_add_) {
+      const std::string alone = choose(plain_attr_).impl_info_str();
+      if (alone != pd.impl_info_str()) {
+        return absl::UnimplementedError(absl::StrCat(name_, ": with a residual post-op oneDNN runs ",
+                                                     pd.impl_info_str(), ", alone ", alone));
+      }
     }
-    return Adopt<dnnl::convolution_forward>(pd, user_weights_md, src_md, dst_md);
+    return pd;
   }
 
   // Measured inside interleaved runs (psched_conv_kernels_bench, AVX-512, docs/runtime-
@@ -236,11 +331,29 @@ class OneDnnConvKernel final : public KernelBase {
     scratchpad_ = memory(pd.scratchpad_desc(), Engine());
     src_ = memory(src_md, Engine(), DNNL_MEMORY_NONE);
     dst_ = memory(dst_md, Engine(), DNNL_MEMORY_NONE);
+    if (residual_add_) residual_mem_ = memory(ResidualDesc(), Engine(), DNNL_MEMORY_NONE);
     return absl::OkStatus();
+  }
+
+  // The residual as the binary post-op's second source: shaped like the primitive's output.
+  memory::desc ResidualDesc() const {
+    if (IsPointwise()) {
+      return memory::desc({g_.out_rows * output_shape_.w, g_.out_channels}, memory::data_type::f32,
+                          {residual_stride_, 1});
+    }
+    return NhwcDesc(g_.out_channels, g_.out_rows, output_shape_.w);
   }
 
   ConvSlice g_;
   std::string impl_;
+  // Set when the kernel adds a residual as a post-op (Create's `add`).
+  bool residual_add_ = false;
+  dnnl::primitive_attr plain_attr_;  // without the residual and the add's activation
+  model::Activation add_activation_;
+  int64_t residual_stride_ = 0;
+  int binary_post_op_ = 0;  // its index among the post-ops
+  TensorView residual_;
+  memory residual_mem_;
   std::vector<float> staged_in_, staged_out_;  // empty: the view is dense, used in place
   dnnl::primitive primitive_;  // a convolution_forward, or a matmul for pointwise convs
   dnnl::stream stream_;        // in-order; carries only the engine on the CPU
@@ -253,6 +366,12 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateOneDnnConvKernel(const model::G
                                                                   model::OpId id, WorkSlice slice,
                                                                   const KernelLayout& layout) {
   return OneDnnConvKernel::Create(graph, id, slice, layout);
+}
+
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateOneDnnResidualConvKernel(
+    const model::Graph& graph, model::OpId conv, model::OpId add, WorkSlice slice,
+    const KernelLayout& layout, int64_t residual_pixel_stride) {
+  return OneDnnConvKernel::Create(graph, conv, slice, layout, add, residual_pixel_stride);
 }
 
 }  // namespace psched::executor::cpu::internal

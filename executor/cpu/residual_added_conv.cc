@@ -1,5 +1,7 @@
 #include "executor/cpu/residual_added_conv.h"
 
+#include <pthreadpool.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -9,6 +11,8 @@
 #include "executor/common/activation.h"
 #include "executor/common/residual_add_fusion.h"
 #include "executor/cpu/kernel_base.h"
+#include "executor/cpu/kernel_choice.h"
+#include "executor/cpu/parallel_slices_kernel.h"
 #include "model/split.h"
 
 namespace psched::executor::cpu {
@@ -39,6 +43,28 @@ void AddRegion(const TensorView& a, const TensorView& b, const TensorView& out, 
   }
 }
 
+// Setup's views for a conv + add kernel: the conv's `conv_inputs` inputs, its output and the
+// residual; `output` is the add's.
+absl::Status CheckViews(const std::string& library, size_t conv_inputs,
+                        std::span<const TensorView> inputs, const TensorView& output) {
+  if (inputs.size() != conv_inputs + 2) {
+    return absl::InvalidArgumentError(absl::StrCat(library, ": Setup got ", inputs.size(),
+                                                   " inputs, expected ", conv_inputs + 2));
+  }
+  const TensorView& conv_out = inputs[conv_inputs];
+  const TensorView& residual = inputs[conv_inputs + 1];
+  if (residual.shape != conv_out.shape || output.shape != conv_out.shape) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(library, ": the residual and the output must have the conv's shape"));
+  }
+  if (!ViewsAllowFusedAdd(inputs.first(conv_inputs), conv_out, residual, output)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        library, ": the add's output overlaps a tensor the conv's parts may still read"));
+  }
+  return absl::OkStatus();
+}
+
+// The add as a pass over each part the conv wrote.
 class ResidualAddedConv final : public CpuKernel {
  public:
   ResidualAddedConv(std::unique_ptr<CpuKernel> conv, size_t conv_inputs,
@@ -50,23 +76,11 @@ class ResidualAddedConv final : public CpuKernel {
         library_(std::move(library)) {}
 
   absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) override {
-    if (inputs.size() != conv_inputs_ + 2) {
-      return absl::InvalidArgumentError(absl::StrCat(library_, ": Setup got ", inputs.size(),
-                                                     " inputs, expected ", conv_inputs_ + 2));
-    }
+    if (absl::Status s = CheckViews(library_, conv_inputs_, inputs, output); !s.ok()) return s;
     const TensorView& conv_out = inputs[conv_inputs_];
-    const TensorView& residual = inputs[conv_inputs_ + 1];
-    if (residual.shape != conv_out.shape || output.shape != conv_out.shape) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(library_, ": the residual and the output must have the conv's shape"));
-    }
-    if (!ViewsAllowFusedAdd(inputs.first(conv_inputs_), conv_out, residual, output)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          library_, ": the add's output overlaps a tensor the conv's parts may still read"));
-    }
     if (absl::Status s = conv_->Setup(inputs.first(conv_inputs_), conv_out); !s.ok()) return s;
     conv_out_ = conv_out;
-    residual_ = residual;
+    residual_ = inputs[conv_inputs_ + 1];
     output_ = output;
     return absl::OkStatus();
   }
@@ -96,6 +110,28 @@ class ResidualAddedConv final : public CpuKernel {
   TensorView conv_out_, residual_, output_;
 };
 
+// The add inside the conv's kernels (oneDNN's binary post-op): the conv's output is never
+// written, the add's is written once.
+class PostOpResidualConv final : public CpuKernel {
+ public:
+  PostOpResidualConv(std::unique_ptr<CpuKernel> conv, size_t conv_inputs, std::string library)
+      : conv_(std::move(conv)), conv_inputs_(conv_inputs), library_(std::move(library)) {}
+
+  absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) override {
+    if (absl::Status s = CheckViews(library_, conv_inputs_, inputs, output); !s.ok()) return s;
+    std::vector<TensorView> views(inputs.begin(), inputs.begin() + conv_inputs_);
+    views.push_back(inputs[conv_inputs_ + 1]);
+    return conv_->Setup(views, output);
+  }
+  absl::Status Run() override { return conv_->Run(); }
+  std::string_view library() const override { return library_; }
+
+ private:
+  std::unique_ptr<CpuKernel> conv_;
+  size_t conv_inputs_;
+  std::string library_;
+};
+
 class FusedAwayKernel final : public CpuKernel {
  public:
   absl::Status Setup(std::span<const TensorView>, const TensorView&) override {
@@ -107,22 +143,53 @@ class FusedAwayKernel final : public CpuKernel {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CpuKernel>> CreateResidualAddedConv(const model::Graph& graph,
-                                                                   model::OpId conv,
-                                                                   model::OpId add,
-                                                                   const KernelLayout& conv_layout,
-                                                                   pthreadpool_t threadpool) {
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateResidualAddedConv(
+    const model::Graph& graph, model::OpId conv, model::OpId add, const ResidualAddLayout& layout,
+    pthreadpool_t threadpool) {
   if (!FusableResidual(graph, conv, add)) {
     return absl::InvalidArgumentError(
         absl::StrCat("op ", add, " '", graph.op(add).name, "' is not a residual add of op ", conv));
   }
-  auto kernel = CreateCpuKernel(graph, conv, WorkSlice::Whole(), conv_layout, threadpool);
+  const size_t conv_inputs = graph.ActivationInputs(conv).size();
+#ifdef PSCHED_HAVE_ONEDNN
+  // The post-op saves a pass that reads the conv's output and the residual and writes the
+  // sum, but slows oneDNN's inner loop a little. Measured on hrnet (psched_coexec_bench
+  // --per-op-dir, one core): a gain where each output element takes few multiply-adds
+  // (32>128 1x1 @56x56: 748 -> 528 us; 3x3 16>16 and 32>32: 4-6%), a loss where it takes
+  // thousands (1024>2048 1x1 @7x7 +7%, 3x3 stride-2 512>1024 +5%).
+  constexpr int64_t kMaxPostOpMacsPerOutput = 512;
+  const auto& attrs = std::get<model::ConvAttrs>(graph.op(conv).attrs);
+  const int64_t macs_per_output =
+      graph.tensor(graph.ActivationInputs(conv)[0]).shape.c / attrs.groups *
+      attrs.window.kernel_h * attrs.window.kernel_w;
+  if (macs_per_output <= kMaxPostOpMacsPerOutput &&
+      ChooseConvLibrary(graph, conv, WorkSlice::Whole()) == KernelLibrary::kOneDnn) {
+    KernelLayout add_layout = layout.conv;
+    add_layout.output_pixel_stride = layout.output_pixel_stride;
+    auto one_thread = [&](WorkSlice part) {
+      return internal::CreateOneDnnResidualConvKernel(graph, conv, add, part, add_layout,
+                                                      layout.residual_pixel_stride);
+    };
+    auto kernel = threadpool != nullptr && pthreadpool_get_threads_count(threadpool) > 1
+                      ? internal::CreateParallelSlicesKernel(graph, conv, WorkSlice::Whole(),
+                                                             threadpool, one_thread)
+                      : one_thread(WorkSlice::Whole());
+    if (kernel.ok()) {
+      std::string library = std::string((*kernel)->library()) + " + add post-op";
+      return std::unique_ptr<CpuKernel>(std::make_unique<PostOpResidualConv>(
+          *std::move(kernel), conv_inputs, std::move(library)));
+    }
+    // Where the post-op cannot apply, the conv's kernel and an add pass below.
+    if (kernel.status().code() != absl::StatusCode::kUnimplemented) return kernel.status();
+  }
+#endif
+  auto kernel = CreateCpuKernel(graph, conv, WorkSlice::Whole(), layout.conv, threadpool);
   if (!kernel.ok()) return kernel.status();
   const int64_t units = model::WorkSize(graph, conv, model::SplitAxis::kOutputChannels);
   std::string library = std::string((*kernel)->library()) + " + add";
   return std::unique_ptr<CpuKernel>(std::make_unique<ResidualAddedConv>(
-      *std::move(kernel), graph.ActivationInputs(conv).size(), graph.op(add).activation,
-      graph.output_shape(conv).c / units, std::move(library)));
+      *std::move(kernel), conv_inputs, graph.op(add).activation, graph.output_shape(conv).c / units,
+      std::move(library)));
 }
 
 std::unique_ptr<CpuKernel> CreateFusedAwayKernel() { return std::make_unique<FusedAwayKernel>(); }

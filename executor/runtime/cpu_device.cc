@@ -98,8 +98,10 @@ absl::StatusOr<std::unique_ptr<Subtask>> CpuDevice::CompileResidualAddedConv(
         inputs.size(), " views"));
   }
   // The conv's own views: its inputs, then its output (the residual comes last).
-  const cpu::KernelLayout layout =
-      LayoutOf(inputs.first(inputs.size() - 2), inputs[inputs.size() - 2]);
+  const cpu::ResidualAddLayout layout{
+      .conv = LayoutOf(inputs.first(inputs.size() - 2), inputs[inputs.size() - 2]),
+      .residual_pixel_stride = inputs.back().pixel_stride,
+      .output_pixel_stride = output.pixel_stride};
   return CompileOnWorker(
       [&](pthreadpool_t pool) {
         return cpu::CreateResidualAddedConv(graph, conv, add, layout, pool);
