@@ -56,6 +56,8 @@ json RunCostsToJson(const RunCosts& costs) {
           {"run_overhead_us", costs.run_overhead_us},
           {"multi_device_measured_us", costs.multi_device_measured_us},
           {"multi_device_replay_us", costs.multi_device_replay_us},
+          {"gpu_multi_device_measured_us", costs.gpu_multi_device_measured_us},
+          {"gpu_multi_device_replay_us", costs.gpu_multi_device_replay_us},
           {"in_run", std::move(in_run)},
           {"sync", std::move(sync)}};
 }
@@ -102,6 +104,8 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
   costs.run_overhead_us = stored.value("run_overhead_us", 0.0);
   costs.multi_device_measured_us = stored.value("multi_device_measured_us", 0.0);
   costs.multi_device_replay_us = stored.value("multi_device_replay_us", 0.0);
+  costs.gpu_multi_device_measured_us = stored.value("gpu_multi_device_measured_us", 0.0);
+  costs.gpu_multi_device_replay_us = stored.value("gpu_multi_device_replay_us", 0.0);
   return costs;
 }
 
@@ -119,6 +123,11 @@ std::string FormatRunCosts(const RunCosts& costs) {
     absl::StrAppendFormat(&out,
                           "multi-device plans: %.0f us measured, %.0f us predicted without sync\n",
                           costs.multi_device_measured_us, costs.multi_device_replay_us);
+  }
+  if (costs.gpu_multi_device_measured_us > 0) {
+    absl::StrAppendFormat(
+        &out, "plans with the GPU: %.0f us measured, %.0f us predicted without sync\n",
+        costs.gpu_multi_device_measured_us, costs.gpu_multi_device_replay_us);
   }
   for (const RunCosts::Sync& s : costs.sync) {
     absl::StrAppendFormat(&out, "sync %s -> %s %.1f us per edge\n", s.from, s.to, s.us);

@@ -44,9 +44,13 @@ struct RunCosts {
   // as replayed with their predicted subtask times (in-run factors applied) and no sync cost.
   double multi_device_measured_us = 0;
   double multi_device_replay_us = 0;
+  // The same for the GPU's probes beside one CPU device (0 without a GPU).
+  double gpu_multi_device_measured_us = 0;
+  double gpu_multi_device_replay_us = 0;
 };
 
 // {"probes", "runs", "run_overhead_us", "multi_device_measured_us", "multi_device_replay_us",
+//  "gpu_multi_device_measured_us", "gpu_multi_device_replay_us",
 //  "in_run": [{"device", "measured_us", "predicted_us", "factor"}, ...],
 //  "sync": [{"from", "to", "us"}, ...]}
 nlohmann::json RunCostsToJson(const RunCosts& costs);

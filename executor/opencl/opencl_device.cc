@@ -211,12 +211,14 @@ absl::Status ClStatus(cl_int code, const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", ClErrorName(code)));
 }
 
-absl::StatusOr<double> EventDurationUs(cl_event event) {
+absl::StatusOr<double> EventDurationUs(cl_event event) { return EventSpanUs(event, event); }
+
+absl::StatusOr<double> EventSpanUs(cl_event first, cl_event last) {
   cl_ulong start = 0, end = 0;
   cl_int err =
-      clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr);
+      clGetEventProfilingInfo(first, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr);
   if (err == CL_SUCCESS) {
-    err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr);
+    err = clGetEventProfilingInfo(last, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr);
   }
   if (err != CL_SUCCESS) return ClStatus(err, "clGetEventProfilingInfo");
   return static_cast<double>(end - start) / 1000.0;

@@ -72,6 +72,8 @@ absl::Status ClStatus(cl_int code, const std::string& what);
 // per-subtask GPU timing the runtime reports and calibration learns from.
 // REQUIRES: the event's queue has profiling enabled (OpenClDevice's does) and it completed.
 absl::StatusOr<double> EventDurationUs(cl_event event);
+// From `first`'s START to `last`'s END: a kernel enqueued as several launches.
+absl::StatusOr<double> EventSpanUs(cl_event first, cl_event last);
 
 class OpenClDevice {
  public:

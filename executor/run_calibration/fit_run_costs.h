@@ -6,9 +6,10 @@
 // - In-run factor of a device: the geometric mean, over the probes that ran subtasks on it, of
 //   the median run's summed measured subtask time on the device over the same subtasks'
 //   predicted time.
-// - Sync cost: one value for every ordered pair of `sync_devices` (hand-offs between host
-//   threads cost alike in either direction here; devices outside keep none - a GPU waits and
-//   signals in its own queue, and its dispatch_us already charges that). It is the cost c at
+// - Sync cost: one value for every ordered pair of `sync_devices` (hand-offs cost alike in
+//   either direction here; devices outside keep none. Host calibration fits the CPU devices'
+//   pairs and a GPU's with one CPU device in separate probes, run_cost_calibration.h). It is
+//   the cost c at
 //   which the probes that use two or more devices, replayed in the order their subtasks ran
 //   with the durations the fitted model predicts (the schedule's times the device's in-run
 //   factor) and c on every edge between two of those devices (ReplayUs), take what they took

@@ -1,5 +1,6 @@
 #include "executor/run_calibration/run_cost_calibration.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -24,12 +25,13 @@ absl::StatusOr<calibration::RunCosts> CalibrateRunCosts(
                                                    " and the model ", model.num_devices()));
   }
   std::vector<std::string> names;
+  int gpus = 0;
   for (const platform::DeviceSpec& d : platform.devices) {
-    if (d.kind != platform::DeviceKind::kCpu) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "run costs: device '", d.name, "' is not a CPU device; probe host-thread devices only"));
-    }
+    gpus += d.kind == platform::DeviceKind::kGpu ? 1 : 0;
     names.push_back(d.name);
+  }
+  if (gpus > 1) {
+    return absl::InvalidArgumentError("run costs: probe one GPU at a time");
   }
   std::vector<std::string> methods;
   for (const std::string& name : names) methods.push_back("single:" + name);
@@ -62,30 +64,91 @@ absl::StatusOr<calibration::RunCosts> CalibrateRunCosts(
   return FitRunCosts(*results, names, std::vector<bool>(names.size(), true));
 }
 
+namespace {
+
+// Probes the devices `indices` of `platform` (named `suffix`), on runtime devices made as
+// pschedd makes them, with `model`'s predictions for them.
+// A GPU among them has its dispatcher pinned to `gpu_core` (negative: not pinned).
+absl::StatusOr<calibration::RunCosts> ProbeSubset(
+    std::span<const model::Graph> graphs, const platform::Platform& platform,
+    const std::vector<int>& indices, const std::string& suffix, int gpu_core,
+    std::shared_ptr<const predictor::LatencyModel> model, const PlanFn& plan,
+    const RunCostOptions& options) {
+  platform::Platform subset = platform;  // its cache line, bandwidth
+  subset.name = absl::StrCat(platform.name, "-", suffix);
+  subset.devices.clear();
+  for (int d : indices) subset.devices.push_back(platform.devices[static_cast<size_t>(d)]);
+  const runtime::PlatformDeviceOptions device_options{.gpu_core = gpu_core};
+  absl::StatusOr<std::unique_ptr<predictor::DeviceSubsetModel>> subset_model =
+      predictor::DeviceSubsetModel::Create(std::move(model), indices);
+  if (!subset_model.ok()) return subset_model.status();
+  // As pschedd runs them: a cluster device on one pinned thread per core.
+  absl::StatusOr<std::unique_ptr<runtime::PlatformDevices>> devices =
+      runtime::PlatformDevices::Create(subset, device_options);
+  // A GPU without a selector is the one per-op calibration timed: a GPU-type device, else the
+  // first device of any type (PoCL on development machines).
+  for (platform::DeviceSpec& spec : subset.devices) {
+    if (devices.ok() || devices.status().code() != absl::StatusCode::kNotFound) break;
+    if (spec.kind != platform::DeviceKind::kGpu || !spec.opencl_device.empty()) continue;
+    spec.opencl_device = "0";
+    devices = runtime::PlatformDevices::Create(subset, device_options);
+  }
+  if (!devices.ok()) return devices.status();
+  return CalibrateRunCosts(graphs, subset, (*devices)->devices(), (*devices)->runtime_options(),
+                           **subset_model, plan, options);
+}
+
+}  // namespace
+
 absl::StatusOr<calibration::RunCosts> CalibrateHostRunCosts(
     std::span<const model::Graph> graphs, const platform::Platform& platform,
     const std::vector<bool>& usable, std::shared_ptr<const predictor::LatencyModel> model,
     const PlanFn& plan, const RunCostOptions& options) {
-  platform::Platform cpus = platform;  // its cache line, bandwidth
-  cpus.name = platform.name + "-cpus";
-  cpus.devices.clear();
-  std::vector<int> indices;
+  std::vector<int> cpus;
+  int gpu = -1;
   for (size_t d = 0; d < platform.devices.size(); ++d) {
     const platform::DeviceSpec& spec = platform.devices[d];
-    if (spec.kind != platform::DeviceKind::kCpu || (!usable.empty() && !usable[d])) continue;
-    cpus.devices.push_back(spec);
-    indices.push_back(static_cast<int>(d));
+    if (!usable.empty() && !usable[d]) continue;
+    if (spec.kind == platform::DeviceKind::kCpu) cpus.push_back(static_cast<int>(d));
+    if (spec.kind == platform::DeviceKind::kGpu && gpu < 0) gpu = static_cast<int>(d);
   }
-  if (cpus.devices.empty()) return calibration::RunCosts{};
-  absl::StatusOr<std::unique_ptr<predictor::DeviceSubsetModel>> subset =
-      predictor::DeviceSubsetModel::Create(std::move(model), std::move(indices));
-  if (!subset.ok()) return subset.status();
-  // As pschedd runs them: a cluster device on one pinned thread per core.
-  absl::StatusOr<std::unique_ptr<runtime::PlatformDevices>> devices =
-      runtime::PlatformDevices::Create(cpus);
-  if (!devices.ok()) return devices.status();
-  return CalibrateRunCosts(graphs, cpus, (*devices)->devices(), (*devices)->runtime_options(),
-                           **subset, plan, options);
+  if (cpus.empty()) return calibration::RunCosts{};
+  absl::StatusOr<calibration::RunCosts> costs =
+      ProbeSubset(graphs, platform, cpus, "cpus", -1, model, plan, options);
+  if (!costs.ok() || gpu < 0) return costs;
+  // The GPU beside one CPU device, the first: its in-run factor and what an edge between it
+  // and a host thread costs (its waits and signals run in its own queue, so the CPU pairs'
+  // cost does not carry over). The edge's cost is the same for every CPU device. Its driver
+  // runs on another CPU device's core, off the probed one's, as psched_coexec_bench's
+  // platform B has it.
+  int gpu_core = -1;
+  for (int c : cpus) {
+    const std::vector<int>& cores = platform.devices[static_cast<size_t>(c)].cpu_cores;
+    const std::vector<int>& first = platform.devices[static_cast<size_t>(cpus.front())].cpu_cores;
+    for (int core : cores) {
+      if (gpu_core < 0 && std::find(first.begin(), first.end(), core) == first.end()) {
+        gpu_core = core;
+      }
+    }
+  }
+  absl::StatusOr<calibration::RunCosts> with_gpu =
+      ProbeSubset(graphs, platform, {cpus.front(), gpu}, "gpu", gpu_core, model, plan, options);
+  if (!with_gpu.ok()) return with_gpu.status();
+  const std::string& gpu_name = platform.devices[static_cast<size_t>(gpu)].name;
+  for (const calibration::RunCosts::InRun& r : with_gpu->in_run) {
+    if (r.device == gpu_name) costs->in_run.push_back(r);
+  }
+  // No plan used both (the GPU got no share): nothing measured, no cost claimed.
+  for (int c : cpus) {
+    if (with_gpu->sync.empty()) break;
+    const std::string& cpu_name = platform.devices[static_cast<size_t>(c)].name;
+    costs->sync.push_back({.from = cpu_name, .to = gpu_name, .us = with_gpu->sync.front().us});
+    costs->sync.push_back({.from = gpu_name, .to = cpu_name, .us = with_gpu->sync.front().us});
+  }
+  costs->probes += with_gpu->probes;
+  costs->gpu_multi_device_measured_us = with_gpu->multi_device_measured_us;
+  costs->gpu_multi_device_replay_us = with_gpu->multi_device_replay_us;
+  return costs;
 }
 
 }  // namespace psched::executor::run_calibration

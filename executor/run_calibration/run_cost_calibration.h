@@ -42,8 +42,8 @@ struct RunCostOptions {
 
 // `platform` lists the probed devices, `devices` runs them (same order), `model` predicts them
 // (device i of the model is device i of the platform). InvalidArgument for no graphs, a device
-// count that differs between the three, or a GPU among the devices (its hand-offs happen in its
-// own queue, see fit_run_costs.h); planning and runtime errors otherwise, naming the probe.
+// count that differs between the three, or more than one GPU; planning and runtime errors
+// otherwise, naming the probe.
 absl::StatusOr<calibration::RunCosts> CalibrateRunCosts(
     std::span<const model::Graph> graphs, const platform::Platform& platform,
     std::span<runtime::Device* const> devices, const runtime::RuntimeOptions& runtime_options,
@@ -53,7 +53,11 @@ absl::StatusOr<calibration::RunCosts> CalibrateRunCosts(
 // (those with `usable` set; all when it is empty) on runtime devices of their own, made as
 // pschedd makes them (runtime::PlatformDevices: a cluster runs every subtask on one pinned thread
 // per core) but not a daemon's serving ones, whose queues a probe would interleave with; `model`
-// predicts every device of `platform`. A platform without a usable CPU device gives empty costs.
+// predicts every device of `platform`. Then, with a usable GPU, the GPU beside the first CPU
+// device (its driver pinned to a core of another CPU device): the GPU's in-run factor, and one
+// sync cost for an edge between the GPU and any CPU device in either direction - its waits
+// and signals run in its own queue, so they cost something else than a hand-off between host
+// threads. A platform without a usable CPU device gives empty costs.
 absl::StatusOr<calibration::RunCosts> CalibrateHostRunCosts(
     std::span<const model::Graph> graphs, const platform::Platform& platform,
     const std::vector<bool>& usable, std::shared_ptr<const predictor::LatencyModel> model,

@@ -1,8 +1,12 @@
 #include "executor/run_calibration/run_cost_calibration.h"
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "executor/opencl/opencl_device.h"
 #include "executor/run_calibration/two_cores_for_test.h"
 #include "executor/testing/graph_builder.h"
 #include "gmock/gmock.h"
@@ -18,12 +22,14 @@ using model::OpKind;
 using ::testing::HasSubstr;
 using testing::RandomConv;
 
-// A chain of convs over 24x24 pixels, with shapes only: the probes synthesise its weights.
-model::Graph ConvChain() {
+// A chain of convs over `side`x`side` pixels of `channels`, with shapes only: the probes
+// synthesise its weights.
+model::Graph ConvChain(int64_t side = 24, int64_t channels = 8) {
   testing::GraphBuilder b("chain");
-  auto t = b.AddInput({24, 24, 8});
+  auto t = b.AddInput({side, side, channels});
   for (int i = 0; i < 4; ++i) {
-    t = b.AddOp(OpKind::kConv2d, {t}, {24, 24, 8}, RandomConv(b, 8, 8, 3, 1, 1, 1, 1, i));
+    t = b.AddOp(OpKind::kConv2d, {t}, {side, side, channels},
+                RandomConv(b, channels, channels, 3, 1, 1, 1, 1, static_cast<uint32_t>(i)));
   }
   b.MarkOutput(t);
   model::Graph g = b.Build();
@@ -76,12 +82,12 @@ TEST_F(RunCostCalibrationTest, OneDeviceGetsNoSync) {
   EXPECT_TRUE(costs->sync.empty());
 }
 
-// The host's step: only the usable CPU devices of the whole platform are probed (the gpu is never
-// opened), with the model of the whole platform.
+// The host's step: only the usable CPU devices of the whole platform are probed (the unusable
+// gpu is never opened), with the model of the whole platform.
 TEST_F(RunCostCalibrationTest, TheHostStepProbesTheUsableCpuDevices) {
   const predictor::Profile host = predictor::HostProfile(2);  // cpu.0, cpu.1, gpu
-  auto costs = CalibrateHostRunCosts(graphs_, host.platform, {false, true, true}, host.model, Plan,
-                                     {.probe = {.warmup_runs = 0, .rounds = 1}});
+  auto costs = CalibrateHostRunCosts(graphs_, host.platform, {false, true, false}, host.model,
+                                     Plan, {.probe = {.warmup_runs = 0, .rounds = 1}});
   ASSERT_TRUE(costs.ok()) << costs.status();
   EXPECT_EQ(costs->probes, 1);
   ASSERT_EQ(costs->in_run.size(), 1u);
@@ -91,7 +97,38 @@ TEST_F(RunCostCalibrationTest, TheHostStepProbesTheUsableCpuDevices) {
   EXPECT_EQ(none->probes, 0);
 }
 
-TEST_F(RunCostCalibrationTest, RefusesGpusMismatchesAndFailedPlans) {
+// With a usable GPU, a second stage probes it beside the first CPU device: the GPU gets its
+// own in-run factor, and one fitted cost for an edge between it and any CPU device, in both
+// directions, beside the CPU devices' own pairs.
+TEST_F(RunCostCalibrationTest, TheHostStepProbesTheGpuBesideTheFirstCpuDevice) {
+  if (opencl::ListDevices().value_or(std::vector<opencl::DeviceInfo>{}).empty()) {
+    GTEST_SKIP() << "no OpenCL device";
+  }
+  const predictor::Profile host = predictor::HostProfile(2);  // cpu.0, cpu.1, gpu
+  // Convs large enough that partition-only gives the GPU a share.
+  const std::vector<model::Graph> graphs = {ConvChain(48, 32)};
+  auto costs = CalibrateHostRunCosts(graphs, host.platform, {}, host.model, Plan,
+                                     {.methods = {"partition-only"},
+                                      .probe = {.warmup_runs = 0, .rounds = 1}});
+  ASSERT_TRUE(costs.ok()) << costs.status();
+  // cpu.0, cpu.1 and one plan over both; then cpu.0, gpu and one plan over both.
+  EXPECT_EQ(costs->probes, 6);
+  std::vector<std::string> in_run;
+  for (const calibration::RunCosts::InRun& r : costs->in_run) in_run.push_back(r.device);
+  EXPECT_THAT(in_run, ::testing::ElementsAre("cpu.0", "cpu.1", "gpu"));
+  std::map<std::pair<std::string, std::string>, double> sync;
+  for (const calibration::RunCosts::Sync& e : costs->sync) sync[{e.from, e.to}] = e.us;
+  ASSERT_EQ(sync.size(), 6u);
+  const double gpu_edge = sync[{"cpu.0", "gpu"}];
+  for (const auto& pair : std::vector<std::pair<std::string, std::string>>{
+           {"gpu", "cpu.0"}, {"cpu.1", "gpu"}, {"gpu", "cpu.1"}}) {
+    EXPECT_EQ(sync.at(pair), gpu_edge) << pair.first << " -> " << pair.second;
+  }
+  EXPECT_TRUE(sync.contains({"cpu.0", "cpu.1"}));
+  EXPECT_GT(costs->gpu_multi_device_measured_us, 0);
+}
+
+TEST_F(RunCostCalibrationTest, RefusesTwoGpusMismatchesAndFailedPlans) {
   auto error = [&](std::span<const model::Graph> graphs, const platform::Platform& platform,
                    std::span<runtime::Device* const> devices, const PlanFn& plan) {
     return std::string(
@@ -101,9 +138,9 @@ TEST_F(RunCostCalibrationTest, RefusesGpusMismatchesAndFailedPlans) {
   const std::vector<runtime::Device*> first = {devices_[0]};
   EXPECT_THAT(error(graphs_, platform_, first, Plan),
               HasSubstr("the platform has 2 devices, the runtime 1 and the model 2"));
-  platform::Platform gpu = platform_;
-  gpu.devices[1].kind = platform::DeviceKind::kGpu;
-  EXPECT_THAT(error(graphs_, gpu, devices_, Plan), HasSubstr("'cpu.1' is not a CPU device"));
+  platform::Platform gpus = platform_;
+  gpus.devices[0].kind = gpus.devices[1].kind = platform::DeviceKind::kGpu;
+  EXPECT_THAT(error(graphs_, gpus, devices_, Plan), HasSubstr("one GPU at a time"));
   const PlanFn failing = [](const scheduler::Problem&, const std::string&) {
     return absl::StatusOr<scheduler::Schedule>(absl::UnavailableError("no planner"));
   };

@@ -325,7 +325,9 @@ absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceS
   platform::Platform platform = predictor::HostProfile(1).platform;
   platform.devices = devices;
   const auto start = std::chrono::steady_clock::now();
-  std::fprintf(stderr, "[run costs] plans of %zu models on the CPU devices, %d rounds\n",
+  std::fprintf(stderr,
+               "[run costs] plans of %zu models on the CPU devices, then a GPU beside the first, "
+               "%d rounds\n",
                graphs.size(), flags.run_rounds);
   absl::StatusOr<executor::calibration::RunCosts> costs =
       executor::run_calibration::CalibrateHostRunCosts(
