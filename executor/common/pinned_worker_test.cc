@@ -173,6 +173,19 @@ TEST(PinnedWorkerTest, ACallerOnAnotherCoreOrBesideABusyWorkerDoesNot) {
   EXPECT_TRUE(ran);
 }
 
+// Narrows a worker of cores {0, 1} to core 0, as CpuThreadpool::Create does on a cluster
+// device's worker.
+absl::Status PinTheWorkerToCoreZero(PinnedWorker& worker) {
+  return worker.Call([] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0
+               ? absl::OkStatus()
+               : absl::InternalError("cannot pin the worker to core 0");
+  });
+}
+
 // A worker of cores {0, 1} pinned to core 0 (as a cluster device's threadpool pins it): a
 // caller on core 1 takes its place only through the take_core hook, which is asked for core
 // 1; the worker's thread then moves to core 1 and the job runs pinned there.
@@ -185,17 +198,7 @@ TEST(PinnedWorkerTest, ACallerOnAnotherCoreOfTheWorkerTakesItOverThroughTheHook)
     return allow;
   });
   ASSERT_TRUE(worker.ok()) << worker.status();
-  // Narrow the worker to core 0, as CpuThreadpool::Create does on it.
-  ASSERT_TRUE((*worker)
-                  ->Call([] {
-                    cpu_set_t one;
-                    CPU_ZERO(&one);
-                    CPU_SET(0, &one);
-                    return pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0
-                               ? absl::OkStatus()
-                               : absl::InternalError("cannot pin");
-                  })
-                  .ok());
+  ASSERT_TRUE(PinTheWorkerToCoreZero(**worker).ok());
   ScopedAffinity on_core_1({1});
   ASSERT_TRUE(on_core_1.ok());
   EXPECT_TRUE((*worker)->CallerOnItsCores());
@@ -233,15 +236,7 @@ TEST(PinnedWorkerTest, WithoutTheHookACallerOnAnotherCoreDoesNotTakeItOver) {
   if (!TwoCoresUsable()) GTEST_SKIP() << "needs cores 0 and 1";
   auto worker = PinnedWorker::Start({0, 1});
   ASSERT_TRUE(worker.ok()) << worker.status();
-  ASSERT_TRUE((*worker)
-                  ->Call([] {
-                    cpu_set_t one;
-                    CPU_ZERO(&one);
-                    CPU_SET(0, &one);
-                    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-                    return absl::OkStatus();
-                  })
-                  .ok());
+  ASSERT_TRUE(PinTheWorkerToCoreZero(**worker).ok());
   ScopedAffinity on_core_1({1});
   ASSERT_TRUE(on_core_1.ok());
   EXPECT_FALSE((*worker)->CallerOnItsCores());
