@@ -269,17 +269,17 @@ absl::StatusOr<double> TimeGpuCase(opencl::OpenClDevice* device, const Calibrati
   spdlog::debug("calibration: gpu kernel for {} ready after {:.1f} ms", c.source,
                 Micros(Clock::now() - created) / 1e3);
   // PoCL runs the kernels on threads of its own, whose caches this thread cannot evict.
-  return MedianOfRuns(
-      options.warmup_runs, options.runs, options.fastest_run, [&]() -> absl::StatusOr<double> {
-        cl_event first = nullptr, last = nullptr;
-        absl::Status s = (*prepared)->kernel->Enqueue(&last, &first);
-        if (s.ok()) s = device->Finish();
-        absl::StatusOr<double> us = s.ok() ? opencl::EventSpanUs(first, last) : s;
-        for (cl_event e : {first, last}) {
-          if (e != nullptr) clReleaseEvent(e);
-        }
-        return us;
-      });
+  return MedianOfRuns(options.warmup_runs, options.runs, options.fastest_run,
+                      [&]() -> absl::StatusOr<double> {
+                        cl_event first = nullptr, last = nullptr;
+                        absl::Status s = (*prepared)->kernel->Enqueue(&last, &first);
+                        if (s.ok()) s = device->Finish();
+                        absl::StatusOr<double> us = s.ok() ? opencl::EventSpanUs(first, last) : s;
+                        for (cl_event e : {first, last}) {
+                          if (e != nullptr) clReleaseEvent(e);
+                        }
+                        return us;
+                      });
 }
 
 // A device opened for timing: a worker pinned to its cores with its thread pool (CPU), or the

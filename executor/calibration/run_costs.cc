@@ -125,9 +125,9 @@ std::string FormatRunCosts(const RunCosts& costs) {
                           costs.multi_device_measured_us, costs.multi_device_replay_us);
   }
   if (costs.gpu_multi_device_measured_us > 0) {
-    absl::StrAppendFormat(
-        &out, "plans with the GPU: %.0f us measured, %.0f us predicted without sync\n",
-        costs.gpu_multi_device_measured_us, costs.gpu_multi_device_replay_us);
+    absl::StrAppendFormat(&out,
+                          "plans with the GPU: %.0f us measured, %.0f us predicted without sync\n",
+                          costs.gpu_multi_device_measured_us, costs.gpu_multi_device_replay_us);
   }
   for (const RunCosts::Sync& s : costs.sync) {
     absl::StrAppendFormat(&out, "sync %s -> %s %.1f us per edge\n", s.from, s.to, s.us);

@@ -124,8 +124,7 @@ bool PinnedWorker::TryRunHere(const std::function<void()>& job) {
     // The worker is idle and stays asleep while caller_runs_: its core moves to the caller's.
     CPU_ZERO(&worker_set);
     CPU_SET(cpu, &worker_set);
-    ok = take_core_(cpu) &&
-         pthread_setaffinity_np(native_, sizeof(worker_set), &worker_set) == 0;
+    ok = take_core_(cpu) && pthread_setaffinity_np(native_, sizeof(worker_set), &worker_set) == 0;
   }
   if (ok) {
     // Pinned like the worker for the job (not more widely than the caller was): kernels that

@@ -1,7 +1,6 @@
 #include "executor/common/pinned_worker.h"
 
 #include <gtest/gtest.h>
-
 #include <pthread.h>
 #include <sched.h>
 

@@ -32,8 +32,13 @@ absl::StatusOr<std::unique_ptr<CpuGraphExecutor>> CpuGraphExecutor::Create(
   // Between runs the pool's threads sleep instead of spinning out the cores. A caller on any
   // of the cores may run in the worker's place (Run).
   auto worker = PinnedWorker::Start(
-      options.cores, [e] { if (e->threadpool_ != nullptr) e->threadpool_->Park(); },
-      [e](int core) { return e->threadpool_ != nullptr && e->threadpool_->MoveThreadZeroTo(core); });
+      options.cores,
+      [e] {
+        if (e->threadpool_ != nullptr) e->threadpool_->Park();
+      },
+      [e](int core) {
+        return e->threadpool_ != nullptr && e->threadpool_->MoveThreadZeroTo(core);
+      });
   if (!worker.ok()) return worker.status();
   exec->worker_ = std::move(*worker);
   if (auto s = exec->worker_->Call([e, &graph, &options] {
@@ -117,12 +122,11 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads,
       in_views.push_back(out_view);
       in_views.push_back(ViewOf(graph, residual));
       const TensorView add_out = ViewOf(graph, graph.op(add).output);
-      auto fused = CreateResidualAddedConv(
-          graph, id, add,
-          {.conv = layout,
-           .residual_pixel_stride = in_views.back().pixel_stride,
-           .output_pixel_stride = add_out.pixel_stride},
-          threadpool_->get());
+      auto fused = CreateResidualAddedConv(graph, id, add,
+                                           {.conv = layout,
+                                            .residual_pixel_stride = in_views.back().pixel_stride,
+                                            .output_pixel_stride = add_out.pixel_stride},
+                                           threadpool_->get());
       if (!fused.ok()) return fused.status();
       if (auto s = (*fused)->Setup(in_views, add_out); !s.ok()) {
         return s;

@@ -392,23 +392,24 @@ TEST(CpuExecutorResidualAdd, TheAddRunsAsAPostOpWhereOneDnnCanAndAsAPassElsewher
   };
   const Case cases[] = {
       {{20, 18, 32}, 3, 1, ActivationKind::kNone, true},
-      {{20, 18, 32}, 3, 2, ActivationKind::kNone, true},     // parts by rows
-      {{7, 7, 256}, 1, 2, ActivationKind::kNone, true},      // matmul parts by channels
-      {{6, 6, 64}, 3, 2, ActivationKind::kNone, false},      // direct conv by channels
+      {{20, 18, 32}, 3, 2, ActivationKind::kNone, true},      // parts by rows
+      {{7, 7, 256}, 1, 2, ActivationKind::kNone, true},       // matmul parts by channels
+      {{6, 6, 64}, 3, 2, ActivationKind::kNone, false},       // direct conv by channels
       {{20, 18, 32}, 3, 1, ActivationKind::kSigmoid, false},  // activation before the add
   };
   uint32_t seed = 300;
   for (const Case& c : cases) {
     GraphBuilder b;
     auto x = b.AddInput(c.in);
-    auto a = b.AddOp(OpKind::kConv2d, {x}, c.in,
-                     RandomConv(b, c.in.c, c.in.c, 3, 1, 1, 1, 1, ++seed),
-                     {.kind = ActivationKind::kRelu});
+    auto a =
+        b.AddOp(OpKind::kConv2d, {x}, c.in, RandomConv(b, c.in.c, c.in.c, 3, 1, 1, 1, 1, ++seed),
+                {.kind = ActivationKind::kRelu});
     auto body = b.AddOp(OpKind::kConv2d, {a}, c.in,
                         RandomConv(b, c.in.c, c.in.c, c.k, 1, 1, c.k / 2, 1, ++seed),
                         {.kind = c.body_activation});
     auto sum = b.AddOp(OpKind::kAdd, {x, body}, c.in, {}, {.kind = ActivationKind::kRelu});
-    b.MarkOutput(b.AddOp(OpKind::kConv2d, {sum}, {c.in.h, c.in.w, 8}, PointwiseConv(b, c.in.c, 8, 9)));
+    b.MarkOutput(
+        b.AddOp(OpKind::kConv2d, {sum}, {c.in.h, c.in.w, 8}, PointwiseConv(b, c.in.c, 8, 9)));
     const model::Graph g = b.Build();
     const std::string where =
         absl::StrCat(c.in.h, "x", c.in.w, "x", c.in.c, " k", c.k, " threads ", c.threads);
@@ -417,15 +418,16 @@ TEST(CpuExecutorResidualAdd, TheAddRunsAsAPostOpWhereOneDnnCanAndAsAPassElsewher
     ASSERT_TRUE(exec.ok()) << exec.status();
     ASSERT_EQ((*exec)->fused_residual_adds(), 1) << where;
     std::string library;
-    ASSERT_TRUE((*exec)
-                    ->CallOnWorker([&](std::span<const std::unique_ptr<CpuKernel>> kernels,
-                                       pthreadpool_t) {
-                      library = std::string(kernels[1]->library());
-                      return absl::OkStatus();
-                    })
-                    .ok());
+    ASSERT_TRUE(
+        (*exec)
+            ->CallOnWorker([&](std::span<const std::unique_ptr<CpuKernel>> kernels, pthreadpool_t) {
+              library = std::string(kernels[1]->library());
+              return absl::OkStatus();
+            })
+            .ok());
     const bool post_op = c.post_op && OneDnnAvailable();
-    EXPECT_EQ(library.find("add post-op") != std::string::npos, post_op) << where << ": " << library;
+    EXPECT_EQ(library.find("add post-op") != std::string::npos, post_op)
+        << where << ": " << library;
     EXPECT_NE(library.find("+ add"), std::string::npos) << where << ": " << library;
   }
 }
@@ -487,8 +489,9 @@ TEST(CpuExecutorResidualAdd, TheFusedKernelRefusesWhatItCannotRun) {
     ASSERT_NE(std::string((*kernel)->library()).find("add post-op"), std::string::npos);
     std::vector<float> wide(6 * 6 * 32);
     const TensorView strided_residual{wide.data(), in, 32};
-    EXPECT_THAT((*kernel)->Setup(std::vector{x_view, conv_view, strided_residual}, out_view).message(),
-                HasSubstr("residual view does not match"));
+    EXPECT_THAT(
+        (*kernel)->Setup(std::vector{x_view, conv_view, strided_residual}, out_view).message(),
+        HasSubstr("residual view does not match"));
   }
 }
 
@@ -527,8 +530,7 @@ TEST(CpuExecutor, RunsOnACallerOnEitherOfItsCores) {
     ASSERT_TRUE(actual.ok()) << actual.status();
     auto expected = reference::RunGraph(graph, input);
     ASSERT_TRUE(expected.ok());
-    EXPECT_LT(testing::RelativeL2((*actual)[0], (*expected)[0]), 1e-5)
-        << "caller on core " << core;
+    EXPECT_LT(testing::RelativeL2((*actual)[0], (*expected)[0]), 1e-5) << "caller on core " << core;
   }
   pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 }

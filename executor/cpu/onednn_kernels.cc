@@ -26,9 +26,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <type_traits>
 #include <unordered_map>
-#include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -189,9 +189,9 @@ class OneDnnConvKernel final : public KernelBase {
         return absl::UnimplementedError(
             absl::StrCat(name_, ": its activation cannot run before a residual post-op"));
       }
-      if (!IsPointwise() && (residual_stride_ != g_.out_channels ||
-                             output_stride_ != g_.out_channels || slice_.axis ==
-                                                                      model::SplitAxis::kOutputChannels)) {
+      if (!IsPointwise() &&
+          (residual_stride_ != g_.out_channels || output_stride_ != g_.out_channels ||
+           slice_.axis == model::SplitAxis::kOutputChannels)) {
         return absl::UnimplementedError(absl::StrCat(
             name_, ": a direct conv adds a residual post-op over dense, whole-width views only"));
       }
@@ -271,9 +271,9 @@ class OneDnnConvKernel final : public KernelBase {
 
   // oneDNN's implementation of `desc` with `attr`: its first choice, or for convs where
   // PrefersDirectJit its direct JIT kernel. With a residual post-op it must be the one the
-  // conv alone gets: where the post-op makes oneDNN fall back to another kernel (hrnet's
-  // 3x3 stride-2 512>1024 @7x7 conv: brgconv alone, a slower one with the post-op, 4.1 -> 4.9
-  // ms) the add is cheaper as a pass, and this is Unimplemented.
+  // conv alone gets: oneDNN 2.6 does not take brgconv with this post-op and falls back to its
+  // direct JIT kernel (26 of hrnet's direct convs), whose loss on those configurations
+  // outweighs the pass the post-op saves, so this is Unimplemented and the add stays a pass.
   template <typename PrimitiveDesc, typename Desc>
   absl::StatusOr<PrimitiveDesc> ChoosePd(const Desc& desc, const dnnl::primitive_attr& attr) {
     auto choose = [&](const dnnl::primitive_attr& a) {
@@ -293,7 +293,8 @@ class OneDnnConvKernel final : public KernelBase {
     if (residual_add_) {
       const std::string alone = choose(plain_attr_).impl_info_str();
       if (alone != pd.impl_info_str()) {
-        return absl::UnimplementedError(absl::StrCat(name_, ": with a residual post-op oneDNN runs ",
+        return absl::UnimplementedError(absl::StrCat(name_,
+                                                     ": with a residual post-op oneDNN runs ",
                                                      pd.impl_info_str(), ", alone ", alone));
       }
     }

@@ -143,9 +143,11 @@ class FusedAwayKernel final : public CpuKernel {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CpuKernel>> CreateResidualAddedConv(
-    const model::Graph& graph, model::OpId conv, model::OpId add, const ResidualAddLayout& layout,
-    pthreadpool_t threadpool) {
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateResidualAddedConv(const model::Graph& graph,
+                                                                   model::OpId conv,
+                                                                   model::OpId add,
+                                                                   const ResidualAddLayout& layout,
+                                                                   pthreadpool_t threadpool) {
   if (!FusableResidual(graph, conv, add)) {
     return absl::InvalidArgumentError(
         absl::StrCat("op ", add, " '", graph.op(add).name, "' is not a residual add of op ", conv));
@@ -159,9 +161,8 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateResidualAddedConv(
   // thousands (1024>2048 1x1 @7x7 +7%, 3x3 stride-2 512>1024 +5%).
   constexpr int64_t kMaxPostOpMacsPerOutput = 512;
   const auto& attrs = std::get<model::ConvAttrs>(graph.op(conv).attrs);
-  const int64_t macs_per_output =
-      graph.tensor(graph.ActivationInputs(conv)[0]).shape.c / attrs.groups *
-      attrs.window.kernel_h * attrs.window.kernel_w;
+  const int64_t macs_per_output = graph.tensor(graph.ActivationInputs(conv)[0]).shape.c /
+                                  attrs.groups * attrs.window.kernel_h * attrs.window.kernel_w;
   if (macs_per_output <= kMaxPostOpMacsPerOutput &&
       ChooseConvLibrary(graph, conv, WorkSlice::Whole()) == KernelLibrary::kOneDnn) {
     KernelLayout add_layout = layout.conv;
@@ -187,9 +188,9 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateResidualAddedConv(
   if (!kernel.ok()) return kernel.status();
   const int64_t units = model::WorkSize(graph, conv, model::SplitAxis::kOutputChannels);
   std::string library = std::string((*kernel)->library()) + " + add";
-  return std::unique_ptr<CpuKernel>(std::make_unique<ResidualAddedConv>(
-      *std::move(kernel), conv_inputs, graph.op(add).activation, graph.output_shape(conv).c / units,
-      std::move(library)));
+  return std::unique_ptr<CpuKernel>(
+      std::make_unique<ResidualAddedConv>(*std::move(kernel), conv_inputs, graph.op(add).activation,
+                                          graph.output_shape(conv).c / units, std::move(library)));
 }
 
 std::unique_ptr<CpuKernel> CreateFusedAwayKernel() { return std::make_unique<FusedAwayKernel>(); }

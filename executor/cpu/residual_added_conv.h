@@ -1,7 +1,8 @@
 // A conv and the residual Add after it as one CPU kernel: the conv's kernel runs (cut into
 // parts across the threadpool where it is, parallel_slices_kernel.h), and each part of its
 // output gets the residual added on the thread that wrote it - inside oneDNN's kernel as a
-// post-op, or right after it, with the add's activation. Which pairs qualify and why: executor/common/residual_add_fusion.h.
+// post-op, or right after it, with the add's activation. Which pairs qualify and why:
+// executor/common/residual_add_fusion.h.
 //
 // Internal to the CPU executors (CpuGraphExecutor, the runtime's CpuDevice). Thread-safety as
 // CpuKernel.
@@ -29,9 +30,11 @@ struct ResidualAddLayout {
 // added inside its kernels as a post-op and the conv's output is never written (nothing else
 // reads it); elsewhere each part's add is a pass right after the part. Fails with
 // InvalidArgument unless FusableResidual(graph, conv, add).
-absl::StatusOr<std::unique_ptr<CpuKernel>> CreateResidualAddedConv(
-    const model::Graph& graph, model::OpId conv, model::OpId add, const ResidualAddLayout& layout,
-    pthreadpool_t threadpool);
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateResidualAddedConv(const model::Graph& graph,
+                                                                   model::OpId conv,
+                                                                   model::OpId add,
+                                                                   const ResidualAddLayout& layout,
+                                                                   pthreadpool_t threadpool);
 
 // Stands in for an add that runs inside its conv's kernel: Setup checks nothing, Run does
 // nothing.

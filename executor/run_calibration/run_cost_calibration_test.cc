@@ -86,8 +86,8 @@ TEST_F(RunCostCalibrationTest, OneDeviceGetsNoSync) {
 // gpu is never opened), with the model of the whole platform.
 TEST_F(RunCostCalibrationTest, TheHostStepProbesTheUsableCpuDevices) {
   const predictor::Profile host = predictor::HostProfile(2);  // cpu.0, cpu.1, gpu
-  auto costs = CalibrateHostRunCosts(graphs_, host.platform, {false, true, false}, host.model,
-                                     Plan, {.probe = {.warmup_runs = 0, .rounds = 1}});
+  auto costs = CalibrateHostRunCosts(graphs_, host.platform, {false, true, false}, host.model, Plan,
+                                     {.probe = {.warmup_runs = 0, .rounds = 1}});
   ASSERT_TRUE(costs.ok()) << costs.status();
   EXPECT_EQ(costs->probes, 1);
   ASSERT_EQ(costs->in_run.size(), 1u);
@@ -107,9 +107,9 @@ TEST_F(RunCostCalibrationTest, TheHostStepProbesTheGpuBesideTheFirstCpuDevice) {
   const predictor::Profile host = predictor::HostProfile(2);  // cpu.0, cpu.1, gpu
   // Convs large enough that partition-only gives the GPU a share.
   const std::vector<model::Graph> graphs = {ConvChain(48, 32)};
-  auto costs = CalibrateHostRunCosts(graphs, host.platform, {}, host.model, Plan,
-                                     {.methods = {"partition-only"},
-                                      .probe = {.warmup_runs = 0, .rounds = 1}});
+  auto costs = CalibrateHostRunCosts(
+      graphs, host.platform, {}, host.model, Plan,
+      {.methods = {"partition-only"}, .probe = {.warmup_runs = 0, .rounds = 1}});
   ASSERT_TRUE(costs.ok()) << costs.status();
   // cpu.0, cpu.1 and one plan over both; then cpu.0, gpu and one plan over both.
   EXPECT_EQ(costs->probes, 6);

@@ -37,8 +37,13 @@ absl::StatusOr<std::unique_ptr<CpuDevice>> CpuDevice::Create(std::string name,
   // caller on any of the cluster's cores may run a queue in the worker's place: the pool's
   // thread there moves to the worker's core.
   auto worker = PinnedWorker::Start(
-      std::move(cores), [d] { if (d->threadpool_ != nullptr) d->threadpool_->Park(); },
-      [d](int core) { return d->threadpool_ != nullptr && d->threadpool_->MoveThreadZeroTo(core); });
+      std::move(cores),
+      [d] {
+        if (d->threadpool_ != nullptr) d->threadpool_->Park();
+      },
+      [d](int core) {
+        return d->threadpool_ != nullptr && d->threadpool_->MoveThreadZeroTo(core);
+      });
   if (!worker.ok()) {
     return absl::Status(worker.status().code(),
                         absl::StrCat("device ", d->name_, ": ", worker.status().message()));
