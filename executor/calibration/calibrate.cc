@@ -177,8 +177,9 @@ absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOp
                                    pthreadpool_t pool) {
   absl::StatusOr<std::unique_ptr<PreparedCpuCase>> prepared = PrepareCpuCase(c, options, pool);
   if (!prepared.ok()) return prepared.status();
-  return TimeRuns(options.warmup_runs, options.runs, options.fastest_run, options.evict_bytes, pool,
-                  [&] { return (*prepared)->kernel->Run(); });
+  const int threads = pool != nullptr ? static_cast<int>(pthreadpool_get_threads_count(pool)) : 1;
+  return TimeRuns(options.warmup_runs, options.runs, SampleIsFastestRun(options, threads),
+                  options.evict_bytes, pool, [&] { return (*prepared)->kernel->Run(); });
 }
 
 // The OpenCL device for `selector_text`: a named selector as given; empty prefers a GPU-type
@@ -460,6 +461,10 @@ absl::StatusOr<OpenedDevice> Open(const platform::DeviceSpec& spec, int index,
 }
 
 }  // namespace
+
+bool SampleIsFastestRun(const CalibrationOptions& options, int threads) {
+  return options.fastest_run || threads > 1;
+}
 
 absl::StatusOr<CalibrationRun> Calibrate(std::span<const platform::DeviceSpec> devices,
                                          std::span<const CalibrationCase> cases,

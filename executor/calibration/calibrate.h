@@ -61,6 +61,7 @@ struct CalibrationOptions {
   // The sample is the fastest timed run instead of the median: on a machine shared with other
   // busy processes, preemption inflates whole runs (the same op measured 0.01-60x apart in two
   // runs a minute apart with the median of 5) and the fastest run is the op's own time.
+  // A CPU device of several threads always takes the fastest (SampleIsFastestRun).
   bool fastest_run = false;
   // Cases whose `prior` prediction on a device exceeds this are skipped: one huge conv
   // would otherwise eat the whole budget. <= 0 or no prior: no limit.
@@ -96,6 +97,13 @@ struct CalibrationRun {
   predictor::calibration::CalibrationSamples samples;
   std::vector<DeviceOutcome> devices;
 };
+
+// Whether a sample on a device running each op on `threads` threads is the fastest of its
+// timed runs rather than their median: with options.fastest_run, and always for more than one
+// thread. A multi-thread sample waits for every thread, and the second core's wake-up varies run
+// to run: on the 2-core cluster the same 2518 conv cases measured twice differ by 10.2-10.7%
+// with the median, 6.9% with the fastest (docs/calibration.md, "On a quiet machine").
+bool SampleIsFastestRun(const CalibrationOptions& options, int threads);
 
 // Times `cases` on every device of `devices` (CPU: its cpu_cores, which must not be empty;
 // GPU: its opencl_device selector text, empty meaning the first GPU-type device, else the

@@ -99,6 +99,14 @@ TEST(CalibrateTest, TinyRunOnOneCoreFitsAUsefulModel) {
 }
 
 // A core cluster is timed on its own pinned threadpool and its samples say so.
+// One thread: the median unless asked for the fastest; several: always the fastest.
+TEST(CalibrateTest, MultiThreadSamplesAreTheFastestRun) {
+  EXPECT_FALSE(SampleIsFastestRun({}, 1));
+  EXPECT_TRUE(SampleIsFastestRun({.fastest_run = true}, 1));
+  EXPECT_TRUE(SampleIsFastestRun({}, 2));
+  EXPECT_TRUE(SampleIsFastestRun({.fastest_run = true}, 4));
+}
+
 TEST(CalibrateTest, ClusterDevicesAreTimedWithOneThreadPerCore) {
   const std::vector<CalibrationCase> cases = Cases();
   const std::vector<platform::DeviceSpec> devices = {

@@ -537,7 +537,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_flag("--fastest-run", flags.fastest_run,
                "a sample is the fastest of the timed runs, not their median (a machine shared "
-               "with other busy processes)")
+               "with other busy processes); always so on a core cluster")
       ->capture_default_str();
   app.add_option("--warmup", flags.warmup, "untimed runs per case")
       ->capture_default_str()
