@@ -24,9 +24,9 @@ absl::Status CheckIoPointers(size_t num_inputs, size_t num_outputs,
                              std::span<const float* const> inputs_nhwc,
                              std::span<float* const> outputs_nhwc);
 
-// Copies each of `sources` (one per entry of `destinations`, as many floats as it holds) in
-// parts of 16K floats, running `parallel_for(parts, copy_part)` - e.g. across a device's
-// threads. Small parts let a thread take over the parts of one that has not woken up yet.
+// Copies every entry of `copies` in parts of 16K floats, running `parallel_for(parts,
+// copy_part)` - e.g. across a device's threads. Small parts let a thread take over the parts
+// of one that has not woken up yet.
 struct FloatCopy {
   const float* from;
   float* to;

@@ -182,20 +182,12 @@ absl::StatusOr<double> TimeCpuCase(const CalibrationCase& c, const CalibrationOp
                   options.evict_bytes, pool, [&] { return (*prepared)->kernel->Run(); });
 }
 
-// The OpenCL device for `selector_text`: a named selector as given; empty prefers a GPU-type
-// device and falls back to the first device of any type (PoCL on development machines).
+// The OpenCL device for `selector_text` (CalibrationGpuSelector).
 absl::StatusOr<std::unique_ptr<opencl::OpenClDevice>> OpenGpu(const std::string& selector_text) {
-  absl::StatusOr<opencl::DeviceSelector> selector = opencl::DeviceSelector::Parse(selector_text);
+  absl::StatusOr<opencl::DeviceSelector> selector =
+      opencl::DeviceSelector::Parse(CalibrationGpuSelector(selector_text));
   if (!selector.ok()) return selector.status();
-  absl::StatusOr<std::unique_ptr<opencl::OpenClDevice>> device =
-      opencl::OpenClDevice::Open(*selector);
-  if (device.ok() || !selector->IsDefault() ||
-      device.status().code() != absl::StatusCode::kNotFound) {
-    return device;
-  }
-  opencl::DeviceSelector any;
-  any.index = 0;
-  return opencl::OpenClDevice::Open(any);
+  return opencl::OpenClDevice::Open(*selector);
 }
 
 // One case made ready to run on the OpenCL device (members destroyed kernel first).
@@ -461,6 +453,15 @@ absl::StatusOr<OpenedDevice> Open(const platform::DeviceSpec& spec, int index,
 }
 
 }  // namespace
+
+std::string CalibrationGpuSelector(const std::string& selector_text) {
+  if (!selector_text.empty()) return selector_text;
+  const std::vector<opencl::DeviceInfo> devices =
+      opencl::ListDevices().value_or(std::vector<opencl::DeviceInfo>{});
+  const bool has_gpu = std::any_of(devices.begin(), devices.end(),
+                                   [](const opencl::DeviceInfo& d) { return d.is_gpu; });
+  return has_gpu || devices.empty() ? selector_text : "0";
+}
 
 bool SampleIsFastestRun(const CalibrationOptions& options, int threads) {
   return options.fastest_run || threads > 1;

@@ -98,6 +98,11 @@ struct CalibrationRun {
   std::vector<DeviceOutcome> devices;
 };
 
+// The OpenCL selector calibration opens its GPU with: `selector_text` when it names one;
+// empty prefers a GPU-type device and falls back to the first device of any type (PoCL on
+// development machines), "0". Per-op timing and the run-cost probes open the same device.
+std::string CalibrationGpuSelector(const std::string& selector_text);
+
 // Whether a sample on a device running each op on `threads` threads is the fastest of its
 // timed runs rather than their median: with options.fastest_run, and always for more than one
 // thread. A multi-thread sample waits for every thread, and the second core's wake-up varies run

@@ -101,10 +101,23 @@ TEST(CalibrateTest, TinyRunOnOneCoreFitsAUsefulModel) {
 // A core cluster is timed on its own pinned threadpool and its samples say so.
 // One thread: the median unless asked for the fastest; several: always the fastest.
 TEST(CalibrateTest, MultiThreadSamplesAreTheFastestRun) {
+  CalibrationOptions fastest;
+  fastest.fastest_run = true;
   EXPECT_FALSE(SampleIsFastestRun({}, 1));
-  EXPECT_TRUE(SampleIsFastestRun({.fastest_run = true}, 1));
+  EXPECT_TRUE(SampleIsFastestRun(fastest, 1));
   EXPECT_TRUE(SampleIsFastestRun({}, 2));
-  EXPECT_TRUE(SampleIsFastestRun({.fastest_run = true}, 4));
+  EXPECT_TRUE(SampleIsFastestRun(fastest, 4));
+}
+
+// A named selector is used as given; the default prefers a GPU-type device and else takes the
+// first device of any type.
+TEST(CalibrateTest, TheGpuSelectorFallsBackToTheFirstDeviceWithoutAGpu) {
+  EXPECT_EQ(CalibrationGpuSelector("Portable:pthread:0"), "Portable:pthread:0");
+  const std::vector<opencl::DeviceInfo> devices =
+      opencl::ListDevices().value_or(std::vector<opencl::DeviceInfo>{});
+  const bool has_gpu = std::any_of(devices.begin(), devices.end(),
+                                   [](const opencl::DeviceInfo& d) { return d.is_gpu; });
+  EXPECT_EQ(CalibrationGpuSelector(""), devices.empty() || has_gpu ? "" : "0");
 }
 
 TEST(CalibrateTest, ClusterDevicesAreTimedWithOneThreadPerCore) {

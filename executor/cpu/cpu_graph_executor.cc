@@ -29,16 +29,7 @@ absl::StatusOr<std::unique_ptr<CpuGraphExecutor>> CpuGraphExecutor::Create(
   }
   std::unique_ptr<CpuGraphExecutor> exec(new CpuGraphExecutor());
   CpuGraphExecutor* e = exec.get();
-  // Between runs the pool's threads sleep instead of spinning out the cores. A caller on any
-  // of the cores may run in the worker's place (Run).
-  auto worker = PinnedWorker::Start(
-      options.cores,
-      [e] {
-        if (e->threadpool_ != nullptr) e->threadpool_->Park();
-      },
-      [e](int core) {
-        return e->threadpool_ != nullptr && e->threadpool_->MoveThreadZeroTo(core);
-      });
+  auto worker = StartPoolWorker(options.cores, &e->threadpool_);
   if (!worker.ok()) return worker.status();
   exec->worker_ = std::move(*worker);
   if (auto s = exec->worker_->Call([e, &graph, &options] {

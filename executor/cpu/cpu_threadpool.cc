@@ -120,6 +120,16 @@ bool CpuThreadpool::MoveThreadZeroTo(int core) {
   return true;
 }
 
+absl::StatusOr<std::unique_ptr<PinnedWorker>> StartPoolWorker(
+    std::vector<int> cores, const std::unique_ptr<CpuThreadpool>* pool) {
+  return PinnedWorker::Start(
+      std::move(cores),
+      [pool] {
+        if (*pool != nullptr) (*pool)->Park();
+      },
+      [pool](int core) { return *pool != nullptr && (*pool)->MoveThreadZeroTo(core); });
+}
+
 void CpuThreadpool::Park() {
   // One item per thread so that every thread takes part and, with the flag, sleeps after it.
   if (pool_ != nullptr) {

@@ -31,6 +31,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "executor/common/pinned_worker.h"
 
 typedef struct pthreadpool* pthreadpool_t;
 
@@ -70,6 +71,13 @@ class CpuThreadpool {
   std::vector<int> thread_cores_;
   std::vector<pthread_t> threads_by_index_;
 };
+
+// The pinned worker of a device or executor whose kernels run on `*pool` (created later, on
+// the worker, and owned by the caller, which outlives the worker): between runs its idle hook
+// parks the pool's threads instead of letting them spin out the cores, and a caller on
+// another of `cores` may take its place (PinnedWorker's take_core: MoveThreadZeroTo).
+absl::StatusOr<std::unique_ptr<PinnedWorker>> StartPoolWorker(
+    std::vector<int> cores, const std::unique_ptr<CpuThreadpool>* pool);
 
 // Runs fn(i) for every i in [0, range) on `pool`'s threads, the caller's among them (on the
 // caller alone when `pool` is null), and returns when every call has. pthreadpool's hand-offs

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "executor/calibration/calibrate.h"
 #include "executor/run_calibration/fit_run_costs.h"
 #include "executor/runtime/plan_from_schedule.h"
 #include "model/synthetic_weights.h"
@@ -77,22 +78,20 @@ absl::StatusOr<calibration::RunCosts> ProbeSubset(
   platform::Platform subset = platform;  // its cache line, bandwidth
   subset.name = absl::StrCat(platform.name, "-", suffix);
   subset.devices.clear();
-  for (int d : indices) subset.devices.push_back(platform.devices[static_cast<size_t>(d)]);
-  const runtime::PlatformDeviceOptions device_options{.gpu_core = gpu_core};
+  for (int d : indices) {
+    subset.devices.push_back(platform.devices[static_cast<size_t>(d)]);
+    platform::DeviceSpec& spec = subset.devices.back();
+    // The GPU per-op calibration timed.
+    if (spec.kind == platform::DeviceKind::kGpu) {
+      spec.opencl_device = calibration::CalibrationGpuSelector(spec.opencl_device);
+    }
+  }
   absl::StatusOr<std::unique_ptr<predictor::DeviceSubsetModel>> subset_model =
       predictor::DeviceSubsetModel::Create(std::move(model), indices);
   if (!subset_model.ok()) return subset_model.status();
   // As pschedd runs them: a cluster device on one pinned thread per core.
   absl::StatusOr<std::unique_ptr<runtime::PlatformDevices>> devices =
-      runtime::PlatformDevices::Create(subset, device_options);
-  // A GPU without a selector is the one per-op calibration timed: a GPU-type device, else the
-  // first device of any type (PoCL on development machines).
-  for (platform::DeviceSpec& spec : subset.devices) {
-    if (devices.ok() || devices.status().code() != absl::StatusCode::kNotFound) break;
-    if (spec.kind != platform::DeviceKind::kGpu || !spec.opencl_device.empty()) continue;
-    spec.opencl_device = "0";
-    devices = runtime::PlatformDevices::Create(subset, device_options);
-  }
+      runtime::PlatformDevices::Create(subset, {.gpu_core = gpu_core});
   if (!devices.ok()) return devices.status();
   return CalibrateRunCosts(graphs, subset, (*devices)->devices(), (*devices)->runtime_options(),
                            **subset_model, plan, options);
@@ -121,13 +120,13 @@ absl::StatusOr<calibration::RunCosts> CalibrateHostRunCosts(
   // cost does not carry over). The edge's cost is the same for every CPU device. Its driver
   // runs on another CPU device's core, off the probed one's, as psched_coexec_bench's
   // platform B has it.
+  const std::vector<int>& probed = platform.devices[static_cast<size_t>(cpus.front())].cpu_cores;
   int gpu_core = -1;
-  for (int c : cpus) {
-    const std::vector<int>& cores = platform.devices[static_cast<size_t>(c)].cpu_cores;
-    const std::vector<int>& first = platform.devices[static_cast<size_t>(cpus.front())].cpu_cores;
-    for (int core : cores) {
-      if (gpu_core < 0 && std::find(first.begin(), first.end(), core) == first.end()) {
+  for (size_t i = 1; i < cpus.size() && gpu_core < 0; ++i) {
+    for (int core : platform.devices[static_cast<size_t>(cpus[i])].cpu_cores) {
+      if (std::find(probed.begin(), probed.end(), core) == probed.end()) {
         gpu_core = core;
+        break;
       }
     }
   }

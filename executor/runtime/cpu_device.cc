@@ -33,17 +33,7 @@ absl::StatusOr<std::unique_ptr<CpuDevice>> CpuDevice::Create(std::string name,
   }
   std::unique_ptr<CpuDevice> device(new CpuDevice(std::move(name)));
   CpuDevice* d = device.get();
-  // Between runs the pool's threads sleep instead of spinning out the cluster's cores. A
-  // caller on any of the cluster's cores may run a queue in the worker's place: the pool's
-  // thread there moves to the worker's core.
-  auto worker = PinnedWorker::Start(
-      std::move(cores),
-      [d] {
-        if (d->threadpool_ != nullptr) d->threadpool_->Park();
-      },
-      [d](int core) {
-        return d->threadpool_ != nullptr && d->threadpool_->MoveThreadZeroTo(core);
-      });
+  auto worker = cpu::StartPoolWorker(std::move(cores), &d->threadpool_);
   if (!worker.ok()) {
     return absl::Status(worker.status().code(),
                         absl::StrCat("device ", d->name_, ": ", worker.status().message()));

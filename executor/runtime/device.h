@@ -133,12 +133,13 @@ class Device {
   }
   // Runs `job` on the device's thread without waiting; jobs run in submission order.
   virtual void Post(std::function<void()> job) = 0;
-  // Whether the calling thread is on a core of the device's thread (a hint: which device's
-  // job a caller might run itself).
+  // Whether the calling thread is on a core of the device's thread, or on another core of a
+  // cluster it can free (a hint: which device's job a caller might run itself).
   virtual bool CallerOnItsCores() const { return false; }
   // Runs `job` on the calling thread, in the device thread's place, when that changes nothing:
-  // the device has no job queued or running and the caller is on its thread's core (pinned
-  // there for the job). False, without running `job`, otherwise; the caller then Posts it.
+  // the device has no job queued or running and the caller is on its thread's core, or on
+  // another core of a cluster that the device frees for it (pinned there for the job). False,
+  // without running `job`, otherwise; the caller then Posts it.
   virtual bool TryRunHere(const std::function<void()>& job) { return false; }
   // Runs fn(i) for every i in [0, n) across the device's cores, the calling thread among them,
   // and returns when every call has. Called in a job the device runs (on its thread, or on a
