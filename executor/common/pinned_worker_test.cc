@@ -7,10 +7,13 @@
 #include <atomic>
 #include <thread>
 
+#include "executor/testing/scoped_affinity.h"
 #include "sync/notification.h"
 
 namespace psched::executor {
 namespace {
+
+using testing::ScopedAffinity;
 
 // Waits (without a time limit: the test harness has one) until `done` holds.
 template <typename Done>
@@ -76,24 +79,6 @@ TEST(PinnedWorkerTest, DestroyingAnIdleOrSpinningWorkerJoins) {
   // and the hook ran at most once per worker.
   EXPECT_LE(idles.load(), 20);
 }
-
-// Pins the calling thread to `cores` until destroyed, then gives it its affinity back.
-class ScopedAffinity {
- public:
-  explicit ScopedAffinity(std::initializer_list<int> cores) {
-    pthread_getaffinity_np(pthread_self(), sizeof(saved_), &saved_);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int c : cores) CPU_SET(c, &set);
-    ok_ = pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-  }
-  ~ScopedAffinity() { pthread_setaffinity_np(pthread_self(), sizeof(saved_), &saved_); }
-  bool ok() const { return ok_; }
-
- private:
-  cpu_set_t saved_;
-  bool ok_ = false;
-};
 
 cpu_set_t OwnAffinity() {
   cpu_set_t set;

@@ -1,8 +1,5 @@
 #include "executor/cpu/cpu_graph_executor.h"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <cmath>
 #include <random>
 #include <string>
@@ -14,6 +11,7 @@
 #include "executor/cpu/residual_added_conv.h"
 #include "executor/reference/reference_kernels.h"
 #include "executor/testing/graph_builder.h"
+#include "executor/testing/scoped_affinity.h"
 #include "executor/testing/tensor_compare.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -518,13 +516,9 @@ TEST(CpuExecutor, RunsOnACallerOnEitherOfItsCores) {
   const model::Graph graph = b.Build();
   auto exec = CpuGraphExecutor::Create(graph, {.cores = {0, 1}, .threads = 2});
   ASSERT_TRUE(exec.ok()) << exec.status();
-  cpu_set_t saved;
-  pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
   for (int core : {1, 0, 1}) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(core, &one);
-    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+    testing::ScopedAffinity on_core({core});
+    ASSERT_TRUE(on_core.ok());
     const std::vector<std::vector<float>> input{RandomVector(40 * 40 * 8, 30 + core)};
     auto actual = (*exec)->Run(input);
     ASSERT_TRUE(actual.ok()) << actual.status();
@@ -532,7 +526,6 @@ TEST(CpuExecutor, RunsOnACallerOnEitherOfItsCores) {
     ASSERT_TRUE(expected.ok());
     EXPECT_LT(testing::RelativeL2((*actual)[0], (*expected)[0]), 1e-5) << "caller on core " << core;
   }
-  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 }
 
 TEST(CpuExecutor, RecordsOpTimingsInOrder) {

@@ -1,8 +1,5 @@
 #include "executor/runtime/coexecution_runtime.h"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -17,6 +14,7 @@
 #include "executor/runtime/cpu_device.h"
 #include "executor/testing/graph_builder.h"
 #include "executor/testing/oversubscription.h"
+#include "executor/testing/scoped_affinity.h"
 #include "executor/testing/tensor_compare.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -202,15 +200,11 @@ TEST_F(CoExecutionTest, TheCallerRunsItsCoresQueueAndIdleDevicesStayAsleep) {
           << where << ", element " << i;
     }
   };
-  cpu_set_t saved, core;
-  pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
   for (int c : {0, 1}) {
-    CPU_ZERO(&core);
-    CPU_SET(c, &core);
-    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(core), &core), 0);
+    testing::ScopedAffinity on_core({c});
+    ASSERT_TRUE(on_core.ok());
     check(c == 0 ? "caller on device 0's core" : "caller on another core");
   }
-  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
   EXPECT_EQ(d0.ran_here.load(), 1);  // from core 0
   EXPECT_EQ(d0.posts.load(), 1);     // from core 1
   EXPECT_EQ(d1.posts.load() + d1.ran_here.load(), 0);
@@ -229,11 +223,8 @@ TEST_F(CoExecutionTest, PostedQueuesStartOnlyOnceTheInputsAreCopied) {
   plan.device_steps = {{{0, {SplitAxis::kRows, 0, 128}}}, {{0, {SplitAxis::kRows, 128, 256}}}};
   auto rt = CoExecutionRuntime::Create(graph, devices_, plan);
   ASSERT_TRUE(rt.ok()) << rt.status();
-  cpu_set_t saved, core0;
-  pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
-  CPU_ZERO(&core0);
-  CPU_SET(0, &core0);
-  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(core0), &core0), 0);
+  testing::ScopedAffinity on_core_0({0});
+  ASSERT_TRUE(on_core_0.ok());
   for (uint32_t run = 0; run < 8; ++run) {
     const std::vector<std::vector<float>> input{RandomVector(256 * 256 * 8, 20 + run)};
     auto expected = reference::RunGraph(graph, input);
@@ -242,7 +233,6 @@ TEST_F(CoExecutionTest, PostedQueuesStartOnlyOnceTheInputsAreCopied) {
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "run " << run;
   }
-  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 }
 
 // Tensors share arena memory as far as a plan's order allows (plan_order.h): a single-device
@@ -331,17 +321,13 @@ TEST(CoExecutionClusterTest, ACallerOnAnyCoreOfAClusterRunsItsQueueItself) {
   const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 11)};
   auto expected = reference::RunGraph(graph, input);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  cpu_set_t saved, core;
-  pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
   for (int c : {1, 0, 1}) {
-    CPU_ZERO(&core);
-    CPU_SET(c, &core);
-    ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(core), &core), 0);
+    testing::ScopedAffinity on_core({c});
+    ASSERT_TRUE(on_core.ok());
     auto out = (*rt)->Run(input);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "caller on core " << c;
   }
-  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
   EXPECT_EQ(counted.ran_here.load(), 3);
   EXPECT_EQ(counted.posts.load(), 0);
 }
