@@ -428,7 +428,7 @@ absl::Status ApplyRunCosts(const RunCosts& costs, HostTraining& training) {
     }
     (*from)["sync_us"][s.to] = s.us;
   }
-  params["run_overhead_us"] = costs.run_overhead_us;
+  params["run_overhead_us"] = costs.PerRunUs();
   absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(params);
   if (!loaded.ok()) return loaded.status();
   auto model =

@@ -229,6 +229,14 @@ TEST_F(HostTrainingTest, RunCostsScalePredictionsAddSyncAndChangeTheVersion) {
   ASSERT_TRUE(reloaded.ok()) << reloaded.status();
   EXPECT_EQ(reloaded->model->RunOverheadUs(), 140);
   EXPECT_EQ(reloaded->model->Version(), overhead.model->Version());
+  // The devices' cold starts overlap at the start of a run: the largest joins the overhead.
+  HostTraining cold = with;
+  costs.in_run = {{.device = "cpu", .factor = 1.2, .cold_us = 60},
+                  {.device = "gpu", .factor = 1.0, .cold_us = 25}};
+  ASSERT_TRUE(ApplyRunCosts(costs, cold).ok());
+  EXPECT_EQ(cold.model->RunOverheadUs(), 140 + 60);
+  EXPECT_DOUBLE_EQ(cold.model->PredictUs(config, 0), with.model->PredictUs(config, 0));
+  EXPECT_THAT(FormatHostTraining(cold), HasSubstr("cold start 60 us"));
   // Factors of 1 and no sync: the version of a calibration stored before run costs existed.
   HostTraining neutral = *training_;
   RunCosts none;
@@ -272,12 +280,21 @@ TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
   costs.probes = 4;
   costs.runs = 5;
   costs.run_overhead_us = 90;
-  costs.in_run = {{.device = "cpu.0", .measured_us = 11, .predicted_us = 10, .factor = 1.1}};
+  costs.in_run = {
+      {.device = "cpu.0", .measured_us = 11, .predicted_us = 10, .factor = 1.1, .cold_us = 7.5}};
   costs.sync = {{.from = "cpu.0", .to = "cpu.1", .us = 21.5}};
   absl::StatusOr<RunCosts> back = RunCostsFromJson(json::parse(RunCostsToJson(costs).dump()));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->probes, 4);
   EXPECT_EQ(back->in_run[0].factor, 1.1);
+  EXPECT_EQ(back->in_run[0].cold_us, 7.5);
+  EXPECT_EQ(back->PerRunUs(), 90 + 7.5);
+  // Files written before cold starts existed load with none.
+  json old_file = RunCostsToJson(costs);
+  old_file["in_run"][0].erase("cold_us");
+  absl::StatusOr<RunCosts> old_back = RunCostsFromJson(old_file);
+  ASSERT_TRUE(old_back.ok()) << old_back.status();
+  EXPECT_EQ(old_back->in_run[0].cold_us, 0);
   EXPECT_EQ(back->sync[0].to, "cpu.1");
   EXPECT_EQ(back->sync[0].us, 21.5);
   auto error = [](const json& j) { return std::string(RunCostsFromJson(j).status().message()); };
@@ -286,6 +303,11 @@ TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
   json bad = RunCostsToJson(costs);
   bad["in_run"][0]["factor"] = -1;
   EXPECT_THAT(error(bad), HasSubstr("'in_run[0].factor' is -1"));
+  for (const json& cold : {json(-2), json("warm"), json(nullptr)}) {
+    bad = RunCostsToJson(costs);
+    bad["in_run"][0]["cold_us"] = cold;
+    EXPECT_THAT(error(bad), HasSubstr("'in_run[0].cold_us' is"));
+  }
   bad = RunCostsToJson(costs);
   bad["sync"][0]["to"] = "cpu.0";
   EXPECT_THAT(error(bad), HasSubstr("'sync[0].to' names the same device"));

@@ -1,5 +1,6 @@
 #include "executor/calibration/run_costs.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -39,13 +40,20 @@ absl::StatusOr<std::string> Name(const json& object, const std::string& key,
 
 }  // namespace
 
+double RunCosts::PerRunUs() const {
+  double cold = 0;
+  for (const InRun& r : in_run) cold = std::max(cold, r.cold_us);
+  return run_overhead_us + cold;
+}
+
 json RunCostsToJson(const RunCosts& costs) {
   json in_run = json::array();
   for (const RunCosts::InRun& r : costs.in_run) {
     in_run.push_back({{"device", r.device},
                       {"measured_us", r.measured_us},
                       {"predicted_us", r.predicted_us},
-                      {"factor", r.factor}});
+                      {"factor", r.factor},
+                      {"cold_us", r.cold_us}});
   }
   json sync = json::array();
   for (const RunCosts::Sync& s : costs.sync) {
@@ -79,6 +87,11 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
     absl::StatusOr<double> factor = Number(r, "factor", where, 0, /*strict=*/true);
     if (!factor.ok()) return factor.status();
     in_run.factor = *factor;
+    if (r.contains("cold_us")) {
+      absl::StatusOr<double> cold = Number(r, "cold_us", where, 0, /*strict=*/false);
+      if (!cold.ok()) return cold.status();
+      in_run.cold_us = *cold;
+    }
     in_run.measured_us = r.value("measured_us", 0.0);
     in_run.predicted_us = r.value("predicted_us", 0.0);
     costs.in_run.push_back(std::move(in_run));
@@ -116,8 +129,9 @@ std::string FormatRunCosts(const RunCosts& costs) {
       costs.probes, costs.runs, costs.run_overhead_us);
   for (const RunCosts::InRun& r : costs.in_run) {
     absl::StrAppendFormat(&out,
-                          "%-8s in-run factor %.3f  (subtasks %.0f us measured, %.0f predicted)\n",
-                          r.device, r.factor, r.measured_us, r.predicted_us);
+                          "%-8s in-run factor %.3f, cold start %.0f us  (subtasks %.0f us "
+                          "measured, %.0f predicted)\n",
+                          r.device, r.factor, r.cold_us, r.measured_us, r.predicted_us);
   }
   if (costs.multi_device_measured_us > 0) {
     absl::StrAppendFormat(&out,

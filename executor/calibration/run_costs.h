@@ -10,9 +10,12 @@
 //     costs (LatencyModel::SyncUs) - waking a device thread parked on the other device's work,
 //     the data between the cores' caches - fitted so the plans, replayed with their predicted
 //     subtask times and this cost on every edge between devices, take what they took;
+//   - `cold_us` per device: what a run costs the device once beyond its in-run factor - its
+//     first kernels after an idle pause run on colder caches than any sample saw;
 //   - `run_overhead_us`: the median time of a run outside every subtask (starting the devices,
-//     input and output copies): the model's RunOverheadUs, which a plan's predicted latency
-//     adds to its makespan. A constant per run, it changes no plan.
+//     input and output copies). With the largest cold start it is the model's RunOverheadUs
+//     (PerRunUs), which a plan's predicted latency adds to its makespan. A constant per run,
+//     it changes no plan.
 // Plain data and its JSON; thread-safe.
 #pragma once
 
@@ -30,6 +33,9 @@ struct RunCosts {
     double measured_us = 0;   // summed over the probes (median run of each)
     double predicted_us = 0;  // what the model predicted for the same subtasks
     double factor = 1;        // measured / predicted
+    // What a run costs the device once, beyond factor * predicted: its first kernels after the
+    // idle pause before the run (colder caches than calibration's back-to-back samples saw).
+    double cold_us = 0;
   };
   struct Sync {
     std::string from, to;
@@ -39,7 +45,10 @@ struct RunCosts {
   std::vector<Sync> sync;
   double run_overhead_us = 0;
   int probes = 0;  // plans run
-  int runs = 0;    // timed runs of each
+  // What the host model adds to every plan's makespan: the run overhead and the largest cold
+  // start (the devices of a plan start together, so their cold starts overlap).
+  double PerRunUs() const;
+  int runs = 0;  // timed runs of each
   // The sync fit: summed median spans of the probes with cross-device edges, as measured and
   // as replayed with their predicted subtask times (in-run factors applied) and no sync cost.
   double multi_device_measured_us = 0;
@@ -51,11 +60,12 @@ struct RunCosts {
 
 // {"probes", "runs", "run_overhead_us", "multi_device_measured_us", "multi_device_replay_us",
 //  "gpu_multi_device_measured_us", "gpu_multi_device_replay_us",
-//  "in_run": [{"device", "measured_us", "predicted_us", "factor"}, ...],
+//  "in_run": [{"device", "measured_us", "predicted_us", "factor", "cold_us"}, ...],
 //  "sync": [{"from", "to", "us"}, ...]}
 nlohmann::json RunCostsToJson(const RunCosts& costs);
 // InvalidArgument naming the field for anything malformed: a missing device name, a factor
-// that is not finite and > 0, a sync cost that is not finite and >= 0.
+// that is not finite and > 0, a cold start or sync cost that is not finite and >= 0. A missing
+// cold_us (files written before it) is 0.
 absl::StatusOr<RunCosts> RunCostsFromJson(const nlohmann::json& json);
 // The table psched-calibrate prints.
 std::string FormatRunCosts(const RunCosts& costs);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -16,20 +18,81 @@ double Median(std::vector<double> v) {
 }
 
 // `timings` in the order they ran, each lasting what the fitted model predicts for it: the
-// schedule's prediction times its device's in-run factor. A subtask the schedule lacks keeps its
-// measured duration.
+// schedule's prediction times its device's in-run factor, plus the device's cold start on its
+// first subtask of the run. A subtask the schedule lacks keeps its measured duration.
 std::vector<runtime::SubtaskTiming> AsPredicted(const scheduler::Schedule& schedule,
                                                 std::span<const runtime::SubtaskTiming> timings,
-                                                std::span<const double> in_run) {
+                                                std::span<const double> in_run,
+                                                std::span<const double> cold_us) {
   const std::vector<std::optional<double>> predicted = PredictedDurationsUs(schedule, timings);
   std::vector<runtime::SubtaskTiming> out(timings.begin(), timings.end());
+  std::vector<int64_t> first_start(in_run.size(), std::numeric_limits<int64_t>::max());
+  for (const runtime::SubtaskTiming& t : out) {
+    int64_t& first = first_start[static_cast<size_t>(t.device)];
+    first = std::min(first, t.start_ns);
+  }
   for (size_t i = 0; i < out.size(); ++i) {
     if (!predicted[i].has_value()) continue;
     runtime::SubtaskTiming& t = out[i];
-    const double us = *predicted[i] * in_run[static_cast<size_t>(t.device)];
+    const auto d = static_cast<size_t>(t.device);
+    double us = *predicted[i] * in_run[d];
+    if (t.start_ns == first_start[d]) us += cold_us[d];
     t.end_ns = t.start_ns + static_cast<int64_t>(std::llround(us * 1e3));
   }
   return out;
+}
+
+// Fits measured = factor * predicted + cold over one device's probes (each the summed subtask
+// time of its median run), minimising the squared log ratios so that every plan counts alike.
+// The cold start is what a run pays once on the device whatever its length (its first kernels
+// after the idle pause), so it shows only between plans of different lengths: with fewer than
+// three probes or the longest under twice the shortest it stays 0 and the factor is the
+// geometric mean of the ratios. It is at most half the shortest probe.
+struct DeviceRunFit {
+  double factor = 1;
+  double cold_us = 0;
+};
+DeviceRunFit FitDeviceRun(std::span<const double> measured, std::span<const double> predicted) {
+  auto cost = [&](double factor, double cold) {
+    double sum = 0;
+    for (size_t p = 0; p < measured.size(); ++p) {
+      const double r = std::log(measured[p] / (factor * predicted[p] + cold));
+      sum += r * r;
+    }
+    return sum;
+  };
+  // The best factor for a cold start: golden-section search over log(factor) in [-1, 1].
+  auto best_factor = [&](double cold) {
+    double lo = -1, hi = 1;
+    const double g = 0.5 * (std::sqrt(5.0) - 1);
+    for (int i = 0; i < 60; ++i) {
+      const double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
+      if (cost(std::exp(a), cold) < cost(std::exp(b), cold)) {
+        hi = b;
+      } else {
+        lo = a;
+      }
+    }
+    return std::exp(0.5 * (lo + hi));
+  };
+  DeviceRunFit fit;
+  double log_sum = 0;
+  for (size_t p = 0; p < measured.size(); ++p) log_sum += std::log(measured[p] / predicted[p]);
+  fit.factor = std::exp(log_sum / static_cast<double>(measured.size()));
+  const auto [shortest, longest] = std::minmax_element(predicted.begin(), predicted.end());
+  if (measured.size() < 3 || *longest < 2 * *shortest) return fit;
+  const double max_cold = 0.5 * *std::min_element(measured.begin(), measured.end());
+  double best = cost(fit.factor, 0);
+  constexpr int kSteps = 200;
+  for (int i = 1; i <= kSteps; ++i) {
+    const double cold = max_cold * i / kSteps;
+    const double factor = best_factor(cold);
+    if (const double c = cost(factor, cold); c < best) {
+      best = c;
+      fit = {.factor = factor, .cold_us = cold};
+    }
+  }
+  return fit;
 }
 
 }  // namespace
@@ -42,8 +105,7 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   const size_t num_devices = device_names.size();
   // Per device: the summed medians (reported) and log(measured / predicted) of every probe that
   // ran subtasks on it.
-  std::vector<double> measured(num_devices, 0), predicted(num_devices, 0), log_sum(num_devices, 0);
-  std::vector<int> counted(num_devices, 0);
+  std::vector<std::vector<double>> measured(num_devices), predicted(num_devices);
   std::vector<double> overheads;
   std::vector<const ProbeResult*> multi;
   for (const ProbeResult& r : results) {
@@ -58,10 +120,8 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
       }
       const double mm = Median(std::move(m)), pm = Median(std::move(p));
       if (mm <= 0 || pm <= 0) continue;
-      measured[d] += mm;
-      predicted[d] += pm;
-      log_sum[d] += std::log(mm / pm);
-      ++counted[d];
+      measured[d].push_back(mm);
+      predicted[d].push_back(pm);
     }
     for (const RunBreakdown& b : r.breakdowns) {
       overheads.push_back(b.first_start_us + b.wall_us - b.trace_end_us);
@@ -69,14 +129,18 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     if (r.devices_used >= 2 && !r.breakdowns.empty()) multi.push_back(&r);
   }
   costs.run_overhead_us = Median(std::move(overheads));
-  std::vector<double> factor(num_devices, 1.0);
+  std::vector<double> factor(num_devices, 1.0), cold_us(num_devices, 0.0);
   for (size_t d = 0; d < num_devices; ++d) {
-    if (counted[d] == 0) continue;
-    factor[d] = std::exp(log_sum[d] / counted[d]);
-    costs.in_run.push_back({.device = device_names[d],
-                            .measured_us = measured[d],
-                            .predicted_us = predicted[d],
-                            .factor = factor[d]});
+    if (measured[d].empty()) continue;
+    const DeviceRunFit fit = FitDeviceRun(measured[d], predicted[d]);
+    factor[d] = fit.factor;
+    cold_us[d] = fit.cold_us;
+    costs.in_run.push_back(
+        {.device = device_names[d],
+         .measured_us = std::accumulate(measured[d].begin(), measured[d].end(), 0.0),
+         .predicted_us = std::accumulate(predicted[d].begin(), predicted[d].end(), 0.0),
+         .factor = fit.factor,
+         .cold_us = fit.cold_us});
   }
 
   // Per multi-device probe, its median measured span and median replay, with its predicted
@@ -90,7 +154,7 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     costs.multi_device_measured_us += spans.back();
     as_predicted.emplace_back();
     for (const auto& timings : r->timings) {
-      as_predicted.back().push_back(AsPredicted(r->schedule, timings, factor));
+      as_predicted.back().push_back(AsPredicted(r->schedule, timings, factor, cold_us));
     }
   }
   auto replayed = [&](double c) {

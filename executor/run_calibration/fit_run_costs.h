@@ -3,20 +3,25 @@
 //
 // Both are fitted to the probes' relative errors, so every plan counts alike however long it
 // runs (the target is each plan's measured / predicted):
-// - In-run factor of a device: the geometric mean, over the probes that ran subtasks on it, of
-//   the median run's summed measured subtask time on the device over the same subtasks'
-//   predicted time.
+// - In-run factor and cold start of a device: over the probes that ran subtasks on it, the
+//   median run's summed measured subtask time on the device is fitted as factor x the same
+//   subtasks' predicted time + cold start, in least squares of the log ratios. The cold start
+//   is what a run after an idle pause pays once on the device (its first kernels find colder
+//   caches; squeezenet's first five ops on a core took 437 us more than predicted after 20 ms
+//   idle): one factor alone left short plans 1.1-1.24x their prediction and long ones about
+//   1.0. It needs three probes or more whose lengths differ twofold; else it is 0 and the
+//   factor the geometric mean of the ratios.
 // - Sync cost: one value for every ordered pair of `sync_devices` (hand-offs cost alike in
 //   either direction here; devices outside keep none. Host calibration fits the CPU devices'
 //   pairs and a GPU's with one CPU device in separate probes, run_cost_calibration.h). It is
 //   the cost c at
 //   which the probes that use two or more devices, replayed in the order their subtasks ran
 //   with the durations the fitted model predicts (the schedule's times the device's in-run
-//   factor) and c on every edge between two of those devices (ReplayUs), take what they took
-//   (median run of each, from the first subtask's start to the last one's end) in geometric
-//   mean. So c holds what co-execution costs beyond each device's in-run prediction: the
-//   wake-up of a device thread parked on the other device's work (about 40 us on the
-//   development VM; a wait shorter than the runtime's spin costs well under 1 us), partial sums
+//   factor, its cold start on its first subtask) and c on every edge between two of those devices
+//   (ReplayUs), take what they took (median run of each, from the first subtask's start to the last
+//   one's end) in geometric mean. So c holds what co-execution costs beyond each device's in-run
+//   prediction: the wake-up of a device thread parked on the other device's work (about 40 us on
+//   the development VM; a wait shorter than the runtime's spin costs well under 1 us), partial sums
 //   combined after a cin split, and kernels reading what the other core just wrote from its
 //   cache (in partition-only plans on two cores, subtasks with inputs from both devices ran
 //   12-20% over their prediction, those with their own device's inputs 4-8%). Fitted to the

@@ -99,6 +99,44 @@ TEST(FitRunCosts, SyncTakesUpKernelsSlowerTogetherThanAlone) {
   EXPECT_GT(costs.sync[0].us, 10);
 }
 
+// A run after an idle pause pays its device's cold start once, whatever its length: plans of
+// 3, 9, 30 and 90 x 100 us predicted, each measured 1.1x plus 200 us, give a factor of 1.1 and
+// a cold start of 200 us (with the factor alone the short plan would be 1.61x its prediction
+// and the long one 1.08x).
+TEST(FitRunCosts, AColdStartIsWhatEveryRunPaysOnceWhateverItsLength) {
+  const model::Graph g = Chain3();
+  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
+  const std::vector<bool> sync = {true, true};
+  std::vector<ProbeResult> probes;
+  for (const double op_us : {100.0, 300.0, 1000.0, 3000.0}) {
+    probes.push_back(Probe(g, {0, 0, 0}, op_us, 1.1 * op_us + 200.0 / 3, 0, 3));
+  }
+  const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
+  ASSERT_EQ(costs.in_run.size(), 1u);
+  EXPECT_NEAR(costs.in_run[0].factor, 1.1, 0.002);
+  EXPECT_NEAR(costs.in_run[0].cold_us, 200, 3);
+  EXPECT_NEAR(costs.PerRunUs(), costs.run_overhead_us + costs.in_run[0].cold_us, 1e-9);
+}
+
+// A cold start shows only between plans of different lengths: two plans, or plans of about one
+// length, leave it 0 and the factor the geometric mean of the plans' ratios.
+TEST(FitRunCosts, NoColdStartWithoutPlansOfDifferentLengths) {
+  const model::Graph g = Chain3();
+  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
+  const std::vector<bool> sync = {true, true};
+  const std::vector<ProbeResult> two = {Probe(g, {0, 0, 0}, 100, 150, 0, 1),
+                                        Probe(g, {0, 0, 0}, 3000, 3300, 0, 1)};
+  calibration::RunCosts costs = FitRunCosts(two, names, sync);
+  ASSERT_EQ(costs.in_run.size(), 1u);
+  EXPECT_EQ(costs.in_run[0].cold_us, 0);
+  EXPECT_NEAR(costs.in_run[0].factor, std::sqrt(1.5 * 1.1), 1e-9);
+  const std::vector<ProbeResult> alike = {Probe(g, {0, 0, 0}, 100, 150, 0, 1),
+                                          Probe(g, {0, 0, 0}, 120, 160, 0, 1),
+                                          Probe(g, {0, 0, 0}, 150, 170, 0, 1)};
+  costs = FitRunCosts(alike, names, sync);
+  EXPECT_EQ(costs.in_run[0].cold_us, 0);
+}
+
 // Each plan counts alike: a short plan that lost 20% between subtasks and a long one that lost
 // nothing meet at the cost that leaves them equally far off, not at the long one's.
 TEST(FitRunCosts, SyncBalancesThePlansRelativeErrors) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -16,10 +17,10 @@ absl::StatusOr<std::vector<ProbeResult>> RunProbes(std::span<const Probe> probes
                                                    const runtime::RuntimeOptions& runtime_options,
                                                    const ProbeOptions& options) {
   if (devices.empty()) return absl::InvalidArgumentError("run probes: no devices");
-  if (options.rounds < 1 || options.warmup_runs < 0) {
+  if (options.rounds < 1 || options.warmup_runs < 0 || !(options.settle_ms >= 0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("run probes: need rounds >= 1 and warmup_runs >= 0, got ", options.rounds,
-                     " and ", options.warmup_runs));
+        absl::StrCat("run probes: need rounds >= 1, warmup_runs >= 0 and settle_ms >= 0, got ",
+                     options.rounds, ", ", options.warmup_runs, " and ", options.settle_ms));
   }
   struct Compiled {
     std::unique_ptr<runtime::CoExecutionRuntime> runtime;
@@ -63,6 +64,9 @@ absl::StatusOr<std::vector<ProbeResult>> RunProbes(std::span<const Probe> probes
     results.push_back(std::move(result));
   }
   auto run = [&](size_t i, bool timed) -> absl::Status {
+    if (timed && options.settle_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options.settle_ms));
+    }
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<std::vector<float>>> out =
         compiled[i].runtime->Run(compiled[i].input);

@@ -5,9 +5,13 @@
 // on the co-execution runtime, runs each once untimed, then `rounds` times in interleaved
 // rounds - every probe once per round - so each run starts with the caches holding what the
 // other probes left, as on a daemon that serves several models or shares the machine, and a
-// drift in the machine's speed hits every probe alike. Per run it keeps the runtime's subtask
-// timings, the caller's wall time of Run and their breakdown against the schedule
-// (run_breakdown.h).
+// drift in the machine's speed hits every probe alike. Every timed run follows an idle pause
+// (`settle_ms`), as a request after a gap and as psched_coexec_bench's runs (--settle-ms): the
+// devices' threads have parked and their cores idled, and the run's first kernels find colder
+// caches than back-to-back runs would (squeezenet's first five ops took 437 us longer than
+// their warm prediction after 20 ms of idle; fit_run_costs.h fits that as a cold start). Per run it
+// keeps the runtime's subtask timings, the caller's wall time of Run and their breakdown against
+// the schedule (run_breakdown.h).
 //
 // Blocks the calling thread; the devices must not run anything else meanwhile.
 #pragma once
@@ -33,7 +37,8 @@ struct Probe {
 
 struct ProbeOptions {
   int warmup_runs = 1;
-  int rounds = 5;  // timed runs of every probe
+  int rounds = 5;         // timed runs of every probe
+  double settle_ms = 20;  // idle before each timed run
 };
 
 struct ProbeResult {
@@ -46,8 +51,8 @@ struct ProbeResult {
 };
 
 // One result per probe, in order. InvalidArgument for no devices, rounds < 1, warmup_runs < 0, a
-// probe without a graph or whose schedule is for another device count; the runtime's error
-// naming the probe when a plan does not compile or a run fails.
+// negative settle_ms, a probe without a graph or whose schedule is for another device count; the
+// runtime's error naming the probe when a plan does not compile or a run fails.
 absl::StatusOr<std::vector<ProbeResult>> RunProbes(std::span<const Probe> probes,
                                                    std::span<runtime::Device* const> devices,
                                                    const runtime::RuntimeOptions& runtime_options,

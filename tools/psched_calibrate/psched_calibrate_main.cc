@@ -77,6 +77,7 @@ struct Flags {
   std::string log_level = "warn";
   bool in_graph = false;
   int run_rounds = 5;
+  double probe_settle_ms = 20;
   bool run_rounds_given = false;  // --run-rounds on the command line
   std::vector<std::string> check_traces;
   // The paper's workloads: timed first.
@@ -332,7 +333,9 @@ absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceS
   absl::StatusOr<executor::calibration::RunCosts> costs =
       executor::run_calibration::CalibrateHostRunCosts(
           graphs, platform, usable, training.model, scheduler::PlanWith,
-          {.probe = {.warmup_runs = std::max(1, flags.warmup), .rounds = flags.run_rounds},
+          {.probe = {.warmup_runs = std::max(1, flags.warmup),
+                     .rounds = flags.run_rounds,
+                     .settle_ms = flags.probe_settle_ms},
            .seed = flags.seed});
   if (!costs.ok()) return costs.status();
   std::fprintf(stderr, "[run costs] done in %.1f s\n",
@@ -573,6 +576,11 @@ int main(int argc, char** argv) {
                  "measures them again instead of keeping the stored ones")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
+  app.add_option("--probe-settle-ms", flags.probe_settle_ms,
+                 "idle pause before each timed probe run, as between requests (and as "
+                 "psched_coexec_bench's --settle-ms): the cold start after it is fitted")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10000.0));
   app.add_option("--check-traces", flags.check_traces,
                  "co-execution traces (Chrome JSON) to compare the fitted model with")
       ->check(CLI::ExistingFile);
