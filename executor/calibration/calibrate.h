@@ -51,6 +51,8 @@ struct CalibrationProgress {
   bool co_running = false;
 };
 
+inline constexpr double kPriorityCaseLimitFactor = 10;
+
 struct CalibrationOptions {
   std::string platform = "host";
   // Timing budget per device, seconds. Longer gives more samples and a better fit.
@@ -64,7 +66,9 @@ struct CalibrationOptions {
   // A CPU device of several threads always takes the fastest (SampleIsFastestRun).
   bool fastest_run = false;
   // Cases whose `prior` prediction on a device exceeds this are skipped: one huge conv
-  // would otherwise eat the whole budget. <= 0 or no prior: no limit.
+  // would otherwise eat the whole budget. Cases of the priority models (CalibrationCase::
+  // priority) are skipped only above kPriorityCaseLimitFactor times this. <= 0 or no prior:
+  // no limit.
   double max_case_ms = 30.0;
   // Predicts devices by platform index (the order of Calibrate's `devices`); may be null.
   std::shared_ptr<const predictor::LatencyModel> prior;

@@ -291,8 +291,10 @@ TEST(CalibrateTest, MissingDevicesAreSkippedNotFatal) {
   EXPECT_TRUE(run->samples.samples.empty());
 }
 
+// Every case is predicted at 2 ms against a 1 ms limit: all are skipped but a priority
+// model's, whose limit is ten times larger.
 TEST(CalibrateTest, OverBudgetCasesAreSkippedByThePrior) {
-  const std::vector<CalibrationCase> cases = Cases();
+  std::vector<CalibrationCase> cases = Cases();
   CalibrationOptions options;
   options.budget_s = 0.5;
   options.max_case_ms = 1.0;
@@ -307,6 +309,17 @@ TEST(CalibrateTest, OverBudgetCasesAreSkippedByThePrior) {
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_TRUE(run->samples.samples.empty());
   EXPECT_EQ(run->devices[0].cases_skipped, static_cast<int>(cases.size()));
+  cases.front().priority = true;
+  run = Calibrate(devices, cases, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->samples.samples.size(), 1u);
+  EXPECT_EQ(run->samples.samples[0].source, cases.front().source);
+  EXPECT_EQ(run->devices[0].cases_skipped, static_cast<int>(cases.size()) - 1);
+  // Above ten times the limit a priority case is skipped too.
+  options.max_case_ms = 0.1;
+  run = Calibrate(devices, cases, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->samples.samples.empty());
 }
 
 TEST(CalibrateTest, RejectsBadOptions) {
