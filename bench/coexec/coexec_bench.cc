@@ -232,6 +232,10 @@ int Main(int argc, char** argv) {
   app.add_flag("!--no-fused-adds", fuse_residual_adds,
                "run residual adds as ops of their own instead of inside the conv before them "
                "(executor/common/residual_add_fusion.h), in the executor and the runtime");
+  bool predictive_wake = true;
+  app.add_flag("!--no-predictive-wake", predictive_wake,
+               "device threads wait for an input from another device without first sleeping "
+               "until shortly before the plan has it due (RuntimeOptions::predictive_wake)");
   bool breakdown = false;
   app.add_flag("--breakdown", breakdown,
                "per plan, where the time went against the prediction (medians over the rounds): "
@@ -455,10 +459,11 @@ int Main(int argc, char** argv) {
                           : absl::StatusOr<executor::runtime::ExecutionPlan>(schedule.status());
         executor::runtime::RuntimeOptions runtime_options = p.devices->runtime_options();
         runtime_options.fuse_residual_adds = fuse_residual_adds;
+        runtime_options.predictive_wake = predictive_wake;
         absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> rt =
-            plan.ok() ? CoExecutionRuntime::Create(*graph, p.devices->devices(), *plan,
-                                                   runtime_options)
-                      : absl::StatusOr<std::unique_ptr<CoExecutionRuntime>>(plan.status());
+            plan.ok()
+                ? CoExecutionRuntime::Create(*graph, p.devices->devices(), *plan, runtime_options)
+                : absl::StatusOr<std::unique_ptr<CoExecutionRuntime>>(plan.status());
         if (!rt.ok()) {
           std::printf("%-20s %-4s %-22s failed: %s\n", models[mi].c_str(), p.name.c_str(),
                       method.c_str(), rt.status().ToString().c_str());
@@ -478,9 +483,8 @@ int Main(int argc, char** argv) {
              .schedule = &schedules.back(),
              .device_names = p.devices->names(),
              .output = [r, &input] { return r->Run(input); },
-             .per_op = !per_op_dir.empty() &&
-                       ((p.name == "A" && method == "single:cpu.0") ||
-                        (p.name == "C" && method == "single:cpu"))});
+             .per_op = !per_op_dir.empty() && ((p.name == "A" && method == "single:cpu.0") ||
+                                               (p.name == "C" && method == "single:cpu"))});
       }
     }
     // Warm-up, and psched's output against ONNX Runtime's (same weights, same input).

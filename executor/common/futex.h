@@ -12,6 +12,8 @@
 namespace psched::executor {
 
 void FutexWait(int32_t* word, int32_t expected);
+// FutexWait that also returns once `timeout_ns` (> 0) has passed.
+void FutexWaitFor(int32_t* word, int32_t expected, int64_t timeout_ns);
 void FutexWakeAll(int32_t* word);
 
 // One pause instruction (x86 `pause`, ARM `yield`): the body of a polite spin loop.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <latch>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "executor/common/activation.h"
@@ -36,6 +37,13 @@ constexpr int32_t kAbortBump = 1 << 28;
 // Longer waits still park, so an oversubscribed machine gets the core back for the work being
 // waited for after this long.
 constexpr int64_t kSpinNs = 100'000;
+
+// A predictive sleep (SleepUntilNearlyDue) ends this long plus a fifth of the predicted wait
+// before the input is due: a sleeping thread resumes 35-200 us after its timer on the
+// development VM, and the plan's times are off by 5-15% (docs/evaluation.md). Waits predicted
+// shorter than the spin above plus this lead are left to it.
+constexpr double kWakeLeadUs = 150;
+constexpr double kLeadShare = 0.2;
 
 // The step of a residual add that runs inside its conv's subtask: done once that one is.
 class FusedAwaySubtask final : public Subtask {
@@ -95,6 +103,7 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   }
   // A residual add run inside its conv's subtask writes its output while the conv runs.
   fused_residuals_ = FusedResiduals(graph, options.fuse_residual_adds);
+  predictive_wake_ = options.predictive_wake;
   std::vector<ExtraWriter> early_writes;
   for (size_t d = 0; d < fused_residuals_.size(); ++d) {
     const std::vector<PlanStep>& steps = plan_.device_steps[d];
@@ -410,6 +419,45 @@ bool CoExecutionRuntime::WaitOnHost(std::span<const CounterWait> waits) {
   return !aborted_.load();
 }
 
+// The input is due when the plan has the step start, on the device's measured clock: the plan's
+// time since the device's first step, scaled by how far behind or ahead of the plan the device
+// is at its previous step (which just ended). A run 10% slower than predicted so far gets its
+// inputs about 10% later.
+void CoExecutionRuntime::SleepUntilNearlyDue(const Queued& q, const PlanProgress& progress) {
+  if (q.waits.empty() || q.step.predicted_start_us < 0 || progress.prev_end_us < 0 ||
+      progress.origin_us < 0) {
+    return;
+  }
+  const CounterWait* unmet = nullptr;
+  for (const CounterWait& w : q.waits) {
+    if (std::atomic_ref<int32_t>(counters_[w.counter]).load(std::memory_order_acquire) < w.target) {
+      unmet = &w;
+      break;
+    }
+  }
+  if (unmet == nullptr) return;
+  const int64_t now_ns = NowNs();
+  const double elapsed_us = static_cast<double>(now_ns - progress.origin_ns) / 1e3;
+  const double planned_us = progress.prev_end_us - progress.origin_us;
+  const double scale = planned_us > 0 ? std::clamp(elapsed_us / planned_us, 0.5, 2.0) : 1.0;
+  const double wait_us = (q.step.predicted_start_us - progress.origin_us) * scale - elapsed_us;
+  const double sleep_us = wait_us * (1 - kLeadShare) - kWakeLeadUs;
+  if (sleep_us * 1e3 < static_cast<double>(kSpinNs)) return;
+  predictive_sleeps_.fetch_add(1);
+  const int64_t deadline_ns = now_ns + static_cast<int64_t>(sleep_us * 1e3);
+  int32_t* word = &counters_[unmet->counter];
+  std::atomic<int32_t>& parked = waiters_[unmet->counter];
+  // Parked like WaitAtLeast (announced before the re-read), so a publisher wakes it early.
+  for (int64_t left = deadline_ns - now_ns; left > 0; left = deadline_ns - NowNs()) {
+    parked.fetch_add(1);
+    const int32_t value = std::atomic_ref<int32_t>(*word).load();
+    const bool met = value >= unmet->target;
+    if (!met) FutexWaitFor(word, value, left);
+    parked.fetch_sub(1);
+    if (met || std::atomic_ref<int32_t>(*word).load() >= unmet->target) return;
+  }
+}
+
 void CoExecutionRuntime::Publish(model::OpId op) {
   counter(static_cast<size_t>(op)).fetch_add(1);
   if (waiters_[static_cast<size_t>(op)].load() > 0)
@@ -464,6 +512,11 @@ void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
   // A queue posted before Run copied the inputs starts once they are in the arena.
   WaitAtLeast(&inputs_copied_, inputs_waiters_, 1);
   bool enqueued_any = false;
+  // Where the run is against the plan on this device: from its first step's start, as measured
+  // and as predicted (the run's start before it: the plan's time 0), to its previous step's
+  // predicted end.
+  PlanProgress progress{.origin_ns = start_ns, .origin_us = 0, .prev_end_us = 0};
+  bool first = true;
   for (Queued& q : queues_[static_cast<size_t>(device)]) {
     if (aborted_.load()) break;
     if (q.enqueue) {
@@ -477,7 +530,13 @@ void CoExecutionRuntime::RunQueue(int device, int64_t start_ns) {
       }
       continue;
     }
+    if (predictive_wake_) SleepUntilNearlyDue(q, progress);
     if (!WaitOnHost(q.waits)) break;
+    if (std::exchange(first, false)) {
+      progress.origin_ns = NowNs();
+      progress.origin_us = q.step.predicted_start_us;
+    }
+    progress.prev_end_us = q.step.predicted_end_us;
     absl::Status status = RunOnHost(q, start_ns);
     RecordDeviceTiming(q, start_ns);
     if (!status.ok()) {

@@ -235,6 +235,54 @@ TEST_F(CoExecutionTest, PostedQueuesStartOnlyOnceTheInputsAreCopied) {
   }
 }
 
+// A device thread that the plan has idle for a long time before an input from another device
+// sleeps until shortly before the input is due (RuntimeOptions::predictive_wake), and its
+// publisher wakes it as soon as the input comes. Here the plan has device 1 start op 5 ten
+// minutes in, after device 0's ops 0-4; they take microseconds, so the run finishes only
+// because the publisher wakes the sleeper. A wait the plan has short, or a plan without
+// predicted times, never sleeps; nor does a runtime with the option off.
+TEST_F(CoExecutionTest, ALongPredictedWaitSleepsAndThePublisherWakesIt) {
+  const model::Graph graph = TestGraph();
+  auto plan_with_gap = [&](double gap_us) {
+    ExecutionPlan plan;
+    plan.device_steps.resize(2);
+    double t = 0;
+    for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+      if (id == 5) t += gap_us;
+      plan.device_steps[id < 5 ? 0 : 1].push_back(
+          {.op = id, .predicted_start_us = t, .predicted_end_us = t + 10});
+      t += 10;
+    }
+    return plan;
+  };
+  const std::vector<std::vector<float>> input{RandomVector(8 * 8 * 4, 11)};
+  auto expected = reference::RunGraph(graph, input);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto runs = [&](const ExecutionPlan& plan, bool predictive_wake) -> int64_t {
+    RuntimeOptions options;
+    options.predictive_wake = predictive_wake;
+    auto rt = CoExecutionRuntime::Create(graph, devices_, plan, options);
+    EXPECT_TRUE(rt.ok()) << rt.status();
+    if (!rt.ok()) return -1;
+    for (int run = 0; run < 3; ++run) {
+      auto out = (*rt)->Run(input);
+      EXPECT_TRUE(out.ok()) << out.status();
+      if (out.ok()) {
+        EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "run " << run;
+      }
+    }
+    return (*rt)->predictive_sleeps();
+  };
+  EXPECT_EQ(runs(plan_with_gap(600e6), true), 3);  // device 1's first wait, every run
+  EXPECT_EQ(runs(plan_with_gap(600e6), false), 0);
+  EXPECT_EQ(runs(plan_with_gap(50), true), 0);
+  ExecutionPlan unpredicted = plan_with_gap(600e6);
+  for (auto& steps : unpredicted.device_steps) {
+    for (PlanStep& step : steps) step.predicted_start_us = step.predicted_end_us = -1;
+  }
+  EXPECT_EQ(runs(unpredicted, true), 0);
+}
+
 // Tensors share arena memory as far as a plan's order allows (plan_order.h): a single-device
 // plan in any valid queue order, and a plan alternating ops between two devices, both use less
 // memory than a block per tensor and run right.

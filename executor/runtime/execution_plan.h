@@ -21,6 +21,11 @@ namespace psched::executor::runtime {
 struct PlanStep {
   model::OpId op = model::kInvalidId;
   WorkSlice slice = WorkSlice::Whole();
+  // When the schedule the plan came from predicted the step to start and end, from the start
+  // of the run (negative: no prediction). The runtime uses them to wake a device thread shortly
+  // before a long-awaited input is due (RuntimeOptions::predictive_wake).
+  double predicted_start_us = -1;
+  double predicted_end_us = -1;
 };
 
 struct ExecutionPlan {

@@ -33,7 +33,10 @@ absl::StatusOr<ExecutionPlan> PlanFromSchedule(const model::Graph& graph,
       return a->start_us != b->start_us ? a->start_us < b->start_us : a->op < b->op;
     });
     for (const scheduler::ScheduledSubtask* s : list) {
-      plan.device_steps[d].push_back({s->op, {s->axis, s->begin, s->end}});
+      plan.device_steps[d].push_back({.op = s->op,
+                                      .slice = {s->axis, s->begin, s->end},
+                                      .predicted_start_us = s->start_us,
+                                      .predicted_end_us = s->end_us});
     }
   }
   if (auto s = ValidateExecutionPlan(graph, plan, schedule.num_devices()); !s.ok()) {
