@@ -89,6 +89,27 @@ ExecutionPlan RandomPlan(const model::Graph& graph, int num_devices, uint32_t se
   return plan;
 }
 
+// `plan` with predicted times, ops one after another in op order, each predicted to take
+// 0-2 ms (seeded): far longer than they run, so devices that wait for each other sleep
+// predictively (RuntimeOptions::predictive_wake) and are woken by their inputs.
+ExecutionPlan WithPredictedTimes(ExecutionPlan plan, const model::Graph& graph, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<double> start(graph.ops.size()), end(graph.ops.size());
+  double t = 0;
+  for (size_t id = 0; id < graph.ops.size(); ++id) {
+    start[id] = t;
+    t += static_cast<double>(rng() % 2000);
+    end[id] = t;
+  }
+  for (auto& steps : plan.device_steps) {
+    for (PlanStep& step : steps) {
+      step.predicted_start_us = start[static_cast<size_t>(step.op)];
+      step.predicted_end_us = end[static_cast<size_t>(step.op)];
+    }
+  }
+  return plan;
+}
+
 class CoExecutionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -110,8 +131,12 @@ TEST_F(CoExecutionTest, RandomPlansMatchTheReferenceAndRespectDependencies) {
   auto expected = reference::RunGraph(graph, input);
   ASSERT_TRUE(expected.ok()) << expected.status();
   int split_steps = 0;
+  int64_t predictive_sleeps = 0;
   for (uint32_t seed = 0; seed < 25; ++seed) {
-    const ExecutionPlan plan = RandomPlan(graph, 2, seed);
+    // Odd seeds carry predicted times: the same plans with predictive sleeps before waits.
+    const ExecutionPlan plan = seed % 2 == 1
+                                   ? WithPredictedTimes(RandomPlan(graph, 2, seed), graph, seed)
+                                   : RandomPlan(graph, 2, seed);
     auto rt = CoExecutionRuntime::Create(graph, devices_, plan);
     ASSERT_TRUE(rt.ok()) << rt.status();
     for (int run = 0; run < 2; ++run) {
@@ -122,6 +147,7 @@ TEST_F(CoExecutionTest, RandomPlansMatchTheReferenceAndRespectDependencies) {
             << "plan seed " << seed << " element " << i;
       }
     }
+    predictive_sleeps += (*rt)->predictive_sleeps();
     // Full barrier: no subtask starts before every subtask of its predecessors ended.
     const std::vector<SubtaskTiming>& timings = (*rt)->last_timings();
     for (const SubtaskTiming& t : timings) {
@@ -137,6 +163,7 @@ TEST_F(CoExecutionTest, RandomPlansMatchTheReferenceAndRespectDependencies) {
     }
   }
   EXPECT_GT(split_steps, 25);
+  EXPECT_GT(predictive_sleeps, 0);
 }
 
 TEST_F(CoExecutionTest, SingleDevicePlanMatches) {
