@@ -264,10 +264,12 @@ TEST_F(CoExecutionTest, PostedQueuesStartOnlyOnceTheInputsAreCopied) {
 
 // A device thread that the plan has idle for a long time before an input from another device
 // sleeps until shortly before the input is due (RuntimeOptions::predictive_wake), and its
-// publisher wakes it as soon as the input comes. Here the plan has device 1 start op 5 ten
-// minutes in, after device 0's ops 0-4; they take microseconds, so the run finishes only
-// because the publisher wakes the sleeper. A wait the plan has short, or a plan without
-// predicted times, never sleeps; nor does a runtime with the option off.
+// publisher wakes it as soon as the input comes. Device 1 runs op 0, which device 0 needs for
+// ops 2-4, then waits for op 4, which the plan has due ten minutes in: device 0 cannot have
+// it yet when device 1 gets there (unless device 1 is preempted in between), and it takes
+// microseconds, so the runs finish only because the publisher wakes the sleeper. A wait the
+// plan has short, or a plan without predicted times, never sleeps; nor does a runtime with the
+// option off.
 TEST_F(CoExecutionTest, ALongPredictedWaitSleepsAndThePublisherWakesIt) {
   const model::Graph graph = TestGraph();
   auto plan_with_gap = [&](double gap_us) {
@@ -276,7 +278,7 @@ TEST_F(CoExecutionTest, ALongPredictedWaitSleepsAndThePublisherWakesIt) {
     double t = 0;
     for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
       if (id == 5) t += gap_us;
-      plan.device_steps[id < 5 ? 0 : 1].push_back(
+      plan.device_steps[id == 0 || id >= 5 ? 1 : 0].push_back(
           {.op = id, .predicted_start_us = t, .predicted_end_us = t + 10});
       t += 10;
     }
@@ -291,7 +293,7 @@ TEST_F(CoExecutionTest, ALongPredictedWaitSleepsAndThePublisherWakesIt) {
     auto rt = CoExecutionRuntime::Create(graph, devices_, plan, options);
     EXPECT_TRUE(rt.ok()) << rt.status();
     if (!rt.ok()) return -1;
-    for (int run = 0; run < 3; ++run) {
+    for (int run = 0; run < 5; ++run) {
       auto out = (*rt)->Run(input);
       EXPECT_TRUE(out.ok()) << out.status();
       if (out.ok()) {
@@ -300,7 +302,7 @@ TEST_F(CoExecutionTest, ALongPredictedWaitSleepsAndThePublisherWakesIt) {
     }
     return (*rt)->predictive_sleeps();
   };
-  EXPECT_EQ(runs(plan_with_gap(600e6), true), 3);  // device 1's first wait, every run
+  EXPECT_GE(runs(plan_with_gap(600e6), true), 1);  // device 1's wait for op 4
   EXPECT_EQ(runs(plan_with_gap(600e6), false), 0);
   EXPECT_EQ(runs(plan_with_gap(50), true), 0);
   ExecutionPlan unpredicted = plan_with_gap(600e6);
@@ -329,7 +331,7 @@ TEST_F(CoExecutionTest, PlansReuseArenaMemoryTheirOrderAllows) {
   for (const ExecutionPlan& plan : {SingleDevicePlan(graph, 2), reordered, alternating}) {
     auto rt = CoExecutionRuntime::Create(graph, devices_, plan);
     ASSERT_TRUE(rt.ok()) << rt.status();
-    for (int run = 0; run < 3; ++run) {
+    for (int run = 0; run < 5; ++run) {
       auto out = (*rt)->Run(input);
       ASSERT_TRUE(out.ok()) << out.status();
       EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5);
@@ -349,7 +351,7 @@ TEST_F(CoExecutionTest, RandomPlansStayCorrectUnderOversubscription) {
   for (uint32_t seed = 100; seed < 110; ++seed) {
     auto rt = CoExecutionRuntime::Create(graph, devices_, RandomPlan(graph, 2, seed));
     ASSERT_TRUE(rt.ok()) << rt.status();
-    for (int run = 0; run < 3; ++run) {
+    for (int run = 0; run < 5; ++run) {
       auto out = (*rt)->Run(input);
       ASSERT_TRUE(out.ok()) << out.status();
       EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "plan seed " << seed;
