@@ -3,6 +3,7 @@
 // annotation left an ignore region open, TSan would see nothing and `make test-tsan` would
 // pass however racy psched became. `lock-order`: two sync::Mutex taken in both orders; reported
 // only if TSan follows their lock and unlock annotations.
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -46,13 +47,23 @@ void UseEveryOperation() {
   other.join();
 }
 
-int racy = 0;
+volatile int racy = 0;
 
+// Both threads write while the other runs: a relaxed flag (no happens-before for TSan) starts
+// them together and they write many times, so the writes overlap in time. With one write each,
+// a writer thread that ran only after the main thread's write was once not reported (TSan's
+// history of a memory word is a few accesses deep).
 void Race() {
-  std::thread writer([] { racy = 1; });
-  racy = 2;
+  std::atomic<bool> go = false;
+  std::thread writer([&] {
+    while (!go.load(std::memory_order_relaxed)) {
+    }
+    for (int i = 0; i < 1000; ++i) racy = 1;
+  });
+  go.store(true, std::memory_order_relaxed);
+  for (int i = 0; i < 1000; ++i) racy = 2;
   writer.join();
-  std::printf("racy = %d\n", racy);  // read, so the compiler keeps both writes
+  std::printf("racy = %d\n", racy);  // read, so the compiler keeps the writes
 }
 
 void LockOrderInversion() {
