@@ -103,8 +103,8 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   calibration::RunCosts costs;
   costs.probes = static_cast<int>(results.size());
   const size_t num_devices = device_names.size();
-  // Per device: the summed medians (reported) and log(measured / predicted) of every probe that
-  // ran subtasks on it.
+  // Per device: the median run's summed subtask time, measured and predicted, of every probe
+  // that ran subtasks on it.
   std::vector<std::vector<double>> measured(num_devices), predicted(num_devices);
   std::vector<double> overheads;
   std::vector<const ProbeResult*> multi;

@@ -387,10 +387,7 @@ void CoExecutionRuntime::Abort(absl::Status status) {
 
 // Returns once the 32-bit `word` holds at least `target`: spins briefly (on dedicated cores
 // most waits end within microseconds), then parks until a publisher wakes it - a busy machine
-// needs this core for the work being waited for. Announcing the waiter in `parked` before
-// re-reading the word (both sequentially consistent, as the publisher's write and its read of
-// `parked`) means either the waiter sees the new value or the publisher sees the waiter and
-// wakes the futex.
+// needs this core for the work being waited for.
 void CoExecutionRuntime::WaitAtLeast(int32_t* word, std::atomic<int32_t>& parked, int32_t target) {
   const std::atomic_ref<int32_t> value(*word);
   if (value.load(std::memory_order_acquire) >= target) return;
@@ -400,12 +397,30 @@ void CoExecutionRuntime::WaitAtLeast(int32_t* word, std::atomic<int32_t>& parked
     if (value.load(std::memory_order_acquire) >= target) return;
     if (spins % 64 == 0 && NowNs() > spin_until) break;
   }
-  for (bool met = false; !met;) {
+  ParkUntil(word, parked, target, kNoDeadline);
+}
+
+// Announcing the waiter in `parked` before re-reading the word (both sequentially consistent,
+// as the publisher's write and its read of `parked`) means either the waiter sees the new value
+// or the publisher sees the waiter and wakes the futex.
+bool CoExecutionRuntime::ParkUntil(int32_t* word, std::atomic<int32_t>& parked, int32_t target,
+                                   int64_t deadline_ns) {
+  const std::atomic_ref<int32_t> value(*word);
+  for (;;) {
+    const int64_t left = deadline_ns == kNoDeadline ? 0 : deadline_ns - NowNs();
+    if (deadline_ns != kNoDeadline && left <= 0) return false;
     parked.fetch_add(1);
     const int32_t now = value.load();
-    met = now >= target;
-    if (!met) FutexWait(word, now);
+    const bool met = now >= target;
+    if (!met) {
+      if (deadline_ns == kNoDeadline) {
+        FutexWait(word, now);
+      } else {
+        FutexWaitFor(word, now, left);
+      }
+    }
     parked.fetch_sub(1);
+    if (met) return true;
   }
 }
 
@@ -430,7 +445,7 @@ void CoExecutionRuntime::SleepUntilNearlyDue(const Queued& q, const PlanProgress
   }
   const CounterWait* unmet = nullptr;
   for (const CounterWait& w : q.waits) {
-    if (std::atomic_ref<int32_t>(counters_[w.counter]).load(std::memory_order_acquire) < w.target) {
+    if (counter(w.counter).load(std::memory_order_acquire) < w.target) {
       unmet = &w;
       break;
     }
@@ -444,18 +459,9 @@ void CoExecutionRuntime::SleepUntilNearlyDue(const Queued& q, const PlanProgress
   const double sleep_us = wait_us * (1 - kLeadShare) - kWakeLeadUs;
   if (sleep_us * 1e3 < static_cast<double>(kSpinNs)) return;
   predictive_sleeps_.fetch_add(1);
-  const int64_t deadline_ns = now_ns + static_cast<int64_t>(sleep_us * 1e3);
-  int32_t* word = &counters_[unmet->counter];
-  std::atomic<int32_t>& parked = waiters_[unmet->counter];
-  // Parked like WaitAtLeast (announced before the re-read), so a publisher wakes it early.
-  for (int64_t left = deadline_ns - now_ns; left > 0; left = deadline_ns - NowNs()) {
-    parked.fetch_add(1);
-    const int32_t value = std::atomic_ref<int32_t>(*word).load();
-    const bool met = value >= unmet->target;
-    if (!met) FutexWaitFor(word, value, left);
-    parked.fetch_sub(1);
-    if (met || std::atomic_ref<int32_t>(*word).load() >= unmet->target) return;
-  }
+  // Parked as a waiter, so a publisher that comes early wakes it.
+  ParkUntil(&counters_[unmet->counter], waiters_[unmet->counter], unmet->target,
+            now_ns + static_cast<int64_t>(sleep_us * 1e3));
 }
 
 void CoExecutionRuntime::Publish(model::OpId op) {

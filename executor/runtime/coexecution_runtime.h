@@ -151,8 +151,13 @@ class CoExecutionRuntime {
   // Spins briefly, then parks on the counters (futex) until every wait is met. False when the
   // run was aborted meanwhile.
   bool WaitOnHost(std::span<const CounterWait> waits);
-  // Spins briefly, then parks (counting itself in `parked`) until *word >= target.
+  // Spins briefly, then parks (ParkUntil, no deadline) until *word >= target.
   static void WaitAtLeast(int32_t* word, std::atomic<int32_t>& parked, int32_t target);
+  // Parks on `word`, counted in `parked`, until *word >= target (true) or NowNs() passes
+  // `deadline_ns` (false; kNoDeadline: never).
+  static constexpr int64_t kNoDeadline = -1;
+  static bool ParkUntil(int32_t* word, std::atomic<int32_t>& parked, int32_t target,
+                        int64_t deadline_ns);
   // Adds op's completion to its counter and wakes the host threads parked on it.
   void Publish(model::OpId op);
   // Counts a finished subtask of `op`; true when the op is now complete (for a cin split, the
