@@ -165,26 +165,41 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
       if (!library_forced) {
         library = ChooseConvLibrary(graph, id, slice);
       }
-      if (library == KernelLibrary::kOneDnn) {
+      // The one-thread kernel of a part, for the libraries that have no threadpool of their
+      // own; XNNPACK (null) runs on the device's threadpool directly.
+      internal::PartFactory one_thread;
+      if (library == KernelLibrary::kStreamingGemm) {
+        if (!StreamingGemmAvailable()) {
+          return absl::UnimplementedError(
+              absl::StrCat(where, ": the streaming GEMM needs an x86 core with AVX-512F"));
+        }
+#ifdef PSCHED_HAVE_STREAMING_GEMM
+        one_thread = [&](WorkSlice part) {
+          return internal::CreateStreamingGemmConvKernel(graph, id, part, layout);
+        };
+#endif
+      } else if (library == KernelLibrary::kOneDnn) {
 #ifdef PSCHED_HAVE_ONEDNN
-        auto one_thread = [&](WorkSlice part) {
+        one_thread = [&](WorkSlice part) {
           return internal::CreateOneDnnConvKernel(graph, id, part, layout);
         };
-        // A multi-core device runs one-thread oneDNN kernels on parts of the slice at once.
-        auto kernel =
-            threadpool != nullptr && pthreadpool_get_threads_count(threadpool) > 1
-                ? internal::CreateParallelSlicesKernel(graph, id, slice, threadpool, one_thread)
-                : one_thread(slice);
-        // Where oneDNN has no JIT kernel, the rule's choice falls back to XNNPACK.
-        if (kernel.ok() || kernel.status().code() != absl::StatusCode::kUnimplemented ||
-            library_forced) {
-          return kernel;
-        }
 #else
         if (library_forced) {
           return absl::UnimplementedError(absl::StrCat(where, ": built without oneDNN"));
         }
 #endif
+      }
+      if (one_thread) {
+        // A multi-core device runs one-thread kernels on parts of the slice at once.
+        auto kernel =
+            threadpool != nullptr && pthreadpool_get_threads_count(threadpool) > 1
+                ? internal::CreateParallelSlicesKernel(graph, id, slice, threadpool, one_thread)
+                : one_thread(slice);
+        // Where the rule's library has no kernel for the configuration, XNNPACK runs it.
+        if (kernel.ok() || kernel.status().code() != absl::StatusCode::kUnimplemented ||
+            library_forced) {
+          return kernel;
+        }
       }
       return internal::CreateConvKernel(graph, id, slice, layout, threadpool);
     }

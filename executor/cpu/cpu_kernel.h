@@ -62,15 +62,17 @@ class CpuKernel {
   virtual xnn_operator_t xnnpack_operator() const { return nullptr; }
   // cin slices hold `mu` (not owned; may be null) while adding into the output.
   virtual void SetAccumulationMutex(std::mutex* mu) {}
-  // The kernel library doing the work: "xnnpack", "psched" (hand-written) or
-  // "onednn:<implementation>" (e.g. "onednn:jit:avx2").
+  // The kernel library doing the work: "xnnpack", "psched" (hand-written),
+  // "psched:streaming-gemm" or "onednn:<implementation>" (e.g. "onednn:jit:avx2").
   virtual std::string_view library() const { return "xnnpack"; }
 };
 
 // Which library CreateCpuKernel builds a conv from. kAuto applies the per-configuration rule
 // of kernel_choice.h; the others force one (benchmarks, tests). kOneDnn fails with Unimplemented
-// where oneDNN is not built in or has no JIT implementation for the configuration.
-enum class KernelLibrary { kAuto, kXnnpack, kOneDnn };
+// where oneDNN is not built in or has no JIT implementation for the configuration;
+// kStreamingGemm (psched's own, for convs with few output pixels: streaming_gemm_conv.cc) where
+// the core has no AVX-512F, and for grouped convs and cin slices.
+enum class KernelLibrary { kAuto, kXnnpack, kOneDnn, kStreamingGemm };
 
 // The pixel strides of the views a kernel will be set up with. XNNPACK fixes strides when it
 // creates an operator, so they are part of compilation; Setup checks them.

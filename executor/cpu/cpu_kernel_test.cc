@@ -148,15 +148,16 @@ TEST(CpuKernelSlices, FullyConnectedCoutAndCin) {
   }
 }
 
-// A 1x1 conv (oneDNN runs these through its own 1x1 kernels) of 16 > 24 channels over 5x4.
-SlicedOp PointwiseOp(model::Activation act, std::pair<int64_t, int64_t> hw = {5, 4}) {
+// A 1x1 conv (oneDNN runs these as matmuls) of 16 > 24 channels over 5x4 unless told.
+SlicedOp PointwiseOp(model::Activation act, std::pair<int64_t, int64_t> hw = {5, 4},
+                     int64_t cin = 16, int64_t cout = 24) {
   GraphBuilder b;
-  auto x = b.AddInput({hw.first, hw.second, 16});
+  auto x = b.AddInput({hw.first, hw.second, cin});
   model::ConvAttrs conv;
-  conv.filter = b.AddConstant({24, 1, 1, 16}, RandomVector(24 * 16, 7));
-  conv.bias = b.AddConstant({24}, RandomVector(24, 8));
-  b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {hw.first, hw.second, 24}, conv, act));
-  SlicedOp op{b.Build(), RandomVector(static_cast<size_t>(hw.first * hw.second * 16), 9), {}};
+  conv.filter = b.AddConstant({cout, 1, 1, cin}, RandomVector(static_cast<size_t>(cout * cin), 7));
+  conv.bias = b.AddConstant({cout}, RandomVector(static_cast<size_t>(cout), 8));
+  b.MarkOutput(b.AddOp(OpKind::kConv2d, {x}, {hw.first, hw.second, cout}, conv, act));
+  SlicedOp op{b.Build(), RandomVector(static_cast<size_t>(hw.first * hw.second * cin), 9), {}};
   op.expected = (*reference::RunGraph(op.graph, {op.input}))[0];
   return op;
 }
@@ -281,13 +282,78 @@ TEST(CpuKernelOneDnn, CinSlicesAreXnnpacksAlone) {
                     2);
 }
 
-// The per-configuration rule of kernel_choice.h, and that kAuto builds what it chooses.
-TEST(CpuKernelChoice, DenseConvsGoToOneDnn) {
+// The streaming GEMM against the reference: whole ops, cout and row slices, strided views in
+// and out, every fused or separate activation; and shapes that take every path of its
+// blocking - several blocks of rows (77 output pixels), filter taps whose channels straddle
+// K blocks (300 channels, K blocks of 64), a last panel of 8 columns (40 outputs), padding.
+TEST(CpuKernelStreamingGemm, ConvSlicesStridesAndActivations) {
+  if (!StreamingGemmAvailable()) GTEST_SKIP() << "no AVX-512F core or not an x86 build";
+  for (const model::Activation& act : {model::Activation{}, kRelu, kRelu6, kSigmoid}) {
+    for (const SlicedOp& op :
+         {ConvOp(1, act, 8, 16), ConvOp(1, act), PointwiseOp(act), ConvOp(1, act, 300, 40, {21, 8}),
+          PointwiseOp(act, {5, 5}, 70, 33)}) {
+      const int64_t rows = op.graph.output_shape(0).h;
+      const int64_t cout = op.graph.output_shape(0).c;
+      for (const auto& [pad_in, pad_out] : {std::pair<int64_t, int64_t>{0, 0}, {3, 5}}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "activation " << static_cast<int>(act.kind) << " strides +" << pad_in
+                     << " +" << pad_out << " output " << rows << " rows, " << cout << " channels");
+        constexpr KernelLibrary kLib = KernelLibrary::kStreamingGemm;
+        constexpr std::string_view kName = "psched:streaming-gemm";
+        ExpectSlicesMatch(op, SplitAxis::kNone, {0, 1}, kLib, kName, pad_in, pad_out);
+        ExpectSlicesMatch(op, SplitAxis::kOutputChannels, {0, 1, (cout + 2) / 2, cout}, kLib, kName,
+                          pad_in, pad_out);
+        ExpectSlicesMatch(op, SplitAxis::kRows, {0, 1, rows - 1, rows}, kLib, kName, pad_in,
+                          pad_out);
+      }
+    }
+  }
+  // Grouped convs and cin slices are not its: forced, it says so.
+  const SlicedOp grouped = ConvOp(3, kRelu, 8, 8);
+  EXPECT_EQ(CreateCpuKernel(grouped.graph, 0, WorkSlice::Whole(), {}, nullptr,
+                            KernelLibrary::kStreamingGemm)
+                .status()
+                .code(),
+            absl::StatusCode::kUnimplemented);
   const SlicedOp dense = ConvOp(1, kRelu, 8, 16);
+  EXPECT_EQ(CreateCpuKernel(dense.graph, 0, {SplitAxis::kInputChannels, 0, 4}, {}, nullptr,
+                            KernelLibrary::kStreamingGemm)
+                .status()
+                .code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+// A conv with 25 output pixels and a 512 KB filter (6.5 MFLOP): on a 2-thread device, two
+// one-thread streaming GEMMs, each on half the output channels.
+TEST(CpuKernelStreamingGemm, ParallelPartsOnAMultiThreadDevice) {
+  if (!StreamingGemmAvailable()) GTEST_SKIP() << "no AVX-512F core or not an x86 build";
+  auto pool = CpuThreadpool::Create(2, {});
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  const SlicedOp op = PointwiseOp(kRelu, {5, 5}, 512, 256);
+  for (const auto& [pad_in, pad_out] : {std::pair<int64_t, int64_t>{0, 0}, {3, 5}}) {
+    ExpectSlicesMatch(op, SplitAxis::kNone, {0, 1}, KernelLibrary::kAuto, "psched:streaming-gemm",
+                      pad_in, pad_out, (*pool)->get());
+    ExpectSlicesMatch(op, SplitAxis::kOutputChannels, {0, 100, 256}, KernelLibrary::kAuto,
+                      "psched:streaming-gemm", pad_in, pad_out, (*pool)->get());
+  }
+  auto kernel = CreateCpuKernel(op.graph, 0, WorkSlice::Whole(), {}, (*pool)->get());
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_EQ(std::string((*kernel)->library()), "psched:streaming-gemm x2");
+}
+
+// The per-configuration rule of kernel_choice.h, and that kAuto builds what it chooses.
+TEST(CpuKernelChoice, DenseConvsGoToOneDnnOrWithFewPixelsToTheStreamingGemm) {
+  const SlicedOp dense = ConvOp(1, kRelu, 8, 16, {60, 12});  // 31 x 11 output pixels
   const SlicedOp grouped = ConvOp(3, kRelu);
   const KernelLibrary fast = OneDnnAvailable() ? KernelLibrary::kOneDnn : KernelLibrary::kXnnpack;
   EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, WorkSlice::Whole()), fast);
-  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kRows, 0, 2}), fast);
+  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kRows, 0, 3}), fast);
+  // Few pixels: the conv as a whole (4 x 5 outputs) or a slice of two rows (22 pixels).
+  const KernelLibrary few = StreamingGemmAvailable() ? KernelLibrary::kStreamingGemm : fast;
+  EXPECT_EQ(ChooseConvLibrary(ConvOp(1, kRelu).graph, 0, WorkSlice::Whole()), few);
+  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kRows, 5, 7}), few);
+  EXPECT_EQ(ChooseConvLibrary(ConvOp(1, kRelu).graph, 0, {SplitAxis::kInputChannels, 0, 2}),
+            KernelLibrary::kXnnpack);
   EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kInputChannels, 0, 2}),
             KernelLibrary::kXnnpack);
   EXPECT_EQ(ChooseConvLibrary(grouped.graph, 0, WorkSlice::Whole()), KernelLibrary::kXnnpack);
@@ -301,6 +367,18 @@ TEST(CpuKernelChoice, DenseConvsGoToOneDnn) {
             .status()
             .code(),
         absl::StatusCode::kUnimplemented);
+  }
+  const SlicedOp small = ConvOp(1, kRelu);
+  auto small_kernel = CreateCpuKernel(small.graph, 0, WorkSlice::Whole(), {}, nullptr);
+  ASSERT_TRUE(small_kernel.ok()) << small_kernel.status();
+  if (StreamingGemmAvailable()) {
+    EXPECT_EQ(std::string((*small_kernel)->library()), "psched:streaming-gemm");
+  } else {
+    EXPECT_EQ(CreateCpuKernel(small.graph, 0, WorkSlice::Whole(), {}, nullptr,
+                              KernelLibrary::kStreamingGemm)
+                  .status()
+                  .code(),
+              absl::StatusCode::kUnimplemented);
   }
 }
 

@@ -58,6 +58,10 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateConvKernel(const model::Graph& 
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateOneDnnConvKernel(const model::Graph& graph,
                                                                   model::OpId id, WorkSlice slice,
                                                                   const KernelLayout& layout);
+// Streaming-GEMM conv (streaming_gemm_conv.cc; x86 builds). REQUIRES: StreamingGemmAvailable().
+// Unimplemented for grouped convs and cin slices.
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateStreamingGemmConvKernel(
+    const model::Graph& graph, model::OpId id, WorkSlice slice, const KernelLayout& layout);
 // The same conv adding residual Add `add`'s other operand as a binary post-op: `layout`'s
 // output is the add's, `residual_pixel_stride` the residual's; Setup's inputs are the conv's
 // activation inputs, then the residual. Unimplemented where the post-op cannot apply (see

@@ -10,6 +10,15 @@ bool OneDnnAvailable() {
 #endif
 }
 
+bool StreamingGemmAvailable() {
+#ifdef PSCHED_HAVE_STREAMING_GEMM
+  static const bool avx512f = __builtin_cpu_supports("avx512f");
+  return avx512f;
+#else
+  return false;
+#endif
+}
+
 KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice) {
 #ifdef PSCHED_HAVE_ONEDNN
   // Measured (docs/runtime-performance.md, psched_conv_kernels_bench): on one core oneDNN's
@@ -20,6 +29,13 @@ KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkS
   // has no accumulating kernel here).
   const auto& conv = std::get<model::ConvAttrs>(graph.op(id).attrs);
   if (conv.groups == 1 && slice.axis != model::SplitAxis::kInputChannels) {
+    // Few output pixels: the filter stream from memory bounds the op, and the streaming GEMM
+    // reads it once where oneDNN's blocking re-reads it (streaming_gemm_conv.cc).
+    const model::Shape& out = graph.output_shape(id);
+    const int64_t rows = slice.axis == model::SplitAxis::kRows ? slice.end - slice.begin : out.h;
+    if (rows * out.w <= kStreamingGemmMaxPixels && StreamingGemmAvailable()) {
+      return KernelLibrary::kStreamingGemm;
+    }
     return KernelLibrary::kOneDnn;
   }
 #else

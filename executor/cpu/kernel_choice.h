@@ -16,9 +16,16 @@ namespace psched::executor::cpu {
 // Whether this build has oneDNN kernels (x86 with libdnnl).
 bool OneDnnAvailable();
 
-// kOneDnn or kXnnpack for conv op `id` of `graph` computing `slice`, on a device of any
-// number of threads (CreateCpuKernel runs oneDNN on several as parallel slices). Never kAuto.
-// Always kXnnpack in builds without oneDNN (ARM).
+// Whether this build and core run the streaming-GEMM conv (x86 with AVX-512F).
+bool StreamingGemmAvailable();
+
+// Dense convs whose slice has at most this many output pixels run on the streaming GEMM where
+// it is available: their filter, used for so few pixels, is read from memory once per run.
+inline constexpr int64_t kStreamingGemmMaxPixels = 28;
+
+// kStreamingGemm, kOneDnn or kXnnpack for conv op `id` of `graph` computing `slice`, on a
+// device of any number of threads (CreateCpuKernel runs the first two on several as parallel
+// slices). Never kAuto. Always kXnnpack in builds without oneDNN (ARM).
 KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice);
 
 }  // namespace psched::executor::cpu
