@@ -352,6 +352,11 @@ TEST(CpuKernelChoice, DenseConvsGoToOneDnnOrWithFewPixelsToTheStreamingGemm) {
   const KernelLibrary few = StreamingGemmAvailable() ? KernelLibrary::kStreamingGemm : fast;
   EXPECT_EQ(ChooseConvLibrary(ConvOp(1, kRelu).graph, 0, WorkSlice::Whole()), few);
   EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kRows, 5, 7}), few);
+  // 7 x 7 = 49 pixels: with a 1 MB filter (1x1 512 > 512), not with half of it.
+  const SlicedOp wide = PointwiseOp(kRelu, {7, 7}, 512, 512);
+  EXPECT_EQ(ChooseConvLibrary(wide.graph, 0, WorkSlice::Whole()), few);
+  EXPECT_EQ(ChooseConvLibrary(wide.graph, 0, {SplitAxis::kOutputChannels, 0, 256}), fast);
+  EXPECT_EQ(ChooseConvLibrary(wide.graph, 0, {SplitAxis::kRows, 0, 4}), few);
   EXPECT_EQ(ChooseConvLibrary(ConvOp(1, kRelu).graph, 0, {SplitAxis::kInputChannels, 0, 2}),
             KernelLibrary::kXnnpack);
   EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kInputChannels, 0, 2}),

@@ -33,7 +33,15 @@ KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkS
     // reads it once where oneDNN's blocking re-reads it (streaming_gemm_conv.cc).
     const model::Shape& out = graph.output_shape(id);
     const int64_t rows = slice.axis == model::SplitAxis::kRows ? slice.end - slice.begin : out.h;
-    if (rows * out.w <= kStreamingGemmMaxPixels && StreamingGemmAvailable()) {
+    const int64_t couts =
+        slice.axis == model::SplitAxis::kOutputChannels ? slice.end - slice.begin : out.c;
+    const int64_t filter_bytes = couts * conv.window.kernel_h * conv.window.kernel_w *
+                                 graph.tensor(graph.ActivationInputs(id)[0]).shape.c *
+                                 static_cast<int64_t>(sizeof(float));
+    const int64_t pixels = rows * out.w;
+    if (StreamingGemmAvailable() &&
+        (pixels <= kStreamingGemmMaxPixels || (pixels <= kStreamingGemmLargeFilterMaxPixels &&
+                                               filter_bytes >= kStreamingGemmLargeFilterBytes))) {
       return KernelLibrary::kStreamingGemm;
     }
     return KernelLibrary::kOneDnn;

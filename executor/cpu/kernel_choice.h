@@ -19,9 +19,17 @@ bool OneDnnAvailable();
 // Whether this build and core run the streaming-GEMM conv (x86 with AVX-512F).
 bool StreamingGemmAvailable();
 
-// Dense convs whose slice has at most this many output pixels run on the streaming GEMM where
-// it is available: their filter, used for so few pixels, is read from memory once per run.
+// Dense convs run on the streaming GEMM where it is available when their slice has at most
+// kStreamingGemmMaxPixels output pixels, or at most kStreamingGemmLargeFilterMaxPixels and at
+// least kStreamingGemmLargeFilterBytes of filter: a filter used for so few pixels is read
+// from memory, once per run by the streaming GEMM. Measured in psched_coexec_bench's per-op
+// tables (docs/runtime-performance.md, "Convs with few output pixels"): at 25 pixels every
+// inceptionv3 conv gains 20-30%; at 49 pixels the convs with 1-19 MB of filter gain 10-20%
+// and those with less lose up to 2x (a small filter stays in cache, where oneDNN's blocking
+// computes faster).
 inline constexpr int64_t kStreamingGemmMaxPixels = 28;
+inline constexpr int64_t kStreamingGemmLargeFilterMaxPixels = 64;
+inline constexpr int64_t kStreamingGemmLargeFilterBytes = int64_t{1} << 20;
 
 // kStreamingGemm, kOneDnn or kXnnpack for conv op `id` of `graph` computing `slice`, on a
 // device of any number of threads (CreateCpuKernel runs the first two on several as parallel

@@ -19,9 +19,10 @@
 //   16-column panels [kc][16], zero-padded to a multiple of 16 columns: Run reads it strictly
 //   in order.
 // - Per K block, the input rows of the GEMM (im2col for non-pointwise convs, through a table
-//   of each output pixel's input offset per filter tap made at creation) are copied transposed
-//   into a small buffer [kc][pixels], so a row's values for one k sit side by side and the
-//   microkernel broadcasts them from one pointer. kc keeps that buffer within 24 KB (L1).
+//   of each output pixel's input offset per filter tap made at creation) are gathered
+//   transposed into a small buffer [kc][pixels], so a row's values for one k sit side by side
+//   and the microkernel broadcasts them from one pointer. kc keeps that buffer within 24 KB
+//   (L1).
 // - The output view is the accumulator between K blocks; bias starts the first block, Relu /
 //   Clip end the last, other activations are a pass after.
 // GCC 12's _mm512_max_ps and _mm512_min_ps pass _mm512_undefined_ps() as their unused merge
@@ -31,6 +32,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <utility>
@@ -157,6 +159,10 @@ class StreamingGemmConvKernel final : public KernelBase {
       return absl::UnimplementedError(
           absl::StrCat(name_, ": the streaming GEMM takes dense convs only"));
     }
+    if (g_.in_rows * input_shapes_[0].w * input_strides_[0] > INT32_MAX) {
+      return absl::UnimplementedError(absl::StrCat(
+          name_, ": the streaming GEMM gathers with 32-bit offsets; the input is larger"));
+    }
     const model::Window2d& w = g_.window;
     const int64_t taps = int64_t{w.kernel_h} * w.kernel_w;
     cin_ = g_.group_in;
@@ -198,43 +204,49 @@ class StreamingGemmConvKernel final : public KernelBase {
   }
 
   // For each filter tap and output pixel of the slice, the offset of the input pixel it reads
-  // from the slice's first input pixel, or -1 where it reads padding.
+  // from the slice's first input pixel, and whether it reads the input at all (not padding):
+  // 16 pixels per gather.
   void IndexInputPixels() {
     const model::Window2d& w = g_.window;
     const int64_t in_w = input_shapes_[0].w, out_w = output_shape_.w;
-    tap_offsets_.resize(static_cast<size_t>(int64_t{w.kernel_h} * w.kernel_w * m_));
-    size_t i = 0;
-    for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
-      for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
+    const int64_t chunks = (m_ + kLanes - 1) / kLanes;
+    tap_offsets_.assign(static_cast<size_t>(int64_t{w.kernel_h} * w.kernel_w * chunks * kLanes), 0);
+    tap_masks_.assign(static_cast<size_t>(int64_t{w.kernel_h} * w.kernel_w * chunks), 0);
+    for (int64_t ky = 0, tap = 0; ky < w.kernel_h; ++ky) {
+      for (int64_t kx = 0; kx < w.kernel_w; ++kx, ++tap) {
         for (int64_t m = 0; m < m_; ++m) {
           const int64_t y = m / out_w * w.stride_h - w.pad_top + ky * w.dilation_h;
           const int64_t x = m % out_w * w.stride_w - w.pad_left + kx * w.dilation_w;
-          tap_offsets_[i++] = y >= 0 && y < g_.in_rows && x >= 0 && x < in_w
-                                  ? (y * in_w + x) * input_strides_[0]
-                                  : -1;
+          if (y < 0 || y >= g_.in_rows || x < 0 || x >= in_w) continue;
+          tap_offsets_[static_cast<size_t>(tap * chunks * kLanes + m)] =
+              static_cast<int32_t>((y * in_w + x) * input_strides_[0]);
+          tap_masks_[static_cast<size_t>(tap * chunks + m / kLanes)] |=
+              static_cast<__mmask16>(1u << (m % kLanes));
         }
       }
     }
   }
 
-  // GEMM rows [k0, k0 + kc) of every output pixel into packed_in_[k - k0][pixel].
+  // GEMM rows [k0, k0 + kc) of every output pixel into packed_in_[k - k0][pixel]: for each k,
+  // the pixels' values are gathered 16 at a time (padding reads as 0).
   void PackInputBlock(const float* in, int64_t k0, int64_t kc) {
+    const int64_t chunks = (m_ + kLanes - 1) / kLanes;
     float* packed = packed_in_.get();
-    for (int64_t k = k0; k < k0 + kc;) {
-      // A run of one tap's channels.
-      const int64_t tap = k / cin_, ci = k % cin_;
-      const int64_t len = std::min(cin_ - ci, k0 + kc - k);
-      const int64_t* offsets = tap_offsets_.data() + tap * m_;
+    for (int64_t k = k0; k < k0 + kc; ++k) {
+      const int64_t tap = k / cin_;
+      const float* base = in + k % cin_;
+      const int32_t* offsets = tap_offsets_.data() + tap * chunks * kLanes;
+      const __mmask16* masks = tap_masks_.data() + tap * chunks;
       float* dst = packed + (k - k0) * m_;
-      for (int64_t m = 0; m < m_; ++m) {
-        if (offsets[m] < 0) {
-          for (int64_t j = 0; j < len; ++j) dst[j * m_ + m] = 0.0f;
-        } else {
-          const float* src = in + offsets[m] + ci;
-          for (int64_t j = 0; j < len; ++j) dst[j * m_ + m] = src[j];
-        }
+      for (int64_t c = 0; c < chunks; ++c) {
+        const __m512i index = _mm512_loadu_si512(offsets + c * kLanes);
+        const __m512 v =
+            _mm512_mask_i32gather_ps(_mm512_setzero_ps(), masks[c], index, base, sizeof(float));
+        const int64_t left = m_ - c * kLanes;
+        _mm512_mask_storeu_ps(
+            dst + c * kLanes,
+            left >= kLanes ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << left) - 1), v);
       }
-      k += len;
     }
   }
 
@@ -242,7 +254,8 @@ class StreamingGemmConvKernel final : public KernelBase {
   int64_t cin_ = 0, k_ = 0, n_ = 0, m_ = 0;  // GEMM: [m_ x k_] x [k_ x n_]
   int64_t kc_ = 0, block_rows_ = 0;
   AlignedFloats filter_, bias_, packed_in_;
-  std::vector<int64_t> tap_offsets_;
+  std::vector<int32_t> tap_offsets_;  // [tap][pixel, padded to 16]
+  std::vector<__mmask16> tap_masks_;  // [tap][16 pixels]: which read the input
 };
 
 }  // namespace
