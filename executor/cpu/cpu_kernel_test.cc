@@ -323,6 +323,29 @@ TEST(CpuKernelStreamingGemm, ConvSlicesStridesAndActivations) {
             absl::StatusCode::kUnimplemented);
 }
 
+// A NaN in the input reaches the outputs that read it as NaN, with or without a fused clamp
+// (a clamp written max(sum, lo) would turn it into lo).
+TEST(CpuKernelStreamingGemm, ANanInputStaysNan) {
+  if (!StreamingGemmAvailable()) GTEST_SKIP() << "no AVX-512F core or not an x86 build";
+  for (const model::Activation& act : {model::Activation{}, kRelu6}) {
+    SlicedOp op = PointwiseOp(act, {5, 5}, 70, 33);
+    op.input[5 * 70 + 3] = std::nanf("");  // pixel 5, channel 3
+    auto kernel = CreateCpuKernel(op.graph, 0, WorkSlice::Whole(), {}, nullptr,
+                                  KernelLibrary::kStreamingGemm);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    std::vector<float> out(25 * 33, 0.0f);
+    const TensorView in{op.input.data(), {5, 5, 70}, 70};
+    ASSERT_TRUE((*kernel)->Setup({&in, 1}, {out.data(), {5, 5, 33}, 33}).ok());
+    ASSERT_TRUE((*kernel)->Run().ok());
+    for (int64_t p = 0; p < 25; ++p) {
+      for (int64_t c = 0; c < 33; ++c) {
+        EXPECT_EQ(std::isnan(out[static_cast<size_t>(p * 33 + c)]), p == 5)
+            << "pixel " << p << " channel " << c;
+      }
+    }
+  }
+}
+
 // A conv with 25 output pixels and a 512 KB filter (6.5 MFLOP): on a 2-thread device, two
 // one-thread streaming GEMMs, each on half the output channels.
 TEST(CpuKernelStreamingGemm, ParallelPartsOnAMultiThreadDevice) {

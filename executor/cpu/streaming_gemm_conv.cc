@@ -81,8 +81,9 @@ void MicroKernel(const float* a, int64_t a_stride, const float* panel, int64_t k
     for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(ak[r]), w, acc[r]);
   }
   if (last) {
+    // max and min return their second operand when either is NaN: a NaN sum stays NaN.
     const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_min_ps(_mm512_max_ps(acc[r], vlo), vhi);
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_min_ps(vhi, _mm512_max_ps(vlo, acc[r]));
   }
   for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(c + r * ldc, mask, acc[r]);
 }
