@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "executor/common/residual_add_fusion.h"
@@ -11,8 +10,6 @@
 #include "model/op_validation.h"
 
 namespace psched::executor::cpu {
-
-void CpuGraphExecutor::FreeDeleter::operator()(float* p) const { std::free(p); }
 
 absl::StatusOr<std::unique_ptr<CpuGraphExecutor>> CpuGraphExecutor::Create(
     const model::Graph& graph, CpuExecutorOptions options) {
@@ -79,8 +76,7 @@ absl::Status CpuGraphExecutor::Compile(const model::Graph& graph, int threads,
   }
   plan_ =
       PlanArena(graph, OpOrder::Sequential(static_cast<int>(graph.ops.size())), {}, early_writes);
-  arena_.reset(
-      static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(plan_.size) * sizeof(float))));
+  arena_ = AllocateAlignedFloats(static_cast<size_t>(plan_.size));
   if (arena_ == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate a ", plan_.size * 4, "-byte activation arena"));

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "executor/common/aligned_floats.h"
 #include "executor/common/arena_plan.h"
 #include "executor/common/pinned_worker.h"
 #include "executor/cpu/cpu_kernel.h"
@@ -88,10 +89,7 @@ class CpuGraphExecutor {
   TensorView ViewOf(const model::Graph& graph, model::TensorId t) const;
 
   ArenaPlan plan_;
-  struct FreeDeleter {
-    void operator()(float* p) const;
-  };
-  std::unique_ptr<float, FreeDeleter> arena_;
+  AlignedFloats arena_;
   std::vector<Endpoint> inputs_, outputs_;
   std::vector<std::unique_ptr<CpuKernel>> kernels_;  // one per op, in op order
   std::vector<OpTiming> timings_;

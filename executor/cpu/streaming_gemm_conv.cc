@@ -34,12 +34,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "executor/common/aligned_floats.h"
 #include "executor/cpu/conv_slice.h"
 #include "executor/cpu/kernel_base.h"
 
@@ -50,16 +50,6 @@ constexpr int kLanes = 16;         // floats per AVX-512 register: one filter pa
 constexpr int kMaxBlockRows = 28;  // accumulators in registers, beside the panel and broadcast
 constexpr int64_t kPackedAFloats = 6144;  // the transposed input block: 24 KB, half of L1
 constexpr int kPrefetchFloats = 1024;     // filter prefetch distance: 4 KB (4-8 KB measured best)
-
-struct AlignedFree {
-  void operator()(float* p) const { std::free(p); }
-};
-using AlignedFloats = std::unique_ptr<float[], AlignedFree>;
-
-AlignedFloats AllocateAligned(int64_t floats) {
-  const size_t bytes = (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;
-  return AlignedFloats(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
-}
 
 // acc[r] (16 output channels of row r) += sum over k of a[k * a_stride + r] * panel[k][0..15],
 // for `rows` = R rows and `kc` k. `bias` non-null starts the accumulators from it (first K
@@ -176,12 +166,12 @@ class StreamingGemmConvKernel final : public KernelBase {
     kc_ = std::clamp<int64_t>(kPackedAFloats / m_ / kLanes * kLanes, kLanes, k_);
     PackFilter();
     const int64_t panels = (n_ + kLanes - 1) / kLanes;
-    bias_ = AllocateAligned(panels * kLanes);
+    bias_ = AllocateAlignedFloats(static_cast<size_t>(panels * kLanes));
     for (int64_t n = 0; n < panels * kLanes; ++n) {
       bias_[n] = g_.bias != nullptr && n < n_ ? g_.bias[n] : 0.0f;
     }
     IndexInputPixels();
-    packed_in_ = AllocateAligned(kc_ * m_);
+    packed_in_ = AllocateAlignedFloats(static_cast<size_t>(kc_ * m_));
     g_.filter = g_.bias = nullptr;
     return absl::OkStatus();
   }
@@ -190,7 +180,7 @@ class StreamingGemmConvKernel final : public KernelBase {
   // filter[n * K + k].
   void PackFilter() {
     const int64_t panels = (n_ + kLanes - 1) / kLanes;
-    filter_ = AllocateAligned(k_ * panels * kLanes);
+    filter_ = AllocateAlignedFloats(static_cast<size_t>(k_ * panels * kLanes));
     float* dst = filter_.get();
     for (int64_t k0 = 0; k0 < k_; k0 += kc_) {
       const int64_t kc = std::min(kc_, k_ - k0);
@@ -255,9 +245,9 @@ class StreamingGemmConvKernel final : public KernelBase {
   ConvSlice g_;
   int64_t cin_ = 0, k_ = 0, n_ = 0, m_ = 0;  // GEMM: [m_ x k_] x [k_ x n_]
   int64_t kc_ = 0, block_rows_ = 0;
-  AlignedFloats filter_, bias_, packed_in_;
-  std::vector<int32_t> tap_offsets_;  // [tap][pixel, padded to 16]
-  std::vector<__mmask16> tap_masks_;  // [tap][16 pixels]: which read the input
+  AlignedFloats filter_, bias_, packed_in_;  // 64-byte aligned: panels load aligned
+  std::vector<int32_t> tap_offsets_;         // [tap][pixel, padded to 16]
+  std::vector<__mmask16> tap_masks_;         // [tap][16 pixels]: which read the input
 };
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <latch>
 #include <set>
 #include <utility>
@@ -52,8 +51,6 @@ class FusedAwaySubtask final : public Subtask {
 };
 
 }  // namespace
-
-void CoExecutionRuntime::FreeDeleter::operator()(float* p) const { std::free(p); }
 
 absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> CoExecutionRuntime::Create(
     const model::Graph& graph, std::vector<Device*> devices, ExecutionPlan plan,
@@ -338,8 +335,7 @@ absl::Status CoExecutionRuntime::AllocateArena(size_t floats, const RuntimeOptio
     arena_ = memory->data;
     arena_owner_ = std::move(memory->owner);
   } else {
-    const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;  // aligned_alloc wants this
-    owned_arena_.reset(static_cast<float*>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
+    owned_arena_ = AllocateAlignedFloats(floats);
     arena_ = owned_arena_.get();
   }
   if (arena_ == nullptr) {

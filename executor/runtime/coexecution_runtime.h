@@ -35,6 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "executor/common/aligned_floats.h"
 #include "executor/common/arena_plan.h"
 #include "executor/common/tensor_view.h"
 #include "executor/runtime/device.h"
@@ -176,10 +177,7 @@ class CoExecutionRuntime {
   std::vector<Device*> devices_;
   ExecutionPlan plan_;
   ArenaPlan arena_plan_;
-  struct FreeDeleter {
-    void operator()(float* p) const;
-  };
-  std::unique_ptr<float, FreeDeleter> owned_arena_;  // null when the caller allocated it
+  AlignedFloats owned_arena_;  // null when the caller allocated it
   float* arena_ = nullptr;
   size_t arena_floats_ = 0;
   std::shared_ptr<void> arena_owner_;     // an allocator's arena
