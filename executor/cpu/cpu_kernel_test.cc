@@ -285,13 +285,14 @@ TEST(CpuKernelOneDnn, CinSlicesAreXnnpacksAlone) {
 // The streaming GEMM against the reference: whole ops, cout and row slices, strided views in
 // and out, every fused or separate activation; and shapes that take every path of its
 // blocking - several blocks of rows (77 output pixels), filter taps whose channels straddle
-// K blocks (300 channels, K blocks of 64), a last panel of 8 columns (40 outputs), padding.
+// K blocks (300 channels, K blocks of 64), a last panel of 8 columns (40 outputs), padding,
+// and a K under one panel row (1x1 over 8 channels).
 TEST(CpuKernelStreamingGemm, ConvSlicesStridesAndActivations) {
   if (!StreamingGemmAvailable()) GTEST_SKIP() << "no AVX-512F core or not an x86 build";
   for (const model::Activation& act : {model::Activation{}, kRelu, kRelu6, kSigmoid}) {
     for (const SlicedOp& op :
          {ConvOp(1, act, 8, 16), ConvOp(1, act), PointwiseOp(act), ConvOp(1, act, 300, 40, {21, 8}),
-          PointwiseOp(act, {5, 5}, 70, 33)}) {
+          PointwiseOp(act, {5, 5}, 70, 33), PointwiseOp(act, {5, 4}, 8, 24)}) {
       const int64_t rows = op.graph.output_shape(0).h;
       const int64_t cout = op.graph.output_shape(0).c;
       for (const auto& [pad_in, pad_out] : {std::pair<int64_t, int64_t>{0, 0}, {3, 5}}) {

@@ -51,6 +51,11 @@ constexpr int kMaxBlockRows = 28;  // accumulators in registers, beside the pane
 constexpr int64_t kPackedAFloats = 6144;  // the transposed input block: 24 KB, half of L1
 constexpr int kPrefetchFloats = 1024;     // filter prefetch distance: 4 KB (4-8 KB measured best)
 
+// The first `n` of a register's 16 lanes (all of them for n >= 16).
+__mmask16 FirstLanes(int64_t n) {
+  return n >= kLanes ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << n) - 1);
+}
+
 // acc[r] (16 output channels of row r) += sum over k of a[k * a_stride + r] * panel[k][0..15],
 // for `rows` = R rows and `kc` k. `bias` non-null starts the accumulators from it (first K
 // block), else from `c`; `last` clamps to [lo, hi]. Stores the columns `mask` selects.
@@ -115,8 +120,7 @@ class StreamingGemmConvKernel final : public KernelBase {
       PackInputBlock(in, k0, kc);
       const bool first = k0 == 0, last = k0 + kc == k_;
       for (int64_t n0 = 0; n0 < n_; n0 += kLanes) {
-        const int64_t cols = std::min<int64_t>(kLanes, n_ - n0);
-        const __mmask16 mask = static_cast<__mmask16>((1u << cols) - 1);
+        const __mmask16 mask = FirstLanes(n_ - n0);
         // Every row block reuses the panel while it is in L1.
         for (int64_t m0 = 0; m0 < m_; m0 += block_rows_) {
           const int64_t rows = std::min(block_rows_, m_ - m0);
@@ -163,7 +167,9 @@ class StreamingGemmConvKernel final : public KernelBase {
     m_ = g_.out_rows * output_shape_.w;
     const int64_t blocks = (m_ + kMaxBlockRows - 1) / kMaxBlockRows;
     block_rows_ = (m_ + blocks - 1) / blocks;
-    kc_ = std::clamp<int64_t>(kPackedAFloats / m_ / kLanes * kLanes, kLanes, k_);
+    // At least 16 k per block, at most all of K (which may be fewer: std::clamp's bounds would
+    // then be reversed).
+    kc_ = std::min(k_, std::max<int64_t>(kPackedAFloats / m_ / kLanes * kLanes, kLanes));
     PackFilter();
     const int64_t panels = (n_ + kLanes - 1) / kLanes;
     bias_ = AllocateAlignedFloats(static_cast<size_t>(panels * kLanes));
@@ -234,10 +240,7 @@ class StreamingGemmConvKernel final : public KernelBase {
         const __m512i index = _mm512_loadu_si512(offsets + c * kLanes);
         const __m512 v =
             _mm512_mask_i32gather_ps(_mm512_setzero_ps(), masks[c], index, base, sizeof(float));
-        const int64_t left = m_ - c * kLanes;
-        _mm512_mask_storeu_ps(
-            dst + c * kLanes,
-            left >= kLanes ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << left) - 1), v);
+        _mm512_mask_storeu_ps(dst + c * kLanes, FirstLanes(m_ - c * kLanes), v);
       }
     }
   }
