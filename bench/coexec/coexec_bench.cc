@@ -239,7 +239,8 @@ int Main(int argc, char** argv) {
   bool breakdown = false;
   app.add_flag("--breakdown", breakdown,
                "per plan, where the time went against the prediction (medians over the rounds): "
-               "kernels, delays between subtasks (cross-device and local), the run's fixed costs");
+               "kernels, delays between subtasks (cross-device, by direction and idle time before "
+               "the input, and local), the run's fixed costs");
   std::vector<std::string> host_model_paths;
   app.add_option("--host-model", host_model_paths,
                  "psched-calibrate --out JSON (one or more): plan every platform with a calibrated "
@@ -625,14 +626,36 @@ int Main(int argc, char** argv) {
         absl::StrAppendFormat(&kernels, " %s %.0f/%.0f", c.device_names[d], b.measured_kernel_us[d],
                               b.predicted_kernel_us[d]);
       }
-      const std::vector<double>& cd = b.cross_delays_us;
+      // Percentiles of the delays, and their medians by direction and by how long the waiting
+      // device had been idle (a host waiter spins for 100 us, then parks).
+      std::vector<double> cd;
+      for (const rc::CrossDelay& x : b.cross_delays) cd.push_back(x.delay_us);
+      std::sort(cd.begin(), cd.end());
       double cross_us = 0;
       for (double us : cd) cross_us += us;
       const double rounds = static_cast<double>(c.breakdowns.size());
-      const std::string delays =
+      std::string delays =
           cd.empty() ? std::string()
                      : absl::StrFormat(" [p10 %.1f p50 %.1f p90 %.1f max %.0f]", cd[cd.size() / 10],
                                        cd[cd.size() / 2], cd[cd.size() * 9 / 10], cd.back());
+      for (size_t from = 0; from < c.device_names.size(); ++from) {
+        for (size_t to = 0; to < c.device_names.size(); ++to) {
+          for (const bool long_idle : {false, true}) {
+            std::vector<double> v;
+            for (const rc::CrossDelay& x : b.cross_delays) {
+              if (x.from_device == static_cast<int>(from) && x.to_device == static_cast<int>(to) &&
+                  (x.idle_us >= 100) == long_idle) {
+                v.push_back(x.delay_us);
+              }
+            }
+            if (v.empty()) continue;
+            std::sort(v.begin(), v.end());
+            absl::StrAppendFormat(&delays, " %s>%s idle%s100: %.1f x p50 %.1f",
+                                  c.device_names[from], c.device_names[to], long_idle ? ">=" : "<",
+                                  static_cast<double>(v.size()) / rounds, v[v.size() / 2]);
+          }
+        }
+      }
       std::printf(
           "breakdown %s %s %s: predicted %.0f replay %.0f trace-end %.0f wall %.0f us | first "
           "start %.0f, cross delay %.0f (%.0f waits%s), local delay %.0f, after %.0f | kernels "

@@ -113,7 +113,10 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
     }
     const double delay = std::max(0.0, start - std::max(device_free[d], inputs_ready));
     if (inputs_ready > device_free[d] && inputs_device >= 0 && inputs_device != t->device) {
-      out.cross_delays_us.push_back(delay);
+      out.cross_delays.push_back({.delay_us = delay,
+                                  .idle_us = inputs_ready - device_free[d],
+                                  .from_device = inputs_device,
+                                  .to_device = t->device});
     } else {
       out.local_delay_us += delay;
     }
@@ -156,10 +159,8 @@ RunBreakdown MedianBreakdown(std::span<const RunBreakdown> runs) {
   out.first_start_us = median([](const RunBreakdown& r) { return r.first_start_us; });
   out.wall_us = median([](const RunBreakdown& r) { return r.wall_us; });
   for (const RunBreakdown& r : runs) {
-    out.cross_delays_us.insert(out.cross_delays_us.end(), r.cross_delays_us.begin(),
-                               r.cross_delays_us.end());
+    out.cross_delays.insert(out.cross_delays.end(), r.cross_delays.begin(), r.cross_delays.end());
   }
-  std::sort(out.cross_delays_us.begin(), out.cross_delays_us.end());
   out.local_delay_us = median([](const RunBreakdown& r) { return r.local_delay_us; });
   out.measured_whole_us = median([](const RunBreakdown& r) { return r.measured_whole_us; });
   out.predicted_whole_us = median([](const RunBreakdown& r) { return r.predicted_whole_us; });

@@ -8,7 +8,7 @@
 //     free and every subtask of its predecessor ops has ended - the runtime's rules);
 //   - between subtasks: a subtask started later than its device and inputs allowed - waking a
 //     device parked on another device's work, combining cin partial sums. `span_us` - `replay_us`,
-//     attributed per subtask to `cross_delays_us` (its last input came from another device) or
+//     attributed per subtask to `cross_delays` (its last input came from another device) or
 //     `local_delay_us` (it did not);
 //   - the run's fixed costs outside every subtask: `first_start_us` (posting the devices' jobs)
 //     and `wall_us` - `trace_end_us` (input and output copies, zeroing cin outputs, waking the
@@ -28,6 +28,16 @@
 
 namespace psched::executor::run_calibration {
 
+// A subtask whose binding input came from another device: how long after both that input and
+// its own device were ready it started, and how long its device had sat idle before the input
+// came (a waiter spins for a while, then parks and must be woken).
+struct CrossDelay {
+  double delay_us = 0;
+  double idle_us = 0;
+  int from_device = 0;
+  int to_device = 0;
+};
+
 struct RunBreakdown {
   double predicted_us = 0;    // the schedule's makespan
   double replay_us = 0;       // measured durations, no cost between subtasks, from 0
@@ -36,8 +46,8 @@ struct RunBreakdown {
   double wall_us = 0;         // Run as the caller timed it
   // trace_end_us - first_start_us: what the devices took once started.
   double span_us() const { return trace_end_us - first_start_us; }
-  // The start delay of each subtask whose binding input came from another device.
-  std::vector<double> cross_delays_us;
+  // Each subtask whose binding input came from another device, in start order.
+  std::vector<CrossDelay> cross_delays;
   double local_delay_us = 0;  // summed over the other subtasks
   // Per device: summed measured and predicted subtask durations.
   std::vector<double> measured_kernel_us, predicted_kernel_us;
@@ -68,7 +78,7 @@ std::vector<std::optional<double>> PredictedDurationsUs(
 RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& schedule,
                           std::span<const runtime::SubtaskTiming> timings, double wall_us);
 
-// Field by field median over runs of one plan; cross_delays_us pools every run's.
+// Field by field median over runs of one plan; cross_delays pools every run's.
 RunBreakdown MedianBreakdown(std::span<const RunBreakdown> runs);
 
 }  // namespace psched::executor::run_calibration

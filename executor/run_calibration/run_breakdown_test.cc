@@ -43,9 +43,16 @@ TEST(RunBreakdown, SplitsKernelsDelaysAndFixedCosts) {
   EXPECT_DOUBLE_EQ(b.trace_end_us, 365);
   EXPECT_DOUBLE_EQ(b.span_us(), 360);
   EXPECT_DOUBLE_EQ(b.wall_us, 400);
-  ASSERT_EQ(b.cross_delays_us.size(), 2u);
-  EXPECT_DOUBLE_EQ(b.cross_delays_us[0], 40);
-  EXPECT_DOUBLE_EQ(b.cross_delays_us[1], 20);
+  ASSERT_EQ(b.cross_delays.size(), 2u);
+  EXPECT_DOUBLE_EQ(b.cross_delays[0].delay_us, 40);
+  EXPECT_DOUBLE_EQ(b.cross_delays[1].delay_us, 20);
+  EXPECT_EQ(b.cross_delays[0].from_device, 0);
+  EXPECT_EQ(b.cross_delays[0].to_device, 1);
+  EXPECT_EQ(b.cross_delays[1].from_device, 1);
+  EXPECT_EQ(b.cross_delays[1].to_device, 0);
+  // Device 1 idle from 0 until a ended at 105; device 0 from a's end until b's at 245.
+  EXPECT_DOUBLE_EQ(b.cross_delays[0].idle_us, 105);
+  EXPECT_DOUBLE_EQ(b.cross_delays[1].idle_us, 140);
   EXPECT_DOUBLE_EQ(b.local_delay_us, 5);  // the first subtask's start
   EXPECT_DOUBLE_EQ(b.measured_kernel_us[0], 200);
   EXPECT_DOUBLE_EQ(b.predicted_kernel_us[1], 100);
@@ -70,7 +77,7 @@ TEST(RunBreakdown, MedianIsFieldByFieldAndPoolsDelays) {
   }
   const RunBreakdown m = MedianBreakdown(runs);
   EXPECT_DOUBLE_EQ(m.wall_us, 450);
-  EXPECT_EQ(m.cross_delays_us.size(), 6u);
+  EXPECT_EQ(m.cross_delays.size(), 6u);
   EXPECT_DOUBLE_EQ(m.measured_kernel_us[0], 200);
 }
 
