@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -626,10 +627,15 @@ int Main(int argc, char** argv) {
         absl::StrAppendFormat(&kernels, " %s %.0f/%.0f", c.device_names[d], b.measured_kernel_us[d],
                               b.predicted_kernel_us[d]);
       }
-      // Percentiles of the delays, and their medians by direction and by how long the waiting
-      // device had been idle (a host waiter spins for 100 us, then parks).
+      // Percentiles of the delays, and their medians by direction and by whether the waiting
+      // device had been idle past a host waiter's spin (it then parks and must be woken).
+      constexpr double kSpinUs = CoExecutionRuntime::kSpinNs / 1e3;
       std::vector<double> cd;
-      for (const rc::CrossDelay& x : b.cross_delays) cd.push_back(x.delay_us);
+      std::map<std::tuple<int, int, bool>, std::vector<double>> by_kind;
+      for (const rc::CrossDelay& x : b.cross_delays) {
+        cd.push_back(x.delay_us);
+        by_kind[{x.from_device, x.to_device, x.idle_us >= kSpinUs}].push_back(x.delay_us);
+      }
       std::sort(cd.begin(), cd.end());
       double cross_us = 0;
       for (double us : cd) cross_us += us;
@@ -638,23 +644,13 @@ int Main(int argc, char** argv) {
           cd.empty() ? std::string()
                      : absl::StrFormat(" [p10 %.1f p50 %.1f p90 %.1f max %.0f]", cd[cd.size() / 10],
                                        cd[cd.size() / 2], cd[cd.size() * 9 / 10], cd.back());
-      for (size_t from = 0; from < c.device_names.size(); ++from) {
-        for (size_t to = 0; to < c.device_names.size(); ++to) {
-          for (const bool long_idle : {false, true}) {
-            std::vector<double> v;
-            for (const rc::CrossDelay& x : b.cross_delays) {
-              if (x.from_device == static_cast<int>(from) && x.to_device == static_cast<int>(to) &&
-                  (x.idle_us >= 100) == long_idle) {
-                v.push_back(x.delay_us);
-              }
-            }
-            if (v.empty()) continue;
-            std::sort(v.begin(), v.end());
-            absl::StrAppendFormat(&delays, " %s>%s idle%s100: %.1f x p50 %.1f",
-                                  c.device_names[from], c.device_names[to], long_idle ? ">=" : "<",
-                                  static_cast<double>(v.size()) / rounds, v[v.size() / 2]);
-          }
-        }
+      for (auto& [kind, v] : by_kind) {
+        const auto [from, to, long_idle] = kind;
+        std::sort(v.begin(), v.end());
+        absl::StrAppendFormat(&delays, " %s>%s idle%s%.0f: %.1f x p50 %.1f",
+                              c.device_names[static_cast<size_t>(from)],
+                              c.device_names[static_cast<size_t>(to)], long_idle ? ">=" : "<",
+                              kSpinUs, static_cast<double>(v.size()) / rounds, v[v.size() / 2]);
       }
       std::printf(
           "breakdown %s %s %s: predicted %.0f replay %.0f trace-end %.0f wall %.0f us | first "

@@ -28,19 +28,10 @@ int64_t NowNs() {
 // kernel in a GPU queue - stops waiting at once (counters are zeroed before each run).
 constexpr int32_t kAbortBump = 1 << 28;
 
-// How long a host waiter spins before it parks. A parked waiter resumes 35-45 us after the wake
-// on the development VM (a halted virtual CPU woken by an interrupt), so a wait of a few tens of
-// microseconds - two devices finishing the slices of one split op at slightly different times,
-// the common case in partitioned plans - should end spinning: at 20 us, 35-45 us wake-ups were
-// 5-15% of a co-execution run of squeezenet_v1_1 or peleenet (docs/runtime-performance.md).
-// Longer waits still park, so an oversubscribed machine gets the core back for the work being
-// waited for after this long.
-constexpr int64_t kSpinNs = 100'000;
-
 // A predictive sleep (SleepUntilNearlyDue) ends this long plus a fifth of the predicted wait
 // before the input is due: a sleeping thread resumes 35-200 us after its timer on the
 // development VM, and the plan's times are off by 5-15% (docs/evaluation.md). Waits predicted
-// shorter than the spin above plus this lead are left to it.
+// shorter than CoExecutionRuntime::kSpinNs plus this lead are left to it.
 constexpr double kWakeLeadUs = 150;
 constexpr double kLeadShare = 0.2;
 

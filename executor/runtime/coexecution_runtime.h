@@ -80,6 +80,15 @@ struct RuntimeOptions {
 
 class CoExecutionRuntime {
  public:
+  // How long a host waiter spins before it parks. A parked waiter resumes 35-45 us after the wake
+  // on the development VM (a halted virtual CPU woken by an interrupt), so a wait of a few tens of
+  // microseconds - two devices finishing the slices of one split op at slightly different times,
+  // the common case in partitioned plans - should end spinning: at 20 us, 35-45 us wake-ups were
+  // 5-15% of a co-execution run of squeezenet_v1_1 or peleenet (docs/runtime-performance.md).
+  // Longer waits still park, so an oversubscribed machine gets the core back for the work being
+  // waited for after this long.
+  static constexpr int64_t kSpinNs = 100'000;
+
   static absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> Create(
       const model::Graph& graph, std::vector<Device*> devices, ExecutionPlan plan,
       const RuntimeOptions& options = {});
