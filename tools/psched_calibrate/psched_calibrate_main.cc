@@ -40,6 +40,7 @@
 #include "executor/calibration/host_training.h"
 #include "executor/calibration/in_graph_timing.h"
 #include "executor/calibration/run_costs.h"
+#include "executor/run_calibration/planned_cases.h"
 #include "executor/run_calibration/run_cost_calibration.h"
 #include "model/onnx_import.h"
 #include "model/split.h"
@@ -79,6 +80,8 @@ struct Flags {
   int run_rounds = 5;
   double probe_settle_ms = 20;
   bool run_rounds_given = false;  // --run-rounds on the command line
+  int plan_rounds = 0;
+  double plan_budget_s = 10;
   std::vector<std::string> check_traces;
   // The paper's workloads: timed first.
   std::vector<std::string> priority_models = {"squeezenet_v1_1", "peleenet", "inceptionv3",
@@ -306,11 +309,23 @@ absl::Status CheckTraces(const std::vector<std::string>& paths,
   return absl::OkStatus();
 }
 
-// Runs real plans of the priority models, made with the trained model, on the CPU devices that
-// calibrated (`usable`), and puts the fitted run costs into `training`.
-absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
-                         const std::vector<bool>& usable, const std::vector<model::Graph>& models,
-                         executor::calibration::HostTraining& training) {
+// How each case is timed, per-op budget and all, from the flags.
+executor::calibration::CalibrationOptions TimingOptions(
+    const Flags& flags, const std::vector<predictor::AnalyticDeviceParams>& priors) {
+  executor::calibration::CalibrationOptions options;
+  options.budget_s = flags.budget_s;
+  options.runs = flags.runs;
+  options.fastest_run = flags.fastest_run;
+  options.warmup_runs = flags.warmup;
+  options.max_case_ms = flags.max_case_ms;
+  options.seed = flags.seed;
+  options.prior = std::make_shared<predictor::AnalyticModel>("prior", priors);
+  return options;
+}
+
+// The priority models among `models`.
+std::vector<model::Graph> PriorityGraphs(const Flags& flags,
+                                         const std::vector<model::Graph>& models) {
   std::vector<model::Graph> graphs;
   for (const model::Graph& g : models) {
     if (std::find(flags.priority_models.begin(), flags.priority_models.end(), g.name) !=
@@ -318,13 +333,65 @@ absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceS
       graphs.push_back(g);
     }
   }
+  return graphs;
+}
+
+// The host profile's platform properties (its cache line) with these devices.
+platform::Platform HostPlatform(const std::vector<platform::DeviceSpec>& devices) {
+  platform::Platform platform = predictor::HostProfile(1).platform;
+  platform.devices = devices;
+  return platform;
+}
+
+// Plans the priority models with the trained model, times the configurations those plans put
+// on each device that no sample has, and trains again (executor/run_calibration/planned_cases.h).
+absl::Status AddPlannedCases(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
+                             const std::vector<bool>& usable,
+                             const std::vector<model::Graph>& models,
+                             const executor::calibration::HostTrainingOptions& training_options,
+                             CalibrationSamples& samples,
+                             executor::calibration::HostTraining& training) {
+  const std::vector<model::Graph> graphs = PriorityGraphs(flags, models);
+  if (graphs.empty()) return absl::OkStatus();
+  std::vector<predictor::AnalyticDeviceParams> priors = training_options.priors;
+  executor::run_calibration::PlannedSamplingOptions options;
+  options.rounds = flags.plan_rounds;
+  options.timing = TimingOptions(flags, priors);
+  options.timing.budget_s = flags.plan_budget_s;
+  options.training = training_options;
+  const auto start = std::chrono::steady_clock::now();
+  std::fprintf(stderr,
+               "[planned] up to %d rounds: plan %zu models, time what the plans use and no "
+               "sample has (%.0f s per device and round), train again\n",
+               flags.plan_rounds, graphs.size(), flags.plan_budget_s);
+  absl::StatusOr<std::vector<executor::run_calibration::PlannedSamplingRound>> rounds =
+      executor::run_calibration::SamplePlannedCases(
+          graphs, HostPlatform(devices), usable, scheduler::PlanWith, options, samples, training);
+  if (!rounds.ok()) return rounds.status();
+  for (size_t r = 0; r < rounds->size(); ++r) {
+    std::string line;
+    for (size_t d = 0; d < devices.size(); ++d) {
+      absl::StrAppend(&line, " ", devices[d].name, " ", (*rounds)[r].timed[d], "/",
+                      (*rounds)[r].planned[d]);
+    }
+    std::printf("planned cases, round %zu (timed/new configurations):%s\n", r + 1, line.c_str());
+  }
+  std::fprintf(stderr, "[planned] done in %.1f s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return absl::OkStatus();
+}
+
+// Runs real plans of the priority models, made with the trained model, on the CPU devices that
+// calibrated (`usable`), and puts the fitted run costs into `training`.
+absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
+                         const std::vector<bool>& usable, const std::vector<model::Graph>& models,
+                         executor::calibration::HostTraining& training) {
+  const std::vector<model::Graph> graphs = PriorityGraphs(flags, models);
   if (graphs.empty()) {
     std::printf("run costs: not measured (no priority model among --models)\n");
     return absl::OkStatus();
   }
-  // The host profile's platform properties (its cache line) with these devices.
-  platform::Platform platform = predictor::HostProfile(1).platform;
-  platform.devices = devices;
+  const platform::Platform platform = HostPlatform(devices);
   const auto start = std::chrono::steady_clock::now();
   std::fprintf(stderr,
                "[run costs] plans of %zu models on the CPU devices, then a GPU beside the first, "
@@ -405,14 +472,7 @@ absl::Status Run(const Flags& flags) {
         "%zu models, %zu distinct op configurations and slices (%.1f s)\n", models.size(),
         cases.size(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
-    executor::calibration::CalibrationOptions options;
-    options.budget_s = flags.budget_s;
-    options.runs = flags.runs;
-    options.fastest_run = flags.fastest_run;
-    options.warmup_runs = flags.warmup;
-    options.max_case_ms = flags.max_case_ms;
-    options.seed = flags.seed;
-    options.prior = std::make_shared<predictor::AnalyticModel>("prior", priors);
+    executor::calibration::CalibrationOptions options = TimingOptions(flags, priors);
     double last_print = -1.0;
     options.co_run_share = flags.co_run_share;
     options.progress = [&](const executor::calibration::CalibrationProgress& p) {
@@ -462,6 +522,18 @@ absl::Status Run(const Flags& flags) {
   absl::StatusOr<executor::calibration::HostTraining> training =
       executor::calibration::TrainHostModel("host", samples, training_options);
   if (!training.ok()) return training.status();
+  if (flags.plan_rounds > 0) {
+    if (models.empty()) {  // --samples: the ops were not timed, the plans need the graphs
+      absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
+      if (!loaded.ok()) return loaded.status();
+      models = std::move(*loaded);
+    }
+    if (absl::Status s =
+            AddPlannedCases(flags, *devices, usable, models, training_options, samples, *training);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (!flags.samples_in.empty() && !flags.run_rounds_given) {
     if (absl::Status s = ReapplyStoredRunCosts(samples_file, names, *training); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(flags.samples_in, ": ", s.message()));
@@ -576,6 +648,16 @@ int main(int argc, char** argv) {
                  "measures them again instead of keeping the stored ones")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
+  app.add_option("--plan-rounds", flags.plan_rounds,
+                 "rounds of planned cases: plan the priority models with the trained model, time "
+                 "the op configurations and slices those plans use that no sample has, train "
+                 "again (0: none; docs/calibration.md, \"Planned cases\")")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  app.add_option("--plan-budget-s", flags.plan_budget_s,
+                 "timing budget per device and round of planned cases, seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--probe-settle-ms", flags.probe_settle_ms,
                  "idle pause before each timed probe run, as between requests (and as "
                  "psched_coexec_bench's --settle-ms): the cold start after it is fitted")

@@ -1,0 +1,51 @@
+#include "executor/run_calibration/probe_subsets.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "executor/calibration/calibrate.h"
+
+namespace psched::executor::run_calibration {
+
+std::vector<DeviceSubset> HostProbeSubsets(const platform::Platform& platform,
+                                           const std::vector<bool>& usable) {
+  std::vector<int> cpus;
+  int gpu = -1;
+  for (size_t d = 0; d < platform.devices.size(); ++d) {
+    const platform::DeviceSpec& spec = platform.devices[d];
+    if (!usable.empty() && !usable[d]) continue;
+    if (spec.kind == platform::DeviceKind::kCpu) cpus.push_back(static_cast<int>(d));
+    if (spec.kind == platform::DeviceKind::kGpu && gpu < 0) gpu = static_cast<int>(d);
+  }
+  if (cpus.empty()) return {};
+  std::vector<DeviceSubset> out = {{.indices = cpus, .suffix = "cpus"}};
+  if (gpu < 0) return out;
+  const std::vector<int>& probed = platform.devices[static_cast<size_t>(cpus.front())].cpu_cores;
+  int gpu_core = -1;
+  for (size_t i = 1; i < cpus.size() && gpu_core < 0; ++i) {
+    for (int core : platform.devices[static_cast<size_t>(cpus[i])].cpu_cores) {
+      if (std::find(probed.begin(), probed.end(), core) == probed.end()) {
+        gpu_core = core;
+        break;
+      }
+    }
+  }
+  out.push_back({.indices = {cpus.front(), gpu}, .suffix = "gpu", .gpu_core = gpu_core});
+  return out;
+}
+
+platform::Platform SubsetPlatform(const platform::Platform& platform, const DeviceSubset& subset) {
+  platform::Platform out = platform;
+  out.name = absl::StrCat(platform.name, "-", subset.suffix);
+  out.devices.clear();
+  for (int d : subset.indices) {
+    out.devices.push_back(platform.devices[static_cast<size_t>(d)]);
+    platform::DeviceSpec& spec = out.devices.back();
+    if (spec.kind == platform::DeviceKind::kGpu) {
+      spec.opencl_device = calibration::CalibrationGpuSelector(spec.opencl_device);
+    }
+  }
+  return out;
+}
+
+}  // namespace psched::executor::run_calibration
