@@ -54,6 +54,10 @@ std::vector<int64_t> OnnxDims(const model::Tensor& t) {
 
 }  // namespace
 
+std::string ConfigKey(const predictor::OpConfig& config) {
+  return predictor::calibration::OpConfigToJson(config).dump();
+}
+
 model::Graph ExtractOp(const model::Graph& graph, model::OpId id) {
   const model::Op& op = graph.op(id);
   model::Graph g;
@@ -108,8 +112,7 @@ std::vector<CalibrationCase> BuildCases(std::span<const model::Graph> models,
   std::map<std::string, std::vector<CalibrationCase>> by_category;
   std::set<std::string> seen;
   auto add = [&](CalibrationCase c, bool slice) {
-    std::string key = predictor::calibration::OpConfigToJson(c.config).dump();
-    if (!seen.insert(std::move(key)).second) return;
+    if (!seen.insert(ConfigKey(c.config)).second) return;
     c.category = slice ? absl::StrCat(Category(c.config), "/slice") : Category(c.config);
     by_category[c.category].push_back(std::move(c));
   };
@@ -127,7 +130,7 @@ std::vector<CalibrationCase> BuildCases(std::span<const model::Graph> models,
     const bool priority = priority_names.contains(graph.name);
     for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
       const predictor::OpConfig whole = predictor::WholeOpConfig(graph, id);
-      if (seen.contains(predictor::calibration::OpConfigToJson(whole).dump())) continue;
+      if (seen.contains(ConfigKey(whole))) continue;
       auto extracted = std::make_shared<const model::Graph>(ExtractOp(graph, id));
       const std::string where = absl::StrCat(graph.name, "/op ", id, " '", graph.op(id).name, "'");
       add(CalibrationCase{extracted, model::SplitAxis::kNone, 0, 1, whole, "", where, priority},

@@ -49,6 +49,10 @@ struct CaseOptions {
   std::vector<std::string> priority_models;
 };
 
+// What makes two cases the same: BuildCases keeps one case per key, and a sample of a
+// configuration stands for every case with its key.
+std::string ConfigKey(const predictor::OpConfig& config);
+
 // Op `id` of `graph` as a graph of its own: its activation inputs become graph inputs, its
 // constant operands and weights are copied (data included when present).
 model::Graph ExtractOp(const model::Graph& graph, model::OpId id);

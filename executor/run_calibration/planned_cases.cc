@@ -8,17 +8,8 @@
 #include "executor/run_calibration/probe_subsets.h"
 #include "predictor/device_subset_model.h"
 #include "predictor/op_config.h"
-#include "scheduler/problem.h"
 
 namespace psched::executor::run_calibration {
-namespace {
-
-std::string ConfigKey(const predictor::OpConfig& config) {
-  return predictor::calibration::OpConfigToJson(config).dump();
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<std::vector<calibration::CalibrationCase>>> PlannedCases(
     std::span<const model::Graph> graphs, const platform::Platform& platform,
     const std::vector<bool>& usable, std::shared_ptr<const predictor::LatencyModel> model,
@@ -26,7 +17,7 @@ absl::StatusOr<std::vector<std::vector<calibration::CalibrationCase>>> PlannedCa
     const predictor::calibration::CalibrationSamples& sampled) {
   std::set<std::pair<std::string, std::string>> known;  // (device, configuration)
   for (const predictor::calibration::CalibrationSample& s : sampled.samples) {
-    if (!s.co_running) known.emplace(s.device, ConfigKey(s.config));
+    if (!s.co_running) known.emplace(s.device, calibration::ConfigKey(s.config));
   }
   std::vector<std::vector<calibration::CalibrationCase>> out(platform.devices.size());
   // One extracted op per (graph, op), shared by its cases.
@@ -36,54 +27,34 @@ absl::StatusOr<std::vector<std::vector<calibration::CalibrationCase>>> PlannedCa
     absl::StatusOr<std::unique_ptr<predictor::DeviceSubsetModel>> subset_model =
         predictor::DeviceSubsetModel::Create(model, subset.indices);
     if (!subset_model.ok()) return subset_model.status();
-    std::vector<std::string> subset_methods;
-    for (const platform::DeviceSpec& d : planned.devices)
-      subset_methods.push_back("single:" + d.name);
-    if (planned.devices.size() >= 2) {
-      subset_methods.insert(subset_methods.end(), methods.begin(), methods.end());
-    }
-    for (const model::Graph& graph : graphs) {
-      absl::StatusOr<scheduler::Problem> problem =
-          scheduler::Problem::FromGraph(graph, planned, **subset_model);
-      if (!problem.ok()) {
-        return absl::Status(
-            problem.status().code(),
-            absl::StrCat("planned cases: ", graph.name, ": ", problem.status().message()));
-      }
-      for (const std::string& method : subset_methods) {
-        absl::StatusOr<scheduler::Schedule> schedule = plan(*problem, method);
-        if (!schedule.ok()) {
-          return absl::Status(schedule.status().code(),
-                              absl::StrCat("planned cases: planning ", graph.name, " with ", method,
-                                           ": ", schedule.status().message()));
+    absl::StatusOr<std::vector<ProbePlan>> plans =
+        PlanProbes(graphs, planned, **subset_model, plan, methods, "planned cases");
+    if (!plans.ok()) return plans.status();
+    for (const ProbePlan& p : *plans) {
+      const model::Graph& graph = graphs[p.graph];
+      for (const scheduler::ScheduledSubtask& s : p.schedule.subtasks()) {
+        const int device = subset.indices[static_cast<size_t>(s.device)];
+        const platform::DeviceSpec& spec = platform.devices[static_cast<size_t>(device)];
+        // As the planner predicts it: `n` units from unit 0.
+        const int64_t end = s.axis == model::SplitAxis::kNone ? 1 : s.end - s.begin;
+        predictor::OpConfig config = predictor::SubtaskConfig(graph, s.op, s.axis, 0, end);
+        if (!known.emplace(spec.name, calibration::ConfigKey(config)).second) continue;
+        std::shared_ptr<const model::Graph>& op = ops[{&graph, s.op}];
+        if (op == nullptr)
+          op = std::make_shared<const model::Graph>(calibration::ExtractOp(graph, s.op));
+        std::string source = absl::StrCat(graph.name, "/op ", s.op, " '", graph.op(s.op).name, "'");
+        if (s.axis != model::SplitAxis::kNone) {
+          absl::StrAppend(&source, " ", std::string(model::SplitAxisName(s.axis)), "[0,", end, ")");
         }
-        for (const scheduler::ScheduledSubtask& s : schedule->subtasks()) {
-          const int device = subset.indices[static_cast<size_t>(s.device)];
-          const platform::DeviceSpec& spec = platform.devices[static_cast<size_t>(device)];
-          // As the planner predicts it: `n` units from unit 0.
-          const int64_t units = s.end - s.begin;
-          const int64_t end = s.axis == model::SplitAxis::kNone ? 1 : units;
-          predictor::OpConfig config = predictor::SubtaskConfig(graph, s.op, s.axis, 0, end);
-          if (!known.emplace(spec.name, ConfigKey(config)).second) continue;
-          std::shared_ptr<const model::Graph>& op = ops[{&graph, s.op}];
-          if (op == nullptr)
-            op = std::make_shared<const model::Graph>(calibration::ExtractOp(graph, s.op));
-          std::string source =
-              absl::StrCat(graph.name, "/op ", s.op, " '", graph.op(s.op).name, "'");
-          if (s.axis != model::SplitAxis::kNone) {
-            absl::StrAppend(&source, " ", std::string(model::SplitAxisName(s.axis)), "[0,", end,
-                            ")");
-          }
-          absl::StrAppend(&source, " planned by ", method);
-          out[static_cast<size_t>(device)].push_back({.graph = op,
-                                                      .axis = s.axis,
-                                                      .begin = 0,
-                                                      .end = end,
-                                                      .config = std::move(config),
-                                                      .category = "planned",
-                                                      .source = std::move(source),
-                                                      .priority = true});
-        }
+        absl::StrAppend(&source, " planned by ", p.method);
+        out[static_cast<size_t>(device)].push_back({.graph = op,
+                                                    .axis = s.axis,
+                                                    .begin = 0,
+                                                    .end = end,
+                                                    .config = std::move(config),
+                                                    .category = "planned",
+                                                    .source = std::move(source),
+                                                    .priority = true});
       }
     }
   }

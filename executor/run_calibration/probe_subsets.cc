@@ -48,4 +48,35 @@ platform::Platform SubsetPlatform(const platform::Platform& platform, const Devi
   return out;
 }
 
+absl::StatusOr<std::vector<ProbePlan>> PlanProbes(std::span<const model::Graph> graphs,
+                                                  const platform::Platform& platform,
+                                                  const predictor::LatencyModel& model,
+                                                  const PlanFn& plan,
+                                                  std::span<const std::string> methods,
+                                                  absl::string_view what) {
+  std::vector<std::string> all;
+  for (const platform::DeviceSpec& d : platform.devices) all.push_back("single:" + d.name);
+  if (platform.devices.size() >= 2) all.insert(all.end(), methods.begin(), methods.end());
+  std::vector<ProbePlan> out;
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    const model::Graph& graph = graphs[g];
+    absl::StatusOr<scheduler::Problem> problem =
+        scheduler::Problem::FromGraph(graph, platform, model);
+    if (!problem.ok()) {
+      return absl::Status(problem.status().code(),
+                          absl::StrCat(what, ": ", graph.name, ": ", problem.status().message()));
+    }
+    for (const std::string& method : all) {
+      absl::StatusOr<scheduler::Schedule> schedule = plan(*problem, method);
+      if (!schedule.ok()) {
+        return absl::Status(schedule.status().code(),
+                            absl::StrCat(what, ": planning ", graph.name, " with ", method, ": ",
+                                         schedule.status().message()));
+      }
+      out.push_back({.graph = g, .method = method, .schedule = *std::move(schedule)});
+    }
+  }
+  return out;
+}
+
 }  // namespace psched::executor::run_calibration

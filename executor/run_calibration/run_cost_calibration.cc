@@ -33,30 +33,17 @@ absl::StatusOr<calibration::RunCosts> CalibrateRunCosts(
   if (gpus > 1) {
     return absl::InvalidArgumentError("run costs: probe one GPU at a time");
   }
-  std::vector<std::string> methods;
-  for (const std::string& name : names) methods.push_back("single:" + name);
-  if (num_devices >= 2)
-    methods.insert(methods.end(), options.methods.begin(), options.methods.end());
-
+  absl::StatusOr<std::vector<ProbePlan>> plans =
+      PlanProbes(graphs, platform, model, plan, options.methods, "run costs");
+  if (!plans.ok()) return plans.status();
   std::vector<model::Graph> weighted(graphs.begin(), graphs.end());
-  std::vector<Probe> probes;
   for (model::Graph& graph : weighted) {
     if (!graph.has_weights) model::SynthesizeWeights(options.seed, &graph);
-    absl::StatusOr<scheduler::Problem> problem =
-        scheduler::Problem::FromGraph(graph, platform, model);
-    if (!problem.ok()) {
-      return absl::Status(problem.status().code(), absl::StrCat("run costs: ", graph.name, ": ",
-                                                                problem.status().message()));
-    }
-    for (const std::string& method : methods) {
-      absl::StatusOr<scheduler::Schedule> schedule = plan(*problem, method);
-      if (!schedule.ok()) {
-        return absl::Status(schedule.status().code(),
-                            absl::StrCat("run costs: planning ", graph.name, " with ", method, ": ",
-                                         schedule.status().message()));
-      }
-      probes.push_back({&graph, *std::move(schedule), absl::StrCat(graph.name, " ", method)});
-    }
+  }
+  std::vector<Probe> probes;
+  for (ProbePlan& p : *plans) {
+    const model::Graph& graph = weighted[p.graph];
+    probes.push_back({&graph, std::move(p.schedule), absl::StrCat(graph.name, " ", p.method)});
   }
   absl::StatusOr<std::vector<ProbeResult>> results =
       RunProbes(probes, devices, runtime_options, options.probe);

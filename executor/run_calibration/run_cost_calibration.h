@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "executor/calibration/run_costs.h"
+#include "executor/run_calibration/probe_subsets.h"
 #include "executor/run_calibration/run_probes.h"
 #include "model/graph.h"
 #include "platform/platform.h"
@@ -29,10 +30,6 @@
 #include "scheduler/schedule.h"
 
 namespace psched::executor::run_calibration {
-
-// Plans `problem` with the scheduling method named `method` ("heft", "single:cpu.0", ...).
-using PlanFn = std::function<absl::StatusOr<scheduler::Schedule>(const scheduler::Problem& problem,
-                                                                 const std::string& method)>;
 
 struct RunCostOptions {
   std::vector<std::string> methods = {"heft", "partition-only", "pa-heft", "iterative"};

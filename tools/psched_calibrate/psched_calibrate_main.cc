@@ -353,10 +353,9 @@ absl::Status AddPlannedCases(const Flags& flags, const std::vector<platform::Dev
                              executor::calibration::HostTraining& training) {
   const std::vector<model::Graph> graphs = PriorityGraphs(flags, models);
   if (graphs.empty()) return absl::OkStatus();
-  std::vector<predictor::AnalyticDeviceParams> priors = training_options.priors;
   executor::run_calibration::PlannedSamplingOptions options;
   options.rounds = flags.plan_rounds;
-  options.timing = TimingOptions(flags, priors);
+  options.timing = TimingOptions(flags, training_options.priors);
   options.timing.budget_s = flags.plan_budget_s;
   options.training = training_options;
   const auto start = std::chrono::steady_clock::now();
