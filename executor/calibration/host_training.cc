@@ -260,6 +260,10 @@ absl::StatusOr<HostTraining> TrainHostModel(absl::string_view platform,
     predictor::calibration::HostLatencyModel::Device device;
     device.contention = contention.factor;
     out.contention.push_back(contention);
+    if (options.anchors) {
+      for (const CalibrationSample& s : solo[d])
+        device.anchors.push_back({s.config, s.measured_us});
+    }
     json families = json::object();
     for (gbdt::OpFamily f : gbdt::kAllFamilies) {
       const bool use = !trained->file.empty() && trained->use_gbdt[static_cast<size_t>(f)];
@@ -284,6 +288,11 @@ absl::StatusOr<HostTraining> TrainHostModel(absl::string_view platform,
       predictor::calibration::HostLatencyModel::Create(fit->model, std::move(devices));
   if (!model.ok()) return model.status();
   out.model = std::move(*model);
+  for (size_t d = 0; d < names.size(); ++d) {
+    const auto& anchors = out.model->device(static_cast<int>(d)).anchors;
+    if (!anchors.empty())
+      stored_devices[d]["anchors"] = predictor::calibration::AnchorsToJson(anchors);
+  }
   out.params = {{"format", kHostCalibrationFormat},
                 {"platform", std::string(platform)},
                 {"model_version", out.model->Version()},
@@ -373,6 +382,13 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
       if (!model.ok()) return model.status();
       part.gbdt = std::move(*model);
     }
+    if (const auto a = stored.find("anchors"); a != stored.end()) {
+      absl::StatusOr<std::vector<predictor::calibration::Anchor>> anchors =
+          predictor::calibration::AnchorsFromJson(
+              *a, absl::StrCat("host calibration device ", d, " ('", fitted.name, "')"));
+      if (!anchors.ok()) return anchors.status();
+      part.anchors = *std::move(anchors);
+    }
     const json families = stored.value("families", json::object());
     if (!families.is_object()) return bad("'families' is not an object");
     for (const auto& [name, used] : families.items()) {
@@ -460,6 +476,14 @@ std::string FormatHostTraining(const HostTraining& training) {
     }
     absl::StrAppendFormat(&out, "%-8s %4d cases  median %.2fx  range %.2f-%.2fx  factor %.2f\n",
                           c.device, c.pairs, c.median, c.min, c.max, c.factor);
+  }
+  for (int d = 0; training.model != nullptr && d < training.model->num_devices(); ++d) {
+    const size_t n = training.model->device(d).anchors.size();
+    if (n == 0) continue;
+    absl::StrAppendFormat(&out,
+                          "%-8s %5zu timed configurations anchor their own and their cuts' "
+                          "predictions\n",
+                          training.model->analytic().device(d).name, n);
   }
   if (training.run_costs.has_value()) out += FormatRunCosts(*training.run_costs);
   return out;

@@ -59,6 +59,9 @@ struct HostTrainingOptions {
   // Co-run pairs a device needs for its contention factor to be used (else 1).
   int min_co_run_pairs = 3;
   bool apply_contention = true;
+  // Keep each device's samples as anchors (predictor/calibration/measured_anchors.h): the ops
+  // calibration timed, and their cuts, are then predicted from the times measured.
+  bool anchors = true;
 };
 
 // Held-out errors of one (device, family), GBDT and analytic fit on the same folds.

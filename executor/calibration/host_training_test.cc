@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,7 +45,8 @@ HostTrainingOptions Options() {
   gpu.dispatch_us = 30;
   options.priors = {cpu, gpu};
   options.min_family_samples = 20;
-  options.folds = 3;  // fewer fits: the suite trains in about a second
+  options.folds = 3;        // fewer fits: the suite trains in about a second
+  options.anchors = false;  // the GBDT models and the fit predict; anchors are tested apart
   return options;
 }
 
@@ -353,6 +355,69 @@ TEST_F(HostTrainingTest, DamagedStoredModelsAreRefusedNamingFileAndLine) {
   json family = training_->params;
   StoredDevice(family, "gpu")["families"]["lstm"] = "gbdt";
   EXPECT_THAT(HostModelFromJson(family).status().message(), HasSubstr("unknown op family 'lstm'"));
+}
+
+// With anchors every configuration calibration timed alone is predicted at its median time
+// (plus the device's per-subtask sync cost, times its factors); the anchors survive the stored
+// form, are part of the version, and a damaged one is refused naming the device and entry.
+TEST(HostTrainingAnchorsTest, TimedConfigurationsArePredictedFromTheirTimes) {
+  HostTrainingOptions options = Options();
+  options.anchors = true;
+  absl::StatusOr<HostTraining> t = TrainHostModel("host", Fixture(), options);
+  ASSERT_TRUE(t.ok()) << t.status();
+  const CalibrationSamples samples = Fixture();
+  std::map<std::pair<int, std::string>, std::vector<double>> times;
+  for (const CalibrationSample& s : samples.samples) {
+    if (s.co_running) continue;
+    times[{s.device == "cpu" ? 0 : 1, predictor::calibration::OpConfigToJson(s.config).dump()}]
+        .push_back(s.measured_us);
+  }
+  int checked = 0;
+  std::array<size_t, 2> distinct{};
+  for (auto& [key, us] : times) {
+    const auto [d, config_json] = key;
+    ++distinct[static_cast<size_t>(d)];
+    std::sort(us.begin(), us.end());
+    const double median =
+        us.size() % 2 == 1 ? us[us.size() / 2] : 0.5 * (us[us.size() / 2 - 1] + us[us.size() / 2]);
+    const predictor::OpConfig config =
+        *predictor::calibration::OpConfigFromJson(json::parse(config_json));
+    const double expected =
+        (median + t->model->analytic().device(d).dispatch_us) * t->model->device(d).contention;
+    EXPECT_NEAR(t->model->PredictUs(config, d), expected, 1e-9 * expected) << config_json;
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(t->model->analytic().device(1).dispatch_us, 0);
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(t->model->device(d).anchors.size(), distinct[static_cast<size_t>(d)]);
+  }
+
+  const json stored = json::parse(t->params.dump());
+  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(stored);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->model->Version(), t->model->Version());
+  for (const CalibrationSample& s : samples.samples) {
+    const int d = s.device == "cpu" ? 0 : 1;
+    EXPECT_DOUBLE_EQ(loaded->model->PredictUs(s.config, d), t->model->PredictUs(s.config, d));
+  }
+  // Without its anchors the stored form is the model trained without them, version and all.
+  absl::StatusOr<HostTraining> plain = TrainHostModel("host", Fixture(), Options());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_NE(plain->model->Version(), t->model->Version());
+  json stripped = stored;
+  for (json& device : stripped["devices"]) device.erase("anchors");
+  absl::StatusOr<LoadedHostModel> without = HostModelFromJson(stripped);
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_EQ(without->model->Version(), plain->model->Version());
+
+  json damaged = stored;
+  StoredDevice(damaged, "gpu")["anchors"][3]["us"] = "slow";
+  EXPECT_THAT(HostModelFromJson(damaged).status().message(),
+              HasSubstr("host calibration device 1 ('gpu'): anchor 3: 'us' must be a time > 0"));
+  StoredDevice(damaged, "gpu")["anchors"] = "all of them";
+  EXPECT_THAT(HostModelFromJson(damaged).status().message(),
+              HasSubstr("host calibration device 1 ('gpu'): 'anchors' must be an array"));
 }
 
 TEST_F(HostTrainingTest, ModelsTrainedForAnotherDeviceAreRefused) {

@@ -1,5 +1,6 @@
 #include "predictor/calibration/host_latency_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -58,6 +59,12 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
       }
       identity += ':';
     }
+    for (const Anchor& a : device.anchors) {
+      if (!std::isfinite(a.measured_us) || a.measured_us <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "host latency model: device '", name, "' has an anchor of ", a.measured_us, " us"));
+      }
+    }
     for (gbdt::OpFamily f : gbdt::kAllFamilies) {
       const bool use = device.use_gbdt[static_cast<size_t>(f)];
       if (use && device.gbdt == nullptr) {
@@ -76,6 +83,22 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
   model->run_overhead_us_ = run_overhead_us;
   model->analytic_ = std::move(analytic);
   model->devices_ = std::move(devices);
+  for (size_t d = 0; d < model->devices_.size(); ++d) {
+    Device& device = model->devices_[d];
+    if (device.anchors.empty()) {
+      model->anchors_.emplace_back();
+      continue;
+    }
+    const HostLatencyModel* self = model.get();
+    const int index = static_cast<int>(d);
+    model->anchors_.push_back(MeasuredAnchors::Build(
+        device.anchors,
+        [self, index](const OpConfig& c) { return self->AnalyticKernelUs(c, index); }));
+    // The built anchors hold the distinct configurations; the device keeps them in that form.
+    device.anchors = model->anchors_.back()->anchors();
+    // Anchors enter the identity only when present: calibrations without them keep their keys.
+    absl::StrAppend(&identity, "|anchors:", d, "=", model->anchors_.back()->digest());
+  }
   // The analytic fit's name (its version is "analytic-v2/<name>/<hash>"), e.g. host+calibrated.
   const std::vector<std::string> parts = absl::StrSplit(model->analytic_->Version(), '/');
   model->version_ = absl::StrCat("calibrated-v1/", parts.size() >= 3 ? parts[1] : "host", "/",
@@ -83,8 +106,20 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
   return model;
 }
 
+double HostLatencyModel::AnalyticKernelUs(const OpConfig& config, int device_index) const {
+  const double us =
+      analytic_->PredictUs(config, device_index) - analytic_->device(device_index).dispatch_us;
+  return std::max(us, 0.01);
+}
+
 double HostLatencyModel::PredictUs(const OpConfig& config, int device_index) const {
   const Device& device = devices_[static_cast<size_t>(device_index)];
+  if (const auto& anchors = anchors_[static_cast<size_t>(device_index)]) {
+    if (const std::optional<double> us = anchors->PredictUs(config)) {
+      return (*us + analytic_->device(device_index).dispatch_us) * device.contention *
+             device.in_run;
+    }
+  }
   const bool use = device.use_gbdt[static_cast<size_t>(gbdt::FamilyOf(config))];
   const double us =
       use ? device.gbdt->PredictUs(config, 0) : analytic_->PredictUs(config, device_index);
@@ -114,6 +149,14 @@ void HostLatencyModel::PredictBatch(std::span<const OpConfig> configs, int devic
     analytic_->PredictBatch(configs, device_index, out);
   }
   for (double& us : out) us *= device.contention * device.in_run;
+  if (const auto& anchors = anchors_[static_cast<size_t>(device_index)]) {
+    const double dispatch_us = analytic_->device(device_index).dispatch_us;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (const std::optional<double> us = anchors->PredictUs(configs[i])) {
+        out[i] = (*us + dispatch_us) * device.contention * device.in_run;
+      }
+    }
+  }
 }
 
 }  // namespace psched::predictor::calibration

@@ -17,6 +17,12 @@
 // data fetched from another core's cache), which schedulers add to edges between devices;
 // `run_overhead_us` is what a run costs outside every subtask (RunOverheadUs).
 //
+// A device may also keep what calibration timed on it (`anchors`, measured_anchors.h): a
+// configuration of an op that calibration timed, whole or cut, is then predicted from those
+// times (with the analytic fit as the smooth shape between them) instead of by the GBDT
+// model or the fit; the per-subtask sync cost and the factors above apply as to any
+// prediction.
+//
 // Version() is "calibrated-v1/<analytic model name>/<SHA-256>" (e.g.
 // "calibrated-v1/host+calibrated/...") over the analytic model's version, every GBDT part's
 // version, the per-family choices, the contention factors and, when learned (not 1 and 0), the
@@ -26,12 +32,14 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "predictor/analytic_model.h"
+#include "predictor/calibration/measured_anchors.h"
 #include "predictor/gbdt/features.h"
 #include "predictor/gbdt/gbdt_latency_model.h"
 #include "predictor/latency_model.h"
@@ -50,6 +58,8 @@ class HostLatencyModel final : public LatencyModel {
     // Microseconds of a hand-off from this device to device i (SyncUs); empty: none. Entry i of
     // device i itself is ignored.
     std::vector<double> sync_us;
+    // What calibration timed on this device alone (measured_anchors.h); empty: none.
+    std::vector<Anchor> anchors;
   };
 
   // InvalidArgument when the analytic model's device count differs from devices.size(), a
@@ -59,6 +69,9 @@ class HostLatencyModel final : public LatencyModel {
   static absl::StatusOr<std::unique_ptr<HostLatencyModel>> Create(
       std::shared_ptr<const AnalyticModel> analytic, std::vector<Device> devices,
       double run_overhead_us = 0);
+  // Not copyable: the anchors' smooth shape calls back into this model.
+  HostLatencyModel(const HostLatencyModel&) = delete;
+  HostLatencyModel& operator=(const HostLatencyModel&) = delete;
 
   int num_devices() const override { return static_cast<int>(devices_.size()); }
   double PredictUs(const OpConfig& config, int device_index) const override;
@@ -71,11 +84,16 @@ class HostLatencyModel final : public LatencyModel {
   const AnalyticModel& analytic() const { return *analytic_; }
   const Device& device(int index) const { return devices_[static_cast<size_t>(index)]; }
 
+  // The analytic fit's time for `config` on the device without its per-subtask sync cost (the
+  // smooth shape anchors interpolate along; > 0).
+  double AnalyticKernelUs(const OpConfig& config, int device_index) const;
+
  private:
   HostLatencyModel() = default;
 
   std::shared_ptr<const AnalyticModel> analytic_;
   std::vector<Device> devices_;
+  std::vector<std::optional<MeasuredAnchors>> anchors_;  // per device; nullopt: none
   double run_overhead_us_ = 0;
   std::string version_;
 };

@@ -77,6 +77,7 @@ struct Flags {
   double co_run_share = 0.15;
   std::string log_level = "warn";
   bool in_graph = false;
+  bool no_anchors = false;
   int run_rounds = 5;
   double probe_settle_ms = 20;
   bool run_rounds_given = false;  // --run-rounds on the command line
@@ -517,6 +518,7 @@ absl::Status Run(const Flags& flags) {
   training_options.seed = flags.seed;
   training_options.folds = flags.folds;
   training_options.min_family_samples = flags.min_family_samples;
+  training_options.anchors = !flags.no_anchors;
   const auto train_start = std::chrono::steady_clock::now();
   absl::StatusOr<executor::calibration::HostTraining> training =
       executor::calibration::TrainHostModel("host", samples, training_options);
@@ -629,6 +631,10 @@ int main(int argc, char** argv) {
                  "analytic fit)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  app.add_flag("--no-anchors", flags.no_anchors,
+               "predict the configurations calibration timed, and cuts of the same ops, with "
+               "the GBDT model or the fit like any other instead of from the times measured")
+      ->capture_default_str();
   app.add_option("--co-run-share", flags.co_run_share,
                  "share of each device's budget re-timing its cases while the other devices run "
                  "busy loops (co-run contention)")
