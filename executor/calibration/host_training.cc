@@ -289,7 +289,8 @@ absl::StatusOr<HostTraining> TrainHostModel(absl::string_view platform,
   if (!model.ok()) return model.status();
   out.model = std::move(*model);
   for (size_t d = 0; d < names.size(); ++d) {
-    const auto& anchors = out.model->device(static_cast<int>(d)).anchors;
+    const std::span<const predictor::calibration::Anchor> anchors =
+        out.model->anchors(static_cast<int>(d));
     if (!anchors.empty())
       stored_devices[d]["anchors"] = predictor::calibration::AnchorsToJson(anchors);
   }
@@ -478,7 +479,7 @@ std::string FormatHostTraining(const HostTraining& training) {
                           c.device, c.pairs, c.median, c.min, c.max, c.factor);
   }
   for (int d = 0; training.model != nullptr && d < training.model->num_devices(); ++d) {
-    const size_t n = training.model->device(d).anchors.size();
+    const size_t n = training.model->anchors(d).size();
     if (n == 0) continue;
     absl::StrAppendFormat(&out,
                           "%-8s %5zu timed configurations anchor their own and their cuts' "

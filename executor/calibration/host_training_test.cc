@@ -390,7 +390,7 @@ TEST(HostTrainingAnchorsTest, TimedConfigurationsArePredictedFromTheirTimes) {
   EXPECT_GT(checked, 100);
   EXPECT_GT(t->model->analytic().device(1).dispatch_us, 0);
   for (int d = 0; d < 2; ++d) {
-    EXPECT_EQ(t->model->device(d).anchors.size(), distinct[static_cast<size_t>(d)]);
+    EXPECT_EQ(t->model->anchors(d).size(), distinct[static_cast<size_t>(d)]);
   }
 
   const json stored = json::parse(t->params.dump());
@@ -401,6 +401,35 @@ TEST(HostTrainingAnchorsTest, TimedConfigurationsArePredictedFromTheirTimes) {
     const int d = s.device == "cpu" ? 0 : 1;
     EXPECT_DOUBLE_EQ(loaded->model->PredictUs(s.config, d), t->model->PredictUs(s.config, d));
   }
+  // A batch predicts what single calls do, anchored or not: a conv no sample has (input
+  // channels no op has) comes from the trained part, here mixed with timed configurations.
+  predictor::OpConfig unseen;
+  for (const CalibrationSample& s : samples.samples) {
+    if (s.device == "cpu" && s.config.kind == model::OpKind::kConv2d) unseen = s.config;
+  }
+  ASSERT_EQ(unseen.kind, model::OpKind::kConv2d);
+  unseen.inputs[0].c = 997;
+  predictor::ComputeCost(unseen);
+  const auto& cpu = t->model->device(0);
+  const double trained = cpu.use_gbdt[static_cast<size_t>(gbdt::OpFamily::kConv)]
+                             ? cpu.gbdt->PredictUs(unseen, 0)
+                             : t->model->analytic().PredictUs(unseen, 0);
+  EXPECT_DOUBLE_EQ(t->model->PredictUs(unseen, 0), trained * cpu.contention);
+  std::vector<predictor::OpConfig> configs = {unseen};
+  for (const CalibrationSample& s : samples.samples) {
+    if (s.device == "cpu") configs.push_back(s.config);
+  }
+  for (const std::span<const predictor::OpConfig> batch :
+       {std::span<const predictor::OpConfig>(configs),
+        std::span<const predictor::OpConfig>(configs).subspan(1),
+        std::span<const predictor::OpConfig>(configs).first(1)}) {
+    std::vector<double> out(batch.size());
+    t->model->PredictBatch(batch, 0, out);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      EXPECT_DOUBLE_EQ(out[i], t->model->PredictUs(batch[i], 0)) << i;
+    }
+  }
+
   // Without its anchors the stored form is the model trained without them, version and all.
   absl::StatusOr<HostTraining> plain = TrainHostModel("host", Fixture(), Options());
   ASSERT_TRUE(plain.ok()) << plain.status();

@@ -94,8 +94,8 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
     model->anchors_.push_back(MeasuredAnchors::Build(
         device.anchors,
         [self, index](const OpConfig& c) { return self->AnalyticKernelUs(c, index); }));
-    // The built anchors hold the distinct configurations; the device keeps them in that form.
-    device.anchors = model->anchors_.back()->anchors();
+    // One copy: the built anchors hold them, one per configuration (anchors(d)).
+    std::vector<Anchor>().swap(device.anchors);
     // Anchors enter the identity only when present: calibrations without them keep their keys.
     absl::StrAppend(&identity, "|anchors:", d, "=", model->anchors_.back()->digest());
   }
@@ -112,18 +112,31 @@ double HostLatencyModel::AnalyticKernelUs(const OpConfig& config, int device_ind
   return std::max(us, 0.01);
 }
 
-double HostLatencyModel::PredictUs(const OpConfig& config, int device_index) const {
+std::span<const Anchor> HostLatencyModel::anchors(int index) const {
+  const std::optional<MeasuredAnchors>& a = anchors_[static_cast<size_t>(index)];
+  return a ? std::span<const Anchor>(a->anchors()) : std::span<const Anchor>();
+}
+
+std::optional<double> HostLatencyModel::AnchoredUs(const OpConfig& config, int device_index) const {
+  const std::optional<MeasuredAnchors>& anchors = anchors_[static_cast<size_t>(device_index)];
+  if (!anchors) return std::nullopt;
+  const std::optional<double> us = anchors->PredictUs(config);
+  if (!us) return std::nullopt;
   const Device& device = devices_[static_cast<size_t>(device_index)];
-  if (const auto& anchors = anchors_[static_cast<size_t>(device_index)]) {
-    if (const std::optional<double> us = anchors->PredictUs(config)) {
-      return (*us + analytic_->device(device_index).dispatch_us) * device.contention *
-             device.in_run;
-    }
-  }
+  return (*us + analytic_->device(device_index).dispatch_us) * device.contention * device.in_run;
+}
+
+double HostLatencyModel::TrainedUs(const OpConfig& config, int device_index) const {
+  const Device& device = devices_[static_cast<size_t>(device_index)];
   const bool use = device.use_gbdt[static_cast<size_t>(gbdt::FamilyOf(config))];
   const double us =
       use ? device.gbdt->PredictUs(config, 0) : analytic_->PredictUs(config, device_index);
   return us * device.contention * device.in_run;
+}
+
+double HostLatencyModel::PredictUs(const OpConfig& config, int device_index) const {
+  const std::optional<double> us = AnchoredUs(config, device_index);
+  return us ? *us : TrainedUs(config, device_index);
 }
 
 double HostLatencyModel::SyncUs(int from_device, int to_device) const {
@@ -134,6 +147,25 @@ double HostLatencyModel::SyncUs(int from_device, int to_device) const {
 void HostLatencyModel::PredictBatch(std::span<const OpConfig> configs, int device_index,
                                     std::span<double> out) const {
   if (configs.empty()) return;
+  // Configurations the anchors cover first: the trees need not walk for them. One op's
+  // subtasks are covered all or none (the op was timed or not), so a mixed batch is rare and
+  // predicted one by one.
+  std::vector<bool> covered(configs.size());
+  size_t anchored = 0;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const std::optional<double> us = AnchoredUs(configs[i], device_index);
+    if (!us) continue;
+    out[i] = *us;
+    covered[i] = true;
+    ++anchored;
+  }
+  if (anchored == configs.size()) return;
+  if (anchored > 0) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (!covered[i]) out[i] = TrainedUs(configs[i], device_index);
+    }
+    return;
+  }
   const Device& device = devices_[static_cast<size_t>(device_index)];
   const gbdt::OpFamily family = gbdt::FamilyOf(configs.front());
   for (const OpConfig& c : configs) {
@@ -149,14 +181,6 @@ void HostLatencyModel::PredictBatch(std::span<const OpConfig> configs, int devic
     analytic_->PredictBatch(configs, device_index, out);
   }
   for (double& us : out) us *= device.contention * device.in_run;
-  if (const auto& anchors = anchors_[static_cast<size_t>(device_index)]) {
-    const double dispatch_us = analytic_->device(device_index).dispatch_us;
-    for (size_t i = 0; i < configs.size(); ++i) {
-      if (const std::optional<double> us = anchors->PredictUs(configs[i])) {
-        out[i] = (*us + dispatch_us) * device.contention * device.in_run;
-      }
-    }
-  }
 }
 
 }  // namespace psched::predictor::calibration

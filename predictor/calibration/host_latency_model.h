@@ -58,7 +58,8 @@ class HostLatencyModel final : public LatencyModel {
     // Microseconds of a hand-off from this device to device i (SyncUs); empty: none. Entry i of
     // device i itself is ignored.
     std::vector<double> sync_us;
-    // What calibration timed on this device alone (measured_anchors.h); empty: none.
+    // What calibration timed on this device alone (measured_anchors.h); empty: none. Create
+    // moves them into the model (anchors(i) holds them, one per configuration).
     std::vector<Anchor> anchors;
   };
 
@@ -83,6 +84,8 @@ class HostLatencyModel final : public LatencyModel {
 
   const AnalyticModel& analytic() const { return *analytic_; }
   const Device& device(int index) const { return devices_[static_cast<size_t>(index)]; }
+  // The device's anchors, one per configuration timed (their median time); empty: none.
+  std::span<const Anchor> anchors(int index) const;
 
   // The analytic fit's time for `config` on the device without its per-subtask sync cost (the
   // smooth shape anchors interpolate along; > 0).
@@ -93,6 +96,12 @@ class HostLatencyModel final : public LatencyModel {
 
   std::shared_ptr<const AnalyticModel> analytic_;
   std::vector<Device> devices_;
+  // The anchors' prediction for `config` on the device with its sync cost and factors, as
+  // PredictUs returns it; nullopt where the device's anchors do not cover it.
+  std::optional<double> AnchoredUs(const OpConfig& config, int device_index) const;
+  // The GBDT model's or the analytic fit's prediction (the family's choice) with the factors.
+  double TrainedUs(const OpConfig& config, int device_index) const;
+
   std::vector<std::optional<MeasuredAnchors>> anchors_;  // per device; nullopt: none
   double run_overhead_us_ = 0;
   std::string version_;
