@@ -12,11 +12,16 @@ ErrorSummary SummarizeErrors(std::vector<double> apes) {
   double sum = 0;
   for (double a : apes) sum += a;
   s.mape = sum / static_cast<double>(apes.size());
-  const size_t mid = apes.size() / 2;
-  s.median = apes.size() % 2 == 1 ? apes[mid] : 0.5 * (apes[mid - 1] + apes[mid]);
+  s.median = Median(apes);
   s.p90 = apes[std::min(apes.size() - 1, apes.size() * 9 / 10)];
   s.max = apes.back();
   return s;
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 }  // namespace psched::predictor

@@ -1,5 +1,6 @@
-// Summary statistics of a predictor's absolute percentage errors (APE), shared by the
-// calibration fit's and the GBDT trainer's error reports. Pure functions; thread-safe.
+// Summary statistics: of a predictor's absolute percentage errors (APE), shared by the
+// calibration fit's and the GBDT trainer's error reports, and the median every measurement
+// summary uses. Pure functions; thread-safe.
 #pragma once
 
 #include <vector>
@@ -16,5 +17,9 @@ struct ErrorSummary {
 
 // All zero for no errors.
 ErrorSummary SummarizeErrors(std::vector<double> apes);
+
+// The middle value; the mean of the two middle values for an even count.
+// REQUIRES: !values.empty().
+double Median(std::vector<double> values);
 
 }  // namespace psched::predictor

@@ -6,15 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/model_hash.h"
+#include "predictor/error_summary.h"
 
 namespace psched::predictor {
 namespace {
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 double Clamp(double factor) {
   return std::clamp(factor, 1 / ResidualCorrectedModel::kMaxFactor,

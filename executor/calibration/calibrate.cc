@@ -21,6 +21,7 @@
 #include "executor/opencl/opencl_kernels.h"
 #include "executor/opencl/svm_arena.h"
 #include "model/synthetic_weights.h"
+#include "predictor/error_summary.h"
 #include "spdlog/spdlog.h"
 
 namespace psched::executor::calibration {
@@ -31,12 +32,6 @@ using predictor::calibration::CalibrationSample;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
-}
 
 std::vector<float> RandomData(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -90,7 +85,7 @@ absl::StatusOr<double> MedianOfRuns(int warmup, int runs, bool fastest, TimedFn 
     times.push_back(*us);
   }
   if (fastest) return *std::min_element(times.begin(), times.end());
-  return Median(std::move(times));
+  return predictor::Median(std::move(times));
 }
 
 // MedianOfRuns of `run` by the host's clock. With `evict_bytes` > 0 the private caches (of

@@ -7,15 +7,13 @@
 #include <optional>
 #include <vector>
 
+#include "predictor/error_summary.h"
+
 namespace psched::executor::run_calibration {
 namespace {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
-}
+// 0 for none.
+double Median(std::vector<double> v) { return v.empty() ? 0 : predictor::Median(std::move(v)); }
 
 // `timings` in the order they ran, each lasting what the fitted model predicts for it: the
 // schedule's prediction times its device's in-run factor, plus the device's cold start on its

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "model/model_hash.h"
 #include "predictor/calibration/calibration_samples.h"
+#include "predictor/error_summary.h"
 
 namespace psched::predictor::calibration {
 namespace {
@@ -65,12 +66,6 @@ std::pair<std::vector<int64_t>, int64_t> GroupOf(const OpConfig& c, Axis axis) {
                               window.pad_right};
   for (const model::Shape& s : in) key.insert(key.end(), {s.h, s.w, s.c});
   return {std::move(key), extent};
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
