@@ -41,4 +41,9 @@ double DeviceSubsetModel::SyncUs(int from_device, int to_device) const {
                        devices_[static_cast<size_t>(to_device)]);
 }
 
+double DeviceSubsetModel::HandOffUs(int from_device, int to_device, double idle_us) const {
+  return base_->HandOffUs(devices_[static_cast<size_t>(from_device)],
+                          devices_[static_cast<size_t>(to_device)], idle_us);
+}
+
 }  // namespace psched::predictor

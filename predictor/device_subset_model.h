@@ -27,6 +27,10 @@ class DeviceSubsetModel final : public LatencyModel {
   void PredictBatch(std::span<const OpConfig> configs, int device_index,
                     std::span<double> out) const override;
   double SyncUs(int from_device, int to_device) const override;
+  double HandOffUs(int from_device, int to_device, double idle_us) const override;
+  double CoRunFactor(int device) const override {
+    return base_->CoRunFactor(devices_[static_cast<size_t>(device)]);
+  }
   double RunOverheadUs() const override { return base_->RunOverheadUs(); }
   std::string Version() const override { return version_; }
 

@@ -6,7 +6,15 @@
 // (SyncUs): how much later a subtask on one device starts when the input it waits for was
 // produced on another one - waking a parked device thread, moving its data between caches - on
 // top of any copy between memory domains the platform charges. Schedulers add it to every edge
-// between subtasks on different devices (scheduler/problem.h).
+// between subtasks on different devices (scheduler/problem.h). What a hand-off really costs
+// depends on how long the waiting device had been idle when the input came (HandOffUs): a
+// waiter still spinning resumes at once, one that has parked must be woken. That is for
+// predicting how a fixed plan will run (scheduler/retime.h RetimeByWaits); planners charge the
+// constant, which keeps their choices independent of waits they have not placed yet.
+//
+// Where a plan puts work on several devices at once, their kernels may run slower than each
+// device's prediction (CoRunFactor: caches and memory bandwidth shared with the others). Like
+// HandOffUs it is for predicting a fixed plan's run, not for planning.
 //
 // A model may also know what a whole run costs outside every subtask (RunOverheadUs: waking the
 // devices, copying inputs in and outputs out): the latency a caller sees is a plan's makespan
@@ -38,6 +46,14 @@ class LatencyModel {
   // `to_device` that depends on it, beyond the subtasks' own latencies; 0 by default.
   // REQUIRES: both in [0, num_devices()), from_device != to_device.
   virtual double SyncUs(int from_device, int to_device) const { return 0; }
+  // The same hand-off when the waiting subtask's device had been idle for `idle_us` (> 0) when
+  // the input came; SyncUs by default. REQUIRES: as SyncUs.
+  virtual double HandOffUs(int from_device, int to_device, double idle_us) const {
+    return SyncUs(from_device, to_device);
+  }
+  // How much longer the device's subtasks take in a plan that also has work on other devices;
+  // 1 by default. REQUIRES: 0 <= device < num_devices().
+  virtual double CoRunFactor(int device) const { return 1.0; }
   // Microseconds a run of any plan takes beyond its makespan; 0 by default.
   virtual double RunOverheadUs() const { return 0; }
   // Identifies the model and its parameters; part of the plan cache key.

@@ -57,6 +57,12 @@ class ResidualCorrectedModel final : public LatencyModel {
   double SyncUs(int from_device, int to_device) const override {
     return inner_->SyncUs(from_device, to_device);
   }
+  double HandOffUs(int from_device, int to_device, double idle_us) const override {
+    return inner_->HandOffUs(from_device, to_device, idle_us);
+  }
+  // 1: the residuals were measured inside the served plan's runs, which hold whatever slowdown
+  // co-running devices cause; the inner model's factor on top would count it twice.
+  double CoRunFactor(int device) const override { return 1.0; }
   double RunOverheadUs() const override { return inner_->RunOverheadUs(); }
   std::string Version() const override { return version_; }
 

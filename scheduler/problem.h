@@ -125,6 +125,18 @@ class Problem {
   double SyncUs(int from_device, int to_device) const {
     return sync_us_[static_cast<size_t>(from_device * num_devices_ + to_device)];
   }
+  // The hand-off as it will cost in a run, given how long the waiting device had been idle
+  // when the input came (LatencyModel::HandOffUs); SyncUs for a task graph. For predicting a
+  // fixed plan (RetimeByWaits), not for planning.
+  double HandOffUs(int from_device, int to_device, double idle_us) const {
+    return latency_model_ != nullptr ? latency_model_->HandOffUs(from_device, to_device, idle_us)
+                                     : SyncUs(from_device, to_device);
+  }
+  // How much longer `device`'s subtasks take in a plan with work on other devices too
+  // (LatencyModel::CoRunFactor); 1 for a task graph. For predicting a fixed plan.
+  double CoRunFactor(int device) const {
+    return latency_model_ != nullptr ? latency_model_->CoRunFactor(device) : 1.0;
+  }
   // True when an edge costs nothing whatever devices its ends run on: every device in one
   // domain and no sync cost. Exact solvers then skip per-device ready times.
   bool EdgesFree() const { return edges_free_; }

@@ -18,4 +18,15 @@ namespace psched::scheduler {
 // reproduces its makespan when the schedule has no idle gaps a device could close.
 absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& schedule);
 
+// A plan's run as predicted: `schedule` retimed under `problem` (which it must fit, as above)
+// with each input from another device charged by how long its subtask's device had been idle
+// when it came (Problem::HandOffUs: a waiter still spinning resumes at once, a parked one must
+// be woken) instead of the planners' constant sync cost; an input that came while the device
+// was still busy costs nothing beyond a transfer. When the schedule uses two devices or more,
+// each subtask lasts Problem::CoRunFactor times its prediction (so the result passes
+// ValidateSchedule only where those are 1). Its makespan plus the model's
+// RunOverheadUs is the plan's predicted latency. Equals RetimeSchedule where HandOffUs is
+// SyncUs, CoRunFactor 1 and no input arrives within the sync cost before its device is free.
+absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& schedule);
+
 }  // namespace psched::scheduler

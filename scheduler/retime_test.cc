@@ -88,5 +88,94 @@ TEST(RetimeScheduleTest, AScheduleOfAnotherShapeIsRefusedWithBothSizes) {
   EXPECT_THAT(r.status().message(), HasSubstr("3 ops on 2 devices; the problem 2 ops"));
 }
 
+// Every op 100 us on either of two devices in one memory domain; a hand-off costs 30 us to
+// the planners, and in a run 2 us when its waiter had idled under 80 us, 60 us after; device
+// 1's kernels run 10% slower beside device 0's.
+class WaitModel final : public predictor::LatencyModel {
+ public:
+  int num_devices() const override { return 2; }
+  double PredictUs(const predictor::OpConfig&, int) const override { return 100; }
+  double SyncUs(int, int) const override { return 30; }
+  double HandOffUs(int, int, double idle_us) const override { return idle_us < 80 ? 2 : 60; }
+  double CoRunFactor(int device) const override { return device == 1 ? 1.1 : 1.0; }
+  std::string Version() const override { return "wait"; }
+};
+
+platform::Platform TwoDevices() {
+  platform::Platform p;
+  p.name = "two";
+  for (const char* name : {"cpu.0", "cpu.1"}) {
+    p.devices.push_back({.name = name, .kind = platform::DeviceKind::kCpu});
+  }
+  return p;
+}
+
+// ConvForkJoin(2) (stem, two branches, concat, 1x1 conv) with `devices[op]` for each op, timed
+// as the planners time it under `problem`.
+Schedule Placed(const Problem& problem, const std::vector<int>& devices) {
+  Schedule planned(problem.num_ops(), problem.num_devices());
+  for (OpId op = 0; op < problem.num_ops(); ++op) {
+    planned.Add({.op = op,
+                 .device = devices[static_cast<size_t>(op)],
+                 .start_us = 100.0 * op,
+                 .end_us = 100.0 * op + 1});
+  }
+  absl::StatusOr<Schedule> timed = RetimeSchedule(problem, planned);
+  EXPECT_TRUE(timed.ok()) << timed.status();
+  return *std::move(timed);
+}
+
+TEST(RetimeByWaitsTest, HandOffsCostByTheWaitersIdleTimeAndKernelsBesideOthersTheCoRunFactor) {
+  const model::Graph g = testing::ConvForkJoin(2);
+  const WaitModel model;
+  absl::StatusOr<Problem> p = Problem::FromGraph(g, TwoDevices(), model);
+  ASSERT_TRUE(p.ok()) << p.status();
+  // The stem, branch a, the concat and the last conv on device 0, branch b on device 1.
+  const Schedule planned = Placed(*p, {0, 0, 1, 0, 0});
+  // The planners: branch b at 100 + 30, the concat at max(200, 230 + 30), the end at 460.
+  EXPECT_DOUBLE_EQ(planned.makespan_us(), 460);
+  absl::StatusOr<Schedule> run = RetimeByWaits(*p, planned);
+  ASSERT_TRUE(run.ok()) << run.status();
+  // Device 1 idled 100 us for the stem (parked: 60 us) and ran branch b 10% slower, 160-270;
+  // device 0 idled 70 us for it (spinning: 2 us): the concat 272-372, the last conv to 472.
+  std::vector<double> start(5), end(5);
+  for (const ScheduledSubtask& s : run->subtasks()) {
+    start[static_cast<size_t>(s.op)] = s.start_us;
+    end[static_cast<size_t>(s.op)] = s.end_us;
+  }
+  EXPECT_DOUBLE_EQ(start[2], 160);
+  EXPECT_DOUBLE_EQ(end[2], 270);
+  EXPECT_DOUBLE_EQ(start[1], 100);
+  EXPECT_DOUBLE_EQ(start[3], 272);
+  EXPECT_DOUBLE_EQ(run->makespan_us(), 472);
+  // An input that came while its device was still busy costs nothing: branch b on device 1
+  // with the concat there too finds branch a (device 0, done at 200) waiting when b ends.
+  absl::StatusOr<Schedule> late = RetimeByWaits(*p, Placed(*p, {0, 0, 1, 1, 1}));
+  ASSERT_TRUE(late.ok());
+  // b 160-270 as above, the concat 270-380, the last conv 380-490.
+  EXPECT_DOUBLE_EQ(late->makespan_us(), 490);
+  // On one device alone: no hand-off and no co-run factor.
+  absl::StatusOr<Schedule> alone = RetimeByWaits(*p, Placed(*p, {1, 1, 1, 1, 1}));
+  ASSERT_TRUE(alone.ok());
+  EXPECT_DOUBLE_EQ(alone->makespan_us(), 500);
+}
+
+// Without a latency model (a task graph: hand-offs cost SyncUs, here none, and co-run factors
+// are 1) it is RetimeSchedule.
+TEST(RetimeByWaitsTest, WithoutThemItIsTheRetime) {
+  const Problem p = testing::TopcuogluExample();
+  const Schedule planned = Heft(p);
+  absl::StatusOr<Schedule> by_waits = RetimeByWaits(p, planned);
+  absl::StatusOr<Schedule> retimed = RetimeSchedule(p, planned);
+  ASSERT_TRUE(by_waits.ok() && retimed.ok());
+  EXPECT_DOUBLE_EQ(by_waits->makespan_us(), retimed->makespan_us());
+  for (size_t i = 0; i < retimed->subtasks().size(); ++i) {
+    EXPECT_DOUBLE_EQ(by_waits->subtasks()[i].start_us, retimed->subtasks()[i].start_us);
+  }
+  const Problem three = testing::TaskProblem({{1, 1}, {1, 1}, {1, 1}}, {{0, 1, 0}, {1, 2, 0}});
+  const Problem two = testing::TaskProblem({{1, 1}, {1, 1}}, {{0, 1, 0}});
+  EXPECT_EQ(RetimeByWaits(two, Heft(three)).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace psched::scheduler
