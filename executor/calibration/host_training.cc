@@ -195,6 +195,16 @@ ContentionStats Contention(const std::string& device, const std::vector<Calibrat
   return stats;
 }
 
+// The index of the stored device named `name` other than device `self`; devices.size() if none.
+size_t OtherDeviceIndex(const json& devices, size_t self, const std::string& name) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (i != self && devices[i].is_object() && devices[i].value("name", std::string()) == name) {
+      return i;
+    }
+  }
+  return devices.size();
+}
+
 }  // namespace
 
 absl::StatusOr<HostTraining> TrainHostModel(absl::string_view platform,
@@ -351,19 +361,43 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
     const json in_run = stored.value("in_run", json(1.0));
     if (!in_run.is_number()) return bad("'in_run' is not a number");
     part.in_run = in_run.get<double>();
+    const json co_run = stored.value("co_run", json(1.0));
+    if (!co_run.is_number()) return bad("'co_run' is not a number");
+    part.co_run = co_run.get<double>();
     if (const auto sync = stored.find("sync_us"); sync != stored.end()) {
       if (!sync->is_object()) return bad("'sync_us' is not an object of device names");
       part.sync_us.assign(devices.size(), 0.0);
       for (const auto& [to, us] : sync->items()) {
-        size_t index = devices.size();
-        for (size_t i = 0; i < devices.size(); ++i) {
-          if (devices[i].is_object() && devices[i].value("name", std::string()) == to) index = i;
-        }
-        if (index == devices.size() || index == d) {
+        const size_t index = OtherDeviceIndex(devices, d, to);
+        if (index == devices.size()) {
           return bad(absl::StrCat("'sync_us' names '", to, "', not another device"));
         }
         if (!us.is_number()) return bad(absl::StrCat("'sync_us' to '", to, "' is not a number"));
         part.sync_us[index] = us.get<double>();
+      }
+    }
+    if (const auto h = stored.find("hand_off"); h != stored.end()) {
+      if (!h->is_object()) return bad("'hand_off' is not an object of device names");
+      // A pair it does not name costs its sync cost whatever the wait.
+      part.hand_off.assign(devices.size(), {});
+      for (size_t i = 0; i < part.sync_us.size(); ++i) {
+        part.hand_off[i].spinning_us = part.hand_off[i].parked_us = part.sync_us[i];
+      }
+      for (const auto& [to, costs] : h->items()) {
+        const size_t index = OtherDeviceIndex(devices, d, to);
+        if (index == devices.size()) {
+          return bad(absl::StrCat("'hand_off' names '", to, "', not another device"));
+        }
+        predictor::calibration::HostLatencyModel::Device::HandOff& out = part.hand_off[index];
+        const std::pair<const char*, double*> fields[] = {{"window_us", &out.window_us},
+                                                          {"spinning_us", &out.spinning_us},
+                                                          {"parked_us", &out.parked_us}};
+        for (const auto& [key, value] : fields) {
+          if (!costs.is_object() || !costs.contains(key) || !costs[key].is_number()) {
+            return bad(absl::StrCat("'hand_off' to '", to, "' needs the number '", key, "'"));
+          }
+          *value = costs[key].get<double>();
+        }
       }
     }
     if (const auto g = stored.find("gbdt"); g != stored.end()) {
@@ -435,6 +469,7 @@ absl::Status ApplyRunCosts(const RunCosts& costs, HostTraining& training) {
                                                      "', which the calibration does not have"));
     }
     (*device)["in_run"] = r.factor;
+    if (r.co_run_factor != 1.0) (*device)["co_run"] = r.co_run_factor;
   }
   for (const RunCosts::Sync& s : costs.sync) {
     json* from = find(s.from);
@@ -444,6 +479,10 @@ absl::Status ApplyRunCosts(const RunCosts& costs, HostTraining& training) {
                                                      "', a device the calibration does not have"));
     }
     (*from)["sync_us"][s.to] = s.us;
+    if (s.window_us > 0) {
+      (*from)["hand_off"][s.to] = {
+          {"window_us", s.window_us}, {"spinning_us", s.spinning_us}, {"parked_us", s.parked_us}};
+    }
   }
   params["run_overhead_us"] = costs.PerRunUs();
   absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(params);

@@ -19,13 +19,15 @@
 //    "devices": [{"name": "cpu", "gpu": false, "contention": 1.3,
 //                 "families": {"conv": "gbdt", "pool": "analytic", ...},
 //                 "gbdt": {"file": "<model file text>", "sha256": "<hex>"},
-//                 "in_run": 1.08, "sync_us": {"gpu": 0, ...}}, ...],
+//                 "in_run": 1.08, "co_run": 1.05, "sync_us": {"gpu": 0, ...},
+//                 "hand_off": {"gpu": {"window_us": 100, "spinning_us": 2, "parked_us": 60}}},
+//                ...],
 //    "run_overhead_us": 150}
 // The file's SHA-256 is checked on loading and is part of the model's Version(), so a new model
 // means new plan-cache keys. Analytic-only parameter JSON (AnalyticParamsToJson, written before
-// GBDT training existed) still loads; so do devices without "in_run" and "sync_us" and files
-// without "run_overhead_us" (run costs, ApplyRunCosts: 1, none and 0). Pure functions apart from
-// XGBoost; thread-safe.
+// GBDT training existed) still loads; so do devices without "in_run", "co_run", "sync_us" and
+// "hand_off" and files without "run_overhead_us" (run costs, ApplyRunCosts: 1, 1, none, SyncUs
+// and 0). Pure functions apart from XGBoost; thread-safe.
 #pragma once
 
 #include <cstdint>

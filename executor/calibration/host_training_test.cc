@@ -248,6 +248,66 @@ TEST_F(HostTrainingTest, RunCostsScalePredictionsAddSyncAndChangeTheVersion) {
   EXPECT_EQ(neutral.model->Version(), training_->model->Version());
 }
 
+// Hand-offs by wait and co-run factors predict a fixed plan's run: the model answers them
+// (HandOffUs, CoRunFactor), PredictUs and SyncUs - what planners use - stay as they were, and
+// they survive the stored form and change the version.
+TEST_F(HostTrainingTest, HandOffsByWaitAndCoRunFactorsAreTheModelsAndStored) {
+  HostTraining with = *training_;
+  RunCosts costs;
+  costs.in_run = {{.device = "cpu", .factor = 1.2, .co_run_factor = 1.07}};
+  costs.sync = {{.from = "cpu",
+                 .to = "gpu",
+                 .us = 25,
+                 .window_us = 100,
+                 .spinning_us = 2.5,
+                 .parked_us = 55,
+                 .spinning_waits = 40,
+                 .parked_waits = 9}};
+  ASSERT_TRUE(ApplyRunCosts(costs, with).ok());
+  HostTraining without = *training_;
+  costs.in_run[0].co_run_factor = 1;
+  costs.sync[0].window_us = 0;
+  ASSERT_TRUE(ApplyRunCosts(costs, without).ok());
+  const predictor::OpConfig& config = Fixture().samples.front().config;
+  EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 0), without.model->PredictUs(config, 0));
+  EXPECT_EQ(with.model->SyncUs(0, 1), 25);
+  EXPECT_EQ(with.model->HandOffUs(0, 1, 99), 2.5);
+  EXPECT_EQ(with.model->HandOffUs(0, 1, 100), 55);
+  // Without hand-offs, and in the direction none was measured: the sync cost whatever the wait.
+  EXPECT_EQ(without.model->HandOffUs(0, 1, 5), 25);
+  EXPECT_EQ(with.model->HandOffUs(1, 0, 5), 0);
+  EXPECT_EQ(with.model->CoRunFactor(0), 1.07);
+  EXPECT_EQ(with.model->CoRunFactor(1), 1);
+  EXPECT_EQ(without.model->CoRunFactor(0), 1);
+  EXPECT_NE(with.model->Version(), without.model->Version());
+  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(json::parse(with.params.dump()));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->model->Version(), with.model->Version());
+  EXPECT_EQ(loaded->model->HandOffUs(0, 1, 150), 55);
+  EXPECT_EQ(loaded->model->CoRunFactor(0), 1.07);
+  EXPECT_THAT(FormatHostTraining(with),
+              HasSubstr("hand-off after a wait under 100 us 2.5 us (40 waits), after a longer one "
+                        "55.0 us (9)"));
+  EXPECT_THAT(FormatHostTraining(with), HasSubstr("beside other devices x1.070"));
+  // Damaged: named with the device and the field.
+  json negative = with.params;
+  StoredDevice(negative, "cpu")["hand_off"]["gpu"]["parked_us"] = -4;
+  EXPECT_THAT(std::string(HostModelFromJson(negative).status().message()),
+              HasSubstr("device 'cpu' has a hand-off cost or window of -4 us"));
+  json missing = with.params;
+  StoredDevice(missing, "cpu")["hand_off"]["gpu"].erase("window_us");
+  EXPECT_THAT(std::string(HostModelFromJson(missing).status().message()),
+              HasSubstr("'hand_off' to 'gpu' needs the number 'window_us'"));
+  json unknown = with.params;
+  StoredDevice(unknown, "cpu")["hand_off"]["npu"] = StoredDevice(unknown, "cpu")["hand_off"]["gpu"];
+  EXPECT_THAT(std::string(HostModelFromJson(unknown).status().message()),
+              HasSubstr("'hand_off' names 'npu', not another device"));
+  json zero = with.params;
+  StoredDevice(zero, "cpu")["co_run"] = 0;
+  EXPECT_THAT(std::string(HostModelFromJson(zero).status().message()),
+              HasSubstr("co-run factor 0"));
+}
+
 TEST_F(HostTrainingTest, BadRunCostsAreRefusedNamingTheDevice) {
   HostTraining copy = *training_;
   RunCosts unknown;
@@ -316,6 +376,27 @@ TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
   bad = RunCostsToJson(costs);
   bad["sync"][0].erase("us");
   EXPECT_THAT(error(bad), HasSubstr("'sync[0].us' is missing"));
+  // Hand-offs and co-run factors: round trip, absent in older files, refused when malformed.
+  costs.in_run[0].co_run_factor = 1.05;
+  costs.sync[0].window_us = 100;
+  costs.sync[0].spinning_us = 0.2;
+  costs.sync[0].parked_us = 48;
+  costs.sync[0].parked_waits = 12;
+  back = RunCostsFromJson(json::parse(RunCostsToJson(costs).dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->in_run[0].co_run_factor, 1.05);
+  EXPECT_EQ(back->sync[0].window_us, 100);
+  EXPECT_EQ(back->sync[0].spinning_us, 0.2);
+  EXPECT_EQ(back->sync[0].parked_us, 48);
+  EXPECT_EQ(back->sync[0].parked_waits, 12);
+  EXPECT_EQ(old_back->in_run[0].co_run_factor, 1);
+  EXPECT_EQ(old_back->sync[0].window_us, 0);
+  bad = RunCostsToJson(costs);
+  bad["sync"][0]["parked_us"] = "slow";
+  EXPECT_THAT(error(bad), HasSubstr("'sync[0].parked_us' is missing or not a number"));
+  bad = RunCostsToJson(costs);
+  bad["in_run"][0]["co_run_factor"] = 0;
+  EXPECT_THAT(error(bad), HasSubstr("'in_run[0].co_run_factor' is 0"));
 }
 
 TEST_F(HostTrainingTest, DamagedStoredModelsAreRefusedNamingFileAndLine) {

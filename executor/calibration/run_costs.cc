@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -53,19 +54,30 @@ json RunCostsToJson(const RunCosts& costs) {
                       {"measured_us", r.measured_us},
                       {"predicted_us", r.predicted_us},
                       {"factor", r.factor},
-                      {"cold_us", r.cold_us}});
+                      {"cold_us", r.cold_us},
+                      {"co_run_factor", r.co_run_factor}});
   }
   json sync = json::array();
   for (const RunCosts::Sync& s : costs.sync) {
-    sync.push_back({{"from", s.from}, {"to", s.to}, {"us", s.us}});
+    json entry = {{"from", s.from}, {"to", s.to}, {"us", s.us}};
+    if (s.window_us > 0) {
+      entry["window_us"] = s.window_us;
+      entry["spinning_us"] = s.spinning_us;
+      entry["parked_us"] = s.parked_us;
+      entry["spinning_waits"] = s.spinning_waits;
+      entry["parked_waits"] = s.parked_waits;
+    }
+    sync.push_back(std::move(entry));
   }
   return {{"probes", costs.probes},
           {"runs", costs.runs},
           {"run_overhead_us", costs.run_overhead_us},
           {"multi_device_measured_us", costs.multi_device_measured_us},
           {"multi_device_replay_us", costs.multi_device_replay_us},
+          {"multi_device_hand_off_replay_us", costs.multi_device_hand_off_replay_us},
           {"gpu_multi_device_measured_us", costs.gpu_multi_device_measured_us},
           {"gpu_multi_device_replay_us", costs.gpu_multi_device_replay_us},
+          {"gpu_multi_device_hand_off_replay_us", costs.gpu_multi_device_hand_off_replay_us},
           {"in_run", std::move(in_run)},
           {"sync", std::move(sync)}};
 }
@@ -92,6 +104,11 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
       if (!cold.ok()) return cold.status();
       in_run.cold_us = *cold;
     }
+    if (r.contains("co_run_factor")) {
+      absl::StatusOr<double> co_run = Number(r, "co_run_factor", where, 0, /*strict=*/true);
+      if (!co_run.ok()) return co_run.status();
+      in_run.co_run_factor = *co_run;
+    }
     in_run.measured_us = r.value("measured_us", 0.0);
     in_run.predicted_us = r.value("predicted_us", 0.0);
     costs.in_run.push_back(std::move(in_run));
@@ -110,6 +127,18 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
     sync.from = *from;
     sync.to = *to;
     sync.us = *us;
+    if (s.contains("window_us")) {
+      const std::pair<const char*, double*> fields[] = {{"window_us", &sync.window_us},
+                                                        {"spinning_us", &sync.spinning_us},
+                                                        {"parked_us", &sync.parked_us}};
+      for (const auto& [key, value] : fields) {
+        absl::StatusOr<double> v = Number(s, key, where, 0, /*strict=*/false);
+        if (!v.ok()) return v.status();
+        *value = *v;
+      }
+      sync.spinning_waits = s.value("spinning_waits", 0);
+      sync.parked_waits = s.value("parked_waits", 0);
+    }
     costs.sync.push_back(std::move(sync));
   }
   costs.probes = stored.value("probes", 0);
@@ -119,6 +148,9 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
   costs.multi_device_replay_us = stored.value("multi_device_replay_us", 0.0);
   costs.gpu_multi_device_measured_us = stored.value("gpu_multi_device_measured_us", 0.0);
   costs.gpu_multi_device_replay_us = stored.value("gpu_multi_device_replay_us", 0.0);
+  costs.multi_device_hand_off_replay_us = stored.value("multi_device_hand_off_replay_us", 0.0);
+  costs.gpu_multi_device_hand_off_replay_us =
+      stored.value("gpu_multi_device_hand_off_replay_us", 0.0);
   return costs;
 }
 
@@ -129,22 +161,35 @@ std::string FormatRunCosts(const RunCosts& costs) {
       costs.probes, costs.runs, costs.run_overhead_us);
   for (const RunCosts::InRun& r : costs.in_run) {
     absl::StrAppendFormat(&out,
-                          "%-8s in-run factor %.3f, cold start %.0f us  (subtasks %.0f us "
-                          "measured, %.0f predicted)\n",
-                          r.device, r.factor, r.cold_us, r.measured_us, r.predicted_us);
+                          "%-8s in-run factor %.3f, cold start %.0f us, beside other devices "
+                          "x%.3f  (subtasks %.0f us measured, %.0f predicted)\n",
+                          r.device, r.factor, r.cold_us, r.co_run_factor, r.measured_us,
+                          r.predicted_us);
   }
   if (costs.multi_device_measured_us > 0) {
     absl::StrAppendFormat(&out,
-                          "multi-device plans: %.0f us measured, %.0f us predicted without sync\n",
-                          costs.multi_device_measured_us, costs.multi_device_replay_us);
+                          "multi-device plans: %.0f us measured, %.0f us predicted without sync, "
+                          "%.0f with hand-offs by wait\n",
+                          costs.multi_device_measured_us, costs.multi_device_replay_us,
+                          costs.multi_device_hand_off_replay_us);
   }
   if (costs.gpu_multi_device_measured_us > 0) {
     absl::StrAppendFormat(&out,
-                          "plans with the GPU: %.0f us measured, %.0f us predicted without sync\n",
-                          costs.gpu_multi_device_measured_us, costs.gpu_multi_device_replay_us);
+                          "plans with the GPU: %.0f us measured, %.0f us predicted without sync, "
+                          "%.0f with hand-offs by wait\n",
+                          costs.gpu_multi_device_measured_us, costs.gpu_multi_device_replay_us,
+                          costs.gpu_multi_device_hand_off_replay_us);
   }
   for (const RunCosts::Sync& s : costs.sync) {
-    absl::StrAppendFormat(&out, "sync %s -> %s %.1f us per edge\n", s.from, s.to, s.us);
+    absl::StrAppendFormat(&out, "sync %s -> %s %.1f us per edge", s.from, s.to, s.us);
+    if (s.window_us > 0) {
+      absl::StrAppendFormat(&out,
+                            "; hand-off after a wait under %.0f us %.1f us (%d waits), after a "
+                            "longer one %.1f us (%d)",
+                            s.window_us, s.spinning_us, s.spinning_waits, s.parked_us,
+                            s.parked_waits);
+    }
+    out += '\n';
   }
   return out;
 }

@@ -9,7 +9,10 @@
 //   - `sync_us` per ordered pair of devices: what an edge between subtasks on the two devices
 //     costs (LatencyModel::SyncUs) - waking a device thread parked on the other device's work,
 //     the data between the cores' caches - fitted so the plans, replayed with their predicted
-//     subtask times and this cost on every edge between devices, take what they took;
+//     subtask times and this cost on every edge between devices, take what they took. Planners
+//     charge it. The same pair's hand-off split by the waiter's idle time (LatencyModel::
+//     HandOffUs), measured from the waits themselves, predicts a fixed plan's run: a waiter that
+//     has not parked yet resumes within a few microseconds, a parked one after 40-80;
 //   - `cold_us` per device: what a run costs the device once beyond its in-run factor - its
 //     first kernels after an idle pause run on colder caches than any sample saw;
 //   - `run_overhead_us`: the median time of a run outside every subtask (starting the devices,
@@ -36,11 +39,24 @@ struct RunCosts {
     // What a run costs the device once, beyond factor * predicted: its first kernels after the
     // idle pause before the run (colder caches than calibration's back-to-back samples saw).
     double cold_us = 0;
+    // factor and cold_us are fitted to the plans on this device alone; in plans with work on
+    // other devices too its subtasks took co_run_factor times longer (shared caches, memory).
+    double co_run_factor = 1;
   };
   struct Sync {
     std::string from, to;
     double us = 0;
+    // The hand-off by how long the waiting device had been idle when its input came
+    // (HostLatencyModel::Device::HandOff): the median delay of the probes' waits that came
+    // within `window_us` (the runtime's spin before a host waiter parks) and of the later ones.
+    // A kind the probes saw fewer than kMinHandOffWaits times costs the median of the pair's
+    // waits, or with fewer than that of those too, `us`. window_us 0: none
+    // measured (files written before them).
+    double window_us = 0;
+    double spinning_us = 0, parked_us = 0;
+    int spinning_waits = 0, parked_waits = 0;
   };
+  static constexpr int kMinHandOffWaits = 5;
   std::vector<InRun> in_run;
   std::vector<Sync> sync;
   double run_overhead_us = 0;
@@ -53,19 +69,26 @@ struct RunCosts {
   // as replayed with their predicted subtask times (in-run factors applied) and no sync cost.
   double multi_device_measured_us = 0;
   double multi_device_replay_us = 0;
+  // The replays' sum with the hand-offs by wait instead (how a plan's latency is predicted).
+  double multi_device_hand_off_replay_us = 0;
   // The same for the GPU's probes beside one CPU device (0 without a GPU).
   double gpu_multi_device_measured_us = 0;
   double gpu_multi_device_replay_us = 0;
+  double gpu_multi_device_hand_off_replay_us = 0;
 };
 
 // {"probes", "runs", "run_overhead_us", "multi_device_measured_us", "multi_device_replay_us",
-//  "gpu_multi_device_measured_us", "gpu_multi_device_replay_us",
-//  "in_run": [{"device", "measured_us", "predicted_us", "factor", "cold_us"}, ...],
-//  "sync": [{"from", "to", "us"}, ...]}
+//  "multi_device_hand_off_replay_us", "gpu_multi_device_measured_us",
+//  "gpu_multi_device_replay_us", "gpu_multi_device_hand_off_replay_us",
+//  "in_run": [{"device", "measured_us", "predicted_us", "factor", "cold_us", "co_run_factor"},
+//             ...],
+//  "sync": [{"from", "to", "us", "window_us", "spinning_us", "parked_us", "spinning_waits",
+//            "parked_waits"}, ...]}
 nlohmann::json RunCostsToJson(const RunCosts& costs);
 // InvalidArgument naming the field for anything malformed: a missing device name, a factor
-// that is not finite and > 0, a cold start or sync cost that is not finite and >= 0. A missing
-// cold_us (files written before it) is 0.
+// that is not finite and > 0, a cold start, sync or hand-off cost or window that is not finite
+// and >= 0. A missing cold_us or co_run_factor (files written before them) is 0 or 1; missing
+// hand-off fields: none.
 absl::StatusOr<RunCosts> RunCostsFromJson(const nlohmann::json& json);
 // The table psched-calibrate prints.
 std::string FormatRunCosts(const RunCosts& costs);

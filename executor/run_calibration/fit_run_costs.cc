@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "executor/runtime/coexecution_runtime.h"
 #include "predictor/error_summary.h"
 
 namespace psched::executor::run_calibration {
@@ -102,8 +103,9 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   costs.probes = static_cast<int>(results.size());
   const size_t num_devices = device_names.size();
   // Per device: the median run's summed subtask time, measured and predicted, of every probe
-  // that ran subtasks on it.
+  // that ran subtasks on it, and whether that probe used other devices too.
   std::vector<std::vector<double>> measured(num_devices), predicted(num_devices);
+  std::vector<std::vector<bool>> co_running(num_devices);
   std::vector<double> overheads;
   std::vector<const ProbeResult*> multi;
   for (const ProbeResult& r : results) {
@@ -120,6 +122,7 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
       if (mm <= 0 || pm <= 0) continue;
       measured[d].push_back(mm);
       predicted[d].push_back(pm);
+      co_running[d].push_back(r.devices_used >= 2);
     }
     for (const RunBreakdown& b : r.breakdowns) {
       overheads.push_back(b.first_start_us + b.wall_us - b.trace_end_us);
@@ -127,10 +130,29 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     if (r.devices_used >= 2 && !r.breakdowns.empty()) multi.push_back(&r);
   }
   costs.run_overhead_us = Median(std::move(overheads));
-  std::vector<double> factor(num_devices, 1.0), cold_us(num_devices, 0.0);
+  std::vector<double> factor(num_devices, 1.0), cold_us(num_devices, 0.0), co_run(num_devices, 1.0);
   for (size_t d = 0; d < num_devices; ++d) {
     if (measured[d].empty()) continue;
-    const DeviceRunFit fit = FitDeviceRun(measured[d], predicted[d]);
+    // The cold start over every plan on the device (the more plans, the steadier); then, when
+    // it ran plans both alone and beside other devices, the factor from the plans alone and
+    // the co-run factor from the others, each the geometric mean of what is left after the
+    // cold start.
+    DeviceRunFit fit = FitDeviceRun(measured[d], predicted[d]);
+    auto mean_log_ratio = [&](bool beside_others, double times) {
+      double sum = 0;
+      int n = 0;
+      for (size_t p = 0; p < measured[d].size(); ++p) {
+        if (co_running[d][p] != beside_others) continue;
+        sum += std::log((measured[d][p] - fit.cold_us) / (times * predicted[d][p]));
+        ++n;
+      }
+      return n == 0 ? std::nullopt : std::optional<double>(sum / n);
+    };
+    const std::optional<double> alone = mean_log_ratio(false, 1.0);
+    if (alone.has_value() && mean_log_ratio(true, 1.0).has_value()) {
+      fit.factor = std::exp(*alone);
+      co_run[d] = std::exp(*mean_log_ratio(true, fit.factor));
+    }
     factor[d] = fit.factor;
     cold_us[d] = fit.cold_us;
     costs.in_run.push_back(
@@ -138,37 +160,46 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
          .measured_us = std::accumulate(measured[d].begin(), measured[d].end(), 0.0),
          .predicted_us = std::accumulate(predicted[d].begin(), predicted[d].end(), 0.0),
          .factor = fit.factor,
-         .cold_us = fit.cold_us});
+         .cold_us = fit.cold_us,
+         .co_run_factor = co_run[d]});
   }
-
-  // Per multi-device probe, its median measured span and median replay, with its predicted
-  // subtask times, with `c` between sync devices.
+  // Per multi-device probe, its median measured span, and its timed runs with each subtask
+  // lasting what the planners see (the factor alone) and what a plan's prediction uses (times
+  // the co-run factor).
+  std::vector<double> factor_beside_others(num_devices);
+  for (size_t d = 0; d < num_devices; ++d) factor_beside_others[d] = factor[d] * co_run[d];
   std::vector<double> spans;
-  std::vector<std::vector<std::vector<runtime::SubtaskTiming>>> as_predicted;
+  using Runs = std::vector<std::vector<runtime::SubtaskTiming>>;
+  std::vector<Runs> as_planned, as_predicted;
   for (const ProbeResult* r : multi) {
     std::vector<double> v;
     for (const RunBreakdown& b : r->breakdowns) v.push_back(b.span_us());
     spans.push_back(Median(std::move(v)));
     costs.multi_device_measured_us += spans.back();
+    as_planned.emplace_back();
     as_predicted.emplace_back();
     for (const auto& timings : r->timings) {
-      as_predicted.back().push_back(AsPredicted(r->schedule, timings, factor, cold_us));
+      as_planned.back().push_back(AsPredicted(r->schedule, timings, factor, cold_us));
+      as_predicted.back().push_back(
+          AsPredicted(r->schedule, timings, factor_beside_others, cold_us));
     }
   }
-  auto replayed = [&](double c) {
-    const SyncCost sync = [&](int from, int to) {
-      return sync_devices[static_cast<size_t>(from)] && sync_devices[static_cast<size_t>(to)] ? c
-                                                                                              : 0.0;
-    };
+  // The median replay of each probe's runs with `sync` between devices.
+  auto replayed_with = [&](const std::vector<Runs>& runs, const SyncCost& sync) {
     std::vector<double> out;
     for (size_t i = 0; i < multi.size(); ++i) {
       std::vector<double> v;
-      for (const auto& timings : as_predicted[i]) {
-        v.push_back(ReplayUs(*multi[i]->graph, timings, sync));
-      }
+      for (const auto& timings : runs[i]) v.push_back(ReplayUs(*multi[i]->graph, timings, sync));
       out.push_back(Median(std::move(v)));
     }
     return out;
+  };
+  auto syncs = [&](int from, int to) {
+    return sync_devices[static_cast<size_t>(from)] && sync_devices[static_cast<size_t>(to)];
+  };
+  auto replayed = [&](double c) {
+    return replayed_with(as_planned,
+                         [&](int from, int to, double) { return syncs(from, to) ? c : 0.0; });
   };
   // Mean log(replayed / measured) over the probes: every plan counts alike, whatever its length.
   auto mean_log_ratio = [&](double c) {
@@ -194,11 +225,53 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
       sync_us = lo;
     }
   }
+  // The hand-offs by wait: per ordered pair of sync devices, the median delay of the probes'
+  // waits (every timed run) by whether the waiter had been idle past the runtime's spin.
+  constexpr double kWindowUs = runtime::CoExecutionRuntime::kSpinNs / 1e3;
+  const size_t pairs = num_devices * num_devices;
+  std::vector<std::vector<double>> spinning(pairs), parked(pairs);
+  for (const ProbeResult* r : multi) {
+    for (const RunBreakdown& b : r->breakdowns) {
+      for (const CrossDelay& x : b.cross_delays) {
+        const size_t pair =
+            static_cast<size_t>(x.from_device) * num_devices + static_cast<size_t>(x.to_device);
+        (x.idle_us < kWindowUs ? spinning : parked)[pair].push_back(x.delay_us);
+      }
+    }
+  }
+  // A kind of wait seen too rarely costs what the pair's waits cost, or with too few of those
+  // too, the planners' constant.
+  constexpr auto kMinWaits = static_cast<size_t>(calibration::RunCosts::kMinHandOffWaits);
+  auto hand_off_us = [&](const std::vector<double>& kind, const std::vector<double>& other) {
+    if (kind.size() >= kMinWaits) return Median(kind);
+    std::vector<double> all = kind;
+    all.insert(all.end(), other.begin(), other.end());
+    return all.size() >= kMinWaits ? Median(std::move(all)) : sync_us;
+  };
+  std::vector<double> spinning_us(pairs, 0), parked_us(pairs, 0);
   for (size_t a = 0; a < num_devices; ++a) {
     for (size_t b = 0; b < num_devices; ++b) {
-      if (a == b || !sync_devices[a] || !sync_devices[b] || multi.empty()) continue;
-      costs.sync.push_back({.from = device_names[a], .to = device_names[b], .us = sync_us});
+      if (a == b || !syncs(static_cast<int>(a), static_cast<int>(b)) || multi.empty()) continue;
+      const size_t pair = a * num_devices + b;
+      spinning_us[pair] = hand_off_us(spinning[pair], parked[pair]);
+      parked_us[pair] = hand_off_us(parked[pair], spinning[pair]);
+      costs.sync.push_back({.from = device_names[a],
+                            .to = device_names[b],
+                            .us = sync_us,
+                            .window_us = kWindowUs,
+                            .spinning_us = spinning_us[pair],
+                            .parked_us = parked_us[pair],
+                            .spinning_waits = static_cast<int>(spinning[pair].size()),
+                            .parked_waits = static_cast<int>(parked[pair].size())});
     }
+  }
+  // What the probes take replayed as a plan's latency is predicted (scheduler::RetimeByWaits).
+  for (double r : replayed_with(as_predicted, [&](int from, int to, double idle_us) {
+         const size_t pair = static_cast<size_t>(from) * num_devices + static_cast<size_t>(to);
+         if (idle_us <= 0) return 0.0;
+         return idle_us < kWindowUs ? spinning_us[pair] : parked_us[pair];
+       })) {
+    costs.multi_device_hand_off_replay_us += r;
   }
   return costs;
 }

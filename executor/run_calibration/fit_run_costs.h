@@ -10,23 +10,32 @@
 //   caches; squeezenet's first five ops on a core took 437 us more than predicted after 20 ms
 //   idle): one factor alone left short plans 1.1-1.24x their prediction and long ones about
 //   1.0. It needs three probes or more whose lengths differ twofold; else it is 0 and the
-//   factor the geometric mean of the ratios.
-// - Sync cost: one value for every ordered pair of `sync_devices` (hand-offs cost alike in
-//   either direction here; devices outside keep none. Host calibration fits the CPU devices'
-//   pairs and a GPU's with one CPU device in separate probes, run_cost_calibration.h). It is
-//   the cost c at
-//   which the probes that use two or more devices, replayed in the order their subtasks ran
-//   with the durations the fitted model predicts (the schedule's times the device's in-run
-//   factor, its cold start on its first subtask) and c on every edge between two of those devices
-//   (ReplayUs), take what they took (median run of each, from the first subtask's start to the last
-//   one's end) in geometric mean. So c holds what co-execution costs beyond each device's in-run
-//   prediction: the wake-up of a device thread parked on the other device's work (about 40 us on
-//   the development VM; a wait shorter than the runtime's spin costs well under 1 us), partial sums
-//   combined after a cin split, and kernels reading what the other core just wrote from its
-//   cache (in partition-only plans on two cores, subtasks with inputs from both devices ran
-//   12-20% over their prediction, those with their own device's inputs 4-8%). Fitted to the
-//   measured kernels instead, c held only the waits, and co-execution plans stayed 1.1-1.3x
-//   their prediction. 0 when the plans took no longer than predicted; at most kMaxSyncUs.
+//   factor the geometric mean of the ratios. When the device ran plans both alone and beside
+//   other devices, the factor is then refitted to the plans alone and the co-run factor is what
+//   the others took beyond it (geometric means after the cold start): two cores running at
+//   once share the last-level cache and memory bandwidth (1.04-1.05 per core here), so one
+//   factor over both kinds left single-device plans over and co-execution plans under their
+//   predictions.
+// - Hand-offs by wait, per ordered pair of `sync_devices`: the median delay of the probes'
+//   waits (RunBreakdown::cross_delays, every timed run) that came within the runtime's spin
+//   (CoExecutionRuntime::kSpinNs) and of the later ones, after which a host waiter has parked
+//   (here 0.2 us against 50 us between the cores; the GPU's wait kernels never park, 3 us).
+//   With the co-run factors they predict a fixed plan's run (scheduler::RetimeByWaits).
+// - Sync cost, the planners' constant: one value for every ordered pair of `sync_devices`
+//   (hand-offs cost alike in either direction here; devices outside keep none. Host
+//   calibration fits the CPU devices' pairs and a GPU's with one CPU device in separate probes,
+//   run_cost_calibration.h). It is the cost c at which the probes that use two or more
+//   devices, replayed in the order their subtasks ran with the durations the planners predict
+//   (the schedule's times the device's in-run factor, without the co-run factor, its cold
+//   start on its first subtask) and c on every edge between two of those devices (ReplayUs),
+//   take what they took (median run of each, from the first subtask's start to the last one's
+//   end) in geometric mean. So c holds all co-execution costs beyond each device's prediction
+//   alone: the wake-up of a device thread parked on the other device's work, partial sums
+//   combined after a cin split, and kernels slower beside the other core's (in partition-only
+//   plans on two cores, subtasks with inputs from both devices ran 12-20% over their
+//   prediction, those with their own device's inputs 4-8%). Fitted to the measured kernels
+//   instead, c held only the waits, and co-execution plans stayed 1.1-1.3x their prediction.
+//   0 when the plans took no longer than predicted; at most kMaxSyncUs.
 // Pure functions; thread-safe.
 #pragma once
 

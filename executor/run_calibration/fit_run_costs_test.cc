@@ -48,55 +48,95 @@ ProbeResult Probe(const model::Graph& graph, const int (&devices)[3], double pre
   return r;
 }
 
-TEST(FitRunCosts, InRunFactorsAndTheSyncThatReproducesTheRuns) {
+TEST(FitRunCosts, InRunFactorsAloneCoRunFactorsAndTheCostsThatReproduceTheRuns) {
   const model::Graph g = Chain3();
   const std::vector<ProbeResult> probes = {
-      Probe(g, {0, 0, 0}, 100, 110, 0, 3),   // alone on device 0: 10% slower than predicted
-      Probe(g, {1, 1, 1}, 100, 120, 0, 3),   // alone on device 1
-      Probe(g, {0, 1, 0}, 100, 100, 25, 3),  // 25 us lost at each of two hand-offs
+      Probe(g, {0, 0, 0}, 100, 110, 0, 5),   // alone on device 0: 10% slower than predicted
+      Probe(g, {1, 1, 1}, 100, 120, 0, 5),   // alone on device 1
+      Probe(g, {0, 1, 0}, 100, 150, 25, 5),  // together: 150 us kernels, 25 us per hand-off
   };
   const std::vector<std::string> names = {"cpu.0", "cpu.1"};
   const std::vector<bool> sync = {true, true};
   const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
   EXPECT_EQ(costs.probes, 3);
-  EXPECT_EQ(costs.runs, 3);
+  EXPECT_EQ(costs.runs, 5);
   ASSERT_EQ(costs.in_run.size(), 2u);
   EXPECT_EQ(costs.in_run[0].device, "cpu.0");
-  // Geometric means over the probes that used the device: 1.1 alone and 1 together, 1.2 and 1.
-  EXPECT_NEAR(costs.in_run[0].factor, std::sqrt(1.1), 1e-9);
-  EXPECT_NEAR(costs.in_run[1].factor, std::sqrt(1.2), 1e-9);
-  EXPECT_DOUBLE_EQ(costs.in_run[0].measured_us, 330 + 200);
+  // The factors from the plans alone; the plan together ran 300 us on device 0 where the
+  // factor predicts 220, 150 on device 1 where it predicts 120.
+  EXPECT_NEAR(costs.in_run[0].factor, 1.1, 1e-9);
+  EXPECT_NEAR(costs.in_run[1].factor, 1.2, 1e-9);
+  EXPECT_NEAR(costs.in_run[0].co_run_factor, 300.0 / 220, 1e-9);
+  EXPECT_NEAR(costs.in_run[1].co_run_factor, 150.0 / 120, 1e-9);
+  EXPECT_DOUBLE_EQ(costs.in_run[0].measured_us, 330 + 300);
   EXPECT_DOUBLE_EQ(costs.in_run[0].predicted_us, 300 + 200);
-  EXPECT_DOUBLE_EQ(costs.multi_device_measured_us, 350);
-  // Replayed as predicted: ops 0 and 2 on device 0 at 100 x sqrt(1.1), op 1 on device 1 at
-  // 100 x sqrt(1.2); the 50 us lost at the two hand-offs and the 30 us the predictions now add
-  // meet at c = (350 - 319.3) / 2.
-  const double predicted = 200 * std::sqrt(1.1) + 100 * std::sqrt(1.2);
-  EXPECT_NEAR(costs.multi_device_replay_us, predicted, 1e-3);
+  EXPECT_DOUBLE_EQ(costs.multi_device_measured_us, 500);
+  // The planners' constant takes up all the plan together lost against the factors alone:
+  // 110 + 120 + 110 + 2c = 500.
+  EXPECT_NEAR(costs.multi_device_replay_us, 340, 1e-6);
   ASSERT_EQ(costs.sync.size(), 2u);
-  EXPECT_NEAR(costs.sync[0].us, (350 - predicted) / 2, 1e-3);
+  EXPECT_NEAR(costs.sync[0].us, 80, 1e-3);
   EXPECT_EQ(costs.sync[1].from, "cpu.1");
+  // Both waiters had idled 150 and 175 us, past the runtime's spin: parked, 25 us each; no
+  // wait within the spin, so that kind costs what the pair's waits cost.
+  for (const calibration::RunCosts::Sync& s : costs.sync) {
+    EXPECT_EQ(s.window_us, runtime::CoExecutionRuntime::kSpinNs / 1e3);
+    EXPECT_EQ(s.parked_waits, 5);
+    EXPECT_EQ(s.spinning_waits, 0);
+    EXPECT_NEAR(s.parked_us, 25, 1e-9);
+    EXPECT_NEAR(s.spinning_us, 25, 1e-9);
+  }
+  // Co-run factors and hand-offs together replay the plan as it ran.
+  EXPECT_NEAR(costs.multi_device_hand_off_replay_us, 500, 1e-6);
   EXPECT_NEAR(costs.run_overhead_us, 50, 1e-9);
 }
 
-// Kernels that run slower together than alone are what co-execution costs too: with nothing
-// lost between subtasks but every subtask of the two-device plan 20% over its prediction, the
-// sync cost takes up what the in-run factors (averaged with the single-device runs) leave.
-TEST(FitRunCosts, SyncTakesUpKernelsSlowerTogetherThanAlone) {
+// A waiter that had not idled past the runtime's spin resumes at once; one that had parked
+// pays the wake-up. Two plans on both devices, one with short subtasks and 3 us hand-offs, one
+// with long subtasks and 40 us hand-offs, give each pair both costs.
+TEST(FitRunCosts, HandOffsCostByHowLongTheWaiterIdled) {
   const model::Graph g = Chain3();
   const std::vector<std::string> names = {"cpu.0", "cpu.1"};
   const std::vector<bool> sync = {true, true};
-  const std::vector<ProbeResult> probes = {Probe(g, {0, 0, 0}, 100, 100, 0, 2),
-                                           Probe(g, {1, 1, 1}, 100, 100, 0, 2),
-                                           Probe(g, {0, 1, 0}, 100, 120, 0, 2)};
+  const std::vector<ProbeResult> probes = {Probe(g, {0, 1, 0}, 50, 50, 3, 5),
+                                           Probe(g, {0, 1, 0}, 300, 300, 40, 5)};
+  const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
+  ASSERT_EQ(costs.sync.size(), 2u);
+  for (const calibration::RunCosts::Sync& s : costs.sync) {
+    EXPECT_EQ(s.spinning_waits, 5) << s.from;
+    EXPECT_EQ(s.parked_waits, 5) << s.from;
+    EXPECT_NEAR(s.spinning_us, 3, 1e-9) << s.from;
+    EXPECT_NEAR(s.parked_us, 40, 1e-9) << s.from;
+  }
+  EXPECT_NEAR(costs.multi_device_hand_off_replay_us, (150 + 6) + (900 + 80), 1e-6);
+  // The one constant cannot do both: it over-predicts the short plan and under-predicts the
+  // long one.
+  const double c = costs.sync[0].us;
+  EXPECT_GT(150 + 2 * c, 156);
+  EXPECT_LT(900 + 2 * c, 980);
+}
+
+// Kernels that run slower together than alone are the co-run factor to a plan's prediction,
+// and to the planners (whose predictions lack it) part of the sync cost: with nothing lost
+// between subtasks but every subtask of the two-device plan 20% over its prediction.
+TEST(FitRunCosts, KernelsSlowerTogetherThanAloneAreTheCoRunFactorAndThePlannersSync) {
+  const model::Graph g = Chain3();
+  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
+  const std::vector<bool> sync = {true, true};
+  const std::vector<ProbeResult> probes = {Probe(g, {0, 0, 0}, 100, 100, 0, 5),
+                                           Probe(g, {1, 1, 1}, 100, 100, 0, 5),
+                                           Probe(g, {0, 1, 0}, 100, 120, 0, 5)};
   const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
   ASSERT_EQ(costs.in_run.size(), 2u);
-  EXPECT_NEAR(costs.in_run[0].factor, std::sqrt(1.2), 1e-9);
-  EXPECT_NEAR(costs.in_run[1].factor, std::sqrt(1.2), 1e-9);
+  for (const calibration::RunCosts::InRun& r : costs.in_run) {
+    EXPECT_NEAR(r.factor, 1, 1e-9);
+    EXPECT_NEAR(r.co_run_factor, 1.2, 1e-9);
+  }
   ASSERT_EQ(costs.sync.size(), 2u);
-  // 3 x 100 sqrt(1.2) + 2c = 360.
-  EXPECT_NEAR(costs.sync[0].us, (360 - 300 * std::sqrt(1.2)) / 2, 1e-3);
-  EXPECT_GT(costs.sync[0].us, 10);
+  // 3 x 100 + 2c = 360.
+  EXPECT_NEAR(costs.sync[0].us, 30, 1e-3);
+  EXPECT_NEAR(costs.sync[0].parked_us, 0, 1e-9);
+  EXPECT_NEAR(costs.multi_device_hand_off_replay_us, 360, 1e-6);
 }
 
 // A run after an idle pause pays its device's cold start once, whatever its length: plans of

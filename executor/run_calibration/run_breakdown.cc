@@ -48,7 +48,9 @@ double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTimin
       const std::vector<double>& ends = op_end[static_cast<size_t>(p)];
       for (size_t e = 0; e < ends.size(); ++e) {
         if (ends[e] < 0) continue;
-        start = std::max(start, ends[e] + (e == d ? 0.0 : sync(static_cast<int>(e), t->device)));
+        start = std::max(start, ends[e] + (e == d ? 0.0
+                                                  : sync(static_cast<int>(e), t->device,
+                                                         ends[e] - device_free[d])));
       }
     }
     device_free[d] = start + static_cast<double>(t->end_ns - t->start_ns) / 1e3;
@@ -82,7 +84,7 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
   out.wall_us = wall_us;
   out.measured_kernel_us.assign(num_devices, 0);
   out.predicted_kernel_us.assign(num_devices, 0);
-  out.replay_us = ReplayUs(graph, timings, [](int, int) { return 0.0; });
+  out.replay_us = ReplayUs(graph, timings, [](int, int, double) { return 0.0; });
   const std::vector<std::optional<double>> predicted = PredictedDurationsUs(schedule, timings);
   // Share of each op's work done per device, by the plan.
   std::vector<std::vector<double>> share(graph.ops.size(), std::vector<double>(num_devices, 0));

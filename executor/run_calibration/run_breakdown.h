@@ -60,8 +60,9 @@ struct RunBreakdown {
 };
 
 // Microseconds between a subtask's end on device `from` and a dependent subtask's start on
-// device `to` != `from`.
-using SyncCost = std::function<double(int from, int to)>;
+// device `to` != `from`, when that end came `idle_us` after device `to` was free (<= 0: while it
+// was still busy).
+using SyncCost = std::function<double(int from, int to, double idle_us)>;
 
 // The span of `timings` replayed with their measured durations, each device's subtasks in their
 // measured start order, each starting when its device is free and every subtask of its

@@ -64,9 +64,10 @@ TEST(RunBreakdown, SplitsKernelsDelaysAndFixedCosts) {
 
 TEST(RunBreakdown, ReplayAddsTheSyncCostOnEdgesBetweenDevicesOnly) {
   const Chain c;
-  EXPECT_DOUBLE_EQ(ReplayUs(c.graph, c.timings, [](int, int) { return 30.0; }), 360);
+  EXPECT_DOUBLE_EQ(ReplayUs(c.graph, c.timings, [](int, int, double) { return 30.0; }), 360);
   EXPECT_DOUBLE_EQ(
-      ReplayUs(c.graph, c.timings, [](int from, int) { return from == 0 ? 10.0 : 0.0; }), 310);
+      ReplayUs(c.graph, c.timings, [](int from, int, double) { return from == 0 ? 10.0 : 0.0; }),
+      310);
 }
 
 TEST(RunBreakdown, MedianIsFieldByFieldAndPoolsDelays) {

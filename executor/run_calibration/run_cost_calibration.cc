@@ -91,16 +91,19 @@ absl::StatusOr<calibration::RunCosts> CalibrateHostRunCosts(
   for (const calibration::RunCosts::InRun& r : with_gpu->in_run) {
     if (r.device == gpu_name) costs->in_run.push_back(r);
   }
-  // No plan used both (the GPU got no share): nothing measured, no cost claimed.
+  // Each direction's costs to and from every CPU device. No plan used both (the GPU got no
+  // share): nothing measured, no cost claimed.
   for (int c : subsets[0].indices) {
-    if (with_gpu->sync.empty()) break;
     const std::string& cpu_name = platform.devices[static_cast<size_t>(c)].name;
-    costs->sync.push_back({.from = cpu_name, .to = gpu_name, .us = with_gpu->sync.front().us});
-    costs->sync.push_back({.from = gpu_name, .to = cpu_name, .us = with_gpu->sync.front().us});
+    for (calibration::RunCosts::Sync s : with_gpu->sync) {
+      (s.from == gpu_name ? s.to : s.from) = cpu_name;
+      costs->sync.push_back(std::move(s));
+    }
   }
   costs->probes += with_gpu->probes;
   costs->gpu_multi_device_measured_us = with_gpu->multi_device_measured_us;
   costs->gpu_multi_device_replay_us = with_gpu->multi_device_replay_us;
+  costs->gpu_multi_device_hand_off_replay_us = with_gpu->multi_device_hand_off_replay_us;
   return costs;
 }
 

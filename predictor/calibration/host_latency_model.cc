@@ -36,6 +36,10 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
       return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name,
                                                      "' has in-run factor ", device.in_run));
     }
+    if (!std::isfinite(device.co_run) || device.co_run < 1e-3) {
+      return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name,
+                                                     "' has co-run factor ", device.co_run));
+    }
     if (!device.sync_us.empty() && device.sync_us.size() != devices.size()) {
       return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name, "' has ",
                                                      device.sync_us.size(), " sync costs for ",
@@ -47,6 +51,20 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
             absl::StrCat("host latency model: device '", name, "' has sync cost ", us, " us"));
       }
     }
+    if (!device.hand_off.empty() && device.hand_off.size() != devices.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name, "' has ",
+                                                     device.hand_off.size(), " hand-off costs for ",
+                                                     devices.size(), " devices"));
+    }
+    for (const Device::HandOff& h : device.hand_off) {
+      for (double us : {h.window_us, h.spinning_us, h.parked_us}) {
+        if (!std::isfinite(us) || us < 0) {
+          return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name,
+                                                         "' has a hand-off cost or window of ", us,
+                                                         " us; need a finite time >= 0"));
+        }
+      }
+    }
     absl::StrAppend(&identity, "|", name, ":", device.gbdt ? device.gbdt->Version() : "-", ":",
                     absl::StrFormat("%.17g", device.contention), ":");
     // Only learned run costs enter the identity: calibrations stored before them keep their keys.
@@ -56,6 +74,20 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
       absl::StrAppend(&identity, "in_run=", absl::StrFormat("%.17g", device.in_run), ",sync=");
       for (size_t to = 0; to < device.sync_us.size(); ++to) {
         absl::StrAppendFormat(&identity, "%.17g;", to == d ? 0.0 : device.sync_us[to]);
+      }
+      identity += ':';
+    }
+    // Hand-off costs and a co-run factor enter the identity only when present, like the learned
+    // run costs.
+    if (device.co_run != 1.0) absl::StrAppendFormat(&identity, "co_run=%.17g:", device.co_run);
+    if (!device.hand_off.empty()) {
+      identity += "hand_off=";
+      for (size_t to = 0; to < device.hand_off.size(); ++to) {
+        const Device::HandOff& h = device.hand_off[to];
+        if (to != d) {
+          absl::StrAppendFormat(&identity, "%.17g,%.17g,%.17g;", h.window_us, h.spinning_us,
+                                h.parked_us);
+        }
       }
       identity += ':';
     }
@@ -142,6 +174,14 @@ double HostLatencyModel::PredictUs(const OpConfig& config, int device_index) con
 double HostLatencyModel::SyncUs(int from_device, int to_device) const {
   const std::vector<double>& sync = devices_[static_cast<size_t>(from_device)].sync_us;
   return sync.empty() || from_device == to_device ? 0.0 : sync[static_cast<size_t>(to_device)];
+}
+
+double HostLatencyModel::HandOffUs(int from_device, int to_device, double idle_us) const {
+  const std::vector<Device::HandOff>& hand_off =
+      devices_[static_cast<size_t>(from_device)].hand_off;
+  if (hand_off.empty() || from_device == to_device) return SyncUs(from_device, to_device);
+  const Device::HandOff& h = hand_off[static_cast<size_t>(to_device)];
+  return idle_us < h.window_us ? h.spinning_us : h.parked_us;
 }
 
 void HostLatencyModel::PredictBatch(std::span<const OpConfig> configs, int device_index,

@@ -15,6 +15,10 @@
 // (their caches hold what the run left, not what an isolated timing left), and `sync_us` is the
 // cost of a hand-off from this device to each other one (SyncUs: a parked device thread woken,
 // data fetched from another core's cache), which schedulers add to edges between devices;
+// `hand_off` is the same cost split by the waiter's idle time, and `co_run` how much slower the
+// device's kernels run in plans with work on other devices too, both for predicting a fixed
+// plan's run (HandOffUs, CoRunFactor: a waiter that had not parked yet costs far less than one
+// that had; two cores running at once share the last-level cache and memory bandwidth);
 // `run_overhead_us` is what a run costs outside every subtask (RunOverheadUs).
 //
 // A device may also keep what calibration timed on it (`anchors`, measured_anchors.h): a
@@ -26,8 +30,8 @@
 // Version() is "calibrated-v1/<analytic model name>/<SHA-256>" (e.g.
 // "calibrated-v1/host+calibrated/...") over the analytic model's version, every GBDT part's
 // version, the per-family choices, the contention factors and, when learned (not 1 and 0), the
-// in-run factors, sync costs and run overhead: a retrained file, a changed choice or a new
-// run-cost fit changes every plan-cache key. Immutable after Create; thread-safe.
+// in-run factors, sync costs, hand-off costs and run overhead: a retrained file, a changed choice
+// or a new run-cost fit changes every plan-cache key. Immutable after Create; thread-safe.
 #pragma once
 
 #include <array>
@@ -55,9 +59,22 @@ class HostLatencyModel final : public LatencyModel {
     std::array<bool, gbdt::kNumFamilies> use_gbdt{};
     double contention = 1.0;  // predictions are multiplied by this
     double in_run = 1.0;      // and by this
+    // In a plan with work on other devices too, this device's subtasks take this much longer
+    // (CoRunFactor; not in PredictUs).
+    double co_run = 1.0;
     // Microseconds of a hand-off from this device to device i (SyncUs); empty: none. Entry i of
     // device i itself is ignored.
     std::vector<double> sync_us;
+    // What a hand-off from this device to device i costs in a run by how long the waiter had
+    // been idle when the input came (HandOffUs): `spinning_us` below `window_us` (a host
+    // waiter's spin before it parks), `parked_us` from then on. Empty: SyncUs whatever the wait.
+    // Entry i of device i itself is ignored.
+    struct HandOff {
+      double window_us = 0;
+      double spinning_us = 0;
+      double parked_us = 0;
+    };
+    std::vector<HandOff> hand_off;
     // What calibration timed on this device alone (measured_anchors.h); empty: none. Create
     // moves them into the model (anchors(i) holds them, one per configuration).
     std::vector<Anchor> anchors;
@@ -65,7 +82,8 @@ class HostLatencyModel final : public LatencyModel {
 
   // InvalidArgument when the analytic model's device count differs from devices.size(), a
   // device uses GBDT for a family without having a GBDT model, a contention or in-run factor is
-  // not finite and >= 1e-3, or a device's sync_us is neither empty nor one finite cost >= 0 per
+  // not finite and >= 1e-3 (co-run too), or a device's sync_us is neither empty nor one finite cost
+  // >= 0 per device, a device's hand_off is neither empty nor one entry of finite costs >= 0 per
   // device, or run_overhead_us is not finite and >= 0.
   static absl::StatusOr<std::unique_ptr<HostLatencyModel>> Create(
       std::shared_ptr<const AnalyticModel> analytic, std::vector<Device> devices,
@@ -79,6 +97,10 @@ class HostLatencyModel final : public LatencyModel {
   void PredictBatch(std::span<const OpConfig> configs, int device_index,
                     std::span<double> out) const override;
   double SyncUs(int from_device, int to_device) const override;
+  double HandOffUs(int from_device, int to_device, double idle_us) const override;
+  double CoRunFactor(int device) const override {
+    return devices_[static_cast<size_t>(device)].co_run;
+  }
   double RunOverheadUs() const override { return run_overhead_us_; }
   std::string Version() const override { return version_; }
 
