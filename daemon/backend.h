@@ -85,6 +85,8 @@ struct LoadedModel {
 // "end_us"}].
 struct PlanOutput {
   std::string scheduler;  // resolved name
+  // The predicted makespan of a run (scheduler::RetimeByWaits); `schedule` keeps the planner's
+  // own times, whose makespan may differ.
   double makespan_us = 0;
   nlohmann::json schedule;
   // SHA-256 of the schedule's JSON text, set by the engine: equal ids mean equal schedules,

@@ -16,8 +16,10 @@
 // included, are timed in interleaved rounds, each run after an idle pause (--settle-ms) so
 // that no configuration runs beside threads the previous one left spinning; every latency is
 // the median of --runs runs after one warm-up, with its spread (min, max); predicted is the
-// schedule's makespan plus the model's run overhead (calibrated host models: what a run cost
-// outside every subtask). Flags: a plan slower than the best single device of its platform, or
+// schedule retimed as the run will go, each hand-off between devices costing by how long its
+// waiter idled (scheduler::RetimeByWaits), plus the model's run overhead (calibrated host models:
+// what a run cost outside every subtask); planned is the planner's own makespan plus the same
+// overhead. Flags: a plan slower than the best single device of its platform, or
 // more than 1.15x its prediction. With `exact` among --methods, the /exact column is the paper's
 // measurement table: every plan's measured latency over the measured exact plan's on its
 // platform.
@@ -55,6 +57,7 @@
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"
 #include "scheduler/registry/registry.h"
+#include "scheduler/retime.h"
 
 namespace psched {
 namespace {
@@ -67,7 +70,11 @@ struct Config {
   std::string platform = {};  // "A", "B", "C", or "-" for the executor or a peer alone
   std::string plan = {};
   bool single = false;  // a single-device plan
+  // The plan's predicted latency: its schedule retimed with hand-offs by wait
+  // (scheduler::RetimeByWaits) plus the model's run overhead; `planned_ms` the same from the
+  // planner's own makespan (the constant sync cost on every edge between devices).
   double predicted_ms = 0;
+  double planned_ms = 0;
   std::function<bool()> run = {};
   const CoExecutionRuntime* runtime = nullptr;  // for traces
   const scheduler::Schedule* schedule = nullptr;
@@ -356,9 +363,9 @@ int Main(int argc, char** argv) {
     }
   }
 
-  std::printf("\n%-20s %-4s %-22s %9s %9s %9s %9s %7s %7s %7s %7s %9s\n", "model", "plat", "plan",
-              "median_ms", "min_ms", "max_ms", "pred_ms", "/exe1", "/ort1", "/ort2", "/exact",
-              "vs_ort");
+  std::printf("\n%-20s %-4s %-22s %9s %9s %9s %9s %9s %7s %7s %7s %7s %9s\n", "model", "plat",
+              "plan", "median_ms", "min_ms", "max_ms", "pred_ms", "planned", "/exe1", "/ort1",
+              "/ort2", "/exact", "vs_ort");
   for (size_t mi = 0; mi < models.size(); ++mi) {
     // With the peer: the complete model it wrote, so both sides run the same weights.
     std::string model_path = paths[mi];
@@ -471,15 +478,23 @@ int Main(int argc, char** argv) {
                       method.c_str(), rt.status().ToString().c_str());
           continue;
         }
+        absl::StatusOr<scheduler::Schedule> retimed = scheduler::RetimeByWaits(*problem, *schedule);
+        if (!retimed.ok()) {
+          std::printf("%-20s %-4s %-22s failed: %s\n", models[mi].c_str(), p.name.c_str(),
+                      method.c_str(), retimed.status().ToString().c_str());
+          continue;
+        }
+        const double overhead_us = p.profile.model->RunOverheadUs();
+        const double planned_ms = (schedule->makespan_us() + overhead_us) / 1e3;
         runtimes.push_back(std::move(*rt));
-        schedules.push_back(std::move(*schedule));
+        schedules.push_back(*std::move(retimed));
         CoExecutionRuntime* r = runtimes.back().get();
         configs.push_back(
             {.platform = p.name,
              .plan = method,
              .single = method.rfind("single:", 0) == 0,
-             .predicted_ms =
-                 (schedules.back().makespan_us() + p.profile.model->RunOverheadUs()) / 1e3,
+             .predicted_ms = (schedules.back().makespan_us() + overhead_us) / 1e3,
+             .planned_ms = planned_ms,
              .run = [r, &input] { return r->Run(input).ok(); },
              .runtime = r,
              .schedule = &schedules.back(),
@@ -585,22 +600,24 @@ int Main(int argc, char** argv) {
       const double ms = c.median_ms();
       const std::string predicted =
           c.predicted_ms > 0 ? absl::StrFormat("%.2f", c.predicted_ms) : std::string("-");
+      const std::string planned =
+          c.planned_ms > 0 ? absl::StrFormat("%.2f", c.planned_ms) : std::string("-");
       const auto best = best_single_ms.find(c.platform);
       const bool slower_than_single =
           !c.single && c.platform != "-" && best != best_single_ms.end() && ms > best->second;
       const bool over_prediction = c.predicted_ms > 0 && ms > 1.15 * c.predicted_ms;
       const auto exact = exact_ms.find(c.platform);
-      std::printf("%-20s %-4s %-22s %9.2f %9.2f %9.2f %9s %7s %7s %7s %7s %9s%s%s%s\n",
+      std::printf("%-20s %-4s %-22s %9.2f %9.2f %9.2f %9s %9s %7s %7s %7s %7s %9s%s%s%s\n",
                   models[mi].c_str(), c.platform.c_str(), c.plan.c_str(), ms, c.min_ms(),
-                  c.max_ms(), predicted.c_str(), ratio(ms, one_core_ms).c_str(),
+                  c.max_ms(), predicted.c_str(), planned.c_str(), ratio(ms, one_core_ms).c_str(),
                   ratio(ms, ort1_ms).c_str(), ratio(ms, ort2_ms).c_str(),
                   ratio(ms, exact == exact_ms.end() ? 0.0 : exact->second).c_str(), c.check.c_str(),
                   slower_than_single ? "  SLOWER-THAN-BEST-SINGLE" : "",
                   over_prediction ? "  OVER-1.15x-PREDICTED" : "", c.ok ? "" : "  RUN-FAILED");
       if (c.plan == "executor 2 thread") {
         if (auto it = torch_ms.find(models[mi]); it != torch_ms.end()) {
-          std::printf("%-20s %-4s %-22s %9.2f %9s %9s %9s %7s %7s %7s %7s %9s\n",
-                      models[mi].c_str(), "-", "pytorch 2 threads", it->second, "-", "-", "-",
+          std::printf("%-20s %-4s %-22s %9.2f %9s %9s %9s %9s %7s %7s %7s %7s %9s\n",
+                      models[mi].c_str(), "-", "pytorch 2 threads", it->second, "-", "-", "-", "-",
                       ratio(it->second, one_core_ms).c_str(), ratio(it->second, ort1_ms).c_str(),
                       ratio(it->second, ort2_ms).c_str(), "-", "-");
         }
