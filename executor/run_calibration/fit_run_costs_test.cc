@@ -19,6 +19,10 @@ model::Graph Chain3() {
   return b.Build();
 }
 
+// The two devices of every probe below, both with sync costs.
+const std::vector<std::string> kNames = {"cpu.0", "cpu.1"};
+const std::vector<bool> kBothSync = {true, true};
+
 // A probe of Chain3 on `devices` (one per op), each op predicted `predicted_us` and measured
 // `measured_us`, every subtask starting `gap_us` after the one before it ended.
 ProbeResult Probe(const model::Graph& graph, const int (&devices)[3], double predicted_us,
@@ -55,9 +59,7 @@ TEST(FitRunCosts, InRunFactorsAloneCoRunFactorsAndTheCostsThatReproduceTheRuns) 
       Probe(g, {1, 1, 1}, 100, 120, 0, 5),   // alone on device 1
       Probe(g, {0, 1, 0}, 100, 150, 25, 5),  // together: 150 us kernels, 25 us per hand-off
   };
-  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const std::vector<bool> sync = {true, true};
-  const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
+  const calibration::RunCosts costs = FitRunCosts(probes, kNames, kBothSync);
   EXPECT_EQ(costs.probes, 3);
   EXPECT_EQ(costs.runs, 5);
   ASSERT_EQ(costs.in_run.size(), 2u);
@@ -96,11 +98,9 @@ TEST(FitRunCosts, InRunFactorsAloneCoRunFactorsAndTheCostsThatReproduceTheRuns) 
 // with long subtasks and 40 us hand-offs, give each pair both costs.
 TEST(FitRunCosts, HandOffsCostByHowLongTheWaiterIdled) {
   const model::Graph g = Chain3();
-  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const std::vector<bool> sync = {true, true};
   const std::vector<ProbeResult> probes = {Probe(g, {0, 1, 0}, 50, 50, 3, 5),
                                            Probe(g, {0, 1, 0}, 300, 300, 40, 5)};
-  const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
+  const calibration::RunCosts costs = FitRunCosts(probes, kNames, kBothSync);
   ASSERT_EQ(costs.sync.size(), 2u);
   for (const calibration::RunCosts::Sync& s : costs.sync) {
     EXPECT_EQ(s.spinning_waits, 5) << s.from;
@@ -121,12 +121,10 @@ TEST(FitRunCosts, HandOffsCostByHowLongTheWaiterIdled) {
 // between subtasks but every subtask of the two-device plan 20% over its prediction.
 TEST(FitRunCosts, KernelsSlowerTogetherThanAloneAreTheCoRunFactorAndThePlannersSync) {
   const model::Graph g = Chain3();
-  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const std::vector<bool> sync = {true, true};
   const std::vector<ProbeResult> probes = {Probe(g, {0, 0, 0}, 100, 100, 0, 5),
                                            Probe(g, {1, 1, 1}, 100, 100, 0, 5),
                                            Probe(g, {0, 1, 0}, 100, 120, 0, 5)};
-  const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
+  const calibration::RunCosts costs = FitRunCosts(probes, kNames, kBothSync);
   ASSERT_EQ(costs.in_run.size(), 2u);
   for (const calibration::RunCosts::InRun& r : costs.in_run) {
     EXPECT_NEAR(r.factor, 1, 1e-9);
@@ -145,13 +143,11 @@ TEST(FitRunCosts, KernelsSlowerTogetherThanAloneAreTheCoRunFactorAndThePlannersS
 // and the long one 1.08x).
 TEST(FitRunCosts, AColdStartIsWhatEveryRunPaysOnceWhateverItsLength) {
   const model::Graph g = Chain3();
-  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const std::vector<bool> sync = {true, true};
   std::vector<ProbeResult> probes;
   for (const double op_us : {100.0, 300.0, 1000.0, 3000.0}) {
     probes.push_back(Probe(g, {0, 0, 0}, op_us, 1.1 * op_us + 200.0 / 3, 0, 3));
   }
-  const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
+  const calibration::RunCosts costs = FitRunCosts(probes, kNames, kBothSync);
   ASSERT_EQ(costs.in_run.size(), 1u);
   EXPECT_NEAR(costs.in_run[0].factor, 1.1, 0.002);
   EXPECT_NEAR(costs.in_run[0].cold_us, 200, 3);
@@ -162,18 +158,16 @@ TEST(FitRunCosts, AColdStartIsWhatEveryRunPaysOnceWhateverItsLength) {
 // length, leave it 0 and the factor the geometric mean of the plans' ratios.
 TEST(FitRunCosts, NoColdStartWithoutPlansOfDifferentLengths) {
   const model::Graph g = Chain3();
-  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const std::vector<bool> sync = {true, true};
   const std::vector<ProbeResult> two = {Probe(g, {0, 0, 0}, 100, 150, 0, 1),
                                         Probe(g, {0, 0, 0}, 3000, 3300, 0, 1)};
-  calibration::RunCosts costs = FitRunCosts(two, names, sync);
+  calibration::RunCosts costs = FitRunCosts(two, kNames, kBothSync);
   ASSERT_EQ(costs.in_run.size(), 1u);
   EXPECT_EQ(costs.in_run[0].cold_us, 0);
   EXPECT_NEAR(costs.in_run[0].factor, std::sqrt(1.5 * 1.1), 1e-9);
   const std::vector<ProbeResult> alike = {Probe(g, {0, 0, 0}, 100, 150, 0, 1),
                                           Probe(g, {0, 0, 0}, 120, 160, 0, 1),
                                           Probe(g, {0, 0, 0}, 150, 170, 0, 1)};
-  costs = FitRunCosts(alike, names, sync);
+  costs = FitRunCosts(alike, kNames, kBothSync);
   EXPECT_EQ(costs.in_run[0].cold_us, 0);
 }
 
@@ -181,12 +175,10 @@ TEST(FitRunCosts, NoColdStartWithoutPlansOfDifferentLengths) {
 // nothing meet at the cost that leaves them equally far off, not at the long one's.
 TEST(FitRunCosts, SyncBalancesThePlansRelativeErrors) {
   const model::Graph g = Chain3();
-  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const std::vector<bool> sync = {true, true};
   // Short: 3 x 50 us with 15 us lost at each of two hand-offs (span 180). Long: 3 x 1000 us.
   const std::vector<ProbeResult> probes = {Probe(g, {0, 1, 0}, 50, 50, 15, 1),
                                            Probe(g, {0, 1, 0}, 1000, 1000, 0, 1)};
-  const calibration::RunCosts costs = FitRunCosts(probes, names, sync);
+  const calibration::RunCosts costs = FitRunCosts(probes, kNames, kBothSync);
   ASSERT_EQ(costs.sync.size(), 2u);
   // (150 + 2c) / 180 * (3000 + 2c) / 3000 = 1.
   const double c = costs.sync[0].us;
@@ -197,25 +189,21 @@ TEST(FitRunCosts, SyncBalancesThePlansRelativeErrors) {
 
 TEST(FitRunCosts, NothingLostBetweenSubtasksGivesNoSyncAndSingleDevicesNone) {
   const model::Graph g = Chain3();
-  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const std::vector<bool> sync = {true, true};
   const std::vector<ProbeResult> ideal = {Probe(g, {0, 1, 0}, 100, 100, 0, 2)};
-  const calibration::RunCosts costs = FitRunCosts(ideal, names, sync);
+  const calibration::RunCosts costs = FitRunCosts(ideal, kNames, kBothSync);
   ASSERT_EQ(costs.sync.size(), 2u);
   EXPECT_EQ(costs.sync[0].us, 0);
   const std::vector<ProbeResult> alone = {Probe(g, {0, 0, 0}, 100, 100, 10, 2)};
-  EXPECT_TRUE(FitRunCosts(alone, names, sync).sync.empty());
+  EXPECT_TRUE(FitRunCosts(alone, kNames, kBothSync).sync.empty());
   // A device outside sync_devices gets none.
   const std::vector<bool> only_first = {true, false};
-  EXPECT_TRUE(FitRunCosts(ideal, names, only_first).sync.empty());
+  EXPECT_TRUE(FitRunCosts(ideal, kNames, only_first).sync.empty());
 }
 
 TEST(FitRunCosts, ASyncBeyondTheCapStopsThere) {
   const model::Graph g = Chain3();
-  const std::vector<std::string> names = {"cpu.0", "cpu.1"};
-  const std::vector<bool> sync = {true, true};
   const std::vector<ProbeResult> slow = {Probe(g, {0, 1, 0}, 100, 100, 5000, 1)};
-  const calibration::RunCosts costs = FitRunCosts(slow, names, sync);
+  const calibration::RunCosts costs = FitRunCosts(slow, kNames, kBothSync);
   ASSERT_FALSE(costs.sync.empty());
   EXPECT_EQ(costs.sync[0].us, kMaxSyncUs);
 }
