@@ -16,6 +16,17 @@
 #include "model/onnx_import.h"
 #include "predictor/calibration/analytic_fit.h"
 
+// Under ThreadSanitizer our own code runs several times slower around the uninstrumented
+// kernels (and `make test-tsan` runs tests in parallel), so its timings say nothing about the
+// fit's accuracy (a median error of 97% in one CI run); the calibration run itself is checked.
+#if defined(__SANITIZE_THREAD__)
+#define PSCHED_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PSCHED_UNDER_TSAN 1
+#endif
+#endif
+
 namespace psched::executor::calibration {
 namespace {
 
@@ -96,8 +107,10 @@ TEST(CalibrateTest, TinyRunOnOneCoreFitsAUsefulModel) {
   // configurations (timing noise on a shared 2-core machine is large for tiny ops).
   const predictor::calibration::ErrorStats& all = fit->report.heldout.back();
   EXPECT_EQ(all.kind, "all");
+#ifndef PSCHED_UNDER_TSAN
   EXPECT_LT(all.median_ape, 75.0);
   EXPECT_LT(all.mape, 300.0);
+#endif
   EXPECT_GT(fit->model->PredictUs(Conv3x3(28, 64), 0), fit->model->PredictUs(Conv3x3(14, 64), 0));
   EXPECT_GT(fit->model->PredictUs(Conv3x3(28, 128), 0), fit->model->PredictUs(Conv3x3(28, 32), 0));
 }

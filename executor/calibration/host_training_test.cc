@@ -268,7 +268,8 @@ TEST_F(HostTrainingTest, HandOffsByWaitAndCoRunFactorsAreTheModelsAndStored) {
   costs.in_run[0].co_run_factor = 1;
   costs.sync[0].window_us = 0;
   ASSERT_TRUE(ApplyRunCosts(costs, without).ok());
-  const predictor::OpConfig& config = Fixture().samples.front().config;
+  const CalibrationSamples samples = Fixture();
+  const predictor::OpConfig& config = samples.samples.front().config;
   EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 0), without.model->PredictUs(config, 0));
   EXPECT_EQ(with.model->SyncUs(0, 1), 25);
   EXPECT_EQ(with.model->HandOffUs(0, 1, 99), 2.5);
