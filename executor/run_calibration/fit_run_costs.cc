@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "executor/runtime/coexecution_runtime.h"
+#include "predictor/calibration/host_latency_model.h"
 #include "predictor/error_summary.h"
 
 namespace psched::executor::run_calibration {
@@ -248,19 +249,21 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     all.insert(all.end(), other.begin(), other.end());
     return all.size() >= kMinWaits ? Median(std::move(all)) : sync_us;
   };
-  std::vector<double> spinning_us(pairs, 0), parked_us(pairs, 0);
+  std::vector<predictor::calibration::HostLatencyModel::Device::HandOff> hand_offs(pairs);
   for (size_t a = 0; a < num_devices; ++a) {
     for (size_t b = 0; b < num_devices; ++b) {
       if (a == b || !syncs(static_cast<int>(a), static_cast<int>(b)) || multi.empty()) continue;
       const size_t pair = a * num_devices + b;
-      spinning_us[pair] = hand_off_us(spinning[pair], parked[pair]);
-      parked_us[pair] = hand_off_us(parked[pair], spinning[pair]);
+      hand_offs[pair] = {.window_us = kWindowUs,
+                         .spinning_us = hand_off_us(spinning[pair], parked[pair]),
+                         .parked_us = hand_off_us(parked[pair], spinning[pair])};
+      const auto& h = hand_offs[pair];
       costs.sync.push_back({.from = device_names[a],
                             .to = device_names[b],
                             .us = sync_us,
-                            .window_us = kWindowUs,
-                            .spinning_us = spinning_us[pair],
-                            .parked_us = parked_us[pair],
+                            .window_us = h.window_us,
+                            .spinning_us = h.spinning_us,
+                            .parked_us = h.parked_us,
                             .spinning_waits = static_cast<int>(spinning[pair].size()),
                             .parked_waits = static_cast<int>(parked[pair].size())});
     }
@@ -268,8 +271,7 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   // What the probes take replayed as a plan's latency is predicted (scheduler::RetimeByWaits).
   for (double r : replayed_with(as_predicted, [&](int from, int to, double idle_us) {
          const size_t pair = static_cast<size_t>(from) * num_devices + static_cast<size_t>(to);
-         if (idle_us <= 0) return 0.0;
-         return idle_us < kWindowUs ? spinning_us[pair] : parked_us[pair];
+         return idle_us <= 0 ? 0.0 : hand_offs[pair].CostUs(idle_us);
        })) {
     costs.multi_device_hand_off_replay_us += r;
   }

@@ -180,8 +180,7 @@ double HostLatencyModel::HandOffUs(int from_device, int to_device, double idle_u
   const std::vector<Device::HandOff>& hand_off =
       devices_[static_cast<size_t>(from_device)].hand_off;
   if (hand_off.empty() || from_device == to_device) return SyncUs(from_device, to_device);
-  const Device::HandOff& h = hand_off[static_cast<size_t>(to_device)];
-  return idle_us < h.window_us ? h.spinning_us : h.parked_us;
+  return hand_off[static_cast<size_t>(to_device)].CostUs(idle_us);
 }
 
 void HostLatencyModel::PredictBatch(std::span<const OpConfig> configs, int device_index,

@@ -73,6 +73,8 @@ class HostLatencyModel final : public LatencyModel {
       double window_us = 0;
       double spinning_us = 0;
       double parked_us = 0;
+      // The hand-off after a wait of `idle_us`.
+      double CostUs(double idle_us) const { return idle_us < window_us ? spinning_us : parked_us; }
     };
     std::vector<HandOff> hand_off;
     // What calibration timed on this device alone (measured_anchors.h); empty: none. Create
