@@ -1,12 +1,16 @@
 #include "client/client.h"
 
-#include <algorithm>
-#include <optional>
-
+#include <grpc/support/time.h>
+#include <grpcpp/completion_queue.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include <algorithm>
+#include <optional>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace psched::client {
 
@@ -22,6 +26,28 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   admin_ = v1::AdminService::NewStub(channel_);
 }
 
+namespace {
+
+// Waits for the one operation started on `queue`, polling it without sleeping for `spin`
+// first: an answer that comes within it costs no thread wake-up. Then shuts `queue` down.
+void AwaitTheOnlyTag(grpc::CompletionQueue& queue, absl::Duration spin) {
+  void* tag = nullptr;
+  bool ok = false;
+  const absl::Time spin_until = absl::Now() + spin;
+  bool got = false;
+  while (!got && absl::Now() < spin_until) {
+    got = queue.AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) ==
+          grpc::CompletionQueue::GOT_EVENT;
+    if (!got) std::this_thread::yield();  // anything runnable here goes first
+  }
+  if (!got) queue.Next(&tag, &ok);
+  queue.Shutdown();
+  while (queue.Next(&tag, &ok)) {
+  }
+}
+
+}  // namespace
+
 void Client::Prepare(grpc::ClientContext& context) const {
   context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
 }
@@ -32,16 +58,15 @@ absl::Status Client::Convert(const grpc::Status& status) const {
     return absl::UnavailableError(absl::StrCat("no pschedd answers on ", options_.socket,
                                                " (is it running? ", status.error_message(), ")"));
   }
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-#define PSCHED_UNARY(Stub, Method, Request, Response, request)          \
-  grpc::ClientContext context;                                           \
-  Prepare(context);                                                      \
-  Response response;                                                     \
-  grpc::Status status = Stub->Method(&context, request, &response);      \
-  if (!status.ok()) return Convert(status);                              \
+#define PSCHED_UNARY(Stub, Method, Request, Response, request)      \
+  grpc::ClientContext context;                                      \
+  Prepare(context);                                                 \
+  Response response;                                                \
+  grpc::Status status = Stub->Method(&context, request, &response); \
+  if (!status.ok()) return Convert(status);                         \
   return response
 
 absl::StatusOr<v1::StatusResponse> Client::Status() {
@@ -87,7 +112,17 @@ absl::StatusOr<v1::RemoveModelResponse> Client::RemoveModel(const std::string& i
 }
 
 absl::StatusOr<v1::InferResponse> Client::Infer(const v1::InferRequest& request) {
-  PSCHED_UNARY(inference_, Infer, v1::InferRequest, v1::InferResponse, request);
+  grpc::ClientContext context;
+  Prepare(context);
+  v1::InferResponse response;
+  grpc::Status status;
+  grpc::CompletionQueue queue;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<v1::InferResponse>> call =
+      inference_->AsyncInfer(&context, request, &queue);
+  call->Finish(&response, &status, &response);
+  AwaitTheOnlyTag(queue, options_.spin);
+  if (!status.ok()) return Convert(status);
+  return response;
 }
 
 #undef PSCHED_UNARY

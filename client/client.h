@@ -7,13 +7,13 @@
 // threads (gRPC channels and stubs are thread-safe).
 #pragma once
 
+#include <grpcpp/channel.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-
-#include <grpcpp/channel.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -29,6 +29,10 @@ struct ClientOptions {
   std::string socket = "/run/pschedd/pschedd.sock";
   // Deadline of every call; planning a large model with a search method may need more.
   absl::Duration timeout = absl::Seconds(60);
+  // How long an Infer call's thread polls for the answer before it sleeps: an answer that
+  // comes within it costs no thread wake-up (20-50 us where idle cores halt, as in a VM;
+  // docs/runtime-performance.md). Zero: sleep at once.
+  absl::Duration spin = absl::Microseconds(250);
   // Upload chunk size for RegisterModel.
   int64_t chunk_bytes = int64_t{1} << 20;
 };
@@ -59,11 +63,10 @@ class Client {
   absl::StatusOr<v1::RemoveModelResponse> RemoveModel(const std::string& id);
 
   // Calls `progress` for every progress message while the plan computes.
-  absl::StatusOr<v1::Plan> GetPlan(const std::string& model_id, const std::string& scheduler,
-                                   const std::map<std::string, std::string>& options = {},
-                                   bool refresh = false,
-                                   const std::function<void(const v1::PlanProgress&)>& progress =
-                                       nullptr);
+  absl::StatusOr<v1::Plan> GetPlan(
+      const std::string& model_id, const std::string& scheduler,
+      const std::map<std::string, std::string>& options = {}, bool refresh = false,
+      const std::function<void(const v1::PlanProgress&)>& progress = nullptr);
 
   absl::StatusOr<v1::InferResponse> Infer(const v1::InferRequest& request);
 

@@ -21,6 +21,7 @@
 #include "daemon/callers.h"
 #include "daemon/config.h"
 #include "daemon/engine.h"
+#include "daemon/infer_pollers.h"
 #include "daemon/listener.h"
 #include "daemon/services.h"
 #include "sync/notification.h"
@@ -55,6 +56,8 @@ class Server {
   std::unique_ptr<PlanServiceImpl> plan_service_;
   std::unique_ptr<InferenceServiceImpl> inference_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
+  // Before grpc_server_: their completion queues must outlive the server.
+  std::unique_ptr<InferPollers> infer_pollers_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<Listener> listener_;
   sync::Notification stop_watchdog_;

@@ -52,15 +52,20 @@ grpc::Status Guarded(const Callers& callers, grpc::ServerContext* context, Rpc r
   return status;
 }
 
-CallContext ContextOf(grpc::ServerContext* context) {
+CallContext ContextOf(grpc::ServerContext* context, CancelledFn cancelled) {
   CallContext call;
   auto deadline = context->deadline();
   // gRPC reports "no deadline" as a far-future time point.
   if (deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
     call.deadline = absl::FromChrono(deadline);
   }
-  call.cancelled = [context] { return context->IsCancelled(); };
+  call.cancelled = std::move(cancelled);
   return call;
+}
+
+// A sync call's context can say at any time whether its caller went away.
+CallContext ContextOf(grpc::ServerContext* context) {
+  return ContextOf(context, [context] { return context->IsCancelled(); });
 }
 
 void FillTensorInfo(const TensorSpec& spec, pb::TensorInfo* info) {
@@ -294,18 +299,19 @@ grpc::Status PlanServiceImpl::GetPlan(grpc::ServerContext* context,
   });
 }
 
-grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context,
-                                         const pb::InferRequest* request,
-                                         pb::InferResponse* response) {
+grpc::Status InferenceServiceImpl::Answer(grpc::ServerContext* context,
+                                          const CancelledFn& cancelled,
+                                          const pb::InferRequest& request,
+                                          pb::InferResponse* response) {
   return Guarded(*callers_, context, Rpc::kInfer, "", [&]() -> grpc::Status {
     std::vector<HostTensor> inputs;
-    for (const pb::Tensor& tensor : request->inputs()) {
+    for (const pb::Tensor& tensor : request.inputs()) {
       absl::StatusOr<HostTensor> host = FromProto(tensor);
       if (!host.ok()) return ToGrpc(host.status());
       inputs.push_back(std::move(*host));
     }
-    absl::StatusOr<InferResult> result = engine_->Infer(request->model_id(), std::move(inputs),
-                                                        request->scheduler(), ContextOf(context));
+    absl::StatusOr<InferResult> result = engine_->Infer(
+        request.model_id(), std::move(inputs), request.scheduler(), ContextOf(context, cancelled));
     if (!result.ok()) return ToGrpc(result.status());
     for (const HostTensor& output : result->outputs) ToProto(output, response->add_outputs());
     response->set_queue_us(result->queue_us);
@@ -314,7 +320,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context,
     response->set_executor(result->executor);
     response->set_predicted_makespan_us(result->predicted_makespan_us);
     response->set_scheduler(result->scheduler);
-    if (request->want_trace()) {
+    if (request.want_trace()) {
       for (const SubtaskTimingInfo& timing : result->trace) {
         pb::SubtaskTiming* t = response->add_trace();
         t->set_op(timing.op);

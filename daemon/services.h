@@ -53,12 +53,17 @@ class PlanServiceImpl final : public psched::v1::PlanService::Service {
   const Callers* callers_;
 };
 
-class InferenceServiceImpl final : public psched::v1::InferenceService::Service {
+// Infer is served from completion queues (InferPollers, daemon/infer_pollers.h), not by
+// gRPC's sync threads; Answer is its handler.
+class InferenceServiceImpl final : public psched::v1::InferenceService::WithAsyncMethod_Infer<
+                                       psched::v1::InferenceService::Service> {
  public:
   InferenceServiceImpl(Engine* engine, const Callers* callers)
       : engine_(engine), callers_(callers) {}
-  grpc::Status Infer(grpc::ServerContext* context, const psched::v1::InferRequest* request,
-                     psched::v1::InferResponse* response) override;
+  // Answers one Infer call. `cancelled` says whether its caller has gone away (an async
+  // call's context may not be asked before the call is done).
+  grpc::Status Answer(grpc::ServerContext* context, const CancelledFn& cancelled,
+                      const psched::v1::InferRequest& request, psched::v1::InferResponse* response);
 
  private:
   Engine* engine_;
@@ -81,8 +86,7 @@ class AdminServiceImpl final : public psched::v1::AdminService::Service {
   grpc::Status PurgeCache(grpc::ServerContext* context,
                           const psched::v1::PurgeCacheRequest* request,
                           psched::v1::PurgeCacheResponse* response) override;
-  grpc::Status Calibrate(grpc::ServerContext* context,
-                         const psched::v1::CalibrateRequest* request,
+  grpc::Status Calibrate(grpc::ServerContext* context, const psched::v1::CalibrateRequest* request,
                          grpc::ServerWriter<psched::v1::CalibrateResponse>* writer) override;
   grpc::Status VerifyCache(grpc::ServerContext* context,
                            const psched::v1::VerifyCacheRequest* request,

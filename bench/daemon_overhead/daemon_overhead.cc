@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   std::string pschedd = PSCHEDD_PATH;
   int iterations = 200;
   std::vector<int> client_counts = {1, 2, 4, 8};
+  int spin_us = 250;
   app.add_option("--model", model_path, "ONNX model to run")->check(CLI::ExistingFile);
   app.add_option("--pschedd", pschedd, "pschedd binary");
   app.add_option("--iterations", iterations, "measured calls per metric")
@@ -54,15 +55,22 @@ int main(int argc, char** argv) {
   app.add_option("--clients", client_counts,
                  "concurrent client counts for the throughput table (each sends --iterations)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--spin-us", spin_us,
+                 "how long the daemon's Infer pollers and the client poll before sleeping "
+                 "(infer_poll_spin_us, ClientOptions::spin) [250]")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   std::string pattern = (std::filesystem::temp_directory_path() / "psched_bench_XXXXXX").string();
   const std::string dir = mkdtemp(pattern.data());
   const std::string socket = dir + "/pschedd.sock";
+  const std::string config = dir + "/pschedd.toml";
+  std::ofstream(config) << "infer_poll_spin_us = " << spin_us << "\n";
   pid_t pid = fork();
   if (pid == 0) {
-    execl(pschedd.c_str(), pschedd.c_str(), "--socket", socket.c_str(), "--state-dir",
-          (dir + "/state").c_str(), "--log-level", "warn", static_cast<char*>(nullptr));
+    execl(pschedd.c_str(), pschedd.c_str(), "--config", config.c_str(), "--socket", socket.c_str(),
+          "--state-dir", (dir + "/state").c_str(), "--log-level", "warn",
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   auto stop = [&] {
@@ -74,6 +82,7 @@ int main(int argc, char** argv) {
   psched::client::ClientOptions options;
   options.socket = socket;
   options.timeout = absl::Seconds(60);
+  options.spin = absl::Microseconds(spin_us);
   bool up = false;
   for (int i = 0; i < 200 && !up; ++i) {
     up = psched::client::Client(options).Status().ok();
@@ -168,10 +177,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "daemon_overhead: calls failed\n");
     return 1;
   }
-  std::printf("model %s (%lld ops), %zu inferences, %zu cached plans\n",
+  std::printf("model %s (%lld ops), %zu inferences, %zu cached plans, spin %d us\n",
               std::filesystem::path(model_path).filename().c_str(),
               static_cast<long long>(registered->model().ops()), round_trip.size(),
-              plan_latency.size());
+              plan_latency.size(), spin_us);
   std::printf("%-34s %10s %10s %10s\n", "metric (us)", "median", "mean", "p95");
   auto row = [](const char* name, const std::vector<double>& v) {
     std::printf("%-34s %10.1f %10.1f %10.1f\n", name, Percentile(v, 0.5), Mean(v),
