@@ -28,23 +28,38 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
 
 namespace {
 
-// Waits for the one operation started on `queue`, polling it without sleeping for `spin`
-// first: an answer that comes within it costs no thread wake-up. Then shuts `queue` down.
-void AwaitTheOnlyTag(grpc::CompletionQueue& queue, absl::Duration spin) {
-  void* tag = nullptr;
-  bool ok = false;
-  const absl::Time spin_until = absl::Now() + spin;
-  bool got = false;
-  while (!got && absl::Now() < spin_until) {
-    got = queue.AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) ==
-          grpc::CompletionQueue::GOT_EVENT;
-    if (!got) std::this_thread::yield();  // anything runnable here goes first
+// A completion queue for one call's operations, awaited one at a time by polling without
+// sleeping for `spin` first: an answer that comes within it costs no thread wake-up.
+class SpinningQueue {
+ public:
+  explicit SpinningQueue(absl::Duration spin) : spin_(spin) {}
+  ~SpinningQueue() {
+    queue_.Shutdown();
+    void* tag;
+    bool ok;
+    while (queue_.Next(&tag, &ok)) {
+    }
   }
-  if (!got) queue.Next(&tag, &ok);
-  queue.Shutdown();
-  while (queue.Next(&tag, &ok)) {
+  grpc::CompletionQueue* get() { return &queue_; }
+  // Waits for the operation started last (the only one outstanding); returns its ok.
+  bool Await() {
+    void* tag = nullptr;
+    bool ok = false;
+    const absl::Time spin_until = absl::Now() + spin_;
+    while (absl::Now() < spin_until) {
+      if (queue_.AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) ==
+          grpc::CompletionQueue::GOT_EVENT) {
+        return ok;
+      }
+      std::this_thread::yield();  // anything runnable here goes first
+    }
+    return queue_.Next(&tag, &ok) && ok;
   }
-}
+
+ private:
+  const absl::Duration spin_;
+  grpc::CompletionQueue queue_;
+};
 
 }  // namespace
 
@@ -116,11 +131,11 @@ absl::StatusOr<v1::InferResponse> Client::Infer(const v1::InferRequest& request)
   Prepare(context);
   v1::InferResponse response;
   grpc::Status status;
-  grpc::CompletionQueue queue;
+  SpinningQueue queue(options_.spin);
   std::unique_ptr<grpc::ClientAsyncResponseReader<v1::InferResponse>> call =
-      inference_->AsyncInfer(&context, request, &queue);
+      inference_->AsyncInfer(&context, request, queue.get());
   call->Finish(&response, &status, &response);
-  AwaitTheOnlyTag(queue, options_.spin);
+  queue.Await();
   if (!status.ok()) return Convert(status);
   return response;
 }
@@ -176,15 +191,24 @@ absl::StatusOr<v1::Plan> Client::GetPlan(
   request.set_scheduler(scheduler);
   request.set_refresh(refresh);
   for (const auto& [key, value] : options) (*request.mutable_options())[key] = value;
-  std::unique_ptr<grpc::ClientReader<v1::GetPlanResponse>> reader =
-      plans_->GetPlan(&context, request);
-  v1::GetPlanResponse message;
+  // Every operation has the one tag: they are awaited one at a time.
+  SpinningQueue queue(options_.spin);
+  void* const tag = &request;
+  std::unique_ptr<grpc::ClientAsyncReader<v1::GetPlanResponse>> reader =
+      plans_->AsyncGetPlan(&context, request, queue.get(), tag);
   std::optional<v1::Plan> plan;
-  while (reader->Read(&message)) {
-    if (message.has_progress() && progress) progress(message.progress());
-    if (message.has_plan()) plan = message.plan();
+  if (queue.Await()) {  // started
+    v1::GetPlanResponse message;
+    for (;;) {
+      reader->Read(&message, tag);
+      if (!queue.Await()) break;  // the stream ended
+      if (message.has_progress() && progress) progress(message.progress());
+      if (message.has_plan()) plan = message.plan();
+    }
   }
-  grpc::Status status = reader->Finish();
+  grpc::Status status;
+  reader->Finish(&status, tag);
+  queue.Await();
   if (!status.ok()) return Convert(status);
   if (!plan.has_value()) return absl::InternalError("GetPlan stream ended without a plan");
   return *plan;

@@ -29,9 +29,9 @@ struct ClientOptions {
   std::string socket = "/run/pschedd/pschedd.sock";
   // Deadline of every call; planning a large model with a search method may need more.
   absl::Duration timeout = absl::Seconds(60);
-  // How long an Infer call's thread polls for the answer before it sleeps: an answer that
-  // comes within it costs no thread wake-up (20-50 us where idle cores halt, as in a VM;
-  // docs/runtime-performance.md). Zero: sleep at once.
+  // How long an Infer or GetPlan call's thread polls for each answer before it sleeps: an
+  // answer that comes within it costs no thread wake-up (20-50 us where idle cores halt, as in a
+  // VM; docs/runtime-performance.md). Zero: sleep at once.
   absl::Duration spin = absl::Microseconds(250);
   // Upload chunk size for RegisterModel.
   int64_t chunk_bytes = int64_t{1} << 20;

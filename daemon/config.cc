@@ -148,10 +148,10 @@ log_level = "info"
 max_model_bytes = 268435456
 # Inference requests waiting or running before new ones get RESOURCE_EXHAUSTED.
 queue_capacity = 64
-# Threads taking Infer calls, and microseconds each keeps polling after a call before it
-# sleeps (a back-to-back call then skips a thread wake-up; 0 = sleep at once).
-infer_pollers = 2
-infer_poll_spin_us = 250
+# Threads taking Infer and GetPlan calls, and microseconds each keeps polling after a call
+# before it sleeps (a back-to-back call then skips a thread wake-up; 0 = sleep at once).
+call_pollers = 2
+poll_spin_us = 250
 # Scheduler used when a request names none (heft, iterative, single:cpu, ...).
 default_scheduler = "iterative"
 # Upper bound of the SQLite database, bytes; 0 = only the disk limits it.
@@ -222,7 +222,7 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
                 {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity",
                  "default_scheduler", "cache_max_bytes", "max_loaded_models", "shutdown_grace_s",
                  "stuck_inference_s", "platform", "allow_non_finite_inputs", "devices", "access",
-                 "cpu_topology_root", "feedback_window", "infer_pollers", "infer_poll_spin_us"},
+                 "cpu_topology_root", "feedback_window", "call_pollers", "poll_spin_us"},
                 origin, ""));
   DaemonConfig config;
   PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
@@ -231,10 +231,10 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(Read(table, "max_model_bytes", origin, config.max_model_bytes));
   int64_t queue_capacity = config.queue_capacity;
   PSCHED_RETURN_IF_ERROR(Read(table, "queue_capacity", origin, queue_capacity));
-  int64_t infer_pollers = config.infer_pollers;
-  PSCHED_RETURN_IF_ERROR(Read(table, "infer_pollers", origin, infer_pollers));
-  int64_t infer_poll_spin_us = config.infer_poll_spin_us;
-  PSCHED_RETURN_IF_ERROR(Read(table, "infer_poll_spin_us", origin, infer_poll_spin_us));
+  int64_t call_pollers = config.call_pollers;
+  PSCHED_RETURN_IF_ERROR(Read(table, "call_pollers", origin, call_pollers));
+  int64_t poll_spin_us = config.poll_spin_us;
+  PSCHED_RETURN_IF_ERROR(Read(table, "poll_spin_us", origin, poll_spin_us));
   PSCHED_RETURN_IF_ERROR(Read(table, "default_scheduler", origin, config.default_scheduler));
   PSCHED_RETURN_IF_ERROR(Read(table, "cache_max_bytes", origin, config.cache_max_bytes));
   int64_t max_loaded = config.max_loaded_models;
@@ -254,13 +254,13 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": queue_capacity ", queue_capacity, " is outside [1, 1000000]"));
   }
-  if (infer_pollers < 1 || infer_pollers > 64) {
+  if (call_pollers < 1 || call_pollers > 64) {
     return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": infer_pollers ", infer_pollers, " is outside [1, 64]"));
+        absl::StrCat(origin, ": call_pollers ", call_pollers, " is outside [1, 64]"));
   }
-  if (infer_poll_spin_us < 0 || infer_poll_spin_us > 100000) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": infer_poll_spin_us ",
-                                                   infer_poll_spin_us, " is outside [0, 100000]"));
+  if (poll_spin_us < 0 || poll_spin_us > 100000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": poll_spin_us ", poll_spin_us, " is outside [0, 100000]"));
   }
   if (max_loaded < 1 || max_loaded > 100000) {
     return absl::InvalidArgumentError(
@@ -282,8 +282,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
         absl::StrCat(origin, ": unknown log_level '", config.log_level, "'"));
   }
   config.queue_capacity = static_cast<int>(queue_capacity);
-  config.infer_pollers = static_cast<int>(infer_pollers);
-  config.infer_poll_spin_us = static_cast<int>(infer_poll_spin_us);
+  config.call_pollers = static_cast<int>(call_pollers);
+  config.poll_spin_us = static_cast<int>(poll_spin_us);
   config.max_loaded_models = static_cast<int>(max_loaded);
   config.feedback_window = static_cast<int>(feedback_window);
   config.shutdown_grace_s = static_cast<int>(grace);

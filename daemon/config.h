@@ -49,11 +49,11 @@ struct DaemonConfig {
   int64_t max_model_bytes = int64_t{256} << 20;
   // Inference requests that may wait (running one included) before RESOURCE_EXHAUSTED.
   int queue_capacity = 64;
-  // Threads that take Infer calls off the socket (daemon/infer_pollers.h), and how long each
-  // keeps polling after a call before it sleeps: a client's next call then finds it awake
-  // instead of paying a sleeping thread's wake-up. 0 us: sleep at once.
-  int infer_pollers = 2;
-  int infer_poll_spin_us = 250;
+  // Threads that take Infer and GetPlan calls off the socket (daemon/call_pollers.h), and how
+  // long each keeps polling after a call before it sleeps: a client's next call then finds it
+  // awake instead of paying a sleeping thread's wake-up. 0 us: sleep at once.
+  int call_pollers = 2;
+  int poll_spin_us = 250;
   // Scheduler for plan and infer requests that name none.
   std::string default_scheduler = "iterative";
   // Upper bound of the SQLite database size; 0: only the disk limits it.

@@ -14,8 +14,8 @@ TEST(ConfigTest, DefaultTomlParsesToDefaults) {
   EXPECT_EQ(parsed->log_level, defaults.log_level);
   EXPECT_EQ(parsed->max_model_bytes, defaults.max_model_bytes);
   EXPECT_EQ(parsed->queue_capacity, defaults.queue_capacity);
-  EXPECT_EQ(parsed->infer_pollers, defaults.infer_pollers);
-  EXPECT_EQ(parsed->infer_poll_spin_us, defaults.infer_poll_spin_us);
+  EXPECT_EQ(parsed->call_pollers, defaults.call_pollers);
+  EXPECT_EQ(parsed->poll_spin_us, defaults.poll_spin_us);
   EXPECT_EQ(parsed->default_scheduler, defaults.default_scheduler);
   EXPECT_EQ(parsed->cache_max_bytes, defaults.cache_max_bytes);
   EXPECT_EQ(parsed->max_loaded_models, defaults.max_loaded_models);
@@ -94,9 +94,9 @@ TEST(ConfigTest, RejectsBadInputWithLocation) {
       {"queue_capacity = 0", "queue_capacity 0"},
       {"max_loaded_models = 0", "max_loaded_models 0 is outside [1, 100000]"},
       {"feedback_window = -1", "feedback_window -1 is outside [0, 100000]"},
-      {"infer_pollers = 0", "test.toml: infer_pollers 0 is outside [1, 64]"},
-      {"infer_poll_spin_us = -5", "test.toml: infer_poll_spin_us -5 is outside [0, 100000]"},
-      {"infer_poll_spin_us = \"fast\"", "test.toml:1: 'infer_poll_spin_us' has the wrong type"},
+      {"call_pollers = 0", "test.toml: call_pollers 0 is outside [1, 64]"},
+      {"poll_spin_us = -5", "test.toml: poll_spin_us -5 is outside [0, 100000]"},
+      {"poll_spin_us = \"fast\"", "test.toml:1: 'poll_spin_us' has the wrong type"},
       {"feedback_window = 2.5", "test.toml:1: 'feedback_window' has the wrong type"},
       {"queue_size = 3", "test.toml:1: unknown key 'queue_size'"},
       {"socket = 5", "test.toml:1: 'socket' has the wrong type"},

@@ -421,6 +421,16 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
   return result;
 }
 
+bool Engine::PlanReady(const std::string& model_id, const std::string& scheduler,
+                       const std::map<std::string, std::string>& options) const {
+  const PlatformInfo platform = backend_->platform();
+  const cache::PlanKey key{
+      model_id, platform.fingerprint, platform.predictor_version,
+      SchedulerConfigKey(scheduler.empty() ? config_.default_scheduler : scheduler, options)};
+  sync::MutexLock lock(&plans_mu_);
+  return ready_plans_.contains(key.Joined());
+}
+
 absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
     const std::string& id, const std::string& requested_scheduler,
     const std::map<std::string, std::string>& options, bool refresh, const CallContext& context,

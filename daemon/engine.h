@@ -150,6 +150,10 @@ class Engine {
   absl::StatusOr<CacheVerification> VerifyCache();
   PlatformInfo platform() const { return backend_->platform(); }
   InferenceQueue::ProgressInfo QueueProgress() const { return queue_.Progress(); }
+  // Whether GetPlan would answer from memory: a plan for `model_id` (a full id; a prefix
+  // needs the store) and the scheduler config is ready. Takes one lock, never plans.
+  bool PlanReady(const std::string& model_id, const std::string& scheduler,
+                 const std::map<std::string, std::string>& options) const;
 
   // Refuses new inferences and waits until queued ones have run.
   void Shutdown();
@@ -229,7 +233,7 @@ class Engine {
   std::set<std::string> checked_plans_ ABSL_GUARDED_BY(models_mu_);
   static constexpr size_t kMaxCheckedPlans = 4096;
 
-  sync::Mutex plans_mu_;
+  mutable sync::Mutex plans_mu_;
   // By PlanKey::Joined(); a model's plans sort together. Past kMaxReadyPlans it starts over
   // (the store still holds every plan).
   std::map<std::string, std::shared_ptr<const ReadyPlan>> ready_plans_ ABSL_GUARDED_BY(plans_mu_);

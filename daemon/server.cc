@@ -74,14 +74,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& config
   // Upload chunks and input tensors; the model size limit is enforced per stream.
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
-  server->infer_pollers_ = std::make_unique<InferPollers>(
-      builder, config.infer_pollers, absl::Microseconds(config.infer_poll_spin_us),
-      config.queue_capacity);
+  server->call_pollers_ = std::make_unique<CallPollers>(
+      builder, config.call_pollers, absl::Microseconds(config.poll_spin_us), config.queue_capacity);
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr) {
     return absl::InternalError("the gRPC server failed to start");
   }
-  server->infer_pollers_->Start(server->inference_service_.get(), engine);
+  server->call_pollers_->Start(server->plan_service_.get(), server->inference_service_.get());
   server->listener_->Start([s = server.get()](int, int fd) { s->Accept(fd); });
 
   if (std::optional<absl::Duration> interval = systemd::WatchdogInterval()) {
@@ -139,7 +138,7 @@ void Server::Stop() {
   listener_->Stop();
   grpc_server_->Shutdown(std::chrono::system_clock::now() +
                          std::chrono::seconds(config_.shutdown_grace_s));
-  infer_pollers_->Stop();
+  call_pollers_->Stop();
   engine_->Shutdown();
   StopWatchdog();
   spdlog::info("stopped");

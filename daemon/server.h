@@ -18,10 +18,10 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/backend.h"
+#include "daemon/call_pollers.h"
 #include "daemon/callers.h"
 #include "daemon/config.h"
 #include "daemon/engine.h"
-#include "daemon/infer_pollers.h"
 #include "daemon/listener.h"
 #include "daemon/services.h"
 #include "sync/notification.h"
@@ -57,7 +57,7 @@ class Server {
   std::unique_ptr<InferenceServiceImpl> inference_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   // Before grpc_server_: their completion queues must outlive the server.
-  std::unique_ptr<InferPollers> infer_pollers_;
+  std::unique_ptr<CallPollers> call_pollers_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<Listener> listener_;
   sync::Notification stop_watchdog_;

@@ -271,33 +271,40 @@ grpc::Status ModelServiceImpl::RemoveModel(grpc::ServerContext* context,
   });
 }
 
-grpc::Status PlanServiceImpl::GetPlan(grpc::ServerContext* context,
-                                      const pb::GetPlanRequest* request,
-                                      grpc::ServerWriter<pb::GetPlanResponse>* writer) {
+namespace {
+std::map<std::string, std::string> OptionsOf(const pb::GetPlanRequest& request) {
+  return {request.options().begin(), request.options().end()};
+}
+}  // namespace
+
+bool PlanServiceImpl::AnswersAtOnce(const pb::GetPlanRequest& request) const {
+  return !request.refresh() &&
+         engine_->PlanReady(request.model_id(), request.scheduler(), OptionsOf(request));
+}
+
+grpc::Status PlanServiceImpl::Answer(
+    grpc::ServerContext* context, const CancelledFn& cancelled, const pb::GetPlanRequest& request,
+    const std::function<void(const pb::GetPlanResponse&)>& progress, pb::GetPlanResponse* last) {
   return Guarded(*callers_, context, Rpc::kGetPlan, "", [&]() -> grpc::Status {
-    std::map<std::string, std::string> options(request->options().begin(),
-                                               request->options().end());
     const absl::Time start = absl::Now();
-    auto progress = [writer, start](const PlanProgressEvent& event) {
+    auto on_progress = [&progress, start](const PlanProgressEvent& event) {
       pb::GetPlanResponse message;
       pb::PlanProgress* p = message.mutable_progress();
       p->set_stage(event.stage);
       p->set_elapsed_ms(absl::ToDoubleMilliseconds(absl::Now() - start));
       p->set_best_makespan_us(event.best_makespan_us);
-      writer->Write(message);
+      progress(message);
     };
     absl::StatusOr<PlanResult> plan =
-        engine_->GetPlan(request->model_id(), request->scheduler(), options, request->refresh(),
-                         ContextOf(context), progress);
+        engine_->GetPlan(request.model_id(), request.scheduler(), OptionsOf(request),
+                         request.refresh(), ContextOf(context, cancelled), on_progress);
     if (!plan.ok()) return ToGrpc(plan.status());
-    pb::GetPlanResponse message;
-    FillPlan(*plan, message.mutable_plan());
-    // The plan is the stream's last message: sent with the status in one flush, which is
-    // what keeps a cached GetPlan at the cost of a unary call.
-    writer->WriteLast(message, grpc::WriteOptions());
+    FillPlan(*plan, last->mutable_plan());
     return grpc::Status::OK;
   });
 }
+
+bool InferenceServiceImpl::AnswersAtOnce() const { return engine_->QueueProgress().depth == 0; }
 
 grpc::Status InferenceServiceImpl::Answer(grpc::ServerContext* context,
                                           const CancelledFn& cancelled,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "daemon/callers.h"
 #include "daemon/engine.h"
@@ -42,26 +43,33 @@ class ModelServiceImpl final : public psched::v1::ModelService::Service {
   const int64_t max_model_bytes_;
 };
 
-class PlanServiceImpl final : public psched::v1::PlanService::Service {
+// GetPlan and Infer are served from completion queues (CallPollers, daemon/call_pollers.h),
+// not by gRPC's sync threads; Answer is each one's handler and AnswersAtOnce says whether a
+// call will be answered without waiting (no planning, no queue), so a poller may take it.
+class PlanServiceImpl final
+    : public psched::v1::PlanService::WithAsyncMethod_GetPlan<psched::v1::PlanService::Service> {
  public:
   PlanServiceImpl(Engine* engine, const Callers* callers) : engine_(engine), callers_(callers) {}
-  grpc::Status GetPlan(grpc::ServerContext* context, const psched::v1::GetPlanRequest* request,
-                       grpc::ServerWriter<psched::v1::GetPlanResponse>* writer) override;
+  bool AnswersAtOnce(const psched::v1::GetPlanRequest& request) const;
+  // `progress` gets the planner's progress messages; on OK, `last` is the stream's last
+  // message (the plan). `cancelled` says whether the caller has gone away (an async call's
+  // context may not be asked before the call is done).
+  grpc::Status Answer(grpc::ServerContext* context, const CancelledFn& cancelled,
+                      const psched::v1::GetPlanRequest& request,
+                      const std::function<void(const psched::v1::GetPlanResponse&)>& progress,
+                      psched::v1::GetPlanResponse* last);
 
  private:
   Engine* engine_;
   const Callers* callers_;
 };
 
-// Infer is served from completion queues (InferPollers, daemon/infer_pollers.h), not by
-// gRPC's sync threads; Answer is its handler.
 class InferenceServiceImpl final : public psched::v1::InferenceService::WithAsyncMethod_Infer<
                                        psched::v1::InferenceService::Service> {
  public:
   InferenceServiceImpl(Engine* engine, const Callers* callers)
       : engine_(engine), callers_(callers) {}
-  // Answers one Infer call. `cancelled` says whether its caller has gone away (an async
-  // call's context may not be asked before the call is done).
+  bool AnswersAtOnce() const;
   grpc::Status Answer(grpc::ServerContext* context, const CancelledFn& cancelled,
                       const psched::v1::InferRequest& request, psched::v1::InferResponse* response);
 

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--spin-us", spin_us,
                  "how long the daemon's Infer pollers and the client poll before sleeping "
-                 "(infer_poll_spin_us, ClientOptions::spin) [250]")
+                 "(poll_spin_us, ClientOptions::spin) [250]")
       ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   const std::string dir = mkdtemp(pattern.data());
   const std::string socket = dir + "/pschedd.sock";
   const std::string config = dir + "/pschedd.toml";
-  std::ofstream(config) << "infer_poll_spin_us = " << spin_us << "\n";
+  std::ofstream(config) << "poll_spin_us = " << spin_us << "\n";
   pid_t pid = fork();
   if (pid == 0) {
     execl(pschedd.c_str(), pschedd.c_str(), "--config", config.c_str(), "--socket", socket.c_str(),

@@ -574,14 +574,14 @@ TEST_F(DaemonTest, EightClientsFiftyInferencesEach) {
   EXPECT_EQ(status->inferences(), 400);
   EXPECT_EQ(status->queue_depth(), 0);
   EXPECT_EQ(Stop(), 0) << Log();
-  // Every call was answered once: on one of the two Infer pollers when the queue was idle,
+  // Every call was answered once: on one of the two call pollers when the queue was idle,
   // else on a spare thread.
   const std::string log = ReadFile(dir_ + "/pschedd.log");
   int on_pollers = -1, on_spares = -1;
-  const size_t at = log.find("infer pollers answered ");
+  const size_t at = log.find("call pollers answered ");
   ASSERT_NE(at, std::string::npos) << Log();
   ASSERT_EQ(std::sscanf(log.c_str() + at,
-                        "infer pollers answered %d calls on a poller and %d on a spare thread",
+                        "call pollers answered %d calls on a poller and %d on a spare thread",
                         &on_pollers, &on_spares),
             2);
   EXPECT_EQ(on_pollers + on_spares, 400);

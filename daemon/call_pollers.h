@@ -1,5 +1,6 @@
-// InferPollers: serves Infer from completion queues polled by threads of its own, each of
-// which keeps polling, without sleeping, for `spin` after every call it took.
+// CallPollers: serves the calls a client makes per request, Infer and GetPlan, from
+// completion queues polled by threads of its own, each of which keeps polling, without
+// sleeping, for `spin` after every call it took.
 //
 // Why: gRPC's sync server hands each call to a thread that sleeps until the call comes, and
 // where idle cores halt a sleeping thread's wake-up is most of a small model's round trip
@@ -8,69 +9,68 @@
 // still spinning reads it at once. The spin is bounded and yields the core to any runnable
 // thread, so an idle daemon sleeps as before and a busy one loses nothing but the polls.
 //
-// A call that finds the inference queue idle is answered on its poller (the engine then runs
-// the inference on that thread too). One that would wait behind other inferences goes to a
-// spare thread (spare_threads.h), so a poller never sleeps in the queue while calls come.
-// Each poller has its own completion queue with one requested call in it, asked for again
-// once the poller is free; gRPC gives a new call to a poller that asked, so calls spread
-// over the idle pollers.
+// A call its service answers at once (an Infer that finds the inference queue idle: the
+// engine then runs it on this thread too; a GetPlan whose plan is ready in memory) is
+// answered on its poller. Any other goes to a spare thread (spare_threads.h), so a poller
+// never sleeps in the queue or in a planner while calls come; a GetPlan's progress messages
+// are written from there, each waiting for its poller to see the write done.
+// Each poller has its own completion queue with one requested call of each method in it,
+// asked for again once the poller is free; gRPC gives a new call to a poller that asked, so
+// calls spread over the idle pollers.
 //
 // Thread-safety: Start and Stop are called from one thread. Stop only after the gRPC
-// server's Shutdown (no new call comes); the service and engine must outlive Stop.
+// server's Shutdown (no new call comes); the services and engine must outlive Stop.
 #pragma once
 
 #include <grpcpp/alarm.h>
 #include <grpcpp/server_builder.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "absl/time/time.h"
-#include "daemon/engine.h"
 #include "daemon/services.h"
 #include "daemon/spare_threads.h"
 
 namespace psched::daemon {
 
-class InferPollers {
+class CallPollers {
  public:
   // Adds `count` completion queues to `builder`; call before the server is built.
-  InferPollers(grpc::ServerBuilder& builder, int count, absl::Duration spin, int max_spare_threads);
-  ~InferPollers();  // Stop()
-  InferPollers(const InferPollers&) = delete;
-  InferPollers& operator=(const InferPollers&) = delete;
+  CallPollers(grpc::ServerBuilder& builder, int count, absl::Duration spin, int max_spare_threads);
+  ~CallPollers();  // Stop()
+  CallPollers(const CallPollers&) = delete;
+  CallPollers& operator=(const CallPollers&) = delete;
 
   // Asks for calls and starts polling; the server is built and started.
-  void Start(InferenceServiceImpl* service, const Engine* engine);
+  void Start(PlanServiceImpl* plans, InferenceServiceImpl* inference);
   // Lets every call taken finish and be answered, then shuts the queues down and joins.
   // Idempotent.
   void Stop();
 
-  // Calls answered on a poller and on a spare thread, so far (for tests and logs).
-  int64_t answered_on_pollers() const { return on_pollers_.load(); }
-  int64_t answered_on_spares() const { return on_spares_.load(); }
-
  private:
-  struct Call;
+  class Call;
+  class InferCall;
+  class PlanCall;
   struct Poller {
     std::unique_ptr<grpc::ServerCompletionQueue> queue;
     grpc::Alarm wake;  // set by Stop to wake a sleeping poller
     std::thread thread;
-    int calls = 0;  // taken and not yet done; only its thread touches it
+    int calls = 0;  // taken and not yet over; only its thread touches it
     bool shut_down = false;
   };
 
   void Poll(Poller& poller);
-  void Ask(Poller& poller);
   void Take(Poller& poller, Call* call);
 
   const absl::Duration spin_;
   std::vector<std::unique_ptr<Poller>> pollers_;
   std::unique_ptr<SpareThreads> spares_;
-  InferenceServiceImpl* service_ = nullptr;
-  const Engine* engine_ = nullptr;
+  PlanServiceImpl* plans_ = nullptr;
+  InferenceServiceImpl* inference_ = nullptr;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> on_pollers_{0};
   std::atomic<int64_t> on_spares_{0};

@@ -1,0 +1,254 @@
+#include "daemon/call_pollers.h"
+
+#include <grpc/support/time.h>
+
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/time/clock.h"
+#include "spdlog/spdlog.h"
+#include "sync/mutex.h"
+
+namespace psched::daemon {
+
+// One call from the request for it to its end. Its tags come back on its poller's queue:
+// arrived (a call came, or the server shut down before one did), written (a progress
+// message went out), answered (the last message and the status went out) and ended (the call
+// is over: AsyncNotifyWhenDone). It is deleted once answered and ended have come.
+class CallPollers::Call {
+ public:
+  enum class Event { kArrived, kWritten, kAnswered, kEnded };
+  struct Tag {
+    Call* call;
+    Event event;
+  };
+
+  virtual ~Call() = default;
+
+  // Asks for the next call of this method on `queue`.
+  virtual void AskForAnother(grpc::ServerCompletionQueue* queue) const = 0;
+  virtual bool AnswersAtOnce() const = 0;
+  // Runs the handler and sends the answer. `on_spare`: on a spare thread, not on the poller
+  // (only there may it wait for its writes).
+  virtual void Answer(bool on_spare) = 0;
+
+  // The poller's side: a tag came back.
+  void Written(bool ok) {
+    sync::MutexLock lock(&write_mu_);
+    write_done_ = true;
+    write_failed_ = write_failed_ || !ok;
+  }
+  // The ended tag has come: only now may the context be asked whether the caller left.
+  void Ended() {
+    if (context_.IsCancelled()) cancelled_.store(true);
+  }
+  // Answered or ended came; true when it was the last.
+  bool Over() {
+    if (--tags_to_come_ > 0) return false;
+    (void)finished_.load(std::memory_order_acquire);
+    return true;
+  }
+
+ protected:
+  CancelledFn Cancelled() {
+    return [this] { return cancelled_.load(); };
+  }
+  // Before the last operation: a spare thread's writes to the call are then ordered before
+  // the poller deletes it, visibly to ThreadSanitizer (which cannot see inside gRPC).
+  void Finishing() { finished_.store(true, std::memory_order_release); }
+  // Writes `message` and waits until the poller has seen it written (or the stream broke).
+  template <typename Writer, typename Message>
+  void WriteAndWait(Writer& writer, const Message& message) {
+    {
+      sync::MutexLock lock(&write_mu_);
+      if (write_failed_) return;
+      write_done_ = false;
+    }
+    writer.Write(message, &written_);
+    sync::MutexLock lock(&write_mu_);
+    write_mu_.Await(sync::Condition(&write_done_));
+  }
+
+  grpc::ServerContext context_;
+  Tag arrived_{this, Event::kArrived};
+  Tag written_{this, Event::kWritten};
+  Tag answered_{this, Event::kAnswered};
+  Tag ended_{this, Event::kEnded};
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> finished_{false};
+  sync::Mutex write_mu_;
+  bool write_done_ ABSL_GUARDED_BY(write_mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(write_mu_) = false;
+  int tags_to_come_ = 2;  // answered and ended; only the poller counts
+};
+
+class CallPollers::InferCall final : public Call {
+ public:
+  InferCall(InferenceServiceImpl* service, grpc::ServerCompletionQueue* queue) : service_(service) {
+    context_.AsyncNotifyWhenDone(&ended_);
+    service_->RequestInfer(&context_, &request_, &responder_, queue, queue, &arrived_);
+  }
+  void AskForAnother(grpc::ServerCompletionQueue* queue) const override {
+    new InferCall(service_, queue);
+  }
+  bool AnswersAtOnce() const override { return service_->AnswersAtOnce(); }
+  void Answer(bool /*on_spare*/) override {
+    const grpc::Status status = service_->Answer(&context_, Cancelled(), request_, &response_);
+    Finishing();
+    if (status.ok()) {
+      responder_.Finish(response_, status, &answered_);
+    } else {
+      responder_.FinishWithError(status, &answered_);
+    }
+  }
+
+ private:
+  InferenceServiceImpl* const service_;
+  v1::InferRequest request_;
+  v1::InferResponse response_;
+  grpc::ServerAsyncResponseWriter<v1::InferResponse> responder_{&context_};
+};
+
+class CallPollers::PlanCall final : public Call {
+ public:
+  PlanCall(PlanServiceImpl* service, grpc::ServerCompletionQueue* queue) : service_(service) {
+    context_.AsyncNotifyWhenDone(&ended_);
+    service_->RequestGetPlan(&context_, &request_, &writer_, queue, queue, &arrived_);
+  }
+  void AskForAnother(grpc::ServerCompletionQueue* queue) const override {
+    new PlanCall(service_, queue);
+  }
+  bool AnswersAtOnce() const override { return service_->AnswersAtOnce(request_); }
+  void Answer(bool on_spare) override {
+    // On its poller no one would see a write done. A ready plan sends no progress; one
+    // dropped from memory between AnswersAtOnce and here is planned without it.
+    auto progress = [this, on_spare](const v1::GetPlanResponse& message) {
+      if (on_spare) WriteAndWait(writer_, message);
+    };
+    const grpc::Status status =
+        service_->Answer(&context_, Cancelled(), request_, progress, &last_);
+    Finishing();
+    // The plan goes with the status in one flush: a cached GetPlan costs one unary call.
+    if (status.ok()) {
+      writer_.WriteAndFinish(last_, grpc::WriteOptions(), status, &answered_);
+    } else {
+      writer_.Finish(status, &answered_);
+    }
+  }
+
+ private:
+  PlanServiceImpl* const service_;
+  v1::GetPlanRequest request_;
+  v1::GetPlanResponse last_;
+  grpc::ServerAsyncWriter<v1::GetPlanResponse> writer_{&context_};
+};
+
+CallPollers::CallPollers(grpc::ServerBuilder& builder, int count, absl::Duration spin,
+                         int max_spare_threads)
+    : spin_(spin), spares_(std::make_unique<SpareThreads>(max_spare_threads)) {
+  for (int i = 0; i < count; ++i) {
+    auto poller = std::make_unique<Poller>();
+    poller->queue = builder.AddCompletionQueue();
+    pollers_.push_back(std::move(poller));
+  }
+}
+
+CallPollers::~CallPollers() { Stop(); }
+
+void CallPollers::Start(PlanServiceImpl* plans, InferenceServiceImpl* inference) {
+  for (std::unique_ptr<Poller>& poller : pollers_) {
+    new PlanCall(plans, poller->queue.get());
+    new InferCall(inference, poller->queue.get());
+    poller->thread = std::thread([this, p = poller.get()] { Poll(*p); });
+  }
+}
+
+void CallPollers::Stop() {
+  if (stopping_.exchange(true)) return;
+  for (std::unique_ptr<Poller>& poller : pollers_) {
+    if (poller->thread.joinable()) {
+      // The poller shuts its queue down itself once it has seen this and its calls are over.
+      poller->wake.Set(poller->queue.get(), gpr_now(GPR_CLOCK_MONOTONIC), &poller->wake);
+      poller->thread.join();
+    } else {  // never started: nothing was asked for
+      poller->queue->Shutdown();
+      void* tag;
+      bool ok;
+      while (poller->queue->Next(&tag, &ok)) {
+      }
+    }
+  }
+  spares_.reset();  // idle by now: every call handed to it was answered
+  spdlog::info("call pollers answered {} calls on a poller and {} on a spare thread",
+               on_pollers_.load(), on_spares_.load());
+}
+
+void CallPollers::Take(Poller& poller, Call* call) {
+  if (call->AnswersAtOnce()) {
+    call->Answer(/*on_spare=*/false);
+    on_pollers_.fetch_add(1);
+    // Only now: a poller busy with a call holds no request, so new calls go to idle ones.
+    if (!stopping_.load()) call->AskForAnother(poller.queue.get());
+  } else {
+    if (!stopping_.load()) call->AskForAnother(poller.queue.get());
+    spares_->Run([this, call] {
+      call->Answer(/*on_spare=*/true);  // the poller may delete `call` from here on
+      on_spares_.fetch_add(1);
+    });
+  }
+}
+
+void CallPollers::Poll(Poller& poller) {
+  absl::Time last_call = absl::InfinitePast();
+  bool woken = false;  // by Stop's alarm
+  for (;;) {
+    const bool spinning = absl::Now() - last_call < spin_;
+    void* tag = nullptr;
+    bool ok = false;
+    const grpc::CompletionQueue::NextStatus next = poller.queue->AsyncNext(
+        &tag, &ok,
+        spinning ? gpr_time_0(GPR_CLOCK_MONOTONIC) : gpr_inf_future(GPR_CLOCK_MONOTONIC));
+    if (next == grpc::CompletionQueue::SHUTDOWN) return;
+    if (next == grpc::CompletionQueue::TIMEOUT) {
+      std::this_thread::yield();  // still spinning: anything runnable goes first
+      continue;
+    }
+    if (tag == &poller.wake) {
+      woken = true;
+    } else {
+      const Call::Tag& event = *static_cast<Call::Tag*>(tag);
+      Call* call = event.call;
+      switch (event.event) {
+        case Call::Event::kArrived:
+          if (!ok) {
+            delete call;  // the server shut down before a call came
+            break;
+          }
+          ++poller.calls;
+          Take(poller, call);
+          last_call = absl::Now();
+          break;
+        case Call::Event::kWritten:
+          call->Written(ok);
+          break;
+        case Call::Event::kEnded:
+          call->Ended();
+          [[fallthrough]];
+        case Call::Event::kAnswered:
+          if (call->Over()) {
+            delete call;
+            --poller.calls;
+          }
+          break;
+      }
+    }
+    if (woken && poller.calls == 0 && !poller.shut_down) {
+      poller.shut_down = true;
+      poller.queue->Shutdown();  // what is still queued comes out, then SHUTDOWN
+    }
+  }
+}
+
+}  // namespace psched::daemon
