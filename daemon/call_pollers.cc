@@ -2,6 +2,7 @@
 
 #include <grpc/support/time.h>
 
+#include <functional>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -12,29 +13,44 @@
 namespace psched::daemon {
 
 // One call from the request for it to its end. Its tags come back on its poller's queue:
-// arrived (a call came, or the server shut down before one did), written (a progress
-// message went out), answered (the last message and the status went out) and ended (the call
-// is over: AsyncNotifyWhenDone). It is deleted once answered and ended have come.
+// arrived (a call came, or the server shut down before one did), relayed (a spare thread
+// left an operation for the poller), written (a progress message went out), answered (the
+// last message and the status went out) and ended (the call is over: AsyncNotifyWhenDone).
+// It is deleted once answered and ended have come.
+//
+// Every gRPC operation of a call starts on its poller, also when a spare thread made the
+// answer: gRPC's op sets live in its headers, compiled (and, under ThreadSanitizer, watched)
+// with psched, while the locks that order them across threads are inside libgrpc, which
+// ThreadSanitizer cannot see; an op started on one thread and completed on another is then
+// reported as a race. Keeping each call's gRPC state on one thread makes that moot.
 class CallPollers::Call {
  public:
-  enum class Event { kArrived, kWritten, kAnswered, kEnded };
+  enum class Event { kArrived, kRelayed, kWritten, kAnswered, kEnded };
   struct Tag {
     Call* call;
     Event event;
   };
 
+  explicit Call(grpc::ServerCompletionQueue* queue) : queue_(queue) {}
   virtual ~Call() = default;
 
-  // Asks for the next call of this method on `queue`.
-  virtual void AskForAnother(grpc::ServerCompletionQueue* queue) const = 0;
+  // Asks for the next call of this method on the same queue.
+  virtual void AskForAnother() const = 0;
   virtual bool AnswersAtOnce() const = 0;
-  // Runs the handler and sends the answer. `on_spare`: on a spare thread, not on the poller
-  // (only there may it wait for its writes).
+  // Runs the handler and sends the answer. `on_spare`: on a spare thread, not on the poller.
   virtual void Answer(bool on_spare) = 0;
 
   // The poller's side: a tag came back.
+  void RunRelayed() {
+    std::function<void()> operation;
+    {
+      sync::MutexLock lock(&mu_);
+      operation = std::move(relayed_);
+    }
+    operation();
+  }
   void Written(bool ok) {
-    sync::MutexLock lock(&write_mu_);
+    sync::MutexLock lock(&mu_);
     write_done_ = true;
     write_failed_ = write_failed_ || !ok;
   }
@@ -43,32 +59,41 @@ class CallPollers::Call {
     if (context_.IsCancelled()) cancelled_.store(true);
   }
   // Answered or ended came; true when it was the last.
-  bool Over() {
-    if (--tags_to_come_ > 0) return false;
-    (void)finished_.load(std::memory_order_acquire);
-    return true;
-  }
+  bool Over() { return --tags_to_come_ == 0; }
 
  protected:
   CancelledFn Cancelled() {
     return [this] { return cancelled_.load(); };
   }
-  // Before the last operation: a spare thread's writes to the call are then ordered before
-  // the poller deletes it, visibly to ThreadSanitizer (which cannot see inside gRPC).
-  void Finishing() { finished_.store(true, std::memory_order_release); }
-  // Writes `message` and waits until the poller has seen it written (or the stream broke).
+  // Starts `operation` (a gRPC operation of this call) on the poller: at once when called
+  // there, else through the relay alarm. A spare thread must not touch the call after
+  // relaying the last operation; the poller may delete it from then on.
+  void OnPoller(bool on_spare, std::function<void()> operation) {
+    if (!on_spare) {
+      operation();
+      return;
+    }
+    // Set under the lock: the poller takes the operation under it too, so the call cannot
+    // be over and deleted before Set has returned.
+    sync::MutexLock lock(&mu_);
+    relayed_ = std::move(operation);
+    relay_.Set(queue_, gpr_now(GPR_CLOCK_MONOTONIC), &relayed_tag_);
+  }
+  // From a spare thread: writes `message` on the poller and waits until it went out (or the
+  // stream broke). One relayed operation at a time: the next waits for this one's write.
   template <typename Writer, typename Message>
   void WriteAndWait(Writer& writer, const Message& message) {
     {
-      sync::MutexLock lock(&write_mu_);
+      sync::MutexLock lock(&mu_);
       if (write_failed_) return;
       write_done_ = false;
     }
-    writer.Write(message, &written_);
-    sync::MutexLock lock(&write_mu_);
-    write_mu_.Await(sync::Condition(&write_done_));
+    OnPoller(true, [this, &writer, &message] { writer.Write(message, &written_); });
+    sync::MutexLock lock(&mu_);
+    mu_.Await(sync::Condition(&write_done_));
   }
 
+  grpc::ServerCompletionQueue* const queue_;
   grpc::ServerContext context_;
   Tag arrived_{this, Event::kArrived};
   Tag written_{this, Event::kWritten};
@@ -76,32 +101,34 @@ class CallPollers::Call {
   Tag ended_{this, Event::kEnded};
 
  private:
+  Tag relayed_tag_{this, Event::kRelayed};
+  grpc::Alarm relay_;  // fires at once: wakes the poller for a relayed operation
   std::atomic<bool> cancelled_{false};
-  std::atomic<bool> finished_{false};
-  sync::Mutex write_mu_;
-  bool write_done_ ABSL_GUARDED_BY(write_mu_) = false;
-  bool write_failed_ ABSL_GUARDED_BY(write_mu_) = false;
+  sync::Mutex mu_;
+  std::function<void()> relayed_ ABSL_GUARDED_BY(mu_);
+  bool write_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   int tags_to_come_ = 2;  // answered and ended; only the poller counts
 };
 
 class CallPollers::InferCall final : public Call {
  public:
-  InferCall(InferenceServiceImpl* service, grpc::ServerCompletionQueue* queue) : service_(service) {
+  InferCall(InferenceServiceImpl* service, grpc::ServerCompletionQueue* queue)
+      : Call(queue), service_(service) {
     context_.AsyncNotifyWhenDone(&ended_);
-    service_->RequestInfer(&context_, &request_, &responder_, queue, queue, &arrived_);
+    service_->RequestInfer(&context_, &request_, &responder_, queue_, queue_, &arrived_);
   }
-  void AskForAnother(grpc::ServerCompletionQueue* queue) const override {
-    new InferCall(service_, queue);
-  }
+  void AskForAnother() const override { new InferCall(service_, queue_); }
   bool AnswersAtOnce() const override { return service_->AnswersAtOnce(); }
-  void Answer(bool /*on_spare*/) override {
+  void Answer(bool on_spare) override {
     const grpc::Status status = service_->Answer(&context_, Cancelled(), request_, &response_);
-    Finishing();
-    if (status.ok()) {
-      responder_.Finish(response_, status, &answered_);
-    } else {
-      responder_.FinishWithError(status, &answered_);
-    }
+    OnPoller(on_spare, [this, status] {
+      if (status.ok()) {
+        responder_.Finish(response_, status, &answered_);
+      } else {
+        responder_.FinishWithError(status, &answered_);
+      }
+    });
   }
 
  private:
@@ -113,13 +140,12 @@ class CallPollers::InferCall final : public Call {
 
 class CallPollers::PlanCall final : public Call {
  public:
-  PlanCall(PlanServiceImpl* service, grpc::ServerCompletionQueue* queue) : service_(service) {
+  PlanCall(PlanServiceImpl* service, grpc::ServerCompletionQueue* queue)
+      : Call(queue), service_(service) {
     context_.AsyncNotifyWhenDone(&ended_);
-    service_->RequestGetPlan(&context_, &request_, &writer_, queue, queue, &arrived_);
+    service_->RequestGetPlan(&context_, &request_, &writer_, queue_, queue_, &arrived_);
   }
-  void AskForAnother(grpc::ServerCompletionQueue* queue) const override {
-    new PlanCall(service_, queue);
-  }
+  void AskForAnother() const override { new PlanCall(service_, queue_); }
   bool AnswersAtOnce() const override { return service_->AnswersAtOnce(request_); }
   void Answer(bool on_spare) override {
     // On its poller no one would see a write done. A ready plan sends no progress; one
@@ -129,13 +155,14 @@ class CallPollers::PlanCall final : public Call {
     };
     const grpc::Status status =
         service_->Answer(&context_, Cancelled(), request_, progress, &last_);
-    Finishing();
-    // The plan goes with the status in one flush: a cached GetPlan costs one unary call.
-    if (status.ok()) {
-      writer_.WriteAndFinish(last_, grpc::WriteOptions(), status, &answered_);
-    } else {
-      writer_.Finish(status, &answered_);
-    }
+    OnPoller(on_spare, [this, status] {
+      // The plan goes with the status in one flush: a cached GetPlan costs one unary call.
+      if (status.ok()) {
+        writer_.WriteAndFinish(last_, grpc::WriteOptions(), status, &answered_);
+      } else {
+        writer_.Finish(status, &answered_);
+      }
+    });
   }
 
  private:
@@ -190,9 +217,9 @@ void CallPollers::Take(Poller& poller, Call* call) {
     call->Answer(/*on_spare=*/false);
     on_pollers_.fetch_add(1);
     // Only now: a poller busy with a call holds no request, so new calls go to idle ones.
-    if (!stopping_.load()) call->AskForAnother(poller.queue.get());
+    if (!stopping_.load()) call->AskForAnother();
   } else {
-    if (!stopping_.load()) call->AskForAnother(poller.queue.get());
+    if (!stopping_.load()) call->AskForAnother();
     spares_->Run([this, call] {
       call->Answer(/*on_spare=*/true);  // the poller may delete `call` from here on
       on_spares_.fetch_add(1);
@@ -229,6 +256,9 @@ void CallPollers::Poll(Poller& poller) {
           ++poller.calls;
           Take(poller, call);
           last_call = absl::Now();
+          break;
+        case Call::Event::kRelayed:
+          call->RunRelayed();
           break;
         case Call::Event::kWritten:
           call->Written(ok);
