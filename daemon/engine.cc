@@ -421,33 +421,32 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
   return result;
 }
 
+cache::PlanKey Engine::PlanKeyOf(const std::string& id, const std::string& scheduler,
+                                 const std::map<std::string, std::string>& options) const {
+  const PlatformInfo platform = backend_->platform();
+  return {id, platform.fingerprint, platform.predictor_version,
+          SchedulerConfigKey(scheduler, options)};
+}
+
+std::shared_ptr<const ReadyPlan> Engine::FindReady(const cache::PlanKey& key) const {
+  sync::MutexLock lock(&plans_mu_);
+  auto it = ready_plans_.find(key.Joined());
+  return it != ready_plans_.end() ? it->second : nullptr;
+}
+
 bool Engine::PlanReady(const std::string& model_id, const std::string& scheduler,
                        const std::map<std::string, std::string>& options) const {
-  const PlatformInfo platform = backend_->platform();
-  const cache::PlanKey key{
-      model_id, platform.fingerprint, platform.predictor_version,
-      SchedulerConfigKey(scheduler.empty() ? config_.default_scheduler : scheduler, options)};
-  sync::MutexLock lock(&plans_mu_);
-  return ready_plans_.contains(key.Joined());
+  return FindReady(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), options)) != nullptr;
 }
 
 absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
     const std::string& id, const std::string& requested_scheduler,
     const std::map<std::string, std::string>& options, bool refresh, const CallContext& context,
     const ProgressFn& progress) {
-  const std::string scheduler =
-      requested_scheduler.empty() ? config_.default_scheduler : requested_scheduler;
-  const PlatformInfo platform = backend_->platform();
-  cache::PlanKey key{id, platform.fingerprint, platform.predictor_version,
-                     SchedulerConfigKey(scheduler, options)};
+  const std::string scheduler = SchedulerOrDefault(requested_scheduler);
+  const cache::PlanKey key = PlanKeyOf(id, scheduler, options);
   if (!refresh) {
-    std::shared_ptr<const ReadyPlan> ready;
-    {
-      sync::MutexLock lock(&plans_mu_);
-      auto it = ready_plans_.find(key.Joined());
-      if (it != ready_plans_.end()) ready = it->second;
-    }
-    if (ready != nullptr) {
+    if (std::shared_ptr<const ReadyPlan> ready = FindReady(key); ready != nullptr) {
       usage_.PlanHit(key);
       return PlanLookup{std::move(ready), true};
     }

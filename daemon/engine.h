@@ -169,6 +169,15 @@ class Engine {
     bool cached = false;
   };
 
+  // `requested`, or the configured default when empty.
+  const std::string& SchedulerOrDefault(const std::string& requested) const {
+    return requested.empty() ? config_.default_scheduler : requested;
+  }
+  // The key of `id`'s plan on this platform for the scheduler config.
+  cache::PlanKey PlanKeyOf(const std::string& id, const std::string& scheduler,
+                           const std::map<std::string, std::string>& options) const;
+  // The validated plan kept in memory under `key`, or null.
+  std::shared_ptr<const ReadyPlan> FindReady(const cache::PlanKey& key) const;
   // The plan of `id` for the scheduler config: from memory, else from the store (validated),
   // else planned now (one planning run per key however many ask).
   absl::StatusOr<PlanLookup> PlanFor(const std::string& id, const std::string& requested_scheduler,
