@@ -74,10 +74,12 @@ class CallPollers::Call {
       return;
     }
     // Set under the lock: the poller takes the operation under it too, so the call cannot
-    // be over and deleted before Set has returned.
+    // be over and deleted before Set has returned. The deadline is long past, not now: gRPC
+    // 1.51 rounds an alarm's deadline up to the next millisecond, so one set to now fired
+    // about 1 ms later (every answer from a spare thread took 1 ms longer).
     sync::MutexLock lock(&mu_);
     relayed_ = std::move(operation);
-    relay_.Set(queue_, gpr_now(GPR_CLOCK_MONOTONIC), &relayed_tag_);
+    relay_.Set(queue_, gpr_inf_past(GPR_CLOCK_MONOTONIC), &relayed_tag_);
   }
   // From a spare thread: writes `message` on the poller and waits until it went out (or the
   // stream broke). One relayed operation at a time: the next waits for this one's write.
@@ -119,7 +121,7 @@ class CallPollers::InferCall final : public Call {
     service_->RequestInfer(&context_, &request_, &responder_, queue_, queue_, &arrived_);
   }
   void AskForAnother() const override { new InferCall(service_, queue_); }
-  bool AnswersAtOnce() const override { return service_->AnswersAtOnce(); }
+  bool AnswersAtOnce() const override { return service_->AnswersAtOnce(request_); }
   void Answer(bool on_spare) override {
     const grpc::Status status = service_->Answer(&context_, Cancelled(), request_, &response_);
     OnPoller(on_spare, [this, status] {
@@ -228,10 +230,12 @@ void CallPollers::Take(Poller& poller, Call* call) {
 }
 
 void CallPollers::Poll(Poller& poller) {
-  absl::Time last_call = absl::InfinitePast();
+  // A client's next call comes soon after its answer went out, also when a spare thread made
+  // that answer: the spin counts from the last event of any kind.
+  absl::Time last_event = absl::InfinitePast();
   bool woken = false;  // by Stop's alarm
   for (;;) {
-    const bool spinning = absl::Now() - last_call < spin_;
+    const bool spinning = absl::Now() - last_event < spin_;
     void* tag = nullptr;
     bool ok = false;
     const grpc::CompletionQueue::NextStatus next = poller.queue->AsyncNext(
@@ -255,7 +259,6 @@ void CallPollers::Poll(Poller& poller) {
           }
           ++poller.calls;
           Take(poller, call);
-          last_call = absl::Now();
           break;
         case Call::Event::kRelayed:
           call->RunRelayed();
@@ -274,6 +277,7 @@ void CallPollers::Poll(Poller& poller) {
           break;
       }
     }
+    last_event = absl::Now();  // after a call answered here: its answer has just gone out
     if (woken && poller.calls == 0 && !poller.shut_down) {
       poller.shut_down = true;
       poller.queue->Shutdown();  // what is still queued comes out, then SHUTDOWN

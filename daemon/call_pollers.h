@@ -1,6 +1,6 @@
 // CallPollers: serves the calls a client makes per request, Infer and GetPlan, from
 // completion queues polled by threads of its own, each of which keeps polling, without
-// sleeping, for `spin` after every call it took.
+// sleeping, for `spin` after anything it handled (a call, an answer going out).
 //
 // Why: gRPC's sync server hands each call to a thread that sleeps until the call comes, and
 // where idle cores halt a sleeping thread's wake-up is most of a small model's round trip
@@ -9,14 +9,20 @@
 // still spinning reads it at once. The spin is bounded and yields the core to any runnable
 // thread, so an idle daemon sleeps as before and a busy one loses nothing but the polls.
 //
-// A call its service answers at once (an Infer that finds the inference queue idle: the
-// engine then runs it on this thread too; a GetPlan whose plan is ready in memory) is
-// answered on its poller. Any other goes to a spare thread (spare_threads.h), so a poller
-// never sleeps in the queue or in a planner while calls come; a GetPlan's progress messages
-// are written from there, each waiting for its poller to see the write done.
+// A call its service answers at once and soon (a GetPlan whose plan is ready in memory; an
+// Infer that finds the inference queue idle and whose plan measured at most brief_infer_us,
+// Engine::InferIsBrief: the engine then runs it on this thread too) is answered on its
+// poller. Any other goes to a spare thread (spare_threads.h), so a poller never sleeps in the
+// queue or in a planner, nor runs a long inference, while calls come; a GetPlan's progress
+// messages are written from there, each waiting for its poller to see the write done.
 // Each poller has its own completion queue with one requested call of each method in it,
-// asked for again once the poller is free; gRPC gives a new call to a poller that asked, so
-// calls spread over the idle pollers.
+// asked for again once the poller is free; gRPC gives a new call to a poller that asked.
+//
+// One poller is the default and the fast choice: gRPC lets one thread at a time wait in
+// epoll for the socket, and a second poller, asleep, is that thread, so the spinning one
+// reads a call only after the sleeper's wake-up (Infer overhead 91-133 us with two against
+// 36-82 us with one, docs/runtime-performance.md). More pollers only help when many clients'
+// calls are all answered at once.
 //
 // Thread-safety: Start and Stop are called from one thread. Stop only after the gRPC
 // server's Shutdown (no new call comes); the services and engine must outlive Stop.

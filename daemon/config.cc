@@ -45,6 +45,14 @@ absl::Status Read(const toml::table& table, const std::string& key, const std::s
   return absl::OkStatus();
 }
 
+// "<origin>: <key> <value> is outside [lo, hi]" unless lo <= value <= hi.
+absl::Status CheckRange(const std::string& origin, const std::string& key, int64_t value,
+                        int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(origin, ": ", key, " ", value, " is outside [", lo, ", ", hi, "]"));
+}
+
 absl::Status CheckKeys(const toml::table& table, const std::set<std::string>& known,
                        const std::string& origin, const std::string& section) {
   for (const auto& [key, node] : table) {
@@ -150,8 +158,12 @@ max_model_bytes = 268435456
 queue_capacity = 64
 # Threads taking Infer and GetPlan calls, and microseconds each keeps polling after a call
 # before it sleeps (a back-to-back call then skips a thread wake-up; 0 = sleep at once).
-call_pollers = 2
+# More than one poller makes each call slower: a sleeping poller takes the socket's reads.
+call_pollers = 1
 poll_spin_us = 250
+# An inference whose plan measured at most this many microseconds runs on the poller that
+# took the call (no hand-off); longer ones move to a spare thread, so the poller stays free.
+brief_infer_us = 1000
 # Scheduler used when a request names none (heft, iterative, single:cpu, ...).
 default_scheduler = "iterative"
 # Upper bound of the SQLite database, bytes; 0 = only the disk limits it.
@@ -217,13 +229,13 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
     return absl::InvalidArgumentError(absl::StrCat(origin, ":", error.source().begin.line, ": ",
                                                    std::string(error.description())));
   }
-  PSCHED_RETURN_IF_ERROR(
-      CheckKeys(table,
-                {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity",
-                 "default_scheduler", "cache_max_bytes", "max_loaded_models", "shutdown_grace_s",
-                 "stuck_inference_s", "platform", "allow_non_finite_inputs", "devices", "access",
-                 "cpu_topology_root", "feedback_window", "call_pollers", "poll_spin_us"},
-                origin, ""));
+  PSCHED_RETURN_IF_ERROR(CheckKeys(
+      table,
+      {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity", "default_scheduler",
+       "cache_max_bytes", "max_loaded_models", "shutdown_grace_s", "stuck_inference_s", "platform",
+       "allow_non_finite_inputs", "devices", "access", "cpu_topology_root", "feedback_window",
+       "call_pollers", "poll_spin_us", "brief_infer_us"},
+      origin, ""));
   DaemonConfig config;
   PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
   PSCHED_RETURN_IF_ERROR(Read(table, "state_dir", origin, config.state_dir));
@@ -235,6 +247,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(Read(table, "call_pollers", origin, call_pollers));
   int64_t poll_spin_us = config.poll_spin_us;
   PSCHED_RETURN_IF_ERROR(Read(table, "poll_spin_us", origin, poll_spin_us));
+  int64_t brief_infer_us = config.brief_infer_us;
+  PSCHED_RETURN_IF_ERROR(Read(table, "brief_infer_us", origin, brief_infer_us));
   PSCHED_RETURN_IF_ERROR(Read(table, "default_scheduler", origin, config.default_scheduler));
   PSCHED_RETURN_IF_ERROR(Read(table, "cache_max_bytes", origin, config.cache_max_bytes));
   int64_t max_loaded = config.max_loaded_models;
@@ -250,26 +264,12 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(
       Read(table, "allow_non_finite_inputs", origin, config.allow_non_finite_inputs));
 
-  if (queue_capacity < 1 || queue_capacity > 1000000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": queue_capacity ", queue_capacity, " is outside [1, 1000000]"));
-  }
-  if (call_pollers < 1 || call_pollers > 64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": call_pollers ", call_pollers, " is outside [1, 64]"));
-  }
-  if (poll_spin_us < 0 || poll_spin_us > 100000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": poll_spin_us ", poll_spin_us, " is outside [0, 100000]"));
-  }
-  if (max_loaded < 1 || max_loaded > 100000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": max_loaded_models ", max_loaded, " is outside [1, 100000]"));
-  }
-  if (feedback_window < 0 || feedback_window > 100000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": feedback_window ", feedback_window, " is outside [0, 100000]"));
-  }
+  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "queue_capacity", queue_capacity, 1, 1000000));
+  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "call_pollers", call_pollers, 1, 64));
+  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "poll_spin_us", poll_spin_us, 0, 100000));
+  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "brief_infer_us", brief_infer_us, 0, 10000000));
+  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "max_loaded_models", max_loaded, 1, 100000));
+  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "feedback_window", feedback_window, 0, 100000));
   if (config.max_model_bytes < 1) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": max_model_bytes must be positive"));
   }
@@ -284,6 +284,7 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   config.queue_capacity = static_cast<int>(queue_capacity);
   config.call_pollers = static_cast<int>(call_pollers);
   config.poll_spin_us = static_cast<int>(poll_spin_us);
+  config.brief_infer_us = static_cast<int>(brief_infer_us);
   config.max_loaded_models = static_cast<int>(max_loaded);
   config.feedback_window = static_cast<int>(feedback_window);
   config.shutdown_grace_s = static_cast<int>(grace);

@@ -51,9 +51,16 @@ struct DaemonConfig {
   int queue_capacity = 64;
   // Threads that take Infer and GetPlan calls off the socket (daemon/call_pollers.h), and how
   // long each keeps polling after a call before it sleeps: a client's next call then finds it
-  // awake instead of paying a sleeping thread's wake-up. 0 us: sleep at once.
-  int call_pollers = 2;
+  // awake instead of paying a sleeping thread's wake-up. 0 us: sleep at once. One poller is
+  // the fast default: a second one, asleep, is the thread that waits in epoll, so the spinning
+  // one waits for its wake-up to read a call (docs/runtime-performance.md).
+  int call_pollers = 1;
   int poll_spin_us = 250;
+  // An Infer whose plan measured at most this (median makespan) is run by the call poller
+  // that took it, with no hand-off to a spare thread (a wake-up each way, 20-60 us here); a
+  // longer one moves to a spare thread, so other calls wait at most about this long for the
+  // poller. 0: every Infer moves.
+  int brief_infer_us = 1000;
   // Scheduler for plan and infer requests that name none.
   std::string default_scheduler = "iterative";
   // Upper bound of the SQLite database size; 0: only the disk limits it.

@@ -16,6 +16,7 @@ TEST(ConfigTest, DefaultTomlParsesToDefaults) {
   EXPECT_EQ(parsed->queue_capacity, defaults.queue_capacity);
   EXPECT_EQ(parsed->call_pollers, defaults.call_pollers);
   EXPECT_EQ(parsed->poll_spin_us, defaults.poll_spin_us);
+  EXPECT_EQ(parsed->brief_infer_us, defaults.brief_infer_us);
   EXPECT_EQ(parsed->default_scheduler, defaults.default_scheduler);
   EXPECT_EQ(parsed->cache_max_bytes, defaults.cache_max_bytes);
   EXPECT_EQ(parsed->max_loaded_models, defaults.max_loaded_models);
@@ -97,6 +98,8 @@ TEST(ConfigTest, RejectsBadInputWithLocation) {
       {"call_pollers = 0", "test.toml: call_pollers 0 is outside [1, 64]"},
       {"poll_spin_us = -5", "test.toml: poll_spin_us -5 is outside [0, 100000]"},
       {"poll_spin_us = \"fast\"", "test.toml:1: 'poll_spin_us' has the wrong type"},
+      {"brief_infer_us = 20000000", "test.toml: brief_infer_us 20000000 is outside [0, 10000000]"},
+      {"brief_infer_us = -1", "test.toml: brief_infer_us -1 is outside [0, 10000000]"},
       {"feedback_window = 2.5", "test.toml:1: 'feedback_window' has the wrong type"},
       {"queue_size = 3", "test.toml:1: unknown key 'queue_size'"},
       {"socket = 5", "test.toml:1: 'socket' has the wrong type"},

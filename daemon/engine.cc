@@ -439,6 +439,15 @@ bool Engine::PlanReady(const std::string& model_id, const std::string& scheduler
   return FindReady(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), options)) != nullptr;
 }
 
+bool Engine::InferIsBrief(const std::string& model_id, const std::string& scheduler) const {
+  if (!backend_->RunUsesPlan() || queue_.Progress().depth != 0) return false;
+  std::shared_ptr<const ReadyPlan> plan =
+      FindReady(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), {}));
+  if (plan == nullptr) return false;
+  const std::optional<double> measured_us = feedback_.MedianMakespanUs(*plan);
+  return measured_us.has_value() && *measured_us <= config_.brief_infer_us;
+}
+
 absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
     const std::string& id, const std::string& requested_scheduler,
     const std::map<std::string, std::string>& options, bool refresh, const CallContext& context,

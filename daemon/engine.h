@@ -154,6 +154,12 @@ class Engine {
   // needs the store) and the scheduler config is ready. Takes one lock, never plans.
   bool PlanReady(const std::string& model_id, const std::string& scheduler,
                  const std::map<std::string, std::string>& options) const;
+  // Whether an Infer of `model_id` (a full id) would run at once and briefly: the inference
+  // queue is idle and the plan it runs is in memory with a median measured makespan of at
+  // most the config's brief_infer_us. A call poller runs such a call itself
+  // (daemon/call_pollers.h). Not brief: a prefix, a plan not run yet, a platform that runs
+  // no plan, a busy queue. Two short locks, never plans.
+  bool InferIsBrief(const std::string& model_id, const std::string& scheduler) const;
 
   // Refuses new inferences and waits until queued ones have run.
   void Shutdown();

@@ -206,6 +206,13 @@ std::optional<PlanMeasurement> PlanFeedback::Measured(const ReadyPlan& plan) con
   return Measure(plan, *it->second);
 }
 
+std::optional<double> PlanFeedback::MedianMakespanUs(const ReadyPlan& plan) const {
+  sync::MutexLock lock(&mu_);
+  auto it = windows_.find(&plan);
+  if (it == windows_.end()) return std::nullopt;
+  return it->second->MedianMakespan();
+}
+
 PlanMeasurement PlanFeedback::Measure(const ReadyPlan& plan, const Window& w) {
   PlanMeasurement out;
   out.runs = w.runs;

@@ -85,6 +85,8 @@ class PlanFeedback {
 
   // What was measured of `plan`; nullopt when it has not run.
   std::optional<PlanMeasurement> Measured(const ReadyPlan& plan) const;
+  // Only its median measured makespan over the window (a short lock, no per-subtask work).
+  std::optional<double> MedianMakespanUs(const ReadyPlan& plan) const;
 
   // Drops what is known of `model_id`'s plans ("" = every model): removed, purged or
   // planned with a latency model no longer in use. A replan running for them is discarded.

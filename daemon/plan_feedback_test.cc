@@ -124,6 +124,9 @@ TEST_F(PlanFeedbackTest, RunsWithMissingSubtasksCountTheirMakespanOnly) {
   ASSERT_EQ(measured->subtasks.size(), 2u);
   EXPECT_DOUBLE_EQ(measured->subtasks[1].measured_us, 10);  // from the two whole runs
   EXPECT_FALSE(feedback->Measured(*MakePlan(10)).has_value());
+  // The engine's brief-inference test reads the median alone.
+  EXPECT_EQ(feedback->MedianMakespanUs(*base), std::optional<double>(20));
+  EXPECT_EQ(feedback->MedianMakespanUs(*MakePlan(10)), std::nullopt);
 }
 
 TEST_F(PlanFeedbackTest, AReplanOfAForgottenPlanIsDiscarded) {

@@ -304,7 +304,9 @@ grpc::Status PlanServiceImpl::Answer(
   });
 }
 
-bool InferenceServiceImpl::AnswersAtOnce() const { return engine_->QueueProgress().depth == 0; }
+bool InferenceServiceImpl::AnswersAtOnce(const pb::InferRequest& request) const {
+  return engine_->InferIsBrief(request.model_id(), request.scheduler());
+}
 
 grpc::Status InferenceServiceImpl::Answer(grpc::ServerContext* context,
                                           const CancelledFn& cancelled,

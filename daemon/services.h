@@ -45,7 +45,8 @@ class ModelServiceImpl final : public psched::v1::ModelService::Service {
 
 // GetPlan and Infer are served from completion queues (CallPollers, daemon/call_pollers.h),
 // not by gRPC's sync threads; Answer is each one's handler and AnswersAtOnce says whether a
-// call will be answered without waiting (no planning, no queue), so a poller may take it.
+// call will be answered without waiting and soon (no planning, no queue, a brief inference),
+// so a poller may take it.
 class PlanServiceImpl final
     : public psched::v1::PlanService::WithAsyncMethod_GetPlan<psched::v1::PlanService::Service> {
  public:
@@ -69,7 +70,7 @@ class InferenceServiceImpl final : public psched::v1::InferenceService::WithAsyn
  public:
   InferenceServiceImpl(Engine* engine, const Callers* callers)
       : engine_(engine), callers_(callers) {}
-  bool AnswersAtOnce() const;
+  bool AnswersAtOnce(const psched::v1::InferRequest& request) const;
   grpc::Status Answer(grpc::ServerContext* context, const CancelledFn& cancelled,
                       const psched::v1::InferRequest& request, psched::v1::InferResponse* response);
 

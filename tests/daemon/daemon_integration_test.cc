@@ -271,6 +271,21 @@ cores = [1]
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
+  // From the log of a stopped pschedd: how many calls its call pollers answered on a poller
+  // and how many on a spare thread (the last count logged: a restart appends to the log).
+  std::pair<int, int> AnsweredOnPollersAndSpares() {
+    const std::string log = ReadFile(dir_ + "/pschedd.log");
+    const size_t at = log.rfind("call pollers answered ");
+    std::pair<int, int> counts{-1, -1};
+    if (at == std::string::npos ||
+        std::sscanf(log.c_str() + at,
+                    "call pollers answered %d calls on a poller and %d on a spare thread",
+                    &counts.first, &counts.second) != 2) {
+      ADD_FAILURE() << "no call poller count in the log:\n" << log;
+    }
+    return counts;
+  }
+
   client::Client Client(absl::Duration timeout = absl::Seconds(120)) {
     client::ClientOptions options;
     options.socket = socket_;
@@ -574,18 +589,49 @@ TEST_F(DaemonTest, EightClientsFiftyInferencesEach) {
   EXPECT_EQ(status->inferences(), 400);
   EXPECT_EQ(status->queue_depth(), 0);
   EXPECT_EQ(Stop(), 0) << Log();
-  // Every call was answered once: on one of the two call pollers when the queue was idle,
-  // else on a spare thread.
-  const std::string log = ReadFile(dir_ + "/pschedd.log");
-  int on_pollers = -1, on_spares = -1;
-  const size_t at = log.find("call pollers answered ");
-  ASSERT_NE(at, std::string::npos) << Log();
-  ASSERT_EQ(std::sscanf(log.c_str() + at,
-                        "call pollers answered %d calls on a poller and %d on a spare thread",
-                        &on_pollers, &on_spares),
-            2);
+  // Every call was answered once: on the call poller when the queue was idle and the plan
+  // brief, else on a spare thread.
+  const auto [on_pollers, on_spares] = AnsweredOnPollersAndSpares();
   EXPECT_EQ(on_pollers + on_spares, 400);
   std::printf("answered on pollers %d, on spare threads %d\n", on_pollers, on_spares);
+}
+
+TEST_F(DaemonTest, BriefInferencesRunOnThePollerAndLongerOnesMove) {
+  // The same 30 sequential Infers of the tiny CNN, once with every plan brief and once with
+  // none (feedback off, so the served plan stays the one measured).
+  const std::string config_path = dir_ + "/brief.toml";
+  for (const int brief_infer_us : {10000000, 0}) {
+    std::ofstream(config_path) << "feedback_window = 0\nbrief_infer_us = " << brief_infer_us
+                               << "\n";
+    pid_ = Spawn({"--config", config_path});
+    ASSERT_TRUE(WaitServing(socket_)) << Log();
+    {
+      // Closed before the daemon stops: an idle C++ channel sees the server's GOAWAY only at
+      // gRPC's 5 s backup poll, and the daemon's shutdown waits for it.
+      client::Client client = Client();
+      auto registered = client.RegisterModel(ReadFile(kTinyModel), "tiny", false);
+      ASSERT_TRUE(registered.ok()) << registered.status();
+      const std::vector<float> want = executor::ReadNpy(kTinyOutput)->data;
+      v1::InferRequest request;
+      request.set_model_id(registered->model().id());
+      *request.add_inputs() = TensorFromNpy(kTinyInput);
+      for (int i = 0; i < 30; ++i) {
+        auto response = client.Infer(request);
+        ASSERT_TRUE(response.ok()) << response.status();
+        EXPECT_LT(MaxDiff(Floats(response->outputs(0)), want), 1e-4);
+      }
+    }
+    EXPECT_EQ(Stop(), 0) << Log();
+    const auto [on_pollers, on_spares] = AnsweredOnPollersAndSpares();
+    if (brief_infer_us > 0) {
+      // The first finds no plan in memory, nor a measured run: it plans on a spare thread.
+      EXPECT_EQ(on_spares, 1);
+      EXPECT_EQ(on_pollers, 29);
+    } else {
+      EXPECT_EQ(on_spares, 30);
+      EXPECT_EQ(on_pollers, 0);
+    }
+  }
 }
 
 TEST_F(DaemonTest, SigtermDuringInferenceCompletesItAndExitsZero) {
