@@ -6,6 +6,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <thread>
 
@@ -29,11 +30,20 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
 namespace {
 
 // A completion queue for one call's operations, awaited one at a time by polling without
-// sleeping for `spin` first: an answer that comes within it costs no thread wake-up.
+// sleeping for `spin` first: an answer that comes within it costs no thread wake-up. It
+// polls only when the client's last call was answered within `spin` (`last_call_ns`, which it
+// updates): a call that waits longer, queued behind other clients' inferences, would find
+// the spin spent, and spinning clients would take the cores the daemon answers them with.
 class SpinningQueue {
  public:
-  explicit SpinningQueue(absl::Duration spin) : spin_(spin) {}
+  SpinningQueue(absl::Duration spin, std::atomic<int64_t>& last_call_ns)
+      : spin_(absl::Nanoseconds(last_call_ns.load(std::memory_order_relaxed)) <= spin
+                  ? spin
+                  : absl::ZeroDuration()),
+        last_call_ns_(last_call_ns) {}
   ~SpinningQueue() {
+    last_call_ns_.store(absl::ToInt64Nanoseconds(absl::Now() - started_),
+                        std::memory_order_relaxed);
     queue_.Shutdown();
     void* tag;
     bool ok;
@@ -58,6 +68,8 @@ class SpinningQueue {
 
  private:
   const absl::Duration spin_;
+  std::atomic<int64_t>& last_call_ns_;
+  const absl::Time started_ = absl::Now();
   grpc::CompletionQueue queue_;
 };
 
@@ -131,7 +143,7 @@ absl::StatusOr<v1::InferResponse> Client::Infer(const v1::InferRequest& request)
   Prepare(context);
   v1::InferResponse response;
   grpc::Status status;
-  SpinningQueue queue(options_.spin);
+  SpinningQueue queue(options_.spin, *last_call_ns_);
   std::unique_ptr<grpc::ClientAsyncResponseReader<v1::InferResponse>> call =
       inference_->AsyncInfer(&context, request, queue.get());
   call->Finish(&response, &status, &response);
@@ -192,7 +204,7 @@ absl::StatusOr<v1::Plan> Client::GetPlan(
   request.set_refresh(refresh);
   for (const auto& [key, value] : options) (*request.mutable_options())[key] = value;
   // Every operation has the one tag: they are awaited one at a time.
-  SpinningQueue queue(options_.spin);
+  SpinningQueue queue(options_.spin, *last_call_ns_);
   void* const tag = &request;
   std::unique_ptr<grpc::ClientAsyncReader<v1::GetPlanResponse>> reader =
       plans_->AsyncGetPlan(&context, request, queue.get(), tag);

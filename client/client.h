@@ -9,6 +9,7 @@
 
 #include <grpcpp/channel.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -31,7 +32,8 @@ struct ClientOptions {
   absl::Duration timeout = absl::Seconds(60);
   // How long an Infer or GetPlan call's thread polls for each answer before it sleeps: an
   // answer that comes within it costs no thread wake-up (20-50 us where idle cores halt, as in a
-  // VM; docs/runtime-performance.md). Zero: sleep at once.
+  // VM; docs/runtime-performance.md). Only while the client's last such call was answered
+  // within it: one kept waiting longer (queued behind others) sleeps at once. Zero: always.
   absl::Duration spin = absl::Microseconds(250);
   // Upload chunk size for RegisterModel.
   int64_t chunk_bytes = int64_t{1} << 20;
@@ -82,6 +84,9 @@ class Client {
   std::unique_ptr<v1::PlanService::Stub> plans_;
   std::unique_ptr<v1::InferenceService::Stub> inference_;
   std::unique_ptr<v1::AdminService::Stub> admin_;
+  // How long the last Infer or GetPlan took, ns (0: none yet); whether the next one polls
+  // for its answer depends on it (client.cc, SpinningQueue).
+  std::unique_ptr<std::atomic<int64_t>> last_call_ns_ = std::make_unique<std::atomic<int64_t>>(0);
 };
 
 }  // namespace psched::client
