@@ -3,7 +3,8 @@
 // Starts the real pschedd on a private socket, registers a small model and measures over
 // gRPC (1) Infer round trips: client-measured latency minus the executor's own time, i.e.
 // transport + admission queue + tensor conversion, (2) GetPlan answered from the cache and
-// (3) Devices, a unary call answered from memory: the transport's floor.
+// (3) Devices, a unary call answered from memory by gRPC's sync server: the floor of a call
+// without the call pollers that serve Infer and GetPlan (daemon/call_pollers.h).
 // Prints medians and p95 in microseconds. No wall-clock thresholds: it reports, it does not
 // judge.
 #include <signal.h>
@@ -48,6 +49,8 @@ int main(int argc, char** argv) {
   int iterations = 200;
   std::vector<int> client_counts = {1, 2, 4, 8};
   int spin_us = 250;
+  int call_pollers = 1;
+  int brief_infer_us = 1000;
   app.add_option("--model", model_path, "ONNX model to run")->check(CLI::ExistingFile);
   app.add_option("--pschedd", pschedd, "pschedd binary");
   app.add_option("--iterations", iterations, "measured calls per metric")
@@ -59,13 +62,19 @@ int main(int argc, char** argv) {
                  "how long the daemon's Infer pollers and the client poll before sleeping "
                  "(poll_spin_us, ClientOptions::spin) [250]")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--call-pollers", call_pollers, "the daemon's call_pollers [1]")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--brief-infer-us", brief_infer_us,
+                 "the daemon's brief_infer_us: 0 hands every Infer to a spare thread [1000]")
+      ->check(CLI::Range(0, 10000000));
   CLI11_PARSE(app, argc, argv);
 
   std::string pattern = (std::filesystem::temp_directory_path() / "psched_bench_XXXXXX").string();
   const std::string dir = mkdtemp(pattern.data());
   const std::string socket = dir + "/pschedd.sock";
   const std::string config = dir + "/pschedd.toml";
-  std::ofstream(config) << "poll_spin_us = " << spin_us << "\n";
+  std::ofstream(config) << "poll_spin_us = " << spin_us << "\ncall_pollers = " << call_pollers
+                        << "\nbrief_infer_us = " << brief_infer_us << "\n";
   pid_t pid = fork();
   if (pid == 0) {
     execl(pschedd.c_str(), pschedd.c_str(), "--config", config.c_str(), "--socket", socket.c_str(),
@@ -137,7 +146,7 @@ int main(int argc, char** argv) {
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     if (plan.ok() && plan->cached()) plan_latency.push_back(us);
   }
-  // The transport's floor: a unary call the daemon answers from memory (Devices).
+  // A unary call the daemon answers from memory on gRPC's sync server (Devices).
   std::vector<double> status_latency;
   for (int i = 0; i < iterations; ++i) {
     auto start = std::chrono::steady_clock::now();
@@ -177,10 +186,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "daemon_overhead: calls failed\n");
     return 1;
   }
-  std::printf("model %s (%lld ops), %zu inferences, %zu cached plans, spin %d us\n",
-              std::filesystem::path(model_path).filename().c_str(),
-              static_cast<long long>(registered->model().ops()), round_trip.size(),
-              plan_latency.size(), spin_us);
+  std::printf(
+      "model %s (%lld ops), %zu inferences, %zu cached plans, spin %d us, %d call pollers, "
+      "brief_infer_us %d\n",
+      std::filesystem::path(model_path).filename().c_str(),
+      static_cast<long long>(registered->model().ops()), round_trip.size(), plan_latency.size(),
+      spin_us, call_pollers, brief_infer_us);
   std::printf("%-34s %10s %10s %10s\n", "metric (us)", "median", "mean", "p95");
   auto row = [](const char* name, const std::vector<double>& v) {
     std::printf("%-34s %10.1f %10.1f %10.1f\n", name, Percentile(v, 0.5), Mean(v),
@@ -191,7 +202,7 @@ int main(int argc, char** argv) {
   row("infer overhead (round trip - exec)", overhead);
   row("  of which inside the daemon", daemon_side);
   row("cached GetPlan round trip", plan_latency);
-  if (!status_latency.empty()) row("Devices round trip (transport floor)", status_latency);
+  if (!status_latency.empty()) row("Devices round trip (sync server)", status_latency);
   std::printf("overhead / round trip (median): %.3f\n",
               Percentile(overhead, 0.5) / Percentile(round_trip, 0.5));
   std::printf("%-10s %14s %10s\n", "clients", "inferences/s", "failed");
