@@ -8,6 +8,7 @@
 // Prints medians and p95 in microseconds. No wall-clock thresholds: it reports, it does not
 // judge.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,8 +76,11 @@ int main(int argc, char** argv) {
   const std::string config = dir + "/pschedd.toml";
   std::ofstream(config) << "poll_spin_us = " << spin_us << "\ncall_pollers = " << call_pollers
                         << "\nbrief_infer_us = " << brief_infer_us << "\n";
+  const pid_t bench_pid = getpid();
   pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphan daemon if the bench dies
+    if (getppid() != bench_pid) _exit(127);
     execl(pschedd.c_str(), pschedd.c_str(), "--config", config.c_str(), "--socket", socket.c_str(),
           "--state-dir", (dir + "/state").c_str(), "--log-level", "warn",
           static_cast<char*>(nullptr));

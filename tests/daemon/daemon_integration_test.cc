@@ -7,6 +7,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -191,10 +192,16 @@ class DaemonTest : public ::testing::Test {
     envp.push_back(nullptr);
     std::string log_path = dir_ + "/pschedd.log";
     int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const pid_t test_pid = getpid();
     pid_t pid = fork();
     if (pid == 0) {
       FormatPid(listen_pid + std::strlen("LISTEN_PID="), getpid());
       if (as != nullptr) BecomeOrExit(*as);
+      // A test that crashes (or a sanitizer that aborts it) skips TearDown: the daemon goes
+      // with it instead of serving on as an orphan. Set after the identity change, which
+      // clears it.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != test_pid) _exit(127);
       dup2(log_fd, 1);
       dup2(log_fd, 2);
       if (listen_fd >= 0) {
