@@ -32,8 +32,8 @@ struct ClientOptions {
   absl::Duration timeout = absl::Seconds(60);
   // How long an Infer or GetPlan call's thread polls for each answer before it sleeps: an
   // answer that comes within it costs no thread wake-up (20-50 us where idle cores halt, as in a
-  // VM; docs/runtime-performance.md). Only while the client's last such call was answered
-  // within it: one kept waiting longer (queued behind others) sleeps at once. Zero: always.
+  // VM; docs/runtime-performance.md). Only while the client's last such call took at most
+  // twice this: one kept waiting longer (queued behind others) sleeps at once. Zero: always.
   absl::Duration spin = absl::Microseconds(250);
   // Upload chunk size for RegisterModel.
   int64_t chunk_bytes = int64_t{1} << 20;
