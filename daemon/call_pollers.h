@@ -10,13 +10,14 @@
 // thread, so an idle daemon sleeps as before and a busy one loses nothing but the polls.
 //
 // A call its service answers at once and soon (a GetPlan whose plan is ready in memory; an
-// Infer that finds the inference queue idle and whose plan measured at most brief_infer_us,
-// Engine::InferIsBrief: the engine then runs it on this thread too) is answered on its
-// poller. Any other goes to a spare thread (spare_threads.h), so a poller never sleeps in the
-// queue or in a planner, nor runs a long inference, while calls come; a GetPlan's progress
-// messages are written from there, each waiting for its poller to see the write done.
-// Each poller has its own completion queue with one requested call of each method in it,
-// asked for again once the poller is free; gRPC gives a new call to a poller that asked.
+// Infer whose plan is in memory and that finds the inference queue full, to be refused, or
+// idle with the plan measured at most brief_infer_us, Engine::InferAnswersAtOnce: the engine
+// then runs it on this thread too) is answered on its poller. Any other goes to a spare thread
+// (spare_threads.h), so a poller never sleeps in the queue or in a planner, nor runs a long
+// inference, while calls come; a GetPlan's progress messages are written from there, each waiting
+// for its poller to see the write done. Each poller has its own completion queue with one requested
+// call of each method in it, asked for again once the poller is free; gRPC gives a new call to a
+// poller that asked.
 //
 // One poller is the default and the fast choice: gRPC lets one thread at a time wait in
 // epoll for the socket, and a second poller, asleep, is that thread, so the spinning one

@@ -439,11 +439,16 @@ bool Engine::PlanReady(const std::string& model_id, const std::string& scheduler
   return FindReady(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), options)) != nullptr;
 }
 
-bool Engine::InferIsBrief(const std::string& model_id, const std::string& scheduler) const {
-  if (!backend_->RunUsesPlan() || queue_.Progress().depth != 0) return false;
+bool Engine::InferAnswersAtOnce(const std::string& model_id, const std::string& scheduler) const {
+  if (!backend_->RunUsesPlan()) return false;
   std::shared_ptr<const ReadyPlan> plan =
       FindReady(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), {}));
   if (plan == nullptr) return false;
+  const int64_t depth = queue_.Progress().depth;
+  // Refused at once, and decided here: handed to a spare thread, a call could wait for one
+  // behind other inferences instead of being refused (there are as many as the queue holds).
+  if (depth >= queue_.capacity()) return true;
+  if (depth != 0) return false;
   const std::optional<double> measured_us = feedback_.MedianMakespanUs(*plan);
   return measured_us.has_value() && *measured_us <= config_.brief_infer_us;
 }

@@ -154,12 +154,13 @@ class Engine {
   // needs the store) and the scheduler config is ready. Takes one lock, never plans.
   bool PlanReady(const std::string& model_id, const std::string& scheduler,
                  const std::map<std::string, std::string>& options) const;
-  // Whether an Infer of `model_id` (a full id) would run at once and briefly: the inference
-  // queue is idle and the plan it runs is in memory with a median measured makespan of at
-  // most the config's brief_infer_us. A call poller runs such a call itself
-  // (daemon/call_pollers.h). Not brief: a prefix, a plan not run yet, a platform that runs
-  // no plan, a busy queue. Two short locks, never plans.
-  bool InferIsBrief(const std::string& model_id, const std::string& scheduler) const;
+  // Whether an Infer of `model_id` (a full id) would be answered at once: the plan it runs is
+  // in memory and either the inference queue is full (the call is refused on the spot) or it
+  // is idle and the plan's median measured makespan is at most the config's brief_infer_us
+  // (the call runs briefly). A call poller answers such a call itself
+  // (daemon/call_pollers.h). Not at once: a prefix, a plan not in memory or not run yet, a
+  // platform that runs no plan, a queue neither idle nor full. Short locks, never plans.
+  bool InferAnswersAtOnce(const std::string& model_id, const std::string& scheduler) const;
 
   // Refuses new inferences and waits until queued ones have run.
   void Shutdown();

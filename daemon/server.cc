@@ -74,8 +74,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& config
   // Upload chunks and input tensors; the model size limit is enforced per stream.
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(64 << 20);
-  server->call_pollers_ = std::make_unique<CallPollers>(
-      builder, config.call_pollers, absl::Microseconds(config.poll_spin_us), config.queue_capacity);
+  // Spare threads: one for each inference the queue holds (running or waiting), and a few
+  // more, so that GetPlans that plan do not keep an Infer from reaching the queue.
+  constexpr int kSparesForPlanning = 8;
+  server->call_pollers_ = std::make_unique<CallPollers>(builder, config.call_pollers,
+                                                        absl::Microseconds(config.poll_spin_us),
+                                                        config.queue_capacity + kSparesForPlanning);
   server->grpc_server_ = builder.BuildAndStart();
   if (server->grpc_server_ == nullptr) {
     return absl::InternalError("the gRPC server failed to start");

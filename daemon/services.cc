@@ -305,7 +305,7 @@ grpc::Status PlanServiceImpl::Answer(
 }
 
 bool InferenceServiceImpl::AnswersAtOnce(const pb::InferRequest& request) const {
-  return engine_->InferIsBrief(request.model_id(), request.scheduler());
+  return engine_->InferAnswersAtOnce(request.model_id(), request.scheduler());
 }
 
 grpc::Status InferenceServiceImpl::Answer(grpc::ServerContext* context,
