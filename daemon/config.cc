@@ -45,12 +45,18 @@ absl::Status Read(const toml::table& table, const std::string& key, const std::s
   return absl::OkStatus();
 }
 
-// "<origin>: <key> <value> is outside [lo, hi]" unless lo <= value <= hi.
-absl::Status CheckRange(const std::string& origin, const std::string& key, int64_t value,
-                        int64_t lo, int64_t hi) {
-  if (value >= lo && value <= hi) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(origin, ": ", key, " ", value, " is outside [", lo, ", ", hi, "]"));
+// Reads the integer `key` into `field` (left as it is when absent): "<origin>: <key> <value>
+// is outside [lo, hi]" unless lo <= value <= hi.
+absl::Status ReadInRange(const toml::table& table, const std::string& key,
+                         const std::string& origin, int64_t lo, int64_t hi, int& field) {
+  int64_t value = field;
+  if (absl::Status read = Read(table, key, origin, value); !read.ok()) return read;
+  if (value < lo || value > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": ", key, " ", value, " is outside [", lo, ", ", hi, "]"));
+  }
+  field = static_cast<int>(value);
+  return absl::OkStatus();
 }
 
 absl::Status CheckKeys(const toml::table& table, const std::set<std::string>& known,
@@ -241,20 +247,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(Read(table, "state_dir", origin, config.state_dir));
   PSCHED_RETURN_IF_ERROR(Read(table, "log_level", origin, config.log_level));
   PSCHED_RETURN_IF_ERROR(Read(table, "max_model_bytes", origin, config.max_model_bytes));
-  int64_t queue_capacity = config.queue_capacity;
-  PSCHED_RETURN_IF_ERROR(Read(table, "queue_capacity", origin, queue_capacity));
-  int64_t call_pollers = config.call_pollers;
-  PSCHED_RETURN_IF_ERROR(Read(table, "call_pollers", origin, call_pollers));
-  int64_t poll_spin_us = config.poll_spin_us;
-  PSCHED_RETURN_IF_ERROR(Read(table, "poll_spin_us", origin, poll_spin_us));
-  int64_t brief_infer_us = config.brief_infer_us;
-  PSCHED_RETURN_IF_ERROR(Read(table, "brief_infer_us", origin, brief_infer_us));
   PSCHED_RETURN_IF_ERROR(Read(table, "default_scheduler", origin, config.default_scheduler));
   PSCHED_RETURN_IF_ERROR(Read(table, "cache_max_bytes", origin, config.cache_max_bytes));
-  int64_t max_loaded = config.max_loaded_models;
-  PSCHED_RETURN_IF_ERROR(Read(table, "max_loaded_models", origin, max_loaded));
-  int64_t feedback_window = config.feedback_window;
-  PSCHED_RETURN_IF_ERROR(Read(table, "feedback_window", origin, feedback_window));
   int64_t grace = config.shutdown_grace_s;
   PSCHED_RETURN_IF_ERROR(Read(table, "shutdown_grace_s", origin, grace));
   int64_t stuck = config.stuck_inference_s;
@@ -264,12 +258,17 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(
       Read(table, "allow_non_finite_inputs", origin, config.allow_non_finite_inputs));
 
-  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "queue_capacity", queue_capacity, 1, 1000000));
-  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "call_pollers", call_pollers, 1, 64));
-  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "poll_spin_us", poll_spin_us, 0, 100000));
-  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "brief_infer_us", brief_infer_us, 0, 10000000));
-  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "max_loaded_models", max_loaded, 1, 100000));
-  PSCHED_RETURN_IF_ERROR(CheckRange(origin, "feedback_window", feedback_window, 0, 100000));
+  PSCHED_RETURN_IF_ERROR(
+      ReadInRange(table, "queue_capacity", origin, 1, 1000000, config.queue_capacity));
+  PSCHED_RETURN_IF_ERROR(ReadInRange(table, "call_pollers", origin, 1, 64, config.call_pollers));
+  PSCHED_RETURN_IF_ERROR(
+      ReadInRange(table, "poll_spin_us", origin, 0, 100000, config.poll_spin_us));
+  PSCHED_RETURN_IF_ERROR(
+      ReadInRange(table, "brief_infer_us", origin, 0, 10000000, config.brief_infer_us));
+  PSCHED_RETURN_IF_ERROR(
+      ReadInRange(table, "max_loaded_models", origin, 1, 100000, config.max_loaded_models));
+  PSCHED_RETURN_IF_ERROR(
+      ReadInRange(table, "feedback_window", origin, 0, 100000, config.feedback_window));
   if (config.max_model_bytes < 1) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": max_model_bytes must be positive"));
   }
@@ -281,12 +280,6 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": unknown log_level '", config.log_level, "'"));
   }
-  config.queue_capacity = static_cast<int>(queue_capacity);
-  config.call_pollers = static_cast<int>(call_pollers);
-  config.poll_spin_us = static_cast<int>(poll_spin_us);
-  config.brief_infer_us = static_cast<int>(brief_infer_us);
-  config.max_loaded_models = static_cast<int>(max_loaded);
-  config.feedback_window = static_cast<int>(feedback_window);
   config.shutdown_grace_s = static_cast<int>(grace);
   config.stuck_inference_s = static_cast<int>(stuck);
 
