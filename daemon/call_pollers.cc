@@ -214,7 +214,7 @@ void CallPollers::Stop() {
                on_pollers_.load(), on_spares_.load());
 }
 
-void CallPollers::Take(Poller& poller, Call* call) {
+void CallPollers::Take(Call* call) {
   if (call->AnswersAtOnce()) {
     call->Answer(/*on_spare=*/false);
     on_pollers_.fetch_add(1);
@@ -258,7 +258,7 @@ void CallPollers::Poll(Poller& poller) {
             break;
           }
           ++poller.calls;
-          Take(poller, call);
+          Take(call);
           break;
         case Call::Event::kRelayed:
           call->RunRelayed();

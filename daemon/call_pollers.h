@@ -71,7 +71,7 @@ class CallPollers {
   };
 
   void Poll(Poller& poller);
-  void Take(Poller& poller, Call* call);
+  void Take(Call* call);
 
   const absl::Duration spin_;
   std::vector<std::unique_ptr<Poller>> pollers_;

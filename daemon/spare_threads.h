@@ -1,5 +1,5 @@
 // SpareThreads: runs closures on threads it starts when all it has are busy, and keeps the
-// idle ones for the next closure. It is where an Infer poller (infer_pollers.h) sends a call
+// idle ones for the next closure. It is where a call poller (call_pollers.h) sends a call
 // that would block it: the poller goes back to its queue, and the call waits on a thread of
 // its own as it would on gRPC's sync server.
 //
