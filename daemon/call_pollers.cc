@@ -11,6 +11,16 @@
 #include "sync/mutex.h"
 
 namespace psched::daemon {
+namespace {
+
+// Puts `tag` on `queue` at once. The deadline is long past, not now: gRPC 1.51 rounds an
+// alarm's deadline up to the next millisecond, so an alarm set to now fired about 1 ms later
+// (every answer from a spare thread took 1 ms longer).
+void FireAtOnce(grpc::Alarm& alarm, grpc::ServerCompletionQueue* queue, void* tag) {
+  alarm.Set(queue, gpr_inf_past(GPR_CLOCK_MONOTONIC), tag);
+}
+
+}  // namespace
 
 // One call from the request for it to its end. Its tags come back on its poller's queue:
 // arrived (a call came, or the server shut down before one did), relayed (a spare thread
@@ -74,12 +84,10 @@ class CallPollers::Call {
       return;
     }
     // Set under the lock: the poller takes the operation under it too, so the call cannot
-    // be over and deleted before Set has returned. The deadline is long past, not now: gRPC
-    // 1.51 rounds an alarm's deadline up to the next millisecond, so one set to now fired
-    // about 1 ms later (every answer from a spare thread took 1 ms longer).
+    // be over and deleted before Set has returned.
     sync::MutexLock lock(&mu_);
     relayed_ = std::move(operation);
-    relay_.Set(queue_, gpr_inf_past(GPR_CLOCK_MONOTONIC), &relayed_tag_);
+    FireAtOnce(relay_, queue_, &relayed_tag_);
   }
   // From a spare thread: writes `message` on the poller and waits until it went out (or the
   // stream broke). One relayed operation at a time: the next waits for this one's write.
@@ -199,7 +207,7 @@ void CallPollers::Stop() {
   for (std::unique_ptr<Poller>& poller : pollers_) {
     if (poller->thread.joinable()) {
       // The poller shuts its queue down itself once it has seen this and its calls are over.
-      poller->wake.Set(poller->queue.get(), gpr_now(GPR_CLOCK_MONOTONIC), &poller->wake);
+      FireAtOnce(poller->wake, poller->queue.get(), &poller->wake);
       poller->thread.join();
     } else {  // never started: nothing was asked for
       poller->queue->Shutdown();
