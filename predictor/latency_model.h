@@ -51,8 +51,9 @@ class LatencyModel {
   virtual double HandOffUs(int from_device, int to_device, double idle_us) const {
     return SyncUs(from_device, to_device);
   }
-  // How much longer the device's subtasks take in a plan that also has work on other devices;
-  // 1 by default. REQUIRES: 0 <= device < num_devices().
+  // How much longer the device's subtasks take while another device runs work too (applied to
+  // the share of each subtask that overlaps it, scheduler/co_run_overlap.h); 1 by default.
+  // REQUIRES: 0 <= device < num_devices().
   virtual double CoRunFactor(int device) const { return 1.0; }
   // Microseconds a run of any plan takes beyond its makespan; 0 by default.
   virtual double RunOverheadUs() const { return 0; }

@@ -132,7 +132,7 @@ class Problem {
     return latency_model_ != nullptr ? latency_model_->HandOffUs(from_device, to_device, idle_us)
                                      : SyncUs(from_device, to_device);
   }
-  // How much longer `device`'s subtasks take in a plan with work on other devices too
+  // How much longer `device`'s subtasks take while another device runs too
   // (LatencyModel::CoRunFactor); 1 for a task graph. For predicting a fixed plan.
   double CoRunFactor(int device) const {
     return latency_model_ != nullptr ? latency_model_->CoRunFactor(device) : 1.0;

@@ -9,6 +9,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
+#include "scheduler/co_run_overlap.h"
 
 namespace psched::scheduler {
 namespace {
@@ -18,9 +19,12 @@ namespace {
 using InputReady =
     absl::FunctionRef<double(double transfer_us, int from, int to, double end, double device_free)>;
 
-// `scale[d]`: device d's subtasks last this many times their prediction.
+// `scale[i]`: the schedule's subtask i lasts this many times its prediction (empty: 1 for all).
+// The result's subtasks come in planned start order; `source`, when given, receives the index
+// into schedule.subtasks() of each.
 absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule,
-                                std::span<const double> scale, InputReady input_ready) {
+                                std::span<const double> scale, InputReady input_ready,
+                                std::vector<size_t>* source = nullptr) {
   if (schedule.num_ops() != problem.num_ops() || schedule.num_devices() != problem.num_devices()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the schedule has ", schedule.num_ops(), " ops on ", schedule.num_devices(),
@@ -49,6 +53,7 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
   std::vector<double> device_free(static_cast<size_t>(problem.num_devices()), 0.0);
   // Per op: its subtasks' (device, end) as re-timed so far.
   std::vector<std::vector<std::pair<int, double>>> done(static_cast<size_t>(problem.num_ops()));
+  if (source != nullptr) *source = order;
   Schedule out(problem.num_ops(), problem.num_devices());
   for (OpId op = 0; op < problem.num_ops(); ++op) out.SetPlan(op, schedule.plan(op));
   for (size_t i : order) {
@@ -66,7 +71,7 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
     }
     s.start_us = start;
     s.end_us = start + problem.LatencyUs(s.op, s.axis, s.end - s.begin, s.device) *
-                           scale[static_cast<size_t>(s.device)];
+                           (scale.empty() ? 1.0 : scale[i]);
     device_free[static_cast<size_t>(s.device)] = s.end_us;
     done[static_cast<size_t>(s.op)].emplace_back(s.device, s.end_us);
     out.Add(s);
@@ -77,8 +82,7 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
 }  // namespace
 
 absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& schedule) {
-  const std::vector<double> unscaled(static_cast<size_t>(problem.num_devices()), 1.0);
-  return Retime(problem, schedule, unscaled,
+  return Retime(problem, schedule, {},
                 [&](double transfer_us, int from, int to, double end, double) {
                   return end + problem.EdgeCostUs(transfer_us, from, to);
                 });
@@ -90,20 +94,48 @@ absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& s
     if (s.device >= 0 && s.device < problem.num_devices())
       used[static_cast<size_t>(s.device)] = true;
   }
-  const bool co_running = std::count(used.begin(), used.end(), true) >= 2;
-  std::vector<double> scale(used.size(), 1.0);
-  for (size_t d = 0; co_running && d < scale.size(); ++d) {
+  std::vector<double> co_run(used.size(), 1.0);
+  for (size_t d = 0; d < co_run.size(); ++d) {
     const double f = problem.CoRunFactor(static_cast<int>(d));
-    scale[d] = std::isfinite(f) && f > 0 ? f : 1.0;
+    co_run[d] = std::isfinite(f) && f > 0 ? f : 1.0;
   }
-  return Retime(problem, schedule, scale,
-                [&](double transfer_us, int from, int to, double end, double device_free) {
-                  const double arrival = end + (problem.SameDomain(from, to) ? 0.0 : transfer_us);
-                  const double idle_us = arrival - device_free;
-                  if (idle_us <= 0) return arrival;
-                  const double hand_off = problem.HandOffUs(from, to, idle_us);
-                  return arrival + (std::isfinite(hand_off) ? std::max(0.0, hand_off) : 0.0);
-                });
+  const bool co_running =
+      std::count(used.begin(), used.end(), true) >= 2 &&
+      std::any_of(co_run.begin(), co_run.end(), [](double f) { return f != 1; });
+  auto by_waits = [&](double transfer_us, int from, int to, double end, double device_free) {
+    const double arrival = end + (problem.SameDomain(from, to) ? 0.0 : transfer_us);
+    const double idle_us = arrival - device_free;
+    if (idle_us <= 0) return arrival;
+    const double hand_off = problem.HandOffUs(from, to, idle_us);
+    return arrival + (std::isfinite(hand_off) ? std::max(0.0, hand_off) : 0.0);
+  };
+  std::vector<size_t> source;
+  absl::StatusOr<Schedule> run = Retime(problem, schedule, {}, by_waits, &source);
+  if (!run.ok() || !co_running) return run;
+  // Each subtask slowed by its device's co-run factor over the share of it that overlaps work on
+  // another device. Overlaps move as durations grow, so this iterates to a fixed point; the
+  // change per round shrinks with the overlapped share, and a few rounds settle every plan seen.
+  constexpr int kMaxRounds = 8;
+  constexpr double kSettledUs = 0.01;
+  std::vector<double> scale(schedule.subtasks().size(), 1.0);
+  std::vector<BusyInterval> busy;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    busy.clear();
+    for (const ScheduledSubtask& s : run->subtasks()) {
+      busy.push_back({.device = s.device, .start = s.start_us, .end = s.end_us});
+    }
+    const std::vector<double> overlap = OverlapFractions(busy);
+    for (size_t j = 0; j < source.size(); ++j) {
+      const double f = co_run[static_cast<size_t>(run->subtasks()[j].device)];
+      scale[source[j]] = 1 + (f - 1) * overlap[j];
+    }
+    absl::StatusOr<Schedule> next = Retime(problem, schedule, scale, by_waits, &source);
+    if (!next.ok()) return next;
+    const bool settled = std::abs(next->makespan_us() - run->makespan_us()) < kSettledUs;
+    run = std::move(next);
+    if (settled) break;
+  }
+  return run;
 }
 
 }  // namespace psched::scheduler

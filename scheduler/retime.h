@@ -23,8 +23,9 @@ absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& 
 // when it came (Problem::HandOffUs: a waiter still spinning resumes at once, a parked one must
 // be woken) instead of the planners' constant sync cost; an input that came while the device
 // was still busy costs nothing beyond a transfer. When the schedule uses two devices or more,
-// each subtask lasts Problem::CoRunFactor times its prediction (so the result passes
-// ValidateSchedule only where those are 1). Its makespan plus the model's
+// each subtask lasts its prediction times 1 + (Problem::CoRunFactor - 1) x the share of it
+// during which another device runs (co_run_overlap.h; iterated until the run settles), so the
+// result passes ValidateSchedule only where those factors are 1. Its makespan plus the model's
 // RunOverheadUs is the plan's predicted latency. Equals RetimeSchedule where HandOffUs is
 // SyncUs, CoRunFactor 1 and no input arrives within the sync cost before its device is free.
 absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& schedule);

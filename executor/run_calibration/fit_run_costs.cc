@@ -10,21 +10,41 @@
 #include "executor/runtime/coexecution_runtime.h"
 #include "predictor/calibration/host_latency_model.h"
 #include "predictor/error_summary.h"
+#include "scheduler/co_run_overlap.h"
 
 namespace psched::executor::run_calibration {
 namespace {
+
+// Below this sum of squared overlap shares the probes beside other devices hardly overlapped
+// them, and the co-run factor stays 1; it is kept within [kMinCoRunFactor, kMaxCoRunFactor].
+constexpr double kMinOverlapSquares = 1e-3;
+constexpr double kMinCoRunFactor = 0.5;
+constexpr double kMaxCoRunFactor = 3;
 
 // 0 for none.
 double Median(std::vector<double> v) { return v.empty() ? 0 : predictor::Median(std::move(v)); }
 
 // `timings` in the order they ran, each lasting what the fitted model predicts for it: the
-// schedule's prediction times its device's in-run factor, plus the device's cold start on its
-// first subtask of the run. A subtask the schedule lacks keeps its measured duration.
+// schedule's prediction times its device's in-run factor, times 1 + (co-run factor - 1) x the
+// share of it during which another device ran (as measured; `co_run` empty: no co-run factor),
+// plus the device's cold start on its first subtask of the run. A subtask the schedule lacks
+// keeps its measured duration.
 std::vector<runtime::SubtaskTiming> AsPredicted(const scheduler::Schedule& schedule,
                                                 std::span<const runtime::SubtaskTiming> timings,
                                                 std::span<const double> in_run,
-                                                std::span<const double> cold_us) {
+                                                std::span<const double> cold_us,
+                                                std::span<const double> co_run = {}) {
   const std::vector<std::optional<double>> predicted = PredictedDurationsUs(schedule, timings);
+  std::vector<double> overlap(timings.size(), 0.0);
+  if (!co_run.empty()) {
+    std::vector<scheduler::BusyInterval> busy;
+    for (const runtime::SubtaskTiming& t : timings) {
+      busy.push_back({.device = t.device,
+                      .start = static_cast<double>(t.start_ns),
+                      .end = static_cast<double>(t.end_ns)});
+    }
+    overlap = scheduler::OverlapFractions(busy);
+  }
   std::vector<runtime::SubtaskTiming> out(timings.begin(), timings.end());
   std::vector<int64_t> first_start(in_run.size(), std::numeric_limits<int64_t>::max());
   for (const runtime::SubtaskTiming& t : out) {
@@ -36,6 +56,7 @@ std::vector<runtime::SubtaskTiming> AsPredicted(const scheduler::Schedule& sched
     runtime::SubtaskTiming& t = out[i];
     const auto d = static_cast<size_t>(t.device);
     double us = *predicted[i] * in_run[d];
+    if (!co_run.empty()) us *= 1 + (co_run[d] - 1) * overlap[i];
     if (t.start_ns == first_start[d]) us += cold_us[d];
     t.end_ns = t.start_ns + static_cast<int64_t>(std::llround(us * 1e3));
   }
@@ -104,19 +125,24 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   costs.probes = static_cast<int>(results.size());
   const size_t num_devices = device_names.size();
   // Per device: the median run's summed subtask time, measured and predicted, of every probe
-  // that ran subtasks on it, and whether that probe used other devices too.
+  // that ran subtasks on it, whether that probe used other devices too, and the median run's
+  // share of the predicted time that overlapped another device's work.
   std::vector<std::vector<double>> measured(num_devices), predicted(num_devices);
   std::vector<std::vector<bool>> co_running(num_devices);
+  std::vector<std::vector<double>> overlapped(num_devices);
   std::vector<double> overheads;
   std::vector<const ProbeResult*> multi;
   for (const ProbeResult& r : results) {
     costs.runs = std::max(costs.runs, static_cast<int>(r.breakdowns.size()));
     for (size_t d = 0; d < num_devices; ++d) {
-      std::vector<double> m, p;
+      std::vector<double> m, p, share;
       for (const RunBreakdown& b : r.breakdowns) {
         if (d < b.measured_kernel_us.size()) {
           m.push_back(b.measured_kernel_us[d]);
           p.push_back(b.predicted_kernel_us[d]);
+          if (d < b.predicted_overlapped_us.size() && b.predicted_kernel_us[d] > 0) {
+            share.push_back(b.predicted_overlapped_us[d] / b.predicted_kernel_us[d]);
+          }
         }
       }
       const double mm = Median(std::move(m)), pm = Median(std::move(p));
@@ -124,6 +150,7 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
       measured[d].push_back(mm);
       predicted[d].push_back(pm);
       co_running[d].push_back(r.devices_used >= 2);
+      overlapped[d].push_back(Median(std::move(share)));
     }
     for (const RunBreakdown& b : r.breakdowns) {
       overheads.push_back(b.first_start_us + b.wall_us - b.trace_end_us);
@@ -135,24 +162,39 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   for (size_t d = 0; d < num_devices; ++d) {
     if (measured[d].empty()) continue;
     // The cold start over every plan on the device (the more plans, the steadier); then, when
-    // it ran plans both alone and beside other devices, the factor from the plans alone and
-    // the co-run factor from the others, each the geometric mean of what is left after the
-    // cold start.
+    // it ran plans both alone and beside other devices, the factor from the plans alone (the
+    // geometric mean of what is left after the cold start) and the co-run factor from the
+    // others: each of them took x = (measured - cold) / (factor x predicted) = 1 + g x s, s the
+    // share of its predicted time that overlapped another device's work, and g is their least
+    // squares fit. A HEFT plan whose devices take turns pays little of it, a partition-only
+    // plan all of it; one factor over whole plans overcharged the first and undercharged the
+    // second.
     DeviceRunFit fit = FitDeviceRun(measured[d], predicted[d]);
-    auto mean_log_ratio = [&](bool beside_others, double times) {
-      double sum = 0;
-      int n = 0;
-      for (size_t p = 0; p < measured[d].size(); ++p) {
-        if (co_running[d][p] != beside_others) continue;
-        sum += std::log((measured[d][p] - fit.cold_us) / (times * predicted[d][p]));
-        ++n;
+    double alone_log_sum = 0;
+    int alone = 0;
+    double s_x = 0, s_s = 0;
+    int beside = 0;
+    for (size_t p = 0; p < measured[d].size(); ++p) {
+      if (!co_running[d][p]) {
+        alone_log_sum += std::log((measured[d][p] - fit.cold_us) / predicted[d][p]);
+        ++alone;
       }
-      return n == 0 ? std::nullopt : std::optional<double>(sum / n);
-    };
-    const std::optional<double> alone = mean_log_ratio(false, 1.0);
-    if (alone.has_value() && mean_log_ratio(true, 1.0).has_value()) {
-      fit.factor = std::exp(*alone);
-      co_run[d] = std::exp(*mean_log_ratio(true, fit.factor));
+    }
+    if (alone > 0) {
+      for (size_t p = 0; p < measured[d].size(); ++p) {
+        if (!co_running[d][p]) continue;
+        const double x =
+            (measured[d][p] - fit.cold_us) / (std::exp(alone_log_sum / alone) * predicted[d][p]);
+        s_x += overlapped[d][p] * (x - 1);
+        s_s += overlapped[d][p] * overlapped[d][p];
+        ++beside;
+      }
+    }
+    if (alone > 0 && beside > 0) {
+      fit.factor = std::exp(alone_log_sum / alone);
+      if (s_s > kMinOverlapSquares) {
+        co_run[d] = std::clamp(1 + s_x / s_s, kMinCoRunFactor, kMaxCoRunFactor);
+      }
     }
     factor[d] = fit.factor;
     cold_us[d] = fit.cold_us;
@@ -165,10 +207,8 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
          .co_run_factor = co_run[d]});
   }
   // Per multi-device probe, its median measured span, and its timed runs with each subtask
-  // lasting what the planners see (the factor alone) and what a plan's prediction uses (times
-  // the co-run factor).
-  std::vector<double> factor_beside_others(num_devices);
-  for (size_t d = 0; d < num_devices; ++d) factor_beside_others[d] = factor[d] * co_run[d];
+  // lasting what the planners see (the factor alone) and what a plan's prediction uses (with
+  // the co-run factor over its overlapped share).
   std::vector<double> spans;
   using Runs = std::vector<std::vector<runtime::SubtaskTiming>>;
   std::vector<Runs> as_planned, as_predicted;
@@ -181,8 +221,7 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     as_predicted.emplace_back();
     for (const auto& timings : r->timings) {
       as_planned.back().push_back(AsPredicted(r->schedule, timings, factor, cold_us));
-      as_predicted.back().push_back(
-          AsPredicted(r->schedule, timings, factor_beside_others, cold_us));
+      as_predicted.back().push_back(AsPredicted(r->schedule, timings, factor, cold_us, co_run));
     }
   }
   // The median replay of each probe's runs with `sync` between devices.

@@ -11,16 +11,19 @@
 //   idle): one factor alone left short plans 1.1-1.24x their prediction and long ones about
 //   1.0. It needs three probes or more whose lengths differ twofold; else it is 0 and the
 //   factor the geometric mean of the ratios. When the device ran plans both alone and beside
-//   other devices, the factor is then refitted to the plans alone and the co-run factor is what
-//   the others took beyond it (geometric means after the cold start): two cores running at
-//   once share the last-level cache and memory bandwidth (1.04-1.05 per core here), so one
-//   factor over both kinds left single-device plans over and co-execution plans under their
-//   predictions.
+//   other devices, the factor is then refitted to the plans alone (geometric mean after the
+//   cold start) and the co-run factor is what the others took beyond it over the share of
+//   their subtasks that overlapped another device's (least squares over those plans of
+//   x = 1 + (factor - 1) x share, x each plan's ratio to the factor alone;
+//   RunBreakdown::predicted_overlapped_us): two cores running at once share the last-level
+//   cache and memory bandwidth, but only while both run, so one factor over whole plans
+//   overcharged plans whose devices take turns and undercharged those that split every op.
 // - Hand-offs by wait, per ordered pair of `sync_devices`: the median delay of the probes'
 //   waits (RunBreakdown::cross_delays, every timed run) that came within the runtime's spin
 //   (CoExecutionRuntime::kSpinNs) and of the later ones, after which a host waiter has parked
 //   (here 0.2 us against 50 us between the cores; the GPU's wait kernels never park, 3 us).
-//   With the co-run factors they predict a fixed plan's run (scheduler::RetimeByWaits).
+//   With the co-run factors over each subtask's overlapped share they predict a fixed plan's
+//   run (scheduler::RetimeByWaits).
 // - Sync cost, the planners' constant: one value for every ordered pair of `sync_devices`
 //   (hand-offs cost alike in either direction here; devices outside keep none. Host
 //   calibration fits the CPU devices' pairs and a GPU's with one CPU device in separate probes,

@@ -52,44 +52,90 @@ ProbeResult Probe(const model::Graph& graph, const int (&devices)[3], double pre
   return r;
 }
 
+// stem -> (branch a, branch b) -> join.
+model::Graph Fork() {
+  testing::GraphBuilder b;
+  auto x = b.AddInput({4, 4, 2});
+  auto stem = b.AddOp(OpKind::kActivation, {x}, {4, 4, 2});
+  auto a = b.AddOp(OpKind::kActivation, {stem}, {4, 4, 2});
+  auto bb = b.AddOp(OpKind::kActivation, {stem}, {4, 4, 2});
+  b.MarkOutput(b.AddOp(OpKind::kAdd, {a, bb}, {4, 4, 2}));
+  return b.Build();
+}
+
+// A probe of Fork with the stem, branch a and the join on device 0 and branch b on device 1,
+// each op predicted `predicted_us`; the stem and the join measured `alone_us`, the branches
+// `branch_us` each, branch b starting `gap_us` after the stem (so the branches overlap for
+// branch_us - gap_us) and the join `gap_us` after branch b.
+ProbeResult ForkProbe(const model::Graph& graph, double predicted_us, double alone_us,
+                      double branch_us, double gap_us, int runs) {
+  scheduler::Schedule schedule(4, 2);
+  const int device[4] = {0, 0, 1, 0};
+  const double start[4] = {0, alone_us, alone_us + gap_us, alone_us + 2 * gap_us + branch_us};
+  const double length[4] = {alone_us, branch_us, branch_us, alone_us};
+  std::vector<runtime::SubtaskTiming> timings;
+  for (model::OpId op = 0; op < 4; ++op) {
+    const double planned = op == 3 ? 2 * predicted_us : predicted_us * op;
+    schedule.Add({.op = op,
+                  .device = device[op],
+                  .start_us = op == 2 ? predicted_us : planned,
+                  .end_us = (op == 2 ? predicted_us : planned) + predicted_us});
+    timings.push_back({.device = device[op],
+                       .step = {op, WorkSlice::Whole()},
+                       .start_ns = static_cast<int64_t>(start[op] * 1000),
+                       .end_ns = static_cast<int64_t>((start[op] + length[op]) * 1000)});
+  }
+  ProbeResult r;
+  r.graph = &graph;
+  r.schedule = schedule;
+  r.devices_used = 2;
+  const double end = start[3] + length[3];
+  for (int i = 0; i < runs; ++i) {
+    r.timings.push_back(timings);
+    r.breakdowns.push_back(BreakDownRun(graph, schedule, timings, end + 50));
+  }
+  return r;
+}
+
 TEST(FitRunCosts, InRunFactorsAloneCoRunFactorsAndTheCostsThatReproduceTheRuns) {
   const model::Graph g = Chain3();
+  const model::Graph fork = Fork();
   const std::vector<ProbeResult> probes = {
-      Probe(g, {0, 0, 0}, 100, 110, 0, 5),   // alone on device 0: 10% slower than predicted
-      Probe(g, {1, 1, 1}, 100, 120, 0, 5),   // alone on device 1
-      Probe(g, {0, 1, 0}, 100, 150, 25, 5),  // together: 150 us kernels, 25 us per hand-off
+      Probe(g, {0, 0, 0}, 100, 110, 0, 5),  // alone on device 0: 10% slower than predicted
+      Probe(g, {1, 1, 1}, 100, 120, 0, 5),  // alone on device 1
+      // Together: the stem and the join as alone, the branches side by side at 150 us each,
+      // 25 us per hand-off (branch b from 135, so they overlap 125 of their 150 us).
+      ForkProbe(fork, 100, 110, 150, 25, 5),
   };
   const calibration::RunCosts costs = FitRunCosts(probes, kNames, kBothSync);
   EXPECT_EQ(costs.probes, 3);
   EXPECT_EQ(costs.runs, 5);
   ASSERT_EQ(costs.in_run.size(), 2u);
   EXPECT_EQ(costs.in_run[0].device, "cpu.0");
-  // The factors from the plans alone; the plan together ran 300 us on device 0 where the
-  // factor predicts 220, 150 on device 1 where it predicts 120.
+  // The factors from the plans alone. Device 0 ran 370 us of the fork where its factor
+  // predicts 330, its overlapped share 100 * 125/150 of the 300 predicted: x = 370/330 =
+  // 1 + g * (250/900). Device 1: 150 against 120 with 125/150 of it overlapped.
   EXPECT_NEAR(costs.in_run[0].factor, 1.1, 1e-9);
   EXPECT_NEAR(costs.in_run[1].factor, 1.2, 1e-9);
-  EXPECT_NEAR(costs.in_run[0].co_run_factor, 300.0 / 220, 1e-9);
-  EXPECT_NEAR(costs.in_run[1].co_run_factor, 150.0 / 120, 1e-9);
-  EXPECT_DOUBLE_EQ(costs.in_run[0].measured_us, 330 + 300);
-  EXPECT_DOUBLE_EQ(costs.in_run[0].predicted_us, 300 + 200);
-  EXPECT_DOUBLE_EQ(costs.multi_device_measured_us, 500);
-  // The planners' constant takes up all the plan together lost against the factors alone:
-  // 110 + 120 + 110 + 2c = 500.
-  EXPECT_NEAR(costs.multi_device_replay_us, 340, 1e-6);
+  EXPECT_NEAR(costs.in_run[0].co_run_factor, 1 + (370.0 / 330 - 1) * 900 / 250, 1e-6);
+  EXPECT_NEAR(costs.in_run[1].co_run_factor, 1 + (150.0 / 120 - 1) * 150 / 125, 1e-6);
+  EXPECT_DOUBLE_EQ(costs.in_run[0].measured_us, 330 + 370);
+  EXPECT_DOUBLE_EQ(costs.in_run[0].predicted_us, 300 + 300);
+  // From the stem's start to the join's end: 110 + 25 + 150 + 25 + 110.
+  EXPECT_DOUBLE_EQ(costs.multi_device_measured_us, 420);
   ASSERT_EQ(costs.sync.size(), 2u);
-  EXPECT_NEAR(costs.sync[0].us, 80, 1e-3);
   EXPECT_EQ(costs.sync[1].from, "cpu.1");
-  // Both waiters had idled 150 and 175 us, past the runtime's spin: parked, 25 us each; no
-  // wait within the spin, so that kind costs what the pair's waits cost.
+  // Device 1 had idled 110 us for the stem, past the runtime's spin (parked), device 0 25 us
+  // for branch b (spinning); 25 us each.
   for (const calibration::RunCosts::Sync& s : costs.sync) {
     EXPECT_EQ(s.window_us, runtime::CoExecutionRuntime::kSpinNs / 1e3);
-    EXPECT_EQ(s.parked_waits, 5);
-    EXPECT_EQ(s.spinning_waits, 0);
-    EXPECT_NEAR(s.parked_us, 25, 1e-9);
-    EXPECT_NEAR(s.spinning_us, 25, 1e-9);
   }
-  // Co-run factors and hand-offs together replay the plan as it ran.
-  EXPECT_NEAR(costs.multi_device_hand_off_replay_us, 500, 1e-6);
+  EXPECT_EQ(costs.sync[0].parked_waits, 5);
+  EXPECT_NEAR(costs.sync[0].parked_us, 25, 1e-9);
+  EXPECT_EQ(costs.sync[1].spinning_waits, 5);
+  EXPECT_NEAR(costs.sync[1].spinning_us, 25, 1e-9);
+  // Co-run factors over the overlapped shares and hand-offs together replay the plan as it ran.
+  EXPECT_NEAR(costs.multi_device_hand_off_replay_us, 420, 1e-3);
   EXPECT_NEAR(costs.run_overhead_us, 50, 1e-9);
 }
 
@@ -118,8 +164,29 @@ TEST(FitRunCosts, HandOffsCostByHowLongTheWaiterIdled) {
 
 // Kernels that run slower together than alone are the co-run factor to a plan's prediction,
 // and to the planners (whose predictions lack it) part of the sync cost: with nothing lost
-// between subtasks but every subtask of the two-device plan 20% over its prediction.
+// between subtasks but the two branches, side by side, each 20% over its prediction.
 TEST(FitRunCosts, KernelsSlowerTogetherThanAloneAreTheCoRunFactorAndThePlannersSync) {
+  const model::Graph g = Chain3();
+  const model::Graph fork = Fork();
+  const std::vector<ProbeResult> probes = {Probe(g, {0, 0, 0}, 100, 100, 0, 5),
+                                           Probe(g, {1, 1, 1}, 100, 100, 0, 5),
+                                           ForkProbe(fork, 100, 100, 120, 0, 5)};
+  const calibration::RunCosts costs = FitRunCosts(probes, kNames, kBothSync);
+  ASSERT_EQ(costs.in_run.size(), 2u);
+  for (const calibration::RunCosts::InRun& r : costs.in_run) {
+    EXPECT_NEAR(r.factor, 1, 1e-9);
+    EXPECT_NEAR(r.co_run_factor, 1.2, 1e-9);
+  }
+  ASSERT_EQ(costs.sync.size(), 2u);
+  // Replayed with the factors alone (100 us each) and c per edge: 100 + c + 100 + c + 100 = 320.
+  EXPECT_NEAR(costs.sync[0].us, 10, 1e-3);
+  EXPECT_NEAR(costs.multi_device_hand_off_replay_us, 320, 1e-3);
+}
+
+// Devices that take turns do not slow each other down: a chain over both devices, every
+// subtask 20% over its prediction, overlaps nothing, so its loss cannot be the co-run factor
+// (it stays 1) and a plan's prediction keeps each device's factor alone.
+TEST(FitRunCosts, DevicesTakingTurnsLeaveTheCoRunFactorAtOne) {
   const model::Graph g = Chain3();
   const std::vector<ProbeResult> probes = {Probe(g, {0, 0, 0}, 100, 100, 0, 5),
                                            Probe(g, {1, 1, 1}, 100, 100, 0, 5),
@@ -128,13 +195,8 @@ TEST(FitRunCosts, KernelsSlowerTogetherThanAloneAreTheCoRunFactorAndThePlannersS
   ASSERT_EQ(costs.in_run.size(), 2u);
   for (const calibration::RunCosts::InRun& r : costs.in_run) {
     EXPECT_NEAR(r.factor, 1, 1e-9);
-    EXPECT_NEAR(r.co_run_factor, 1.2, 1e-9);
+    EXPECT_EQ(r.co_run_factor, 1);
   }
-  ASSERT_EQ(costs.sync.size(), 2u);
-  // 3 x 100 + 2c = 360.
-  EXPECT_NEAR(costs.sync[0].us, 30, 1e-3);
-  EXPECT_NEAR(costs.sync[0].parked_us, 0, 1e-9);
-  EXPECT_NEAR(costs.multi_device_hand_off_replay_us, 360, 1e-6);
 }
 
 // A run after an idle pause pays its device's cold start once, whatever its length: plans of

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "model/split.h"
+#include "scheduler/co_run_overlap.h"
 
 namespace psched::executor::run_calibration {
 namespace {
@@ -84,6 +85,7 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
   out.wall_us = wall_us;
   out.measured_kernel_us.assign(num_devices, 0);
   out.predicted_kernel_us.assign(num_devices, 0);
+  out.predicted_overlapped_us.assign(num_devices, 0);
   out.replay_us = ReplayUs(graph, timings, [](int, int, double) { return 0.0; });
   const std::vector<std::optional<double>> predicted = PredictedDurationsUs(schedule, timings);
   // Share of each op's work done per device, by the plan.
@@ -93,6 +95,14 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
     share[static_cast<size_t>(s.op)][static_cast<size_t>(s.device)] +=
         static_cast<double>(s.end - s.begin) / std::max(1.0, work);
   }
+  std::vector<scheduler::BusyInterval> busy;
+  busy.reserve(timings.size());
+  for (const runtime::SubtaskTiming& t : timings) {
+    busy.push_back({.device = t.device,
+                    .start = static_cast<double>(t.start_ns),
+                    .end = static_cast<double>(t.end_ns)});
+  }
+  const std::vector<double> overlap = scheduler::OverlapFractions(busy);
   const std::vector<const runtime::SubtaskTiming*> order = InStartOrder(timings);
   std::vector<double> device_free(num_devices, 0);
   std::vector<double> op_end(graph.ops.size(), 0);
@@ -128,10 +138,12 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
       op_end_device[static_cast<size_t>(t->step.op)] = t->device;
     }
     out.trace_end_us = std::max(out.trace_end_us, end);
-    const double predicted_us = predicted[static_cast<size_t>(t - timings.data())].value_or(0);
+    const auto index = static_cast<size_t>(t - timings.data());
+    const double predicted_us = predicted[index].value_or(0);
     const double duration = end - start;
     out.measured_kernel_us[d] += duration;
     out.predicted_kernel_us[d] += predicted_us;
+    out.predicted_overlapped_us[d] += predicted_us * overlap[index];
     const double f = inputs > 0 ? remote / inputs : 0;
     const size_t bucket = f < 1e-6 ? 0 : (f > 1 - 1e-6 ? 2 : 1);
     out.measured_by_locality[bucket] += duration;
@@ -180,6 +192,9 @@ RunBreakdown MedianBreakdown(std::span<const RunBreakdown> runs) {
         median([d](const RunBreakdown& r) { return r.measured_kernel_us[d]; }));
     out.predicted_kernel_us.push_back(
         median([d](const RunBreakdown& r) { return r.predicted_kernel_us[d]; }));
+    out.predicted_overlapped_us.push_back(median([d](const RunBreakdown& r) {
+      return d < r.predicted_overlapped_us.size() ? r.predicted_overlapped_us[d] : 0.0;
+    }));
   }
   return out;
 }

@@ -49,8 +49,10 @@ struct RunBreakdown {
   // Each subtask whose binding input came from another device, in start order.
   std::vector<CrossDelay> cross_delays;
   double local_delay_us = 0;  // summed over the other subtasks
-  // Per device: summed measured and predicted subtask durations.
-  std::vector<double> measured_kernel_us, predicted_kernel_us;
+  // Per device: summed measured and predicted subtask durations, and the predicted durations
+  // each weighted by the share of the subtask, as it ran, during which another device ran too
+  // (scheduler/co_run_overlap.h: what the co-run factor applies to).
+  std::vector<double> measured_kernel_us, predicted_kernel_us, predicted_overlapped_us;
   // Summed over whole-op subtasks and over slices of split ops (all devices).
   double measured_whole_us = 0, predicted_whole_us = 0;
   double measured_slice_us = 0, predicted_slice_us = 0;

@@ -56,6 +56,8 @@ TEST(RunBreakdown, SplitsKernelsDelaysAndFixedCosts) {
   EXPECT_DOUBLE_EQ(b.local_delay_us, 5);  // the first subtask's start
   EXPECT_DOUBLE_EQ(b.measured_kernel_us[0], 200);
   EXPECT_DOUBLE_EQ(b.predicted_kernel_us[1], 100);
+  // The devices took turns: nothing ran beside another device's work.
+  EXPECT_EQ(b.predicted_overlapped_us, (std::vector<double>{0, 0}));
   EXPECT_DOUBLE_EQ(b.measured_whole_us, 300);
   EXPECT_DOUBLE_EQ(b.measured_slice_us, 0);
   // b and c read what the other device wrote.

@@ -59,8 +59,8 @@ class HostLatencyModel final : public LatencyModel {
     std::array<bool, gbdt::kNumFamilies> use_gbdt{};
     double contention = 1.0;  // predictions are multiplied by this
     double in_run = 1.0;      // and by this
-    // In a plan with work on other devices too, this device's subtasks take this much longer
-    // (CoRunFactor; not in PredictUs).
+    // While another device runs too, this device's subtasks take this much longer (CoRunFactor,
+    // over the overlapped share of each; not in PredictUs).
     double co_run = 1.0;
     // Microseconds of a hand-off from this device to device i (SyncUs); empty: none. Entry i of
     // device i itself is ignored.
