@@ -172,28 +172,24 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     DeviceRunFit fit = FitDeviceRun(measured[d], predicted[d]);
     double alone_log_sum = 0;
     int alone = 0;
-    double s_x = 0, s_s = 0;
-    int beside = 0;
     for (size_t p = 0; p < measured[d].size(); ++p) {
-      if (!co_running[d][p]) {
-        alone_log_sum += std::log((measured[d][p] - fit.cold_us) / predicted[d][p]);
-        ++alone;
-      }
+      if (co_running[d][p]) continue;
+      alone_log_sum += std::log((measured[d][p] - fit.cold_us) / predicted[d][p]);
+      ++alone;
     }
-    if (alone > 0) {
+    const bool beside_others = std::count(co_running[d].begin(), co_running[d].end(), true) > 0;
+    if (alone > 0 && beside_others) {
+      fit.factor = std::exp(alone_log_sum / alone);
+      double sum_sx = 0, sum_ss = 0;
       for (size_t p = 0; p < measured[d].size(); ++p) {
         if (!co_running[d][p]) continue;
-        const double x =
-            (measured[d][p] - fit.cold_us) / (std::exp(alone_log_sum / alone) * predicted[d][p]);
-        s_x += overlapped[d][p] * (x - 1);
-        s_s += overlapped[d][p] * overlapped[d][p];
-        ++beside;
+        const double x = (measured[d][p] - fit.cold_us) / (fit.factor * predicted[d][p]);
+        const double s = overlapped[d][p];
+        sum_sx += s * (x - 1);
+        sum_ss += s * s;
       }
-    }
-    if (alone > 0 && beside > 0) {
-      fit.factor = std::exp(alone_log_sum / alone);
-      if (s_s > kMinOverlapSquares) {
-        co_run[d] = std::clamp(1 + s_x / s_s, kMinCoRunFactor, kMaxCoRunFactor);
+      if (sum_ss > kMinOverlapSquares) {
+        co_run[d] = std::clamp(1 + sum_sx / sum_ss, kMinCoRunFactor, kMaxCoRunFactor);
       }
     }
     factor[d] = fit.factor;
