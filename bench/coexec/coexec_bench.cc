@@ -643,6 +643,12 @@ int Main(int argc, char** argv) {
       for (size_t d = 0; d < b.measured_kernel_us.size(); ++d) {
         absl::StrAppendFormat(&kernels, " %s %.0f/%.0f", c.device_names[d], b.measured_kernel_us[d],
                               b.predicted_kernel_us[d]);
+        // The share of the device's predicted time that ran beside another device's work: what
+        // its co-run factor applies to (scheduler/co_run_overlap.h).
+        if (b.predicted_kernel_us[d] > 0 && b.predicted_overlapped_us[d] > 0) {
+          absl::StrAppendFormat(&kernels, " (%.0f%% beside)",
+                                100 * b.predicted_overlapped_us[d] / b.predicted_kernel_us[d]);
+        }
       }
       // Percentiles of the delays, and their medians by direction and by whether the waiting
       // device had been idle past a host waiter's spin (it then parks and must be woken).
