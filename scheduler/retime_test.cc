@@ -106,7 +106,10 @@ platform::Platform TwoDevices() {
   platform::Platform p;
   p.name = "two";
   for (const char* name : {"cpu.0", "cpu.1"}) {
-    p.devices.push_back({.name = name, .kind = platform::DeviceKind::kCpu});
+    platform::DeviceSpec device;
+    device.name = name;
+    device.kind = platform::DeviceKind::kCpu;
+    p.devices.push_back(device);
   }
   return p;
 }

@@ -388,10 +388,10 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
         if (index == devices.size()) {
           return bad(absl::StrCat("'hand_off' names '", to, "', not another device"));
         }
-        predictor::calibration::HostLatencyModel::Device::HandOff& out = part.hand_off[index];
-        const std::pair<const char*, double*> fields[] = {{"window_us", &out.window_us},
-                                                          {"spinning_us", &out.spinning_us},
-                                                          {"parked_us", &out.parked_us}};
+        predictor::calibration::HostLatencyModel::Device::HandOff& hand_off = part.hand_off[index];
+        const std::pair<const char*, double*> fields[] = {{"window_us", &hand_off.window_us},
+                                                          {"spinning_us", &hand_off.spinning_us},
+                                                          {"parked_us", &hand_off.parked_us}};
         for (const auto& [key, value] : fields) {
           if (!costs.is_object() || !costs.contains(key) || !costs[key].is_number()) {
             return bad(absl::StrCat("'hand_off' to '", to, "' needs the number '", key, "'"));
