@@ -10,7 +10,6 @@
 #include "executor/runtime/coexecution_runtime.h"
 #include "predictor/calibration/host_latency_model.h"
 #include "predictor/error_summary.h"
-#include "scheduler/co_run_overlap.h"
 
 namespace psched::executor::run_calibration {
 namespace {
@@ -35,16 +34,8 @@ std::vector<runtime::SubtaskTiming> AsPredicted(const scheduler::Schedule& sched
                                                 std::span<const double> cold_us,
                                                 std::span<const double> co_run = {}) {
   const std::vector<std::optional<double>> predicted = PredictedDurationsUs(schedule, timings);
-  std::vector<double> overlap(timings.size(), 0.0);
-  if (!co_run.empty()) {
-    std::vector<scheduler::BusyInterval> busy;
-    for (const runtime::SubtaskTiming& t : timings) {
-      busy.push_back({.device = t.device,
-                      .start = static_cast<double>(t.start_ns),
-                      .end = static_cast<double>(t.end_ns)});
-    }
-    overlap = scheduler::OverlapFractions(busy);
-  }
+  const std::vector<double> overlap =
+      co_run.empty() ? std::vector<double>(timings.size(), 0.0) : MeasuredOverlapFractions(timings);
   std::vector<runtime::SubtaskTiming> out(timings.begin(), timings.end());
   std::vector<int64_t> first_start(in_run.size(), std::numeric_limits<int64_t>::max());
   for (const runtime::SubtaskTiming& t : out) {
@@ -177,7 +168,8 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
       alone_log_sum += std::log((measured[d][p] - fit.cold_us) / predicted[d][p]);
       ++alone;
     }
-    const bool beside_others = std::count(co_running[d].begin(), co_running[d].end(), true) > 0;
+    const bool beside_others =
+        std::find(co_running[d].begin(), co_running[d].end(), true) != co_running[d].end();
     if (alone > 0 && beside_others) {
       fit.factor = std::exp(alone_log_sum / alone);
       double sum_sx = 0, sum_ss = 0;

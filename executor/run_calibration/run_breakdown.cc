@@ -77,6 +77,17 @@ std::vector<std::optional<double>> PredictedDurationsUs(
   return out;
 }
 
+std::vector<double> MeasuredOverlapFractions(std::span<const runtime::SubtaskTiming> timings) {
+  std::vector<scheduler::BusyInterval> busy;
+  busy.reserve(timings.size());
+  for (const runtime::SubtaskTiming& t : timings) {
+    busy.push_back({.device = t.device,
+                    .start = static_cast<double>(t.start_ns),
+                    .end = static_cast<double>(t.end_ns)});
+  }
+  return scheduler::OverlapFractions(busy);
+}
+
 RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& schedule,
                           std::span<const runtime::SubtaskTiming> timings, double wall_us) {
   RunBreakdown out;
@@ -95,14 +106,7 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
     share[static_cast<size_t>(s.op)][static_cast<size_t>(s.device)] +=
         static_cast<double>(s.end - s.begin) / std::max(1.0, work);
   }
-  std::vector<scheduler::BusyInterval> busy;
-  busy.reserve(timings.size());
-  for (const runtime::SubtaskTiming& t : timings) {
-    busy.push_back({.device = t.device,
-                    .start = static_cast<double>(t.start_ns),
-                    .end = static_cast<double>(t.end_ns)});
-  }
-  const std::vector<double> overlap = scheduler::OverlapFractions(busy);
+  const std::vector<double> overlap = MeasuredOverlapFractions(timings);
   const std::vector<const runtime::SubtaskTiming*> order = InStartOrder(timings);
   std::vector<double> device_free(num_devices, 0);
   std::vector<double> op_end(graph.ops.size(), 0);

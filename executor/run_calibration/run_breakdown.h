@@ -77,6 +77,10 @@ double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTimin
 std::vector<std::optional<double>> PredictedDurationsUs(
     const scheduler::Schedule& schedule, std::span<const runtime::SubtaskTiming> timings);
 
+// Per subtask of `timings`, in their order: the share of it, as it ran, during which another
+// device ran a subtask (scheduler::OverlapFractions over the measured intervals).
+std::vector<double> MeasuredOverlapFractions(std::span<const runtime::SubtaskTiming> timings);
+
 // REQUIRES: `timings` are one Run of a runtime executing `schedule` of `graph`.
 RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& schedule,
                           std::span<const runtime::SubtaskTiming> timings, double wall_us);
