@@ -12,13 +12,14 @@
 // line, issue 15's 5% target). Plans come from the `host` analytic profile
 // (GPU dispatch overhead measured on the device). With ONNX Runtime, every psched
 // configuration runs the complete model file the peer wrote (the same weights on both sides)
-// and its output is checked against ONNX Runtime's. All configurations, ONNX Runtime's
-// included, are timed in interleaved rounds, each run after an idle pause (--settle-ms) so
-// that no configuration runs beside threads the previous one left spinning; every latency is
-// the median of --runs runs after one warm-up, with its spread (min, max); predicted is the
-// schedule retimed as the run will go, each hand-off between devices costing by how long its
-// waiter idled (scheduler::RetimeByWaits), plus the model's run overhead (calibrated host models:
-// what a run cost outside every subtask); planned is the planner's own makespan plus the same
+// and its output is checked against ONNX Runtime's. Every model's configurations are built
+// first; then all of them, ONNX Runtime's included, are timed in the same interleaved rounds,
+// each run after an idle pause (--settle-ms) so that no configuration runs beside threads the
+// previous one left spinning. Every latency is the median of --runs runs after one warm-up,
+// with its spread (min, max). Predicted is the schedule retimed as the run will go, each
+// hand-off between devices costing by how long its waiter idled (scheduler::RetimeByWaits),
+// plus the model's run overhead (calibrated host models: what a run cost outside every
+// subtask); planned is the planner's own makespan plus the same
 // overhead. Flags: a plan slower than the best single device of its platform, or
 // more than 1.15x its prediction. With `exact` among --methods, the /exact column is the paper's
 // measurement table: every plan's measured latency over the measured exact plan's on its
@@ -27,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -187,6 +189,363 @@ std::map<std::string, double> TorchPeer(const std::string& script,
   return result;
 }
 
+// What building, timing and reporting a model need from the command line.
+struct BenchSettings {
+  std::vector<std::string> methods;
+  double iterative_timeout_s = 10;
+  double exact_stage_s = 10;
+  double settle_ms = 20;
+  std::string ort_dir;
+  std::string per_op_dir;
+  std::string trace_dir;
+  bool fuse_residual_adds = true;
+  bool predictive_wake = true;
+  bool breakdown = false;
+};
+
+// One model: its graph, input and every configuration built for it, alive until the report
+// (configurations point into it, so it stays where it was built).
+struct ModelBench {
+  std::string name;
+  model::Graph graph;
+  model::Shape out_shape;
+  std::vector<std::vector<float>> input;
+  std::vector<std::vector<float>> ort_out;  // NCHW, by thread count - 1
+  std::vector<std::unique_ptr<executor::cpu::CpuGraphExecutor>> executors;
+  std::vector<std::unique_ptr<CoExecutionRuntime>> runtimes;
+  std::deque<scheduler::Schedule> schedules;  // a deque: Config::schedule points into it
+  std::vector<Config> configs;
+};
+
+// Builds every configuration of one model (the peer's, the executor's, each plan on each
+// platform) and runs each once: the warm-up, and psched's output checked against ONNX
+// Runtime's. A plan that cannot be built prints a `failed` row and is left out.
+absl::StatusOr<std::unique_ptr<ModelBench>> BuildModelBench(const std::string& name,
+                                                            const std::string& path,
+                                                            std::vector<PlatformSetup>& platforms,
+                                                            bench::OrtPeerProcess* ort_peer,
+                                                            const BenchSettings& s) {
+  auto mb = std::make_unique<ModelBench>();
+  mb->name = name;
+  // With the peer: the complete model it wrote, so both sides run the same weights.
+  std::string model_path = path;
+  if (ort_peer != nullptr) {
+    const std::string full = absl::StrCat(s.ort_dir, "/", name, ".onnx");
+    if (absl::Status st = ort_peer->Load(name, path, full); !st.ok()) return st;
+    model_path = full;
+    for (int threads : {1, 2}) {
+      auto npy = executor::ReadNpy(absl::StrCat(full, ".", threads, ".npy"));
+      if (!npy.ok()) return npy.status();
+      mb->ort_out.push_back(std::move(npy->data));
+    }
+  }
+  model::ImportOptions import;
+  import.synthesize_weights = ort_peer == nullptr;
+  import.seed = 1;
+  auto graph = model::ImportOnnxFile(model_path, import);
+  if (!graph.ok()) return graph.status();
+  mb->graph = *std::move(graph);
+  const model::Graph& g = mb->graph;
+  const model::Shape in_shape = g.tensor(g.inputs[0].tensor).shape;
+  mb->out_shape = g.tensor(g.outputs[0].tensor).shape;
+  mb->input = {std::vector<float>(static_cast<size_t>(in_shape.Elements()), 0.5f)};
+  const std::vector<std::vector<float>>& input = mb->input;
+
+  if (ort_peer != nullptr) {
+    // Threads 0: ONNX Runtime's profiling session (--per-op-dir), timed in the same rounds.
+    for (int threads : {1, 2, 0}) {
+      if (threads == 0 && s.per_op_dir.empty()) continue;
+      mb->configs.push_back(
+          {.platform = "-",
+           .plan = threads == 0 ? std::string("onnxruntime 1t profiled")
+                                : absl::StrCat("onnxruntime ", threads, " thread"),
+           .self_timed = [ort_peer, name, threads] {
+             absl::StatusOr<double> ms = ort_peer->RunMs(name, std::max(threads, 1), threads == 0);
+             if (!ms.ok()) std::fprintf(stderr, "%s\n", ms.status().ToString().c_str());
+             return ms.ok() ? *ms : -1.0;
+           }});
+    }
+  }
+  for (int threads : {1, 2}) {
+    std::vector<int> cores{0};
+    if (threads == 2) cores.push_back(1);
+    auto exec = executor::cpu::CpuGraphExecutor::Create(
+        g, {.cores = cores, .threads = threads, .fuse_residual_adds = s.fuse_residual_adds});
+    if (!exec.ok()) {
+      std::fprintf(stderr, "%s: executor %d threads: %s\n", name.c_str(), threads,
+                   exec.status().ToString().c_str());
+      continue;
+    }
+    mb->executors.push_back(std::move(*exec));
+    executor::cpu::CpuGraphExecutor* e = mb->executors.back().get();
+    mb->configs.push_back({.platform = "-",
+                           .plan = absl::StrCat("executor ", threads, " thread"),
+                           .run = [e, &input] { return e->Run(input).ok(); },
+                           .output = [e, &input] { return e->Run(input); }});
+  }
+  for (PlatformSetup& p : platforms) {
+    auto problem = scheduler::Problem::FromGraph(g, p.profile.platform, *p.profile.model);
+    if (!problem.ok()) {
+      std::fprintf(stderr, "%s: %s\n", name.c_str(), problem.status().ToString().c_str());
+      continue;
+    }
+    std::vector<std::string> plan_names;
+    for (const auto& d : p.profile.platform.devices) plan_names.push_back("single:" + d.name);
+    if (!p.single_only) plan_names.insert(plan_names.end(), s.methods.begin(), s.methods.end());
+    for (const std::string& method : plan_names) {
+      auto scheduler = scheduler::MakeScheduler(method);
+      if (!scheduler.ok()) {
+        std::fprintf(stderr, "%s\n", scheduler.status().ToString().c_str());
+        continue;
+      }
+      scheduler::SchedulerOptions options;
+      options.seed = 1;
+      options.timeout = absl::Seconds(s.iterative_timeout_s);
+      if (method.rfind("exact", 0) == 0) {
+        options.params["stage_time_limit_s"] = absl::StrCat(s.exact_stage_s);
+      }
+      auto schedule = (*scheduler)->Plan(*problem, options);
+      absl::StatusOr<executor::runtime::ExecutionPlan> plan =
+          schedule.ok() ? executor::runtime::PlanFromSchedule(g, *schedule)
+                        : absl::StatusOr<executor::runtime::ExecutionPlan>(schedule.status());
+      executor::runtime::RuntimeOptions runtime_options = p.devices->runtime_options();
+      runtime_options.fuse_residual_adds = s.fuse_residual_adds;
+      runtime_options.predictive_wake = s.predictive_wake;
+      absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> rt =
+          plan.ok() ? CoExecutionRuntime::Create(g, p.devices->devices(), *plan, runtime_options)
+                    : absl::StatusOr<std::unique_ptr<CoExecutionRuntime>>(plan.status());
+      if (!rt.ok()) {
+        std::printf("%-20s %-4s %-22s failed: %s\n", name.c_str(), p.name.c_str(), method.c_str(),
+                    rt.status().ToString().c_str());
+        continue;
+      }
+      absl::StatusOr<scheduler::Schedule> retimed = scheduler::RetimeByWaits(*problem, *schedule);
+      if (!retimed.ok()) {
+        std::printf("%-20s %-4s %-22s failed: %s\n", name.c_str(), p.name.c_str(), method.c_str(),
+                    retimed.status().ToString().c_str());
+        continue;
+      }
+      const double overhead_us = p.profile.model->RunOverheadUs();
+      const double planned_ms = (schedule->makespan_us() + overhead_us) / 1e3;
+      mb->runtimes.push_back(std::move(*rt));
+      mb->schedules.push_back(*std::move(retimed));
+      CoExecutionRuntime* r = mb->runtimes.back().get();
+      mb->configs.push_back(
+          {.platform = p.name,
+           .plan = method,
+           .single = method.rfind("single:", 0) == 0,
+           .predicted_ms = (mb->schedules.back().makespan_us() + overhead_us) / 1e3,
+           .planned_ms = planned_ms,
+           .run = [r, &input] { return r->Run(input).ok(); },
+           .runtime = r,
+           .schedule = &mb->schedules.back(),
+           .device_names = p.devices->names(),
+           .output = [r, &input] { return r->Run(input); },
+           .per_op = !s.per_op_dir.empty() && ((p.name == "A" && method == "single:cpu.0") ||
+                                               (p.name == "C" && method == "single:cpu"))});
+    }
+  }
+  // Warm-up, and psched's output against ONNX Runtime's (same weights, same input).
+  for (Config& c : mb->configs) {
+    if (c.self_timed) {
+      c.ok &= c.self_timed() >= 0;
+      continue;
+    }
+    c.ok &= c.run();
+    if (mb->ort_out.empty() || !c.output) continue;
+    auto out = c.output();
+    if (!out.ok()) {
+      c.ok = false;
+      continue;
+    }
+    const std::vector<float> nchw = executor::NhwcToNchw(mb->out_shape, (*out)[0]);
+    c.check = mb->ort_out[0].size() == nchw.size()
+                  ? absl::StrFormat("%.1e", executor::testing::RelativeL2(nchw, mb->ort_out[0]))
+                  : std::string("size!");
+  }
+  return mb;
+}
+
+// One timed run of one configuration, after the idle pause.
+void TimeOnce(ModelBench& mb, Config& c, const BenchSettings& s) {
+  absl::SleepFor(absl::Milliseconds(s.settle_ms));
+  if (c.self_timed) {
+    const double ms = c.self_timed();
+    c.ok &= ms >= 0;
+    c.ms.push_back(ms);
+    return;
+  }
+  const absl::Time start = absl::Now();
+  c.ok &= c.run();
+  c.ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+  if (s.breakdown && c.runtime != nullptr && c.schedule != nullptr) {
+    c.breakdowns.push_back(executor::run_calibration::BreakDownRun(
+        mb.graph, *c.schedule, c.runtime->last_timings(), c.ms.back() * 1e3));
+  }
+  if (c.per_op) {
+    c.op_us.resize(mb.graph.ops.size());
+    for (const executor::runtime::SubtaskTiming& t : c.runtime->last_timings()) {
+      c.op_us[static_cast<size_t>(t.step.op)].push_back((t.end_ns - t.start_ns) / 1e3);
+    }
+  }
+}
+
+// --per-op-dir: the per op times of the configurations that keep them, and ONNX Runtime's.
+void WritePerOpFiles(const ModelBench& mb, bench::OrtPeerProcess* ort_peer,
+                     const std::string& per_op_dir) {
+  std::filesystem::create_directories(per_op_dir);
+  for (const Config& c : mb.configs) {
+    if (!c.per_op) continue;
+    const std::string csv =
+        absl::StrCat(per_op_dir, "/", mb.name, c.platform == "C" ? ".cluster.csv" : ".psched.csv");
+    if (!WritePerOpCsv(csv, mb.graph, c)) std::fprintf(stderr, "cannot write %s\n", csv.c_str());
+  }
+  if (ort_peer != nullptr) {
+    if (absl::Status st =
+            ort_peer->WriteProfile(mb.name, absl::StrCat(per_op_dir, "/", mb.name, ".ort.csv"));
+        !st.ok()) {
+      std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    }
+  }
+}
+
+// --breakdown: where each plan's time went, medians over the rounds; cross-device delays per
+// run, pooled for percentiles.
+void PrintBreakdowns(const ModelBench& mb) {
+  for (const Config& c : mb.configs) {
+    if (c.breakdowns.empty()) continue;
+    namespace rc = executor::run_calibration;
+    const rc::RunBreakdown b = rc::MedianBreakdown(c.breakdowns);
+    std::string kernels;
+    for (size_t d = 0; d < b.measured_kernel_us.size(); ++d) {
+      absl::StrAppendFormat(&kernels, " %s %.0f/%.0f", c.device_names[d], b.measured_kernel_us[d],
+                            b.predicted_kernel_us[d]);
+      // The share of the device's predicted time that ran beside another device's work: what
+      // its co-run factor applies to (scheduler/co_run_overlap.h).
+      if (b.predicted_kernel_us[d] > 0 && b.predicted_overlapped_us[d] > 0) {
+        absl::StrAppendFormat(&kernels, " (%.0f%% beside)",
+                              100 * b.predicted_overlapped_us[d] / b.predicted_kernel_us[d]);
+      }
+    }
+    // Percentiles of the delays, and their medians by direction and by whether the waiting
+    // device had been idle past a host waiter's spin (it then parks and must be woken).
+    constexpr double kSpinUs = CoExecutionRuntime::kSpinNs / 1e3;
+    std::vector<double> cd;
+    std::map<std::tuple<int, int, bool>, std::vector<double>> by_kind;
+    for (const rc::CrossDelay& x : b.cross_delays) {
+      cd.push_back(x.delay_us);
+      by_kind[{x.from_device, x.to_device, x.idle_us >= kSpinUs}].push_back(x.delay_us);
+    }
+    std::sort(cd.begin(), cd.end());
+    double cross_us = 0;
+    for (double us : cd) cross_us += us;
+    const double rounds = static_cast<double>(c.breakdowns.size());
+    std::string delays =
+        cd.empty() ? std::string()
+                   : absl::StrFormat(" [p10 %.1f p50 %.1f p90 %.1f max %.0f]", cd[cd.size() / 10],
+                                     cd[cd.size() / 2], cd[cd.size() * 9 / 10], cd.back());
+    for (auto& [kind, v] : by_kind) {
+      const auto [from, to, long_idle] = kind;
+      std::sort(v.begin(), v.end());
+      absl::StrAppendFormat(&delays, " %s>%s idle%s%.0f: %.1f x p50 %.1f",
+                            c.device_names[static_cast<size_t>(from)],
+                            c.device_names[static_cast<size_t>(to)], long_idle ? ">=" : "<",
+                            kSpinUs, static_cast<double>(v.size()) / rounds, v[v.size() / 2]);
+    }
+    std::printf(
+        "breakdown %s %s %s: predicted %.0f replay %.0f trace-end %.0f wall %.0f us | first "
+        "start %.0f, cross delay %.0f (%.0f waits%s), local delay %.0f, after %.0f | kernels "
+        "meas/pred%s | whole %.0f/%.0f slices %.0f/%.0f | inputs local %.0f/%.0f mixed "
+        "%.0f/%.0f remote %.0f/%.0f\n",
+        mb.name.c_str(), c.platform.c_str(), c.plan.c_str(), b.predicted_us, b.replay_us,
+        b.trace_end_us, b.wall_us, b.first_start_us, cross_us / rounds,
+        static_cast<double>(cd.size()) / rounds, delays.c_str(), b.local_delay_us,
+        b.wall_us - b.trace_end_us, kernels.c_str(), b.measured_whole_us, b.predicted_whole_us,
+        b.measured_slice_us, b.predicted_slice_us, b.measured_by_locality[0],
+        b.predicted_by_locality[0], b.measured_by_locality[1], b.predicted_by_locality[1],
+        b.measured_by_locality[2], b.predicted_by_locality[2]);
+  }
+}
+
+// The model's rows of the table (and its traces, breakdowns and cluster line).
+void Report(const ModelBench& mb, const std::map<std::string, double>& torch_ms,
+            const BenchSettings& s) {
+  const std::vector<Config>& configs = mb.configs;
+  auto median_of = [&](const std::string& plan) {
+    for (const Config& c : configs) {
+      if (c.platform == "-" && c.plan == plan) return c.median_ms();
+    }
+    return 0.0;
+  };
+  const double one_core_ms = median_of("executor 1 thread");
+  const double two_core_ms = median_of("executor 2 thread");
+  const double ort1_ms = median_of("onnxruntime 1 thread");
+  const double ort2_ms = median_of("onnxruntime 2 thread");
+  auto ratio = [](double ms, double base) {
+    return base > 0 ? absl::StrFormat("%.2f", ms / base) : std::string("-");
+  };
+  // The paper's measurement table: each plan against the measured exact plan of its
+  // platform (with --methods ... exact).
+  std::map<std::string, double> exact_ms;
+  for (const Config& c : configs) {
+    if (c.plan == "exact") exact_ms[c.platform] = c.median_ms();
+  }
+  std::map<std::string, double> best_single_ms;
+  for (const Config& c : configs) {
+    if (c.single) {
+      auto [it, fresh] = best_single_ms.emplace(c.platform, c.median_ms());
+      if (!fresh) it->second = std::min(it->second, c.median_ms());
+    }
+  }
+  const char* model = mb.name.c_str();
+  for (const Config& c : configs) {
+    const double ms = c.median_ms();
+    const std::string predicted =
+        c.predicted_ms > 0 ? absl::StrFormat("%.2f", c.predicted_ms) : std::string("-");
+    const std::string planned =
+        c.planned_ms > 0 ? absl::StrFormat("%.2f", c.planned_ms) : std::string("-");
+    const auto best = best_single_ms.find(c.platform);
+    const bool slower_than_single =
+        !c.single && c.platform != "-" && best != best_single_ms.end() && ms > best->second;
+    const bool over_prediction = c.predicted_ms > 0 && ms > 1.15 * c.predicted_ms;
+    const auto exact = exact_ms.find(c.platform);
+    std::printf("%-20s %-4s %-22s %9.2f %9.2f %9.2f %9s %9s %7s %7s %7s %7s %9s%s%s%s\n", model,
+                c.platform.c_str(), c.plan.c_str(), ms, c.min_ms(), c.max_ms(), predicted.c_str(),
+                planned.c_str(), ratio(ms, one_core_ms).c_str(), ratio(ms, ort1_ms).c_str(),
+                ratio(ms, ort2_ms).c_str(),
+                ratio(ms, exact == exact_ms.end() ? 0.0 : exact->second).c_str(), c.check.c_str(),
+                slower_than_single ? "  SLOWER-THAN-BEST-SINGLE" : "",
+                over_prediction ? "  OVER-1.15x-PREDICTED" : "", c.ok ? "" : "  RUN-FAILED");
+    if (c.plan == "executor 2 thread") {
+      if (auto it = torch_ms.find(mb.name); it != torch_ms.end()) {
+        std::printf("%-20s %-4s %-22s %9.2f %9s %9s %9s %9s %7s %7s %7s %7s %9s\n", model, "-",
+                    "pytorch 2 threads", it->second, "-", "-", "-", "-",
+                    ratio(it->second, one_core_ms).c_str(), ratio(it->second, ort1_ms).c_str(),
+                    ratio(it->second, ort2_ms).c_str(), "-", "-");
+      }
+    }
+    if (!s.trace_dir.empty() && c.runtime != nullptr) {
+      std::string plan_name = c.plan;
+      std::replace(plan_name.begin(), plan_name.end(), ':', '-');
+      const std::string path =
+          absl::StrCat(s.trace_dir, "/", mb.name, ".", c.platform, ".", plan_name, ".json");
+      if (absl::Status st = executor::runtime::WriteChromeTrace(path, mb.graph, *c.runtime,
+                                                                c.device_names, c.schedule);
+          !st.ok()) {
+        std::fprintf(stderr, "%s\n", st.ToString().c_str());
+      }
+    }
+  }
+  PrintBreakdowns(mb);
+  for (const Config& c : configs) {
+    if (c.platform == "C" && c.plan == "single:cpu" && two_core_ms > 0) {
+      std::printf("%-20s cluster device / executor 2 thread = %s (median %.2f / %.2f ms)\n", model,
+                  ratio(c.median_ms(), two_core_ms).c_str(), c.median_ms(), two_core_ms);
+    }
+  }
+  std::fflush(stdout);
+}
+
 int Main(int argc, char** argv) {
   // Before OpenCL loads: PoCL keeps one worker thread, the "GPU" of platform B.
   setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
@@ -256,6 +615,16 @@ int Main(int argc, char** argv) {
                  "of its devices - cpu.0, cpu.1, gpu; C's 2-core cluster when a file has `cpu` - "
                  "from the first file that has them all, instead of the `host` analytic profile");
   CLI11_PARSE(app, argc, argv);
+  const BenchSettings settings{.methods = methods,
+                               .iterative_timeout_s = iterative_timeout_s,
+                               .exact_stage_s = exact_stage_s,
+                               .settle_ms = settle_ms,
+                               .ort_dir = ort_dir,
+                               .per_op_dir = per_op_dir,
+                               .trace_dir = trace_dir,
+                               .fuse_residual_adds = fuse_residual_adds,
+                               .predictive_wake = predictive_wake,
+                               .breakdown = breakdown};
   if (!trace_dir.empty()) {
     std::error_code error;
     std::filesystem::create_directories(trace_dir, error);
@@ -366,336 +735,36 @@ int Main(int argc, char** argv) {
   std::printf("\n%-20s %-4s %-22s %9s %9s %9s %9s %9s %7s %7s %7s %7s %9s\n", "model", "plat",
               "plan", "median_ms", "min_ms", "max_ms", "pred_ms", "planned", "/exe1", "/ort1",
               "/ort2", "/exact", "vs_ort");
+  std::vector<std::unique_ptr<ModelBench>> benches;
   for (size_t mi = 0; mi < models.size(); ++mi) {
-    // With the peer: the complete model it wrote, so both sides run the same weights.
-    std::string model_path = paths[mi];
-    std::vector<std::vector<float>> ort_out;  // NCHW, by thread count - 1
-    if (ort_peer != nullptr) {
-      const std::string full = absl::StrCat(ort_dir, "/", models[mi], ".onnx");
-      if (absl::Status s = ort_peer->Load(models[mi], paths[mi], full); !s.ok()) {
-        std::fprintf(stderr, "%s: %s\n", models[mi].c_str(), s.ToString().c_str());
-        return 1;
-      }
-      model_path = full;
-      for (int threads : {1, 2}) {
-        auto npy = executor::ReadNpy(absl::StrCat(full, ".", threads, ".npy"));
-        if (!npy.ok()) {
-          std::fprintf(stderr, "%s\n", npy.status().ToString().c_str());
-          return 1;
-        }
-        ort_out.push_back(std::move(npy->data));
-      }
-    }
-    model::ImportOptions import;
-    import.synthesize_weights = ort_peer == nullptr;
-    import.seed = 1;
-    auto graph = model::ImportOnnxFile(model_path, import);
-    if (!graph.ok()) {
-      std::fprintf(stderr, "%s: %s\n", models[mi].c_str(), graph.status().ToString().c_str());
+    std::fprintf(stderr, "building %s (%zu of %zu)\n", models[mi].c_str(), mi + 1, models.size());
+    auto mb = BuildModelBench(models[mi], paths[mi], platforms, ort_peer.get(), settings);
+    if (!mb.ok()) {
+      std::fprintf(stderr, "%s: %s\n", models[mi].c_str(), mb.status().ToString().c_str());
       return 1;
     }
-    const model::Shape in_shape = graph->tensor(graph->inputs[0].tensor).shape;
-    const model::Shape out_shape = graph->tensor(graph->outputs[0].tensor).shape;
-    const std::vector<std::vector<float>> input{
-        std::vector<float>(static_cast<size_t>(in_shape.Elements()), 0.5f)};
-
-    // Every configuration is built first and then timed in interleaved rounds, so drift in
-    // the machine's speed (a shared VM) hits all of them alike.
-    std::vector<Config> configs;
-    if (ort_peer != nullptr) {
-      // Threads 0: ONNX Runtime's profiling session (--per-op-dir), timed in the same rounds.
-      for (int threads : {1, 2, 0}) {
-        if (threads == 0 && per_op_dir.empty()) continue;
-        bench::OrtPeerProcess* peer = ort_peer.get();
-        const std::string name = models[mi];
-        configs.push_back({.platform = "-",
-                           .plan = threads == 0 ? std::string("onnxruntime 1t profiled")
-                                                : absl::StrCat("onnxruntime ", threads, " thread"),
-                           .self_timed = [peer, name, threads] {
-                             absl::StatusOr<double> ms =
-                                 peer->RunMs(name, std::max(threads, 1), threads == 0);
-                             if (!ms.ok())
-                               std::fprintf(stderr, "%s\n", ms.status().ToString().c_str());
-                             return ms.ok() ? *ms : -1.0;
-                           }});
+    benches.push_back(*std::move(mb));
+  }
+  // Every model's configurations are timed in the same rounds, so a disturbance of the machine
+  // (a shared VM: seconds at a time) falls on a few rounds of every model, not on all rounds
+  // of one, and the medians step over it.
+  if (back_to_back) {
+    for (auto& mb : benches) {
+      for (Config& c : mb->configs) {
+        for (int round = 0; round < runs; ++round) TimeOnce(*mb, c, settings);
       }
     }
-    std::vector<std::unique_ptr<executor::cpu::CpuGraphExecutor>> executors;
-    for (int threads : {1, 2}) {
-      std::vector<int> cores{0};
-      if (threads == 2) cores.push_back(1);
-      auto exec = executor::cpu::CpuGraphExecutor::Create(
-          *graph, {.cores = cores, .threads = threads, .fuse_residual_adds = fuse_residual_adds});
-      if (!exec.ok()) {
-        std::fprintf(stderr, "%s: executor %d threads: %s\n", models[mi].c_str(), threads,
-                     exec.status().ToString().c_str());
-        continue;
-      }
-      executors.push_back(std::move(*exec));
-      executor::cpu::CpuGraphExecutor* e = executors.back().get();
-      configs.push_back({.platform = "-",
-                         .plan = absl::StrCat("executor ", threads, " thread"),
-                         .run = [e, &input] { return e->Run(input).ok(); },
-                         .output = [e, &input] { return e->Run(input); }});
-    }
-    std::vector<std::unique_ptr<CoExecutionRuntime>> runtimes;
-    std::vector<scheduler::Schedule> schedules;
-    schedules.reserve(64);
-    for (PlatformSetup& p : platforms) {
-      auto problem = scheduler::Problem::FromGraph(*graph, p.profile.platform, *p.profile.model);
-      if (!problem.ok()) {
-        std::fprintf(stderr, "%s: %s\n", models[mi].c_str(), problem.status().ToString().c_str());
-        continue;
-      }
-      std::vector<std::string> plan_names;
-      for (const auto& d : p.profile.platform.devices) plan_names.push_back("single:" + d.name);
-      if (!p.single_only) plan_names.insert(plan_names.end(), methods.begin(), methods.end());
-      for (const std::string& method : plan_names) {
-        auto scheduler = scheduler::MakeScheduler(method);
-        if (!scheduler.ok()) {
-          std::fprintf(stderr, "%s\n", scheduler.status().ToString().c_str());
-          continue;
-        }
-        scheduler::SchedulerOptions options;
-        options.seed = 1;
-        options.timeout = absl::Seconds(iterative_timeout_s);
-        if (method.rfind("exact", 0) == 0) {
-          options.params["stage_time_limit_s"] = absl::StrCat(exact_stage_s);
-        }
-        auto schedule = (*scheduler)->Plan(*problem, options);
-        absl::StatusOr<executor::runtime::ExecutionPlan> plan =
-            schedule.ok() ? executor::runtime::PlanFromSchedule(*graph, *schedule)
-                          : absl::StatusOr<executor::runtime::ExecutionPlan>(schedule.status());
-        executor::runtime::RuntimeOptions runtime_options = p.devices->runtime_options();
-        runtime_options.fuse_residual_adds = fuse_residual_adds;
-        runtime_options.predictive_wake = predictive_wake;
-        absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> rt =
-            plan.ok()
-                ? CoExecutionRuntime::Create(*graph, p.devices->devices(), *plan, runtime_options)
-                : absl::StatusOr<std::unique_ptr<CoExecutionRuntime>>(plan.status());
-        if (!rt.ok()) {
-          std::printf("%-20s %-4s %-22s failed: %s\n", models[mi].c_str(), p.name.c_str(),
-                      method.c_str(), rt.status().ToString().c_str());
-          continue;
-        }
-        absl::StatusOr<scheduler::Schedule> retimed = scheduler::RetimeByWaits(*problem, *schedule);
-        if (!retimed.ok()) {
-          std::printf("%-20s %-4s %-22s failed: %s\n", models[mi].c_str(), p.name.c_str(),
-                      method.c_str(), retimed.status().ToString().c_str());
-          continue;
-        }
-        const double overhead_us = p.profile.model->RunOverheadUs();
-        const double planned_ms = (schedule->makespan_us() + overhead_us) / 1e3;
-        runtimes.push_back(std::move(*rt));
-        schedules.push_back(*std::move(retimed));
-        CoExecutionRuntime* r = runtimes.back().get();
-        configs.push_back(
-            {.platform = p.name,
-             .plan = method,
-             .single = method.rfind("single:", 0) == 0,
-             .predicted_ms = (schedules.back().makespan_us() + overhead_us) / 1e3,
-             .planned_ms = planned_ms,
-             .run = [r, &input] { return r->Run(input).ok(); },
-             .runtime = r,
-             .schedule = &schedules.back(),
-             .device_names = p.devices->names(),
-             .output = [r, &input] { return r->Run(input); },
-             .per_op = !per_op_dir.empty() && ((p.name == "A" && method == "single:cpu.0") ||
-                                               (p.name == "C" && method == "single:cpu"))});
+  } else {
+    for (int round = 0; round < runs; ++round) {
+      std::fprintf(stderr, "timing round %d of %d\n", round + 1, runs);
+      for (auto& mb : benches) {
+        for (Config& c : mb->configs) TimeOnce(*mb, c, settings);
       }
     }
-    // Warm-up, and psched's output against ONNX Runtime's (same weights, same input).
-    for (Config& c : configs) {
-      if (c.self_timed) {
-        c.ok &= c.self_timed() >= 0;
-        continue;
-      }
-      c.ok &= c.run();
-      if (ort_out.empty() || !c.output) continue;
-      auto out = c.output();
-      if (!out.ok()) {
-        c.ok = false;
-        continue;
-      }
-      const std::vector<float> nchw = executor::NhwcToNchw(out_shape, (*out)[0]);
-      c.check = ort_out[0].size() == nchw.size()
-                    ? absl::StrFormat("%.1e", executor::testing::RelativeL2(nchw, ort_out[0]))
-                    : std::string("size!");
-    }
-    auto time_once = [&](Config& c) {
-      absl::SleepFor(absl::Milliseconds(settle_ms));
-      if (c.self_timed) {
-        const double ms = c.self_timed();
-        c.ok &= ms >= 0;
-        c.ms.push_back(ms);
-        return;
-      }
-      const absl::Time start = absl::Now();
-      c.ok &= c.run();
-      c.ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
-      if (breakdown && c.runtime != nullptr && c.schedule != nullptr) {
-        c.breakdowns.push_back(executor::run_calibration::BreakDownRun(
-            *graph, *c.schedule, c.runtime->last_timings(), c.ms.back() * 1e3));
-      }
-      if (c.per_op) {
-        c.op_us.resize(graph->ops.size());
-        for (const executor::runtime::SubtaskTiming& t : c.runtime->last_timings()) {
-          c.op_us[static_cast<size_t>(t.step.op)].push_back((t.end_ns - t.start_ns) / 1e3);
-        }
-      }
-    };
-    if (back_to_back) {
-      for (Config& c : configs) {
-        for (int round = 0; round < runs; ++round) time_once(c);
-      }
-    } else {
-      for (int round = 0; round < runs; ++round) {
-        for (Config& c : configs) time_once(c);
-      }
-    }
-    if (!per_op_dir.empty()) {
-      std::filesystem::create_directories(per_op_dir);
-      for (const Config& c : configs) {
-        if (!c.per_op) continue;
-        const std::string csv = absl::StrCat(per_op_dir, "/", models[mi],
-                                             c.platform == "C" ? ".cluster.csv" : ".psched.csv");
-        if (!WritePerOpCsv(csv, *graph, c)) std::fprintf(stderr, "cannot write %s\n", csv.c_str());
-      }
-      if (ort_peer != nullptr) {
-        if (absl::Status s = ort_peer->WriteProfile(
-                models[mi], absl::StrCat(per_op_dir, "/", models[mi], ".ort.csv"));
-            !s.ok()) {
-          std::fprintf(stderr, "%s\n", s.ToString().c_str());
-        }
-      }
-    }
-
-    auto median_of = [&](const std::string& plan) {
-      for (const Config& c : configs) {
-        if (c.platform == "-" && c.plan == plan) return c.median_ms();
-      }
-      return 0.0;
-    };
-    const double one_core_ms = median_of("executor 1 thread");
-    const double two_core_ms = median_of("executor 2 thread");
-    const double ort1_ms = median_of("onnxruntime 1 thread");
-    const double ort2_ms = median_of("onnxruntime 2 thread");
-    auto ratio = [](double ms, double base) {
-      return base > 0 ? absl::StrFormat("%.2f", ms / base) : std::string("-");
-    };
-    // The paper's measurement table: each plan against the measured exact plan of its
-    // platform (with --methods ... exact).
-    std::map<std::string, double> exact_ms;
-    for (const Config& c : configs) {
-      if (c.plan == "exact") exact_ms[c.platform] = c.median_ms();
-    }
-    std::map<std::string, double> best_single_ms;
-    for (const Config& c : configs) {
-      if (c.single) {
-        auto [it, fresh] = best_single_ms.emplace(c.platform, c.median_ms());
-        if (!fresh) it->second = std::min(it->second, c.median_ms());
-      }
-    }
-    for (const Config& c : configs) {
-      const double ms = c.median_ms();
-      const std::string predicted =
-          c.predicted_ms > 0 ? absl::StrFormat("%.2f", c.predicted_ms) : std::string("-");
-      const std::string planned =
-          c.planned_ms > 0 ? absl::StrFormat("%.2f", c.planned_ms) : std::string("-");
-      const auto best = best_single_ms.find(c.platform);
-      const bool slower_than_single =
-          !c.single && c.platform != "-" && best != best_single_ms.end() && ms > best->second;
-      const bool over_prediction = c.predicted_ms > 0 && ms > 1.15 * c.predicted_ms;
-      const auto exact = exact_ms.find(c.platform);
-      std::printf("%-20s %-4s %-22s %9.2f %9.2f %9.2f %9s %9s %7s %7s %7s %7s %9s%s%s%s\n",
-                  models[mi].c_str(), c.platform.c_str(), c.plan.c_str(), ms, c.min_ms(),
-                  c.max_ms(), predicted.c_str(), planned.c_str(), ratio(ms, one_core_ms).c_str(),
-                  ratio(ms, ort1_ms).c_str(), ratio(ms, ort2_ms).c_str(),
-                  ratio(ms, exact == exact_ms.end() ? 0.0 : exact->second).c_str(), c.check.c_str(),
-                  slower_than_single ? "  SLOWER-THAN-BEST-SINGLE" : "",
-                  over_prediction ? "  OVER-1.15x-PREDICTED" : "", c.ok ? "" : "  RUN-FAILED");
-      if (c.plan == "executor 2 thread") {
-        if (auto it = torch_ms.find(models[mi]); it != torch_ms.end()) {
-          std::printf("%-20s %-4s %-22s %9.2f %9s %9s %9s %9s %7s %7s %7s %7s %9s\n",
-                      models[mi].c_str(), "-", "pytorch 2 threads", it->second, "-", "-", "-", "-",
-                      ratio(it->second, one_core_ms).c_str(), ratio(it->second, ort1_ms).c_str(),
-                      ratio(it->second, ort2_ms).c_str(), "-", "-");
-        }
-      }
-      if (!trace_dir.empty() && c.runtime != nullptr) {
-        std::string plan_name = c.plan;
-        std::replace(plan_name.begin(), plan_name.end(), ':', '-');
-        const std::string path =
-            absl::StrCat(trace_dir, "/", models[mi], ".", c.platform, ".", plan_name, ".json");
-        if (absl::Status s = executor::runtime::WriteChromeTrace(path, *graph, *c.runtime,
-                                                                 c.device_names, c.schedule);
-            !s.ok()) {
-          std::fprintf(stderr, "%s\n", s.ToString().c_str());
-        }
-      }
-    }
-    // --breakdown: medians over the rounds; cross-device delays per run, pooled for percentiles.
-    for (const Config& c : configs) {
-      if (c.breakdowns.empty()) continue;
-      namespace rc = executor::run_calibration;
-      const rc::RunBreakdown b = rc::MedianBreakdown(c.breakdowns);
-      std::string kernels;
-      for (size_t d = 0; d < b.measured_kernel_us.size(); ++d) {
-        absl::StrAppendFormat(&kernels, " %s %.0f/%.0f", c.device_names[d], b.measured_kernel_us[d],
-                              b.predicted_kernel_us[d]);
-        // The share of the device's predicted time that ran beside another device's work: what
-        // its co-run factor applies to (scheduler/co_run_overlap.h).
-        if (b.predicted_kernel_us[d] > 0 && b.predicted_overlapped_us[d] > 0) {
-          absl::StrAppendFormat(&kernels, " (%.0f%% beside)",
-                                100 * b.predicted_overlapped_us[d] / b.predicted_kernel_us[d]);
-        }
-      }
-      // Percentiles of the delays, and their medians by direction and by whether the waiting
-      // device had been idle past a host waiter's spin (it then parks and must be woken).
-      constexpr double kSpinUs = CoExecutionRuntime::kSpinNs / 1e3;
-      std::vector<double> cd;
-      std::map<std::tuple<int, int, bool>, std::vector<double>> by_kind;
-      for (const rc::CrossDelay& x : b.cross_delays) {
-        cd.push_back(x.delay_us);
-        by_kind[{x.from_device, x.to_device, x.idle_us >= kSpinUs}].push_back(x.delay_us);
-      }
-      std::sort(cd.begin(), cd.end());
-      double cross_us = 0;
-      for (double us : cd) cross_us += us;
-      const double rounds = static_cast<double>(c.breakdowns.size());
-      std::string delays =
-          cd.empty() ? std::string()
-                     : absl::StrFormat(" [p10 %.1f p50 %.1f p90 %.1f max %.0f]", cd[cd.size() / 10],
-                                       cd[cd.size() / 2], cd[cd.size() * 9 / 10], cd.back());
-      for (auto& [kind, v] : by_kind) {
-        const auto [from, to, long_idle] = kind;
-        std::sort(v.begin(), v.end());
-        absl::StrAppendFormat(&delays, " %s>%s idle%s%.0f: %.1f x p50 %.1f",
-                              c.device_names[static_cast<size_t>(from)],
-                              c.device_names[static_cast<size_t>(to)], long_idle ? ">=" : "<",
-                              kSpinUs, static_cast<double>(v.size()) / rounds, v[v.size() / 2]);
-      }
-      std::printf(
-          "breakdown %s %s %s: predicted %.0f replay %.0f trace-end %.0f wall %.0f us | first "
-          "start %.0f, cross delay %.0f (%.0f waits%s), local delay %.0f, after %.0f | kernels "
-          "meas/pred%s | whole %.0f/%.0f slices %.0f/%.0f | inputs local %.0f/%.0f mixed "
-          "%.0f/%.0f remote %.0f/%.0f\n",
-          models[mi].c_str(), c.platform.c_str(), c.plan.c_str(), b.predicted_us, b.replay_us,
-          b.trace_end_us, b.wall_us, b.first_start_us, cross_us / rounds,
-          static_cast<double>(cd.size()) / rounds, delays.c_str(), b.local_delay_us,
-          b.wall_us - b.trace_end_us, kernels.c_str(), b.measured_whole_us, b.predicted_whole_us,
-          b.measured_slice_us, b.predicted_slice_us, b.measured_by_locality[0],
-          b.predicted_by_locality[0], b.measured_by_locality[1], b.predicted_by_locality[1],
-          b.measured_by_locality[2], b.predicted_by_locality[2]);
-    }
-    for (const Config& c : configs) {
-      if (c.platform == "C" && c.plan == "single:cpu" && two_core_ms > 0) {
-        std::printf("%-20s cluster device / executor 2 thread = %s (median %.2f / %.2f ms)\n",
-                    models[mi].c_str(), ratio(c.median_ms(), two_core_ms).c_str(), c.median_ms(),
-                    two_core_ms);
-      }
-    }
-    std::fflush(stdout);
+  }
+  for (const auto& mb : benches) {
+    if (!settings.per_op_dir.empty()) WritePerOpFiles(*mb, ort_peer.get(), settings.per_op_dir);
+    Report(*mb, torch_ms, settings);
   }
   return 0;
 }
