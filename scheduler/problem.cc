@@ -152,7 +152,8 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph,
   return p;
 }
 
-absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const platform::Platform& platform,
+absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks,
+                                               const platform::Platform& platform,
                                                ProblemOptions options) {
   const int n = static_cast<int>(tasks.cost.size());
   if (options.alignment < 1) {
@@ -192,9 +193,8 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const pla
   }
   for (auto& list : preds) std::sort(list.begin(), list.end());
   if (tasks.splits.size() > tasks.cost.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("task graph has split tables for ",
-                                                   tasks.splits.size(), " tasks, but ", n,
-                                                   " tasks"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "task graph has split tables for ", tasks.splits.size(), " tasks, but ", n, " tasks"));
   }
   std::vector<int64_t> work_size(static_cast<size_t>(n) * 4, 0);
   for (int t = 0; t < n; ++t) work_size[static_cast<size_t>(t) * 4] = 1;
@@ -207,8 +207,9 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const pla
             std::string(model::SplitAxisName(split.axis)), " with ", split.cost.size(), " units"));
       }
       if (work_size[t * 4 + axis] != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "task ", t, ": split axis ", std::string(model::SplitAxisName(split.axis)), " is given twice"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("task ", t, ": split axis ", std::string(model::SplitAxisName(split.axis)),
+                         " is given twice"));
       }
       work_size[t * 4 + axis] = static_cast<int64_t>(split.cost.size());
     }
@@ -243,22 +244,22 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const pla
                                               : tasks.names[static_cast<size_t>(t)]);
     if (static_cast<size_t>(t) >= tasks.splits.size()) continue;
     for (const TaskGraph::Split& split : tasks.splits[static_cast<size_t>(t)]) {
-      const int64_t offset = p.table_offset_[static_cast<size_t>(t) * 4 +
-                                             static_cast<size_t>(split.axis)];
+      const int64_t offset =
+          p.table_offset_[static_cast<size_t>(t) * 4 + static_cast<size_t>(split.axis)];
       for (int d = 0; d < p.num_devices_; ++d) p.table_[static_cast<size_t>(offset + d)].store(0.0);
       for (size_t u = 0; u < split.cost.size(); ++u) {
         const std::vector<double>& costs = split.cost[u];
         if (static_cast<int>(costs.size()) != p.num_devices_) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "task ", t, " split ", std::string(model::SplitAxisName(split.axis)), " work ", u + 1, " has ",
-              costs.size(), " costs for ", p.num_devices_, " devices"));
+              "task ", t, " split ", std::string(model::SplitAxisName(split.axis)), " work ", u + 1,
+              " has ", costs.size(), " costs for ", p.num_devices_, " devices"));
         }
         for (int d = 0; d < p.num_devices_; ++d) {
           const double c = costs[static_cast<size_t>(d)];
           if (!std::isfinite(c) || c < 0) {
             return absl::InvalidArgumentError(absl::StrCat(
-                "task ", t, " split ", std::string(model::SplitAxisName(split.axis)), " work ", u + 1,
-                " device ", d, ": cost ", c, " is not a finite value >= 0"));
+                "task ", t, " split ", std::string(model::SplitAxisName(split.axis)), " work ",
+                u + 1, " device ", d, ": cost ", c, " is not a finite value >= 0"));
           }
           p.table_[static_cast<size_t>(offset + static_cast<int64_t>(u + 1) * p.num_devices_ + d)]
               .store(c);
@@ -267,6 +268,19 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks, const pla
     }
   }
   return p;
+}
+
+double Problem::CombineUs(OpId op, int device, int partials) const {
+  if (latency_model_ == nullptr || partials <= 0) return 0.0;
+  const predictor::OpConfig& whole = whole_configs_[static_cast<size_t>(op)];
+  predictor::OpConfig add;
+  add.kind = model::OpKind::kAdd;
+  add.inputs = {whole.output, whole.output};
+  add.output = whole.output;
+  add.activation = whole.activation;
+  predictor::ComputeCost(add);
+  const double us = latency_model_->PredictUs(add, device);
+  return std::isfinite(us) ? partials * std::max(0.0, us) : 0.0;
 }
 
 double Problem::Fill(OpId op, model::SplitAxis axis, int64_t work, int device, size_t slot) const {

@@ -20,11 +20,13 @@ using InputReady =
     absl::FunctionRef<double(double transfer_us, int from, int to, double end, double device_free)>;
 
 // `scale[i]`: the schedule's subtask i lasts this many times its prediction (empty: 1 for all).
-// The result's subtasks come in planned start order; `source`, when given, receives the index
-// into schedule.subtasks() of each.
+// With `combine_partials`, an op split along input channels completes Problem::CombineUs after
+// its slices end, on the device of the one placed last (the runtime adds the partial sums on
+// the device whose slice ends last). The result's subtasks come in planned start order;
+// `source`, when given, receives the index into schedule.subtasks() of each.
 absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule,
                                 std::span<const double> scale, InputReady input_ready,
-                                std::vector<size_t>* source = nullptr) {
+                                bool combine_partials, std::vector<size_t>* source = nullptr) {
   if (schedule.num_ops() != problem.num_ops() || schedule.num_devices() != problem.num_devices()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the schedule has ", schedule.num_ops(), " ops on ", schedule.num_devices(),
@@ -53,6 +55,14 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
   std::vector<double> device_free(static_cast<size_t>(problem.num_devices()), 0.0);
   // Per op: its subtasks' (device, end) as re-timed so far.
   std::vector<std::vector<std::pair<int, double>>> done(static_cast<size_t>(problem.num_ops()));
+  // Per op: its cin slices, and how many are still to be placed.
+  std::vector<int> cin_slices(static_cast<size_t>(problem.num_ops()), 0);
+  if (combine_partials) {
+    for (const ScheduledSubtask& s : planned) {
+      if (s.axis == model::SplitAxis::kInputChannels) ++cin_slices[static_cast<size_t>(s.op)];
+    }
+  }
+  std::vector<int> cin_left = cin_slices;
   if (source != nullptr) *source = order;
   Schedule out(problem.num_ops(), problem.num_devices());
   for (OpId op = 0; op < problem.num_ops(); ++op) out.SetPlan(op, schedule.plan(op));
@@ -72,8 +82,19 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
     s.start_us = start;
     s.end_us = start + problem.LatencyUs(s.op, s.axis, s.end - s.begin, s.device) *
                            (scale.empty() ? 1.0 : scale[i]);
+    std::vector<std::pair<int, double>>& op_done = done[static_cast<size_t>(s.op)];
+    const size_t o = static_cast<size_t>(s.op);
+    if (cin_slices[o] > 1 && --cin_left[o] == 0) {
+      // The op's last slice adds the others' partial sums, after they end too. It is charged to
+      // the slice placed last, which is almost always the last to end (slices of one op start
+      // together and are balanced); otherwise its device is held until the others end.
+      double others_end = 0;
+      for (const auto& [device, end] : op_done) others_end = std::max(others_end, end);
+      s.end_us =
+          std::max(s.end_us, others_end) + problem.CombineUs(s.op, s.device, cin_slices[o] - 1);
+    }
     device_free[static_cast<size_t>(s.device)] = s.end_us;
-    done[static_cast<size_t>(s.op)].emplace_back(s.device, s.end_us);
+    op_done.emplace_back(s.device, s.end_us);
     out.Add(s);
   }
   return out;
@@ -82,10 +103,12 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
 }  // namespace
 
 absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& schedule) {
-  return Retime(problem, schedule, {},
-                [&](double transfer_us, int from, int to, double end, double) {
-                  return end + problem.EdgeCostUs(transfer_us, from, to);
-                });
+  return Retime(
+      problem, schedule, {},
+      [&](double transfer_us, int from, int to, double end, double) {
+        return end + problem.EdgeCostUs(transfer_us, from, to);
+      },
+      /*combine_partials=*/false);
 }
 
 absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& schedule) {
@@ -110,7 +133,8 @@ absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& s
     return arrival + (std::isfinite(hand_off) ? std::max(0.0, hand_off) : 0.0);
   };
   std::vector<size_t> source;
-  absl::StatusOr<Schedule> run = Retime(problem, schedule, {}, by_waits, &source);
+  absl::StatusOr<Schedule> run =
+      Retime(problem, schedule, {}, by_waits, /*combine_partials=*/true, &source);
   if (!run.ok() || !co_running) return run;
   // Each subtask slowed by its device's co-run factor over the share of it that overlaps work on
   // another device. Overlaps move as durations grow, so this iterates to a fixed point; the
@@ -129,7 +153,8 @@ absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& s
       const double f = co_run[static_cast<size_t>(run->subtasks()[j].device)];
       scale[source[j]] = 1 + (f - 1) * overlap[j];
     }
-    absl::StatusOr<Schedule> next = Retime(problem, schedule, scale, by_waits, &source);
+    absl::StatusOr<Schedule> next =
+        Retime(problem, schedule, scale, by_waits, /*combine_partials=*/true, &source);
     if (!next.ok()) return next;
     const bool settled = std::abs(next->makespan_us() - run->makespan_us()) < kSettledUs;
     run = std::move(next);

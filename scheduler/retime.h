@@ -25,9 +25,13 @@ absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& 
 // was still busy costs nothing beyond a transfer. When the schedule uses two devices or more,
 // each subtask lasts its prediction times 1 + (Problem::CoRunFactor - 1) x the share of it
 // during which another device runs (co_run_overlap.h; iterated until the run settles), so the
-// result passes ValidateSchedule only where those factors are 1. Its makespan plus the model's
+// result passes ValidateSchedule only where those factors are 1. An op split along input
+// channels ends Problem::CombineUs after its slices, on its last slice's device: the partial
+// sums added into the output there, as the runtime does (nor does it then pass
+// ValidateSchedule). Its makespan plus the model's
 // RunOverheadUs is the plan's predicted latency. Equals RetimeSchedule where HandOffUs is
-// SyncUs, CoRunFactor 1 and no input arrives within the sync cost before its device is free.
+// SyncUs, CoRunFactor 1, no op is split along input channels and no input arrives within the
+// sync cost before its device is free.
 absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& schedule);
 
 }  // namespace psched::scheduler

@@ -168,6 +168,89 @@ TEST(RetimeByWaitsTest, HandOffsCostByTheWaitersIdleTimeAndKernelsBesideOthersTh
   EXPECT_DOUBLE_EQ(alone->makespan_us(), 500);
 }
 
+// A conv slice along input channels takes 60 us on device 1 and 100 us elsewhere, as does every
+// other op; an add of ConvForkJoin's last conv output (28 x 28 x 64) takes 7 us, an add of any
+// other shape 999. A hand-off costs 10 us, co-running nothing.
+class CinModel final : public predictor::LatencyModel {
+ public:
+  int num_devices() const override { return 2; }
+  double PredictUs(const predictor::OpConfig& config, int device) const override {
+    if (config.kind == model::OpKind::kAdd) {
+      return config.inputs.size() == 2 && config.output == model::Shape{28, 28, 64} ? 7 : 999;
+    }
+    return config.accumulate && device == 1 ? 60 : 100;
+  }
+  double SyncUs(int, int) const override { return 0; }
+  double HandOffUs(int, int, double) const override { return 10; }
+  std::string Version() const override { return "cin"; }
+};
+
+// ConvForkJoin(2) on device 0 but its last conv, split along input channels 64 + 64 with the
+// second slice on device 1, planned to start at `second_start` (the order Retime places them in).
+Schedule CinSplit(const Problem& problem, double second_start) {
+  Schedule planned(problem.num_ops(), problem.num_devices());
+  for (OpId op = 0; op < 4; ++op) {
+    planned.Add({.op = op, .device = 0, .start_us = 100.0 * op, .end_us = 100.0 * op + 100});
+  }
+  constexpr model::SplitAxis kCin = model::SplitAxis::kInputChannels;
+  planned.SetPlan(4, {.axis = kCin, .work = {64, 64}});
+  planned.Add({.op = 4,
+               .slot = 0,
+               .device = 0,
+               .axis = kCin,
+               .begin = 0,
+               .end = 64,
+               .start_us = 400,
+               .end_us = 500});
+  planned.Add({.op = 4,
+               .slot = 1,
+               .device = 1,
+               .axis = kCin,
+               .begin = 64,
+               .end = 128,
+               .start_us = second_start,
+               .end_us = second_start + 60});
+  return planned;
+}
+
+TEST(RetimeByWaitsTest, ACinSplitOpEndsWithItsPartialSumsAddedOnTheLastSlicesDevice) {
+  const model::Graph g = testing::ConvForkJoin(2);
+  const CinModel model;
+  absl::StatusOr<Problem> p = Problem::FromGraph(g, TwoDevices(), model);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->WorkSize(4, model::SplitAxis::kInputChannels), 128);
+  // One partial sum to add: one add of the output, with the conv's activation.
+  EXPECT_DOUBLE_EQ(p->CombineUs(4, 0, 1), 7);
+  EXPECT_DOUBLE_EQ(p->CombineUs(4, 1, 2), 14);
+  EXPECT_DOUBLE_EQ(p->CombineUs(4, 1, 0), 0);
+  auto ends = [](const Schedule& s) {
+    std::vector<double> end(2);
+    for (const ScheduledSubtask& t : s.subtasks()) {
+      if (t.op == 4) end[static_cast<size_t>(t.slot)] = t.end_us;
+    }
+    return end;
+  };
+  // Device 1's slice placed first: it waits for the concat (400, hand-off 10) and ends at 470;
+  // device 0's, placed last, runs 400-500 and then adds the partial sum: 507.
+  absl::StatusOr<Schedule> first = RetimeByWaits(*p, CinSplit(*p, 399));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_THAT(ends(*first), ::testing::ElementsAre(507, 470));
+  EXPECT_DOUBLE_EQ(first->makespan_us(), 507);
+  // Device 1's slice placed last: it ends at 470, before device 0's, and is held until 500 to
+  // add the sum then (the runtime would add it on device 0; the op ends at 507 either way).
+  absl::StatusOr<Schedule> last = RetimeByWaits(*p, CinSplit(*p, 401));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_THAT(ends(*last), ::testing::ElementsAre(500, 507));
+  EXPECT_DOUBLE_EQ(last->makespan_us(), 507);
+  // The planners' timing has no combine: device 1's slice 400-460 (no sync cost), device 0's
+  // 400-500.
+  absl::StatusOr<Schedule> planned = RetimeSchedule(*p, CinSplit(*p, 399));
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  EXPECT_THAT(ends(*planned), ::testing::ElementsAre(500, 460));
+  // A task graph has no model to predict the adds with.
+  EXPECT_DOUBLE_EQ(testing::TopcuogluExample().CombineUs(0, 0, 1), 0);
+}
+
 // Without a latency model (a task graph: hand-offs cost SyncUs, here none, and co-run factors
 // are 1) it is RetimeSchedule.
 TEST(RetimeByWaitsTest, WithoutThemItIsTheRetime) {
