@@ -132,7 +132,9 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(plan.model_id, model.id)
         self.assertEqual(plan.scheduler, "exact")
         self.assertGreater(plan.makespan_us, 0)
-        self.assertAlmostEqual(max(s.end_us for s in plan.subtasks), plan.makespan_us, places=3)
+        # makespan_us is the run as predicted (scheduler::RetimeByWaits): the planner's schedule
+        # plus what it leaves out, such as adding a cin split's partial sums, never less.
+        self.assertGreaterEqual(plan.makespan_us + 1e-3, max(s.end_us for s in plan.subtasks))
         again = self.client.plan(model.id, "exact", options=options)
         self.assertTrue(again.cached)
         self.assertEqual(again.makespan_us, plan.makespan_us)
