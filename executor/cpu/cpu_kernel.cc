@@ -162,8 +162,14 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
   switch (op.kind) {
     case model::OpKind::kConv2d: {
       const bool library_forced = library != KernelLibrary::kAuto;
+      const bool multi_thread =
+          threadpool != nullptr && pthreadpool_get_threads_count(threadpool) > 1;
       if (!library_forced) {
-        library = ChooseConvLibrary(graph, id, slice);
+        // A cin slice cannot be cut into parts that write disjoint outputs
+        // (parallel_slices_kernel.h): on a multi-core device XNNPACK spreads it over the cores.
+        library = slice.axis == model::SplitAxis::kInputChannels && multi_thread
+                      ? KernelLibrary::kXnnpack
+                      : ChooseConvLibrary(graph, id, slice);
       }
       // The one-thread kernel of a part, for the libraries that have no threadpool of their
       // own; XNNPACK (null) runs on the device's threadpool directly.
@@ -191,10 +197,9 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
       }
       if (one_thread) {
         // A multi-core device runs one-thread kernels on parts of the slice at once.
-        auto kernel =
-            threadpool != nullptr && pthreadpool_get_threads_count(threadpool) > 1
-                ? internal::CreateParallelSlicesKernel(graph, id, slice, threadpool, one_thread)
-                : one_thread(slice);
+        auto kernel = multi_thread ? internal::CreateParallelSlicesKernel(graph, id, slice,
+                                                                          threadpool, one_thread)
+                                   : one_thread(slice);
         // Where the rule's library has no kernel for the configuration, XNNPACK runs it.
         if (kernel.ok() || kernel.status().code() != absl::StatusCode::kUnimplemented ||
             library_forced) {

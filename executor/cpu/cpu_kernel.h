@@ -13,7 +13,8 @@
 //             slice with begin == 0 adds the bias; no slice applies the fused activation
 //             (call ApplyActivationInPlace, executor/common/activation.h, once every slice has
 //             run). REQUIRES: the output was zeroed before the first slice; slices of one op that
-//             may run concurrently share one accumulation mutex (SetAccumulationMutex).
+//             may run concurrently add into different outputs (the co-execution runtime gives
+//             each its own partial-sum buffer and adds them up after the last).
 // Views always describe the whole op's tensors; the kernel offsets into them itself.
 //
 // Thread-safety: a kernel is used by one thread at a time. Run may use the XNNPACK
@@ -22,7 +23,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -60,8 +60,6 @@ class CpuKernel {
   // The XNNPACK operator doing all of Run's work, or null when Run does more (hand-written
   // kernels, cin accumulation, activation passes). Lets benchmarks time XNNPACK alone.
   virtual xnn_operator_t xnnpack_operator() const { return nullptr; }
-  // cin slices hold `mu` (not owned; may be null) while adding into the output.
-  virtual void SetAccumulationMutex(std::mutex* mu) {}
   // The kernel library doing the work: "xnnpack", "psched" (hand-written),
   // "psched:streaming-gemm" or "onednn:<implementation>" (e.g. "onednn:jit:avx2").
   virtual std::string_view library() const { return "xnnpack"; }

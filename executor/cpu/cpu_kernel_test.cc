@@ -164,17 +164,20 @@ SlicedOp PointwiseOp(model::Activation act, std::pair<int64_t, int64_t> hw = {5,
 
 const model::Activation kRelu6{.kind = model::ActivationKind::kClip, .min = 0.0f, .max = 6.0f};
 
-// oneDNN's convs against the reference: whole ops, cout and row slices, strided views in and
-// out, groups, every fused or separate activation.
+// oneDNN's convs against the reference: whole ops, cout, row and cin slices (these add into the
+// output), strided views in and out, groups, every fused or separate activation.
 TEST(CpuKernelOneDnn, ConvSlicesStridesAndActivations) {
   if (!OneDnnAvailable()) GTEST_SKIP() << "built without oneDNN";
   for (const model::Activation& act : {model::Activation{}, kRelu, kRelu6, kSigmoid}) {
     for (const SlicedOp& op : {ConvOp(1, act, 8, 16), ConvOp(1, act), PointwiseOp(act)}) {
       const int64_t rows = op.graph.output_shape(0).h;
       const int64_t cout = op.graph.output_shape(0).c;
+      const int64_t cin = op.graph.tensor(op.graph.inputs[0].tensor).shape.c;
       for (const auto& [pad_in, pad_out] : {std::pair<int64_t, int64_t>{0, 0}, {3, 5}}) {
         SCOPED_TRACE(::testing::Message() << "activation " << static_cast<int>(act.kind)
                                           << " strides +" << pad_in << " +" << pad_out);
+        ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 1, cin / 2 + 1, cin},
+                          KernelLibrary::kOneDnn, "onednn:", pad_in, pad_out);
         ExpectSlicesMatch(op, SplitAxis::kNone, {0, 1}, KernelLibrary::kOneDnn, "onednn:", pad_in,
                           pad_out);
         ExpectSlicesMatch(op, SplitAxis::kOutputChannels, {0, 1, (cout + 2) / 2, cout},
@@ -252,6 +255,11 @@ TEST(CpuKernelParts, CutsTheSlicesAxisOrTheOneThatSharesLess) {
   parts = PartsForThreads(heavy.graph, 0, {SplitAxis::kRows, 3, 4}, 2, kAnyWork);
   ASSERT_EQ(parts.size(), 1u);
   EXPECT_EQ(parts[0].begin, 3);
+  // A cin slice is never cut: its parts would add into the same output at once.
+  parts = PartsForThreads(heavy.graph, 0, {SplitAxis::kInputChannels, 2, 8}, 2, kAnyWork);
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].axis, SplitAxis::kInputChannels);
+  EXPECT_EQ(parts[0].begin, 2);
   // With the default least work per part (1 MFLOP), this 77 KFLOP conv is not worth cutting.
   EXPECT_EQ(PartsForThreads(heavy.graph, 0, WorkSlice::Whole(), 2).size(), 1u);
 }
@@ -272,14 +280,17 @@ TEST(CpuKernelOneDnn, PointwiseConvsAreMatmulsOverStridedViews) {
   ExpectSlicesMatch(op, SplitAxis::kRows, {0, 2, 5}, KernelLibrary::kOneDnn, "onednn:", 3, 5);
 }
 
-TEST(CpuKernelOneDnn, CinSlicesAreXnnpacksAlone) {
-  const SlicedOp op = ConvOp(1, kRelu, 8, 16);
-  auto forced = CreateCpuKernel(op.graph, 0, {SplitAxis::kInputChannels, 0, 4}, {}, nullptr,
-                                KernelLibrary::kOneDnn);
-  EXPECT_EQ(forced.status().code(), absl::StatusCode::kUnimplemented);
-  // The rule sends cin slices to XNNPACK, which accumulates them.
-  ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 3, 8}, KernelLibrary::kAuto, "xnnpack", 1,
+// cin slices go by the rule of whole ops on one thread; on a multi-thread device to XNNPACK,
+// which spreads one slice over the threads (parts of a cin slice would add into one output).
+TEST(CpuKernelChoice, CinSlicesByTheRuleOnOneThreadXnnpackOnSeveral) {
+  const SlicedOp op = ConvOp(1, kRelu, 8, 16, {60, 12});  // 31 x 11 output pixels
+  const std::string_view one_thread = OneDnnAvailable() ? "onednn:" : "xnnpack";
+  ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 3, 8}, KernelLibrary::kAuto, one_thread, 1,
                     2);
+  auto pool = CpuThreadpool::Create(2, {});
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 3, 8}, KernelLibrary::kAuto, "xnnpack", 1,
+                    2, (*pool)->get());
 }
 
 // The streaming GEMM against the reference: whole ops, cout and row slices, strided views in
@@ -306,18 +317,15 @@ TEST(CpuKernelStreamingGemm, ConvSlicesStridesAndActivations) {
                           pad_in, pad_out);
         ExpectSlicesMatch(op, SplitAxis::kRows, {0, 1, rows - 1, rows}, kLib, kName, pad_in,
                           pad_out);
+        const int64_t cin = op.graph.tensor(op.graph.inputs[0].tensor).shape.c;
+        ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 1, cin / 2 + 1, cin}, kLib, kName,
+                          pad_in, pad_out);
       }
     }
   }
-  // Grouped convs and cin slices are not its: forced, it says so.
+  // Grouped convs are not its: forced, it says so.
   const SlicedOp grouped = ConvOp(3, kRelu, 8, 8);
   EXPECT_EQ(CreateCpuKernel(grouped.graph, 0, WorkSlice::Whole(), {}, nullptr,
-                            KernelLibrary::kStreamingGemm)
-                .status()
-                .code(),
-            absl::StatusCode::kUnimplemented);
-  const SlicedOp dense = ConvOp(1, kRelu, 8, 16);
-  EXPECT_EQ(CreateCpuKernel(dense.graph, 0, {SplitAxis::kInputChannels, 0, 4}, {}, nullptr,
                             KernelLibrary::kStreamingGemm)
                 .status()
                 .code(),
@@ -381,10 +389,13 @@ TEST(CpuKernelChoice, DenseConvsGoToOneDnnOrWithFewPixelsToTheStreamingGemm) {
   EXPECT_EQ(ChooseConvLibrary(wide.graph, 0, WorkSlice::Whole()), few);
   EXPECT_EQ(ChooseConvLibrary(wide.graph, 0, {SplitAxis::kOutputChannels, 0, 256}), fast);
   EXPECT_EQ(ChooseConvLibrary(wide.graph, 0, {SplitAxis::kRows, 0, 4}), few);
-  EXPECT_EQ(ChooseConvLibrary(ConvOp(1, kRelu).graph, 0, {SplitAxis::kInputChannels, 0, 2}),
-            KernelLibrary::kXnnpack);
-  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kInputChannels, 0, 2}),
-            KernelLibrary::kXnnpack);
+  // cin slices alike, counting the filter columns the slice reads: 1x1 1024 > 512 on 7 x 7
+  // has a 2 MB filter, its cin halves 1 MB, its quarters 512 KB.
+  EXPECT_EQ(ChooseConvLibrary(ConvOp(1, kRelu).graph, 0, {SplitAxis::kInputChannels, 0, 2}), few);
+  EXPECT_EQ(ChooseConvLibrary(dense.graph, 0, {SplitAxis::kInputChannels, 0, 2}), fast);
+  const SlicedOp deep = PointwiseOp(kRelu, {7, 7}, 1024, 512);
+  EXPECT_EQ(ChooseConvLibrary(deep.graph, 0, {SplitAxis::kInputChannels, 0, 512}), few);
+  EXPECT_EQ(ChooseConvLibrary(deep.graph, 0, {SplitAxis::kInputChannels, 256, 512}), fast);
   EXPECT_EQ(ChooseConvLibrary(grouped.graph, 0, WorkSlice::Whole()), KernelLibrary::kXnnpack);
   auto kernel = CreateCpuKernel(dense.graph, 0, WorkSlice::Whole(), {}, nullptr);
   ASSERT_TRUE(kernel.ok()) << kernel.status();

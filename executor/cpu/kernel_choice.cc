@@ -25,18 +25,22 @@ KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkS
   // JIT convs beat XNNPACK's on nearly every dense conv of the benchmark models (median about
   // 1.5x with AVX-512, 1.8x with AVX2). A multi-core device runs them as one-thread kernels on
   // parts of the op across its own threadpool (parallel_slices_kernel.h). Left to XNNPACK:
-  // grouped and depthwise convs (none in those models, not measured) and cin slices (oneDNN
-  // has no accumulating kernel here).
+  // grouped and depthwise convs (none in those models, not measured). cin slices go by the
+  // same rule: on XNNPACK, which re-reads the filter per block of output pixels, hrnet's final
+  // 3x3 512>1024 conv on 7x7 split in two ran 1.5x its prediction beside the other core, where
+  // its cout halves on the streaming GEMM ran as predicted.
   const auto& conv = std::get<model::ConvAttrs>(graph.op(id).attrs);
-  if (conv.groups == 1 && slice.axis != model::SplitAxis::kInputChannels) {
+  if (conv.groups == 1) {
     // Few output pixels: the filter stream from memory bounds the op, and the streaming GEMM
     // reads it once where oneDNN's blocking re-reads it (streaming_gemm_conv.cc).
     const model::Shape& out = graph.output_shape(id);
     const int64_t rows = slice.axis == model::SplitAxis::kRows ? slice.end - slice.begin : out.h;
     const int64_t couts =
         slice.axis == model::SplitAxis::kOutputChannels ? slice.end - slice.begin : out.c;
-    const int64_t filter_bytes = couts * conv.window.kernel_h * conv.window.kernel_w *
-                                 graph.tensor(graph.ActivationInputs(id)[0]).shape.c *
+    const int64_t cins = slice.axis == model::SplitAxis::kInputChannels
+                             ? slice.end - slice.begin
+                             : graph.tensor(graph.ActivationInputs(id)[0]).shape.c;
+    const int64_t filter_bytes = couts * conv.window.kernel_h * conv.window.kernel_w * cins *
                                  static_cast<int64_t>(sizeof(float));
     const int64_t pixels = rows * out.w;
     if (StreamingGemmAvailable() &&

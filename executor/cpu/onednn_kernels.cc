@@ -1,6 +1,7 @@
-// CPU conv kernels backed by oneDNN (x86 builds with libdnnl only): whole ops, output-channel
-// slices and row slices, NHWC views with any pixel stride, Relu / Clip fused as a post-op,
-// other activations as a pass after.
+// CPU conv kernels backed by oneDNN (x86 builds with libdnnl only): whole ops and slices along
+// every axis, NHWC views with any pixel stride, Relu / Clip fused as a post-op, other
+// activations as a pass after. A cin slice adds its partial sum to the output through a sum
+// post-op (cpu_kernel.h), without the activation.
 //
 // Pointwise convs (1x1, stride 1, no padding) are a matrix product [pixels x cin] x [cin x
 // cout] and run as a oneDNN matmul, which takes strided rows: a view into a concat's channel
@@ -97,6 +98,8 @@ class OneDnnConvKernel final : public KernelBase {
   absl::Status Run() override {
     omp_set_num_threads(1);
     if (!staged_in_.empty()) Copy(InView(), staged_in_.data(), false);
+    // The sum post-op adds to what the staged output holds.
+    if (accumulate_ && !staged_out_.empty()) Copy(OutView(), staged_out_.data(), false);
     try {
       std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src_},
                                            {DNNL_ARG_WEIGHTS, weights_},
@@ -114,7 +117,7 @@ class OneDnnConvKernel final : public KernelBase {
     if (!staged_out_.empty()) Copy(OutView(), staged_out_.data(), true);
     if (residual_add_) {
       if (NeedsActivationPass(add_activation_)) ApplyActivationInPlace(add_activation_, OutView());
-    } else if (NeedsActivationPass(activation_)) {
+    } else if (!accumulate_ && NeedsActivationPass(activation_)) {
       ApplyActivationInPlace(activation_, OutView());
     }
     return absl::OkStatus();
@@ -160,8 +163,10 @@ class OneDnnConvKernel final : public KernelBase {
   }
 
   absl::Status Init(const model::Graph& graph, model::OpId id) {
-    if (slice_.axis == model::SplitAxis::kInputChannels) {
-      return absl::UnimplementedError(absl::StrCat(name_, ": no oneDNN kernel for cin slices"));
+    accumulate_ = slice_.axis == model::SplitAxis::kInputChannels;
+    if (accumulate_ && residual_add_) {
+      return absl::UnimplementedError(
+          absl::StrCat(name_, ": a cin slice's partial sum cannot take a residual post-op"));
     }
     // oneDNN fixes a primitive's thread count when it creates it: one, on this thread.
     omp_set_num_threads(1);
@@ -178,7 +183,11 @@ class OneDnnConvKernel final : public KernelBase {
         ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, a.min, a.max);
       }
     };
-    append_activation(activation_);
+    if (accumulate_) {
+      ops.append_sum(1.0f);
+    } else {
+      append_activation(activation_);
+    }
     // The conv alone, for comparing implementations (ChoosePd). Attributes are handles: a
     // copy would share the residual post-op appended below.
     plain_attr_.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -349,6 +358,7 @@ class OneDnnConvKernel final : public KernelBase {
   std::string impl_;
   // Set when the kernel adds a residual as a post-op (Create's `add`).
   bool residual_add_ = false;
+  bool accumulate_ = false;  // a cin slice: dst += conv, no activation
   dnnl::primitive_attr plain_attr_;  // without the residual and the add's activation
   model::Activation add_activation_;
   int64_t residual_stride_ = 0;

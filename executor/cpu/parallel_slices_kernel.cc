@@ -85,7 +85,8 @@ std::vector<WorkSlice> PartsForThreads(const model::Graph& graph, model::OpId id
   const double flops = static_cast<double>(model::OpFlops(graph, id)) *
                        static_cast<double>(slice.end - slice.begin) / static_cast<double>(work);
   threads = std::min<int>(threads, static_cast<int>(flops / min_flops_per_part));
-  if (threads < 2) return {slice};
+  // Parts of a cin slice would add into the same output at once.
+  if (threads < 2 || slice.axis == SplitAxis::kInputChannels) return {slice};
   if (slice.axis == SplitAxis::kRows)
     return Cut(SplitAxis::kRows, slice.begin, slice.end, threads, 1);
   if (slice.axis == SplitAxis::kOutputChannels) {

@@ -26,7 +26,8 @@ using PartFactory = std::function<absl::StatusOr<std::unique_ptr<CpuKernel>>(Wor
 // half the filter; a cut by rows would make every part read all of it) or it has too few rows
 // (fewer than two per thread), else by rows. A slice too small to cut, or with less than
 // `min_flops_per_part` of work per part, gives fewer parts (down to one): a parallel call and
-// a oneDNN execute cost a few us, the time of ~1 MFLOP here.
+// a oneDNN execute cost a few us, the time of ~1 MFLOP here. A cin slice is one part: its
+// parts would add into the same output at once.
 // REQUIRES: op `id` is a conv and `slice` is valid for it.
 inline constexpr double kMinFlopsPerPart = 1e6;
 std::vector<WorkSlice> PartsForThreads(const model::Graph& graph, model::OpId id, WorkSlice slice,

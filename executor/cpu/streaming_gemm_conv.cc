@@ -24,7 +24,9 @@
 //   and the microkernel broadcasts them from one pointer. kc keeps that buffer within 24 KB
 //   (L1).
 // - The output view is the accumulator between K blocks; bias starts the first block, Relu /
-//   Clip end the last, other activations are a pass after.
+//   Clip end the last, other activations are a pass after. A cin slice adds its partial sum to
+//   what the output holds: every block accumulates, its bias (first slice only) is a pass
+//   before, and the activation is left to whoever combines the slices (cpu_kernel.h).
 
 // GCC 12's _mm512_max_ps and _mm512_min_ps pass _mm512_undefined_ps() as their unused merge
 // source, which -Wmaybe-uninitialized reports at every use.
@@ -115,10 +117,12 @@ class StreamingGemmConvKernel final : public KernelBase {
     float* out = output_.pixel(g_.out_row_begin, 0) + g_.out_channel_offset;
     const float* panel = filter_.get();
     const float lo = FusedMin(activation_), hi = FusedMax(activation_);
+    const bool accumulate = slice_.axis == model::SplitAxis::kInputChannels;
+    if (accumulate && has_bias_) AddBias(out);
     for (int64_t k0 = 0; k0 < k_; k0 += kc_) {
       const int64_t kc = std::min(kc_, k_ - k0);
       PackInputBlock(in, k0, kc);
-      const bool first = k0 == 0, last = k0 + kc == k_;
+      const bool first = k0 == 0 && !accumulate, last = k0 + kc == k_ && !accumulate;
       for (int64_t n0 = 0; n0 < n_; n0 += kLanes) {
         const __mmask16 mask = FirstLanes(n_ - n0);
         // Every row block reuses the panel while it is in L1.
@@ -131,7 +135,7 @@ class StreamingGemmConvKernel final : public KernelBase {
         panel += kc * kLanes;
       }
     }
-    if (NeedsActivationPass(activation_)) {
+    if (!accumulate && NeedsActivationPass(activation_)) {
       ApplyActivationInPlace(activation_,
                              {out, {g_.out_rows, output_shape_.w, n_}, output_.pixel_stride});
     }
@@ -146,10 +150,6 @@ class StreamingGemmConvKernel final : public KernelBase {
       : KernelBase(graph, id, slice, layout) {}
 
   absl::Status Init(const model::Graph& graph, model::OpId id) {
-    if (slice_.axis == model::SplitAxis::kInputChannels) {
-      return absl::UnimplementedError(
-          absl::StrCat(name_, ": the streaming GEMM has no kernel for cin slices"));
-    }
     BuildConvSlice(graph, id, slice_, g_);
     if (g_.groups != 1) {
       return absl::UnimplementedError(
@@ -176,6 +176,7 @@ class StreamingGemmConvKernel final : public KernelBase {
     for (int64_t n = 0; n < panels * kLanes; ++n) {
       bias_[n] = g_.bias != nullptr && n < n_ ? g_.bias[n] : 0.0f;
     }
+    has_bias_ = g_.bias != nullptr;
     IndexInputPixels();
     packed_in_ = AllocateAlignedFloats(static_cast<size_t>(kc_ * m_));
     g_.filter = g_.bias = nullptr;
@@ -198,6 +199,14 @@ class StreamingGemmConvKernel final : public KernelBase {
           }
         }
       }
+    }
+  }
+
+  // Adds the bias to every output pixel of the slice (a cin slice's, before it accumulates).
+  void AddBias(float* out) const {
+    for (int64_t m = 0; m < m_; ++m) {
+      float* pixel = out + m * output_stride_;
+      for (int64_t n = 0; n < n_; ++n) pixel[n] += bias_[n];
     }
   }
 
@@ -248,6 +257,7 @@ class StreamingGemmConvKernel final : public KernelBase {
   ConvSlice g_;
   int64_t cin_ = 0, k_ = 0, n_ = 0, m_ = 0;  // GEMM: [m_ x k_] x [k_ x n_]
   int64_t kc_ = 0, block_rows_ = 0;
+  bool has_bias_ = false;
   AlignedFloats filter_, bias_, packed_in_;  // 64-byte aligned: panels load aligned
   std::vector<int32_t> tap_offsets_;         // [tap][pixel, padded to 16]
   std::vector<__mmask16> tap_masks_;         // [tap][16 pixels]: which read the input

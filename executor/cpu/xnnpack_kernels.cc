@@ -7,7 +7,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "executor/cpu/conv_slice.h"
@@ -23,10 +22,8 @@ using XnnOperator = std::unique_ptr<xnn_operator, XnnDeleter>;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Adds a contiguous partial sum into a (possibly strided) view, under `mu` when given.
-void Accumulate(const std::vector<float>& partial, const TensorView& out, std::mutex* mu) {
-  std::unique_lock<std::mutex> lock;
-  if (mu != nullptr) lock = std::unique_lock<std::mutex>(*mu);
+// Adds a contiguous partial sum into a (possibly strided) view.
+void Accumulate(const std::vector<float>& partial, const TensorView& out) {
   const float* src = partial.data();
   for (int64_t h = 0; h < out.shape.h; ++h) {
     for (int64_t w = 0; w < out.shape.w; ++w) {
@@ -64,7 +61,7 @@ class ConvKernel final : public KernelBase {
       return s;
     }
     if (!partial_.empty()) {
-      Accumulate(partial_, SliceView(), accumulate_mu_);
+      Accumulate(partial_, SliceView());
     } else if (NeedsActivationPass(activation_)) {
       ApplyActivationInPlace(activation_, SliceView());
     }
@@ -74,7 +71,6 @@ class ConvKernel final : public KernelBase {
   xnn_operator_t xnnpack_operator() const override {
     return partial_.empty() && !NeedsActivationPass(activation_) ? op_.get() : nullptr;
   }
-  void SetAccumulationMutex(std::mutex* mu) override { accumulate_mu_ = mu; }
 
  private:
   ConvKernel(const model::Graph& graph, model::OpId id, WorkSlice slice, const KernelLayout& layout,
@@ -120,7 +116,6 @@ class ConvKernel final : public KernelBase {
   XnnOperator op_;
   ConvSlice g_;
   std::vector<float> partial_;  // cin slices only
-  std::mutex* accumulate_mu_ = nullptr;
 };
 
 class FullyConnectedKernel final : public KernelBase {
@@ -151,7 +146,7 @@ class FullyConnectedKernel final : public KernelBase {
     }
     const TensorView slice{output_.data + out_offset_, {1, 1, out_channels_}, out_channels_};
     if (!partial_.empty()) {
-      Accumulate(partial_, slice, accumulate_mu_);
+      Accumulate(partial_, slice);
     } else if (NeedsActivationPass(activation_)) {
       ApplyActivationInPlace(activation_, slice);
     }
@@ -161,7 +156,6 @@ class FullyConnectedKernel final : public KernelBase {
   xnn_operator_t xnnpack_operator() const override {
     return partial_.empty() && !NeedsActivationPass(activation_) ? op_.get() : nullptr;
   }
-  void SetAccumulationMutex(std::mutex* mu) override { accumulate_mu_ = mu; }
 
  private:
   FullyConnectedKernel(const model::Graph& graph, model::OpId id, WorkSlice slice,
@@ -211,7 +205,6 @@ class FullyConnectedKernel final : public KernelBase {
   XnnOperator op_;
   int64_t in_offset_ = 0, out_offset_ = 0, out_channels_ = 0;
   std::vector<float> partial_;  // cin slices only
-  std::mutex* accumulate_mu_ = nullptr;
 };
 
 // A whole (unsliced) op computed by one XNNPACK operator, followed by an activation pass
