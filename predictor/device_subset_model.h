@@ -31,6 +31,9 @@ class DeviceSubsetModel final : public LatencyModel {
   double CoRunFactor(int device) const override {
     return base_->CoRunFactor(devices_[static_cast<size_t>(device)]);
   }
+  double PartialSumNs(int device) const override {
+    return base_->PartialSumNs(devices_[static_cast<size_t>(device)]);
+  }
   double RunOverheadUs() const override { return base_->RunOverheadUs(); }
   std::string Version() const override { return version_; }
 

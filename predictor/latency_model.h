@@ -55,6 +55,11 @@ class LatencyModel {
   // the share of each subtask that overlaps it, scheduler/co_run_overlap.h); 1 by default.
   // REQUIRES: 0 <= device < num_devices().
   virtual double CoRunFactor(int device) const { return 1.0; }
+  // Nanoseconds per element the last slice of a cin-split op ending on the device takes to add
+  // the other slices' partial sums into the output (they were written by other devices); 0 by
+  // default: unknown, predict the adds as element-wise ops.
+  // REQUIRES: 0 <= device < num_devices().
+  virtual double PartialSumNs(int device) const { return 0; }
   // Microseconds a run of any plan takes beyond its makespan; 0 by default.
   virtual double RunOverheadUs() const { return 0; }
   // Identifies the model and its parameters; part of the plan cache key.

@@ -63,6 +63,8 @@ class ResidualCorrectedModel final : public LatencyModel {
   // 1: the residuals were measured inside the served plan's runs, which hold whatever slowdown
   // co-running devices cause; the inner model's factor on top would count it twice.
   double CoRunFactor(int device) const override { return 1.0; }
+  // 0 for the same reason: a last cin slice's residual holds the combine it ran.
+  double PartialSumNs(int device) const override { return 0; }
   double RunOverheadUs() const override { return inner_->RunOverheadUs(); }
   std::string Version() const override { return version_; }
 

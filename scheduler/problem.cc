@@ -273,6 +273,9 @@ absl::StatusOr<Problem> Problem::FromTaskGraph(const TaskGraph& tasks,
 double Problem::CombineUs(OpId op, int device, int partials) const {
   if (latency_model_ == nullptr || partials <= 0) return 0.0;
   const predictor::OpConfig& whole = whole_configs_[static_cast<size_t>(op)];
+  if (const double ns = latency_model_->PartialSumNs(device); ns > 0) {
+    return partials * static_cast<double>(whole.output.Elements()) * ns / 1e3;
+  }
   predictor::OpConfig add;
   add.kind = model::OpKind::kAdd;
   add.inputs = {whole.output, whole.output};

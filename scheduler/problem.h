@@ -139,8 +139,10 @@ class Problem {
   }
   // What the last of an op's cin slices to finish pays on `device` to add the other slices'
   // `partials` partial sums into the op's output and apply its activation (the runtime does it
-  // there, CoExecutionRuntime::CompletesOp): `partials` element-wise adds of the output, as the
-  // model predicts them. 0 for a task graph. For predicting a fixed plan, not for planning.
+  // there, CoExecutionRuntime::CompletesOp): `partials` x the output's elements at the model's
+  // measured PartialSumNs of the device, or without one `partials` element-wise adds of the
+  // output as the model predicts them. 0 for a task graph. For predicting a fixed plan, not for
+  // planning.
   double CombineUs(OpId op, int device, int partials) const;
   // True when an edge costs nothing whatever devices its ends run on: every device in one
   // domain and no sync cost. Exact solvers then skip per-device ready times.

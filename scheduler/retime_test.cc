@@ -251,6 +251,36 @@ TEST(RetimeByWaitsTest, ACinSplitOpEndsWithItsPartialSumsAddedOnTheLastSlicesDev
   EXPECT_DOUBLE_EQ(testing::TopcuogluExample().CombineUs(0, 0, 1), 0);
 }
 
+// A model that measured what adding partial sums costs on a device (PartialSumNs) is charged that
+// per element of the output and partial sum; the other device keeps the element-wise add.
+TEST(RetimeByWaitsTest, AMeasuredPartialSumCostIsChargedPerElement) {
+  class MeasuredCinModel final : public predictor::LatencyModel {
+   public:
+    int num_devices() const override { return 2; }
+    double PredictUs(const predictor::OpConfig& config, int device) const override {
+      return inner_.PredictUs(config, device);
+    }
+    double HandOffUs(int, int, double) const override { return 10; }
+    double PartialSumNs(int device) const override { return device == 0 ? 2.0 : 0.0; }
+    std::string Version() const override { return "measured-cin"; }
+
+   private:
+    CinModel inner_;
+  };
+  const model::Graph g = testing::ConvForkJoin(2);
+  const MeasuredCinModel model;
+  absl::StatusOr<Problem> p = Problem::FromGraph(g, TwoDevices(), model);
+  ASSERT_TRUE(p.ok()) << p.status();
+  // The output is 28 x 28 x 64 = 50176 elements: 100.352 us per partial sum at 2 ns.
+  EXPECT_DOUBLE_EQ(p->CombineUs(4, 0, 1), 100.352);
+  EXPECT_DOUBLE_EQ(p->CombineUs(4, 0, 2), 200.704);
+  EXPECT_DOUBLE_EQ(p->CombineUs(4, 1, 1), 7);
+  // Device 0's slice, placed last, runs 400-500 and adds the partial sum after it.
+  absl::StatusOr<Schedule> retimed = RetimeByWaits(*p, CinSplit(*p, 399));
+  ASSERT_TRUE(retimed.ok()) << retimed.status();
+  EXPECT_DOUBLE_EQ(retimed->makespan_us(), 600.352);
+}
+
 // Without a latency model (a task graph: hand-offs cost SyncUs, here none, and co-run factors
 // are 1) it is RetimeSchedule.
 TEST(RetimeByWaitsTest, WithoutThemItIsTheRetime) {

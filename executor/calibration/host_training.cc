@@ -364,6 +364,9 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
     const json co_run = stored.value("co_run", json(1.0));
     if (!co_run.is_number()) return bad("'co_run' is not a number");
     part.co_run = co_run.get<double>();
+    const json partial_sum_ns = stored.value("partial_sum_ns", json(0.0));
+    if (!partial_sum_ns.is_number()) return bad("'partial_sum_ns' is not a number");
+    part.partial_sum_ns = partial_sum_ns.get<double>();
     if (const auto sync = stored.find("sync_us"); sync != stored.end()) {
       if (!sync->is_object()) return bad("'sync_us' is not an object of device names");
       part.sync_us.assign(devices.size(), 0.0);
@@ -470,6 +473,7 @@ absl::Status ApplyRunCosts(const RunCosts& costs, HostTraining& training) {
     }
     (*device)["in_run"] = r.factor;
     if (r.co_run_factor != 1.0) (*device)["co_run"] = r.co_run_factor;
+    if (r.partial_sum_ns > 0) (*device)["partial_sum_ns"] = r.partial_sum_ns;
   }
   for (const RunCosts::Sync& s : costs.sync) {
     json* from = find(s.from);

@@ -398,6 +398,50 @@ TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
   bad = RunCostsToJson(costs);
   bad["in_run"][0]["co_run_factor"] = 0;
   EXPECT_THAT(error(bad), HasSubstr("'in_run[0].co_run_factor' is 0"));
+  // Partial-sum costs: round trip, absent in older files, refused when malformed.
+  costs.in_run[0].partial_sum_ns = 2.25;
+  costs.in_run[0].combines = 31;
+  back = RunCostsFromJson(json::parse(RunCostsToJson(costs).dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->in_run[0].partial_sum_ns, 2.25);
+  EXPECT_EQ(back->in_run[0].combines, 31);
+  EXPECT_EQ(old_back->in_run[0].partial_sum_ns, 0);
+  for (const json& ns : {json(-1), json("fast")}) {
+    bad = RunCostsToJson(costs);
+    bad["in_run"][0]["partial_sum_ns"] = ns;
+    EXPECT_THAT(error(bad), HasSubstr("'in_run[0].partial_sum_ns' is"));
+  }
+}
+
+// The partial-sum cost predicts a fixed plan's cin combines (PartialSumNs): PredictUs stays as it
+// was, and the cost survives the stored form and changes the version.
+TEST_F(HostTrainingTest, PartialSumCostsAreTheModelsAndStored) {
+  HostTraining with = *training_;
+  RunCosts costs;
+  costs.in_run = {{.device = "gpu", .factor = 1.0, .partial_sum_ns = 1.75, .combines = 12}};
+  ASSERT_TRUE(ApplyRunCosts(costs, with).ok());
+  HostTraining without = *training_;
+  costs.in_run[0].partial_sum_ns = 0;
+  ASSERT_TRUE(ApplyRunCosts(costs, without).ok());
+  const CalibrationSamples samples = Fixture();
+  const predictor::OpConfig& config = samples.samples.front().config;
+  EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 1), without.model->PredictUs(config, 1));
+  EXPECT_EQ(with.model->PartialSumNs(1), 1.75);
+  EXPECT_EQ(with.model->PartialSumNs(0), 0);
+  EXPECT_EQ(without.model->PartialSumNs(1), 0);
+  EXPECT_NE(with.model->Version(), without.model->Version());
+  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(json::parse(with.params.dump()));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->model->Version(), with.model->Version());
+  EXPECT_EQ(loaded->model->PartialSumNs(1), 1.75);
+  json negative = with.params;
+  StoredDevice(negative, "gpu")["partial_sum_ns"] = -3;
+  EXPECT_THAT(std::string(HostModelFromJson(negative).status().message()),
+              HasSubstr("device 'gpu' has partial-sum cost -3 ns per element"));
+  json text = with.params;
+  StoredDevice(text, "gpu")["partial_sum_ns"] = "slow";
+  EXPECT_THAT(std::string(HostModelFromJson(text).status().message()),
+              HasSubstr("'partial_sum_ns' is not a number"));
 }
 
 TEST_F(HostTrainingTest, DamagedStoredModelsAreRefusedNamingFileAndLine) {

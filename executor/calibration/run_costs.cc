@@ -55,7 +55,9 @@ json RunCostsToJson(const RunCosts& costs) {
                       {"predicted_us", r.predicted_us},
                       {"factor", r.factor},
                       {"cold_us", r.cold_us},
-                      {"co_run_factor", r.co_run_factor}});
+                      {"co_run_factor", r.co_run_factor},
+                      {"partial_sum_ns", r.partial_sum_ns},
+                      {"combines", r.combines}});
   }
   json sync = json::array();
   for (const RunCosts::Sync& s : costs.sync) {
@@ -108,6 +110,12 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
       absl::StatusOr<double> co_run = Number(r, "co_run_factor", where, 0, /*strict=*/true);
       if (!co_run.ok()) return co_run.status();
       in_run.co_run_factor = *co_run;
+    }
+    if (r.contains("partial_sum_ns")) {
+      absl::StatusOr<double> ns = Number(r, "partial_sum_ns", where, 0, /*strict=*/false);
+      if (!ns.ok()) return ns.status();
+      in_run.partial_sum_ns = *ns;
+      in_run.combines = r.value("combines", 0);
     }
     in_run.measured_us = r.value("measured_us", 0.0);
     in_run.predicted_us = r.value("predicted_us", 0.0);
@@ -162,9 +170,10 @@ std::string FormatRunCosts(const RunCosts& costs) {
   for (const RunCosts::InRun& r : costs.in_run) {
     absl::StrAppendFormat(&out,
                           "%-8s in-run factor %.3f, cold start %.0f us, beside other devices "
-                          "x%.3f  (subtasks %.0f us measured, %.0f predicted)\n",
-                          r.device, r.factor, r.cold_us, r.co_run_factor, r.measured_us,
-                          r.predicted_us);
+                          "x%.3f, partial sums %.2f ns per element (%d combines)  (subtasks "
+                          "%.0f us measured, %.0f predicted)\n",
+                          r.device, r.factor, r.cold_us, r.co_run_factor, r.partial_sum_ns,
+                          r.combines, r.measured_us, r.predicted_us);
   }
   if (costs.multi_device_measured_us > 0) {
     absl::StrAppendFormat(&out,

@@ -42,7 +42,16 @@ struct RunCosts {
     // factor and cold_us are fitted to the plans on this device alone; in plans with work on
     // other devices too its subtasks took co_run_factor times longer (shared caches, memory).
     double co_run_factor = 1;
+    // What the last slice of a cin-split op to end on this device took beyond its prediction,
+    // per element it added of the other slices' partial sums (output elements x other slices;
+    // CoExecutionRuntime::CompletesOp), in ns: a partial sum another core wrote costs ~2 ns an
+    // element here where a local add costs a tenth of that. The median over `combines` of them
+    // in the probes; 0 with fewer than kMinCombines (Problem::CombineUs then uses the model's
+    // element-wise add).
+    double partial_sum_ns = 0;
+    int combines = 0;
   };
+  static constexpr int kMinCombines = 5;
   struct Sync {
     std::string from, to;
     double us = 0;
@@ -80,15 +89,15 @@ struct RunCosts {
 // {"probes", "runs", "run_overhead_us", "multi_device_measured_us", "multi_device_replay_us",
 //  "multi_device_hand_off_replay_us", "gpu_multi_device_measured_us",
 //  "gpu_multi_device_replay_us", "gpu_multi_device_hand_off_replay_us",
-//  "in_run": [{"device", "measured_us", "predicted_us", "factor", "cold_us", "co_run_factor"},
-//             ...],
+//  "in_run": [{"device", "measured_us", "predicted_us", "factor", "cold_us", "co_run_factor",
+//              "partial_sum_ns", "combines"}, ...],
 //  "sync": [{"from", "to", "us", "window_us", "spinning_us", "parked_us", "spinning_waits",
 //            "parked_waits"}, ...]}
 nlohmann::json RunCostsToJson(const RunCosts& costs);
 // InvalidArgument naming the field for anything malformed: a missing device name, a factor
 // that is not finite and > 0, a cold start, sync or hand-off cost or window that is not finite
-// and >= 0. A missing cold_us or co_run_factor (files written before them) is 0 or 1; missing
-// hand-off fields: none.
+// and >= 0, a partial_sum_ns that is not finite and >= 0. A missing cold_us, co_run_factor or
+// partial_sum_ns (files written before them) is 0, 1 or 0; missing hand-off fields: none.
 absl::StatusOr<RunCosts> RunCostsFromJson(const nlohmann::json& json);
 // The table psched-calibrate prints.
 std::string FormatRunCosts(const RunCosts& costs);

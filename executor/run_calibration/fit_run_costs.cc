@@ -23,17 +23,107 @@ constexpr double kMaxCoRunFactor = 3;
 // 0 for none.
 double Median(std::vector<double> v) { return v.empty() ? 0 : predictor::Median(std::move(v)); }
 
+// The partial-sum combine of one cin-split op in a run: its slice that ended last (an index
+// into the run's timings), which adds the others' partial sums into the output, and how many
+// elements it added (output elements x the other slices).
+struct Combine {
+  size_t last = 0;
+  double elements = 0;
+};
+
+// Every cin-split op of `timings` whose slices all ran (2 or more).
+std::vector<Combine> Combines(const model::Graph& graph,
+                              std::span<const runtime::SubtaskTiming> timings) {
+  std::vector<int> slices(graph.ops.size(), 0);
+  std::vector<size_t> last(graph.ops.size(), 0);
+  for (size_t i = 0; i < timings.size(); ++i) {
+    const runtime::PlanStep& step = timings[i].step;
+    if (step.slice.axis != model::SplitAxis::kInputChannels) continue;
+    const auto op = static_cast<size_t>(step.op);
+    if (slices[op]++ == 0 || timings[i].end_ns > timings[last[op]].end_ns) last[op] = i;
+  }
+  std::vector<Combine> out;
+  for (size_t op = 0; op < slices.size(); ++op) {
+    if (slices[op] < 2) continue;
+    const auto elements =
+        static_cast<double>(graph.output_shape(static_cast<model::OpId>(op)).Elements());
+    out.push_back({.last = last[op], .elements = elements * (slices[op] - 1)});
+  }
+  return out;
+}
+
+// Per subtask of `timings`: the combine its device pays after it at `partial_sum_ns` per
+// element added (0 for all but the last slices of cin-split ops).
+std::vector<double> CombineUs(const model::Graph& graph,
+                              std::span<const runtime::SubtaskTiming> timings,
+                              std::span<const double> partial_sum_ns) {
+  std::vector<double> out(timings.size(), 0.0);
+  for (const Combine& c : Combines(graph, timings)) {
+    out[c.last] = c.elements * partial_sum_ns[static_cast<size_t>(timings[c.last].device)] / 1e3;
+  }
+  return out;
+}
+
+// Per device, nanoseconds per element added by the last slices' combines in the multi-device
+// probes: each combine's time is what its slice took beyond its prediction times the ratio of
+// measured to predicted time of its device's other subtasks in the same run; the median over
+// every combine of every run, >= 0, and 0 with fewer than RunCosts::kMinCombines. Writes how
+// many combines each device had to `counts`.
+std::vector<double> FitPartialSumNs(std::span<const ProbeResult* const> multi, size_t num_devices,
+                                    std::vector<int>& counts) {
+  std::vector<std::vector<double>> per_element(num_devices);
+  for (const ProbeResult* r : multi) {
+    for (const auto& timings : r->timings) {
+      const std::vector<Combine> combines = Combines(*r->graph, timings);
+      if (combines.empty()) continue;
+      const std::vector<std::optional<double>> predicted =
+          PredictedDurationsUs(r->schedule, timings);
+      std::vector<bool> is_last(timings.size(), false);
+      for (const Combine& c : combines) is_last[c.last] = true;
+      std::vector<double> measured_sum(num_devices, 0.0), predicted_sum(num_devices, 0.0);
+      for (size_t i = 0; i < timings.size(); ++i) {
+        if (is_last[i] || !predicted[i].has_value()) continue;
+        const auto d = static_cast<size_t>(timings[i].device);
+        measured_sum[d] += static_cast<double>(timings[i].end_ns - timings[i].start_ns) / 1e3;
+        predicted_sum[d] += *predicted[i];
+      }
+      for (const Combine& c : combines) {
+        const runtime::SubtaskTiming& t = timings[c.last];
+        const auto d = static_cast<size_t>(t.device);
+        if (!predicted[c.last].has_value() || predicted_sum[d] <= 0 || c.elements <= 0) continue;
+        const double speed = measured_sum[d] / predicted_sum[d];
+        const double extra_us =
+            static_cast<double>(t.end_ns - t.start_ns) / 1e3 - *predicted[c.last] * speed;
+        per_element[d].push_back(extra_us * 1e3 / c.elements);
+      }
+    }
+  }
+  std::vector<double> ns(num_devices, 0.0);
+  counts.assign(num_devices, 0);
+  for (size_t d = 0; d < num_devices; ++d) {
+    counts[d] = static_cast<int>(per_element[d].size());
+    if (counts[d] >= calibration::RunCosts::kMinCombines) {
+      ns[d] = std::max(0.0, Median(std::move(per_element[d])));
+    }
+  }
+  return ns;
+}
+
 // `timings` in the order they ran, each lasting what the fitted model predicts for it: the
 // schedule's prediction times its device's in-run factor, times 1 + (co-run factor - 1) x the
 // share of it during which another device ran (as measured; `co_run` empty: no co-run factor),
-// plus the device's cold start on its first subtask of the run. A subtask the schedule lacks
+// plus the device's cold start on its first subtask of the run and, on the last slice of a
+// cin-split op, the combine at its device's `partial_sum_ns`. A subtask the schedule lacks
 // keeps its measured duration.
-std::vector<runtime::SubtaskTiming> AsPredicted(const scheduler::Schedule& schedule,
+std::vector<runtime::SubtaskTiming> AsPredicted(const model::Graph& graph,
+                                                const scheduler::Schedule& schedule,
                                                 std::span<const runtime::SubtaskTiming> timings,
                                                 std::span<const double> in_run,
                                                 std::span<const double> cold_us,
+                                                std::span<const double> partial_sum_ns,
                                                 std::span<const double> co_run = {}) {
   const std::vector<std::optional<double>> predicted = PredictedDurationsUs(schedule, timings);
+  const std::vector<double> combine_us = CombineUs(graph, timings, partial_sum_ns);
   const std::vector<double> overlap =
       co_run.empty() ? std::vector<double>(timings.size(), 0.0) : MeasuredOverlapFractions(timings);
   std::vector<runtime::SubtaskTiming> out(timings.begin(), timings.end());
@@ -49,6 +139,7 @@ std::vector<runtime::SubtaskTiming> AsPredicted(const scheduler::Schedule& sched
     double us = *predicted[i] * in_run[d];
     if (!co_run.empty()) us *= 1 + (co_run[d] - 1) * overlap[i];
     if (t.start_ns == first_start[d]) us += cold_us[d];
+    us += combine_us[i];
     t.end_ns = t.start_ns + static_cast<int64_t>(std::llround(us * 1e3));
   }
   return out;
@@ -124,13 +215,29 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   std::vector<double> overheads;
   std::vector<const ProbeResult*> multi;
   for (const ProbeResult& r : results) {
+    if (r.devices_used >= 2 && !r.breakdowns.empty()) multi.push_back(&r);
+  }
+  // The combines first: the factors below are fitted to what the subtasks took beyond them.
+  std::vector<int> combines;
+  const std::vector<double> partial_sum_ns = FitPartialSumNs(multi, num_devices, combines);
+  for (const ProbeResult& r : results) {
     costs.runs = std::max(costs.runs, static_cast<int>(r.breakdowns.size()));
+    // Per timed run, the combines each device paid at the fitted cost.
+    std::vector<std::vector<double>> combine_us(r.breakdowns.size(),
+                                                std::vector<double>(num_devices, 0.0));
+    for (size_t i = 0; i < r.breakdowns.size() && i < r.timings.size(); ++i) {
+      const std::vector<double> per_subtask = CombineUs(*r.graph, r.timings[i], partial_sum_ns);
+      for (size_t k = 0; k < per_subtask.size(); ++k) {
+        combine_us[i][static_cast<size_t>(r.timings[i][k].device)] += per_subtask[k];
+      }
+    }
     for (size_t d = 0; d < num_devices; ++d) {
       std::vector<double> m, p, share;
-      for (const RunBreakdown& b : r.breakdowns) {
+      for (size_t i = 0; i < r.breakdowns.size(); ++i) {
+        const RunBreakdown& b = r.breakdowns[i];
         if (d < b.measured_kernel_us.size()) {
           m.push_back(b.measured_kernel_us[d]);
-          p.push_back(b.predicted_kernel_us[d]);
+          p.push_back(b.predicted_kernel_us[d] + combine_us[i][d]);
           if (d < b.predicted_overlapped_us.size() && b.predicted_kernel_us[d] > 0) {
             share.push_back(b.predicted_overlapped_us[d] / b.predicted_kernel_us[d]);
           }
@@ -146,7 +253,6 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     for (const RunBreakdown& b : r.breakdowns) {
       overheads.push_back(b.first_start_us + b.wall_us - b.trace_end_us);
     }
-    if (r.devices_used >= 2 && !r.breakdowns.empty()) multi.push_back(&r);
   }
   costs.run_overhead_us = Median(std::move(overheads));
   std::vector<double> factor(num_devices, 1.0), cold_us(num_devices, 0.0), co_run(num_devices, 1.0);
@@ -192,11 +298,15 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
          .predicted_us = std::accumulate(predicted[d].begin(), predicted[d].end(), 0.0),
          .factor = fit.factor,
          .cold_us = fit.cold_us,
-         .co_run_factor = co_run[d]});
+         .co_run_factor = co_run[d],
+         .partial_sum_ns = partial_sum_ns[d],
+         .combines = combines[d]});
   }
   // Per multi-device probe, its median measured span, and its timed runs with each subtask
-  // lasting what the planners see (the factor alone) and what a plan's prediction uses (with
-  // the co-run factor over its overlapped share).
+  // lasting what the planners see (the factor alone; they charge no combine, so the sync cost
+  // holds it) and what a plan's prediction uses (with the co-run factor over its overlapped
+  // share and the combines).
+  const std::vector<double> no_combines(num_devices, 0.0);
   std::vector<double> spans;
   using Runs = std::vector<std::vector<runtime::SubtaskTiming>>;
   std::vector<Runs> as_planned, as_predicted;
@@ -208,8 +318,10 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     as_planned.emplace_back();
     as_predicted.emplace_back();
     for (const auto& timings : r->timings) {
-      as_planned.back().push_back(AsPredicted(r->schedule, timings, factor, cold_us));
-      as_predicted.back().push_back(AsPredicted(r->schedule, timings, factor, cold_us, co_run));
+      as_planned.back().push_back(
+          AsPredicted(*r->graph, r->schedule, timings, factor, cold_us, no_combines));
+      as_predicted.back().push_back(
+          AsPredicted(*r->graph, r->schedule, timings, factor, cold_us, partial_sum_ns, co_run));
     }
   }
   // The median replay of each probe's runs with `sync` between devices.

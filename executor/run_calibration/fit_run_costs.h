@@ -3,6 +3,14 @@
 //
 // Both are fitted to the probes' relative errors, so every plan counts alike however long it
 // runs (the target is each plan's measured / predicted):
+// - Partial sums, per device, first: the last slice of a cin-split op to end adds the others'
+//   partial sums into the output (CoExecutionRuntime::CompletesOp). What it took beyond its
+//   prediction times the ratio of measured to predicted time of its device's other subtasks in
+//   the same run, per element added (output elements x other slices), median over every such
+//   combine of the multi-device probes: ~2 ns here, where the model's element-wise add of the
+//   output predicted a tenth of it (the partial sum comes from the other core's cache). The
+//   factors below are fitted to the subtasks' predictions with these combines added, so they do
+//   not hold them too.
 // - In-run factor and cold start of a device: over the probes that ran subtasks on it, the
 //   median run's summed measured subtask time on the device is fitted as factor x the same
 //   subtasks' predicted time + cold start, in least squares of the log ratios. The cold start
@@ -29,10 +37,10 @@
 //   calibration fits the CPU devices' pairs and a GPU's with one CPU device in separate probes,
 //   run_cost_calibration.h). It is the cost c at which the probes that use two or more
 //   devices, replayed in the order their subtasks ran with the durations the planners predict
-//   (the schedule's times the device's in-run factor, without the co-run factor, its cold
-//   start on its first subtask) and c on every edge between two of those devices (ReplayUs),
-//   take what they took (median run of each, from the first subtask's start to the last one's
-//   end) in geometric mean. So c holds all co-execution costs beyond each device's prediction
+//   (the schedule's times the device's in-run factor, without the co-run factor and the
+//   combines, its cold start on its first subtask) and c on every edge between two of those devices
+//   (ReplayUs), take what they took (median run of each, from the first subtask's start to the last
+//   one's end) in geometric mean. So c holds all co-execution costs beyond each device's prediction
 //   alone: the wake-up of a device thread parked on the other device's work, partial sums
 //   combined after a cin split, and kernels slower beside the other core's (in partition-only
 //   plans on two cores, subtasks with inputs from both devices ran 12-20% over their

@@ -262,6 +262,82 @@ TEST(FitRunCosts, NothingLostBetweenSubtasksGivesNoSyncAndSingleDevicesNone) {
   EXPECT_TRUE(FitRunCosts(ideal, kNames, only_first).sync.empty());
 }
 
+// Chain3 with op 1 split along input channels in two slices, one per device: op 0 on device 0
+// (measured 110 us, predicted 100), the slices side by side (device 0's measured 110, device 1's
+// `last_slice_us`, ending last), op 2 on device 1 (measured 120). Every subtask is predicted 100.
+ProbeResult CinProbe(const model::Graph& graph, double last_slice_us, int runs) {
+  using model::SplitAxis;
+  scheduler::Schedule schedule(3, 2);
+  schedule.Add({.op = 0, .device = 0, .start_us = 0, .end_us = 100});
+  schedule.Add({.op = 1,
+                .slot = 0,
+                .device = 0,
+                .axis = SplitAxis::kInputChannels,
+                .begin = 0,
+                .end = 1,
+                .start_us = 100,
+                .end_us = 200});
+  schedule.Add({.op = 1,
+                .slot = 1,
+                .device = 1,
+                .axis = SplitAxis::kInputChannels,
+                .begin = 1,
+                .end = 2,
+                .start_us = 100,
+                .end_us = 200});
+  schedule.Add({.op = 2, .device = 1, .start_us = 200, .end_us = 300});
+  auto at = [](double us) { return static_cast<int64_t>(us * 1000); };
+  const double op2_start = 110 + last_slice_us;
+  const std::vector<runtime::SubtaskTiming> timings = {
+      {.device = 0, .step = {0, WorkSlice::Whole()}, .start_ns = 0, .end_ns = at(110)},
+      {.device = 0,
+       .step = {1, {SplitAxis::kInputChannels, 0, 1}},
+       .start_ns = at(110),
+       .end_ns = at(220)},
+      {.device = 1,
+       .step = {1, {SplitAxis::kInputChannels, 1, 2}},
+       .start_ns = at(110),
+       .end_ns = at(op2_start)},
+      {.device = 1,
+       .step = {2, WorkSlice::Whole()},
+       .start_ns = at(op2_start),
+       .end_ns = at(op2_start + 120)}};
+  ProbeResult r;
+  r.graph = &graph;
+  r.schedule = schedule;
+  r.devices_used = 2;
+  for (int i = 0; i < runs; ++i) {
+    r.timings.push_back(timings);
+    r.breakdowns.push_back(BreakDownRun(graph, schedule, timings, op2_start + 170));
+  }
+  return r;
+}
+
+// The last cin slice adds the other's partial sum: what it took beyond its device's speed in the
+// run (op 2: 1.2x), per element of op 1's 4x4x2 output, is the device's partial-sum cost, and the
+// device's in-run factor is fitted to what its subtasks took beyond it.
+TEST(FitRunCosts, TheLastCinSliceBeyondItsDevicesSpeedIsThePartialSumCost) {
+  const model::Graph g = Chain3();
+  // 64 us beyond 1.2 x 100 for 32 elements: 2000 ns each.
+  const std::vector<ProbeResult> probes = {CinProbe(g, 184, 5)};
+  const calibration::RunCosts costs = FitRunCosts(probes, kNames, kBothSync);
+  ASSERT_EQ(costs.in_run.size(), 2u);
+  EXPECT_EQ(costs.in_run[0].combines, 0);
+  EXPECT_EQ(costs.in_run[0].partial_sum_ns, 0);
+  EXPECT_EQ(costs.in_run[1].combines, 5);
+  EXPECT_NEAR(costs.in_run[1].partial_sum_ns, 2000, 1e-6);
+  // Device 1 ran 304 us where it was predicted 200 plus the 64 us combine.
+  EXPECT_NEAR(costs.in_run[1].factor, 304.0 / 264, 1e-9);
+  // A last slice faster than its device's speed costs nothing; too few combines, no cost.
+  const std::vector<ProbeResult> fast = {CinProbe(g, 100, 5)};
+  EXPECT_EQ(FitRunCosts(fast, kNames, kBothSync).in_run[1].partial_sum_ns, 0);
+  const std::vector<ProbeResult> four = {CinProbe(g, 184, 4)};
+  const calibration::RunCosts few = FitRunCosts(four, kNames, kBothSync);
+  EXPECT_EQ(few.in_run[1].combines, 4);
+  EXPECT_EQ(few.in_run[1].partial_sum_ns, 0);
+  EXPECT_NEAR(few.in_run[1].factor, 304.0 / 200, 1e-9);
+}
+
 TEST(FitRunCosts, ASyncBeyondTheCapStopsThere) {
   const model::Graph g = Chain3();
   const std::vector<ProbeResult> slow = {Probe(g, {0, 1, 0}, 100, 100, 5000, 1)};

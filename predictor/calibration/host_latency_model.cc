@@ -40,6 +40,11 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
       return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name,
                                                      "' has co-run factor ", device.co_run));
     }
+    if (!std::isfinite(device.partial_sum_ns) || device.partial_sum_ns < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name,
+                                                     "' has partial-sum cost ",
+                                                     device.partial_sum_ns, " ns per element"));
+    }
     if (!device.sync_us.empty() && device.sync_us.size() != devices.size()) {
       return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name, "' has ",
                                                      device.sync_us.size(), " sync costs for ",
@@ -77,9 +82,12 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
       }
       identity += ':';
     }
-    // Hand-off costs and a co-run factor enter the identity only when present, like the learned
-    // run costs.
+    // Hand-off costs, a co-run factor and a partial-sum cost enter the identity only when present,
+    // like the learned run costs.
     if (device.co_run != 1.0) absl::StrAppendFormat(&identity, "co_run=%.17g:", device.co_run);
+    if (device.partial_sum_ns != 0) {
+      absl::StrAppendFormat(&identity, "partial_sum_ns=%.17g:", device.partial_sum_ns);
+    }
     if (!device.hand_off.empty()) {
       identity += "hand_off=";
       for (size_t to = 0; to < device.hand_off.size(); ++to) {

@@ -30,8 +30,9 @@
 // Version() is "calibrated-v1/<analytic model name>/<SHA-256>" (e.g.
 // "calibrated-v1/host+calibrated/...") over the analytic model's version, every GBDT part's
 // version, the per-family choices, the contention factors and, when learned (not 1 and 0), the
-// in-run factors, sync costs, hand-off costs and run overhead: a retrained file, a changed choice
-// or a new run-cost fit changes every plan-cache key. Immutable after Create; thread-safe.
+// in-run factors, sync costs, hand-off costs, partial-sum costs and run overhead: a retrained file,
+// a changed choice or a new run-cost fit changes every plan-cache key. Immutable after Create;
+// thread-safe.
 #pragma once
 
 #include <array>
@@ -62,6 +63,9 @@ class HostLatencyModel final : public LatencyModel {
     // While another device runs too, this device's subtasks take this much longer (CoRunFactor,
     // over the overlapped share of each; not in PredictUs).
     double co_run = 1.0;
+    // What the last slice of a cin-split op ending on this device pays per element it adds of
+    // the other slices' partial sums, in ns (PartialSumNs; 0: none measured).
+    double partial_sum_ns = 0;
     // Microseconds of a hand-off from this device to device i (SyncUs); empty: none. Entry i of
     // device i itself is ignored.
     std::vector<double> sync_us;
@@ -84,7 +88,8 @@ class HostLatencyModel final : public LatencyModel {
 
   // InvalidArgument when the analytic model's device count differs from devices.size(), a
   // device uses GBDT for a family without having a GBDT model, a contention or in-run factor is
-  // not finite and >= 1e-3 (co-run too), or a device's sync_us is neither empty nor one finite cost
+  // not finite and >= 1e-3 (co-run too), a partial_sum_ns not finite and >= 0, or a device's
+  // sync_us is neither empty nor one finite cost
   // >= 0 per device, a device's hand_off is neither empty nor one entry of finite costs >= 0 per
   // device, or run_overhead_us is not finite and >= 0.
   static absl::StatusOr<std::unique_ptr<HostLatencyModel>> Create(
@@ -102,6 +107,9 @@ class HostLatencyModel final : public LatencyModel {
   double HandOffUs(int from_device, int to_device, double idle_us) const override;
   double CoRunFactor(int device) const override {
     return devices_[static_cast<size_t>(device)].co_run;
+  }
+  double PartialSumNs(int device) const override {
+    return devices_[static_cast<size_t>(device)].partial_sum_ns;
   }
   double RunOverheadUs() const override { return run_overhead_us_; }
   std::string Version() const override { return version_; }
