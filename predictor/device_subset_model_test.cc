@@ -42,21 +42,28 @@ TEST(DeviceSubsetModelTest, DeviceIIsTheBasesChosenDevice) {
   EXPECT_EQ((*subset)->Version(), base->Version() + ";devices=2,0");
 }
 
-// A model whose sync cost from device a to device b is 10 * a + b, and a run costs 75 us.
+// A model whose sync cost from device a to device b is 10 * a + b, a run costs 75 us, and device
+// d's co-run factor is 1 + d / 10 and partial sums cost d + 0.5 ns per element.
 class PairModel final : public LatencyModel {
  public:
   int num_devices() const override { return 3; }
   double PredictUs(const OpConfig&, int) const override { return 1; }
   double SyncUs(int from, int to) const override { return 10.0 * from + to; }
+  double CoRunFactor(int device) const override { return 1 + device / 10.0; }
+  double PartialSumNs(int device) const override { return device + 0.5; }
   double RunOverheadUs() const override { return 75; }
   std::string Version() const override { return "pairs"; }
 };
 
-TEST(DeviceSubsetModelTest, SyncCostsAndRunOverheadAreTheBases) {
+TEST(DeviceSubsetModelTest, SyncCostsRunCostsAndRunOverheadAreTheBases) {
   auto subset = DeviceSubsetModel::Create(std::make_shared<PairModel>(), {2, 0});
   ASSERT_TRUE(subset.ok()) << subset.status();
   EXPECT_EQ((*subset)->SyncUs(0, 1), 20);
   EXPECT_EQ((*subset)->SyncUs(1, 0), 2);
+  EXPECT_DOUBLE_EQ((*subset)->CoRunFactor(0), 1.2);
+  EXPECT_DOUBLE_EQ((*subset)->CoRunFactor(1), 1.0);
+  EXPECT_EQ((*subset)->PartialSumNs(0), 2.5);
+  EXPECT_EQ((*subset)->PartialSumNs(1), 0.5);
   EXPECT_EQ((*subset)->RunOverheadUs(), 75);
 }
 
