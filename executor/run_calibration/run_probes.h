@@ -37,7 +37,11 @@ struct Probe {
 
 struct ProbeOptions {
   int warmup_runs = 1;
-  int rounds = 5;         // timed runs of every probe
+  // Timed runs of every probe. 15 rounds (a minute for the four bench models here) spread the
+  // probes over a longer stretch of a shared machine than 5 (20 s): three refits each from the
+  // same samples gave in-run factors of 1.019-1.032 against 1.002-1.049 and co-run factors of
+  // 1.071-1.090 against 1.057-1.120 for one core.
+  int rounds = 15;
   double settle_ms = 20;  // idle before each timed run
 };
 

@@ -93,7 +93,7 @@ TEST_F(RunProbesTest, RefusesBadProbesAndOptions) {
   EXPECT_THAT(std::string(RunProbes(probes, devices_, {}, {.rounds = 0}).status().message()),
               HasSubstr("rounds >= 1"));
   EXPECT_THAT(std::string(RunProbes(probes, devices_, {}, {.settle_ms = -1}).status().message()),
-              HasSubstr("settle_ms >= 0, got 5, 1 and -1"));
+              HasSubstr("settle_ms >= 0, got 15, 1 and -1"));
   const std::vector<runtime::Device*> one = {devices_[0]};
   EXPECT_THAT(std::string(RunProbes(probes, one, {}).status().message()),
               HasSubstr("'branches heft' is scheduled on 2 devices, 1 given"));

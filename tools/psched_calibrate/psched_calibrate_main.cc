@@ -78,7 +78,7 @@ struct Flags {
   std::string log_level = "warn";
   bool in_graph = false;
   bool no_anchors = false;
-  int run_rounds = 5;
+  int run_rounds = executor::run_calibration::ProbeOptions{}.rounds;
   double probe_settle_ms = 20;
   bool run_rounds_given = false;  // --run-rounds on the command line
   int plan_rounds = 0;
