@@ -65,10 +65,11 @@ std::vector<double> CombineUs(const model::Graph& graph,
 }
 
 // Per device, nanoseconds per element added by the last slices' combines in the multi-device
-// probes: each combine's time is what its slice took beyond its prediction times the ratio of
-// measured to predicted time of its device's other subtasks in the same run; the median over
-// every combine of every run, >= 0, and 0 with fewer than RunCosts::kMinCombines. Writes how
-// many combines each device had to `counts`.
+// probes: each combine's time is what its slice took beyond its prediction times the measured /
+// predicted ratio of the op's other slices in the same run (they ran beside it, on the same
+// inputs: what is left is the combine, not the co-run slowdown the factors hold); the median
+// over every combine of every run, >= 0, and 0 with fewer than RunCosts::kMinCombines. Writes
+// how many combines each device had to `counts`.
 std::vector<double> FitPartialSumNs(std::span<const ProbeResult* const> multi, size_t num_devices,
                                     std::vector<int>& counts) {
   std::vector<std::vector<double>> per_element(num_devices);
@@ -78,23 +79,22 @@ std::vector<double> FitPartialSumNs(std::span<const ProbeResult* const> multi, s
       if (combines.empty()) continue;
       const std::vector<std::optional<double>> predicted =
           PredictedDurationsUs(r->schedule, timings);
-      std::vector<bool> is_last(timings.size(), false);
-      for (const Combine& c : combines) is_last[c.last] = true;
-      std::vector<double> measured_sum(num_devices, 0.0), predicted_sum(num_devices, 0.0);
-      for (size_t i = 0; i < timings.size(); ++i) {
-        if (is_last[i] || !predicted[i].has_value()) continue;
-        const auto d = static_cast<size_t>(timings[i].device);
-        measured_sum[d] += static_cast<double>(timings[i].end_ns - timings[i].start_ns) / 1e3;
-        predicted_sum[d] += *predicted[i];
-      }
+      auto duration_us = [&](size_t i) {
+        return static_cast<double>(timings[i].end_ns - timings[i].start_ns) / 1e3;
+      };
       for (const Combine& c : combines) {
-        const runtime::SubtaskTiming& t = timings[c.last];
-        const auto d = static_cast<size_t>(t.device);
-        if (!predicted[c.last].has_value() || predicted_sum[d] <= 0 || c.elements <= 0) continue;
-        const double speed = measured_sum[d] / predicted_sum[d];
+        const runtime::SubtaskTiming& last = timings[c.last];
+        double measured_others = 0, predicted_others = 0;
+        for (size_t i = 0; i < timings.size(); ++i) {
+          const runtime::PlanStep& step = timings[i].step;
+          if (i == c.last || step.op != last.step.op || !predicted[i].has_value()) continue;
+          measured_others += duration_us(i);
+          predicted_others += *predicted[i];
+        }
+        if (!predicted[c.last].has_value() || predicted_others <= 0 || c.elements <= 0) continue;
         const double extra_us =
-            static_cast<double>(t.end_ns - t.start_ns) / 1e3 - *predicted[c.last] * speed;
-        per_element[d].push_back(extra_us * 1e3 / c.elements);
+            duration_us(c.last) - *predicted[c.last] * measured_others / predicted_others;
+        per_element[static_cast<size_t>(last.device)].push_back(extra_us * 1e3 / c.elements);
       }
     }
   }

@@ -5,8 +5,9 @@
 // runs (the target is each plan's measured / predicted):
 // - Partial sums, per device, first: the last slice of a cin-split op to end adds the others'
 //   partial sums into the output (CoExecutionRuntime::CompletesOp). What it took beyond its
-//   prediction times the ratio of measured to predicted time of its device's other subtasks in
-//   the same run, per element added (output elements x other slices), median over every such
+//   prediction times the ratio of measured to predicted time of the op's other slices in the
+//   same run (beside it on the same inputs, so the co-run slowdown is not counted), per element
+//   added (output elements x other slices), median over every such
 //   combine of the multi-device probes: ~2 ns here, where the model's element-wise add of the
 //   output predicted a tenth of it (the partial sum comes from the other core's cache). The
 //   factors below are fitted to the subtasks' predictions with these combines added, so they do

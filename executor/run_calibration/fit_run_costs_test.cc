@@ -263,7 +263,7 @@ TEST(FitRunCosts, NothingLostBetweenSubtasksGivesNoSyncAndSingleDevicesNone) {
 }
 
 // Chain3 with op 1 split along input channels in two slices, one per device: op 0 on device 0
-// (measured 110 us, predicted 100), the slices side by side (device 0's measured 110, device 1's
+// (measured 110 us, predicted 100), the slices side by side (device 0's measured 120, device 1's
 // `last_slice_us`, ending last), op 2 on device 1 (measured 120). Every subtask is predicted 100.
 ProbeResult CinProbe(const model::Graph& graph, double last_slice_us, int runs) {
   using model::SplitAxis;
@@ -293,7 +293,7 @@ ProbeResult CinProbe(const model::Graph& graph, double last_slice_us, int runs) 
       {.device = 0,
        .step = {1, {SplitAxis::kInputChannels, 0, 1}},
        .start_ns = at(110),
-       .end_ns = at(220)},
+       .end_ns = at(230)},
       {.device = 1,
        .step = {1, {SplitAxis::kInputChannels, 1, 2}},
        .start_ns = at(110),
@@ -313,10 +313,10 @@ ProbeResult CinProbe(const model::Graph& graph, double last_slice_us, int runs) 
   return r;
 }
 
-// The last cin slice adds the other's partial sum: what it took beyond its device's speed in the
-// run (op 2: 1.2x), per element of op 1's 4x4x2 output, is the device's partial-sum cost, and the
-// device's in-run factor is fitted to what its subtasks took beyond it.
-TEST(FitRunCosts, TheLastCinSliceBeyondItsDevicesSpeedIsThePartialSumCost) {
+// The last cin slice adds the other's partial sum: what it took beyond the speed of the op's
+// other slice in the run (1.2x), per element of op 1's 4x4x2 output, is the device's
+// partial-sum cost, and the device's in-run factor is fitted to what its subtasks took beyond it.
+TEST(FitRunCosts, TheLastCinSliceBeyondItsOthersSpeedIsThePartialSumCost) {
   const model::Graph g = Chain3();
   // 64 us beyond 1.2 x 100 for 32 elements: 2000 ns each.
   const std::vector<ProbeResult> probes = {CinProbe(g, 184, 5)};
@@ -328,7 +328,7 @@ TEST(FitRunCosts, TheLastCinSliceBeyondItsDevicesSpeedIsThePartialSumCost) {
   EXPECT_NEAR(costs.in_run[1].partial_sum_ns, 2000, 1e-6);
   // Device 1 ran 304 us where it was predicted 200 plus the 64 us combine.
   EXPECT_NEAR(costs.in_run[1].factor, 304.0 / 264, 1e-9);
-  // A last slice faster than its device's speed costs nothing; too few combines, no cost.
+  // A last slice faster than the other costs nothing; too few combines, no cost.
   const std::vector<ProbeResult> fast = {CinProbe(g, 100, 5)};
   EXPECT_EQ(FitRunCosts(fast, kNames, kBothSync).in_run[1].partial_sum_ns, 0);
   const std::vector<ProbeResult> four = {CinProbe(g, 184, 4)};
