@@ -112,18 +112,15 @@ std::vector<double> FitPartialSumNs(std::span<const ProbeResult* const> multi, s
 // `timings` in the order they ran, each lasting what the fitted model predicts for it: the
 // schedule's prediction times its device's in-run factor, times 1 + (co-run factor - 1) x the
 // share of it during which another device ran (as measured; `co_run` empty: no co-run factor),
-// plus the device's cold start on its first subtask of the run and, on the last slice of a
-// cin-split op, the combine at its device's `partial_sum_ns`. A subtask the schedule lacks
-// keeps its measured duration.
-std::vector<runtime::SubtaskTiming> AsPredicted(const model::Graph& graph,
-                                                const scheduler::Schedule& schedule,
+// plus the device's cold start on its first subtask of the run and `combine_us` (CombineUs, per
+// subtask; empty: none). A subtask the schedule lacks keeps its measured duration.
+std::vector<runtime::SubtaskTiming> AsPredicted(const scheduler::Schedule& schedule,
                                                 std::span<const runtime::SubtaskTiming> timings,
                                                 std::span<const double> in_run,
                                                 std::span<const double> cold_us,
-                                                std::span<const double> partial_sum_ns,
+                                                std::span<const double> combine_us = {},
                                                 std::span<const double> co_run = {}) {
   const std::vector<std::optional<double>> predicted = PredictedDurationsUs(schedule, timings);
-  const std::vector<double> combine_us = CombineUs(graph, timings, partial_sum_ns);
   const std::vector<double> overlap =
       co_run.empty() ? std::vector<double>(timings.size(), 0.0) : MeasuredOverlapFractions(timings);
   std::vector<runtime::SubtaskTiming> out(timings.begin(), timings.end());
@@ -139,7 +136,7 @@ std::vector<runtime::SubtaskTiming> AsPredicted(const model::Graph& graph,
     double us = *predicted[i] * in_run[d];
     if (!co_run.empty()) us *= 1 + (co_run[d] - 1) * overlap[i];
     if (t.start_ns == first_start[d]) us += cold_us[d];
-    us += combine_us[i];
+    if (!combine_us.empty()) us += combine_us[i];
     t.end_ns = t.start_ns + static_cast<int64_t>(std::llround(us * 1e3));
   }
   return out;
@@ -220,15 +217,19 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   // The combines first: the factors below are fitted to what the subtasks took beyond them.
   std::vector<int> combines;
   const std::vector<double> partial_sum_ns = FitPartialSumNs(multi, num_devices, combines);
+  // Per probe and timed run, each subtask's combine at the fitted cost.
+  std::vector<std::vector<std::vector<double>>> subtask_combine_us(results.size());
+  auto index_of = [&](const ProbeResult& r) { return static_cast<size_t>(&r - results.data()); };
   for (const ProbeResult& r : results) {
     costs.runs = std::max(costs.runs, static_cast<int>(r.breakdowns.size()));
-    // Per timed run, the combines each device paid at the fitted cost.
-    std::vector<std::vector<double>> combine_us(r.breakdowns.size(),
-                                                std::vector<double>(num_devices, 0.0));
-    for (size_t i = 0; i < r.breakdowns.size() && i < r.timings.size(); ++i) {
-      const std::vector<double> per_subtask = CombineUs(*r.graph, r.timings[i], partial_sum_ns);
-      for (size_t k = 0; k < per_subtask.size(); ++k) {
-        combine_us[i][static_cast<size_t>(r.timings[i][k].device)] += per_subtask[k];
+    std::vector<std::vector<double>>& run_combine_us = subtask_combine_us[index_of(r)];
+    // Per timed run, what each device paid in combines.
+    std::vector<std::vector<double>> device_combine_us(r.breakdowns.size(),
+                                                       std::vector<double>(num_devices, 0.0));
+    for (size_t i = 0; i < r.timings.size(); ++i) {
+      run_combine_us.push_back(CombineUs(*r.graph, r.timings[i], partial_sum_ns));
+      for (size_t k = 0; k < run_combine_us[i].size() && i < device_combine_us.size(); ++k) {
+        device_combine_us[i][static_cast<size_t>(r.timings[i][k].device)] += run_combine_us[i][k];
       }
     }
     for (size_t d = 0; d < num_devices; ++d) {
@@ -237,7 +238,7 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
         const RunBreakdown& b = r.breakdowns[i];
         if (d < b.measured_kernel_us.size()) {
           m.push_back(b.measured_kernel_us[d]);
-          p.push_back(b.predicted_kernel_us[d] + combine_us[i][d]);
+          p.push_back(b.predicted_kernel_us[d] + device_combine_us[i][d]);
           if (d < b.predicted_overlapped_us.size() && b.predicted_kernel_us[d] > 0) {
             share.push_back(b.predicted_overlapped_us[d] / b.predicted_kernel_us[d]);
           }
@@ -306,22 +307,22 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   // lasting what the planners see (the factor alone; they charge no combine, so the sync cost
   // holds it) and what a plan's prediction uses (with the co-run factor over its overlapped
   // share and the combines).
-  const std::vector<double> no_combines(num_devices, 0.0);
   std::vector<double> spans;
   using Runs = std::vector<std::vector<runtime::SubtaskTiming>>;
   std::vector<Runs> as_planned, as_predicted;
-  for (const ProbeResult* r : multi) {
+  for (const ProbeResult* probe : multi) {
+    const ProbeResult& r = *probe;
+    const std::vector<std::vector<double>>& run_combine_us = subtask_combine_us[index_of(r)];
     std::vector<double> v;
-    for (const RunBreakdown& b : r->breakdowns) v.push_back(b.span_us());
+    for (const RunBreakdown& b : r.breakdowns) v.push_back(b.span_us());
     spans.push_back(Median(std::move(v)));
     costs.multi_device_measured_us += spans.back();
     as_planned.emplace_back();
     as_predicted.emplace_back();
-    for (const auto& timings : r->timings) {
-      as_planned.back().push_back(
-          AsPredicted(*r->graph, r->schedule, timings, factor, cold_us, no_combines));
+    for (size_t i = 0; i < r.timings.size(); ++i) {
+      as_planned.back().push_back(AsPredicted(r.schedule, r.timings[i], factor, cold_us));
       as_predicted.back().push_back(
-          AsPredicted(*r->graph, r->schedule, timings, factor, cold_us, partial_sum_ns, co_run));
+          AsPredicted(r.schedule, r.timings[i], factor, cold_us, run_combine_us[i], co_run));
     }
   }
   // The median replay of each probe's runs with `sync` between devices.
