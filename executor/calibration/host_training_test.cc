@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "predictor/gbdt/features.h"
@@ -352,6 +353,18 @@ TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
   EXPECT_EQ(back->in_run[0].factor, 1.1);
   EXPECT_EQ(back->in_run[0].cold_us, 7.5);
   EXPECT_EQ(back->PerRunUs(), 90 + 7.5);
+  // The quiet-round selection's figures.
+  costs.rounds = 15;
+  costs.slowest_kept_round = 1.02;
+  costs.slowest_dropped_round = 1.3;
+  back = RunCostsFromJson(json::parse(RunCostsToJson(costs).dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->rounds, 15);
+  EXPECT_EQ(back->slowest_kept_round, 1.02);
+  EXPECT_EQ(back->slowest_dropped_round, 1.3);
+  EXPECT_THAT(FormatRunCosts(*back),
+              HasSubstr("15 timed runs each, fitted to the 5 quietest (slowest kept 1.020x the "
+                        "probes' medians, slowest dropped 1.300x)"));
   // Files written before cold starts existed load with none.
   json old_file = RunCostsToJson(costs);
   old_file["in_run"][0].erase("cold_us");
@@ -371,6 +384,20 @@ TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
     bad["in_run"][0]["cold_us"] = cold;
     EXPECT_THAT(error(bad), HasSubstr("'in_run[0].cold_us' is"));
   }
+  // The report's figures: optional, but numbers >= 0 (and whole counts) when present.
+  for (const auto& [field, value, message] :
+       {std::tuple{"runs", json("x"), "'runs' is missing or not a number"},
+        std::tuple{"rounds", json(2.5), "'rounds' is 2.5, need a count"},
+        std::tuple{"probes", json(1e300), "'probes' is 1e+300, need a count"},
+        std::tuple{"slowest_dropped_round", json(-1), "'slowest_dropped_round' is -1"},
+        std::tuple{"run_overhead_us", json(nullptr), "'run_overhead_us' is missing or not"}}) {
+    bad = RunCostsToJson(costs);
+    bad[field] = value;
+    EXPECT_THAT(error(bad), HasSubstr(message)) << field;
+  }
+  bad = RunCostsToJson(costs);
+  bad["in_run"][0]["measured_us"] = "fast";
+  EXPECT_THAT(error(bad), HasSubstr("'in_run[0].measured_us' is missing or not a number"));
   bad = RunCostsToJson(costs);
   bad["sync"][0]["to"] = "cpu.0";
   EXPECT_THAT(error(bad), HasSubstr("'sync[0].to' names the same device"));
@@ -395,6 +422,9 @@ TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
   bad = RunCostsToJson(costs);
   bad["sync"][0]["parked_us"] = "slow";
   EXPECT_THAT(error(bad), HasSubstr("'sync[0].parked_us' is missing or not a number"));
+  bad = RunCostsToJson(costs);
+  bad["sync"][0]["parked_waits"] = 1.5;
+  EXPECT_THAT(error(bad), HasSubstr("'sync[0].parked_waits' is 1.5, need a count"));
   bad = RunCostsToJson(costs);
   bad["in_run"][0]["co_run_factor"] = 0;
   EXPECT_THAT(error(bad), HasSubstr("'in_run[0].co_run_factor' is 0"));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -28,6 +30,23 @@ absl::StatusOr<double> Number(const json& object, const std::string& key, const 
                absl::StrCat("is ", v, ", need a finite number ", strict ? ">" : ">=", " ", min));
   }
   return v;
+}
+
+// json[key], a finite number >= 0, into `out` when present (older files lack the report's
+// later figures; `out` keeps its default); the error when it is anything else.
+template <typename T>
+absl::Status Optional(const json& object, const std::string& key, const std::string& where,
+                      T& out) {
+  if (!object.contains(key)) return absl::OkStatus();
+  absl::StatusOr<double> v = Number(object, key, where, 0, /*strict=*/false);
+  if (!v.ok()) return v.status();
+  if constexpr (std::is_integral_v<T>) {
+    if (*v != std::floor(*v) || *v > std::numeric_limits<T>::max()) {
+      return Bad(where + key, absl::StrCat("is ", *v, ", need a count"));
+    }
+  }
+  out = static_cast<T>(*v);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> Name(const json& object, const std::string& key,
@@ -73,6 +92,9 @@ json RunCostsToJson(const RunCosts& costs) {
   }
   return {{"probes", costs.probes},
           {"runs", costs.runs},
+          {"rounds", costs.rounds},
+          {"slowest_kept_round", costs.slowest_kept_round},
+          {"slowest_dropped_round", costs.slowest_dropped_round},
           {"run_overhead_us", costs.run_overhead_us},
           {"multi_device_measured_us", costs.multi_device_measured_us},
           {"multi_device_replay_us", costs.multi_device_replay_us},
@@ -101,11 +123,7 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
     absl::StatusOr<double> factor = Number(r, "factor", where, 0, /*strict=*/true);
     if (!factor.ok()) return factor.status();
     in_run.factor = *factor;
-    if (r.contains("cold_us")) {
-      absl::StatusOr<double> cold = Number(r, "cold_us", where, 0, /*strict=*/false);
-      if (!cold.ok()) return cold.status();
-      in_run.cold_us = *cold;
-    }
+    if (absl::Status st = Optional(r, "cold_us", where, in_run.cold_us); !st.ok()) return st;
     if (r.contains("co_run_factor")) {
       absl::StatusOr<double> co_run = Number(r, "co_run_factor", where, 0, /*strict=*/true);
       if (!co_run.ok()) return co_run.status();
@@ -115,10 +133,12 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
       absl::StatusOr<double> ns = Number(r, "partial_sum_ns", where, 0, /*strict=*/false);
       if (!ns.ok()) return ns.status();
       in_run.partial_sum_ns = *ns;
-      in_run.combines = r.value("combines", 0);
+      if (absl::Status st = Optional(r, "combines", where, in_run.combines); !st.ok()) return st;
     }
-    in_run.measured_us = r.value("measured_us", 0.0);
-    in_run.predicted_us = r.value("predicted_us", 0.0);
+    for (const auto& [key, value] : {std::pair{"measured_us", &in_run.measured_us},
+                                     std::pair{"predicted_us", &in_run.predicted_us}}) {
+      if (absl::Status st = Optional(r, key, where, *value); !st.ok()) return st;
+    }
     costs.in_run.push_back(std::move(in_run));
   }
   for (size_t i = 0; i < stored["sync"].size(); ++i) {
@@ -144,29 +164,47 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
         if (!v.ok()) return v.status();
         *value = *v;
       }
-      sync.spinning_waits = s.value("spinning_waits", 0);
-      sync.parked_waits = s.value("parked_waits", 0);
+      for (const auto& [key, value] : {std::pair{"spinning_waits", &sync.spinning_waits},
+                                       std::pair{"parked_waits", &sync.parked_waits}}) {
+        if (absl::Status st = Optional(s, key, where, *value); !st.ok()) return st;
+      }
     }
     costs.sync.push_back(std::move(sync));
   }
-  costs.probes = stored.value("probes", 0);
-  costs.runs = stored.value("runs", 0);
-  costs.run_overhead_us = stored.value("run_overhead_us", 0.0);
-  costs.multi_device_measured_us = stored.value("multi_device_measured_us", 0.0);
-  costs.multi_device_replay_us = stored.value("multi_device_replay_us", 0.0);
-  costs.gpu_multi_device_measured_us = stored.value("gpu_multi_device_measured_us", 0.0);
-  costs.gpu_multi_device_replay_us = stored.value("gpu_multi_device_replay_us", 0.0);
-  costs.multi_device_hand_off_replay_us = stored.value("multi_device_hand_off_replay_us", 0.0);
-  costs.gpu_multi_device_hand_off_replay_us =
-      stored.value("gpu_multi_device_hand_off_replay_us", 0.0);
+  for (const auto& [key, value] :
+       {std::pair{"probes", &costs.probes}, std::pair{"runs", &costs.runs},
+        std::pair{"rounds", &costs.rounds}}) {
+    if (absl::Status st = Optional(stored, key, "", *value); !st.ok()) return st;
+  }
+  const std::pair<const char*, double*> figures[] = {
+      {"slowest_kept_round", &costs.slowest_kept_round},
+      {"slowest_dropped_round", &costs.slowest_dropped_round},
+      {"run_overhead_us", &costs.run_overhead_us},
+      {"multi_device_measured_us", &costs.multi_device_measured_us},
+      {"multi_device_replay_us", &costs.multi_device_replay_us},
+      {"multi_device_hand_off_replay_us", &costs.multi_device_hand_off_replay_us},
+      {"gpu_multi_device_measured_us", &costs.gpu_multi_device_measured_us},
+      {"gpu_multi_device_replay_us", &costs.gpu_multi_device_replay_us},
+      {"gpu_multi_device_hand_off_replay_us", &costs.gpu_multi_device_hand_off_replay_us}};
+  for (const auto& [key, value] : figures) {
+    if (absl::Status st = Optional(stored, key, "", *value); !st.ok()) return st;
+  }
   return costs;
 }
 
 std::string FormatRunCosts(const RunCosts& costs) {
+  // The rounds the probes ran, and the quietest of them the costs hold (the same without a
+  // selection).
+  std::string runs = absl::StrFormat("%d timed runs each", std::max(costs.rounds, costs.runs));
+  if (costs.rounds > costs.runs) {
+    absl::StrAppendFormat(&runs,
+                          ", fitted to the %d quietest (slowest kept %.3fx the probes' medians, "
+                          "slowest dropped %.3fx)",
+                          costs.runs, costs.slowest_kept_round, costs.slowest_dropped_round);
+  }
   std::string out = absl::StrFormat(
-      "run costs (%d plans, %d timed runs each; a run's own overhead %.0f us, added to "
-      "predicted latencies):\n",
-      costs.probes, costs.runs, costs.run_overhead_us);
+      "run costs (%d plans, %s; a run's own overhead %.0f us, added to predicted latencies):\n",
+      costs.probes, runs, costs.run_overhead_us);
   for (const RunCosts::InRun& r : costs.in_run) {
     absl::StrAppendFormat(&out,
                           "%-8s in-run factor %.3f, cold start %.0f us, beside other devices "

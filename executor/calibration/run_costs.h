@@ -73,7 +73,12 @@ struct RunCosts {
   // What the host model adds to every plan's makespan: the run overhead and the largest cold
   // start (the devices of a plan start together, so their cold starts overlap).
   double PerRunUs() const;
-  int runs = 0;  // timed runs of each
+  int runs = 0;  // timed runs of each the costs were fitted to
+  // The probes' timed rounds, of which the fit kept the `runs` quietest (run_calibration/
+  // quiet_rounds.h), and the largest slowness (a round's wall times over the probes' medians)
+  // among the rounds kept and among those dropped. rounds 0: no selection (files before it).
+  int rounds = 0;
+  double slowest_kept_round = 0, slowest_dropped_round = 0;
   // The sync fit: summed median spans of the probes with cross-device edges, as measured and
   // as replayed with their predicted subtask times (in-run factors applied) and no sync cost.
   double multi_device_measured_us = 0;
@@ -86,7 +91,8 @@ struct RunCosts {
   double gpu_multi_device_hand_off_replay_us = 0;
 };
 
-// {"probes", "runs", "run_overhead_us", "multi_device_measured_us", "multi_device_replay_us",
+// {"probes", "runs", "rounds", "slowest_kept_round", "slowest_dropped_round", "run_overhead_us",
+//  "multi_device_measured_us", "multi_device_replay_us",
 //  "multi_device_hand_off_replay_us", "gpu_multi_device_measured_us",
 //  "gpu_multi_device_replay_us", "gpu_multi_device_hand_off_replay_us",
 //  "in_run": [{"device", "measured_us", "predicted_us", "factor", "cold_us", "co_run_factor",
@@ -97,7 +103,9 @@ nlohmann::json RunCostsToJson(const RunCosts& costs);
 // InvalidArgument naming the field for anything malformed: a missing device name, a factor
 // that is not finite and > 0, a cold start, sync or hand-off cost or window that is not finite
 // and >= 0, a partial_sum_ns that is not finite and >= 0. A missing cold_us, co_run_factor or
-// partial_sum_ns (files written before them) is 0, 1 or 0; missing hand-off fields: none.
+// partial_sum_ns (files written before them) is 0, 1 or 0; missing hand-off fields: none. The
+// report's figures (counts, sums, the rounds' slowness) may be missing (0), but when present
+// must be numbers >= 0, and the counts whole.
 absl::StatusOr<RunCosts> RunCostsFromJson(const nlohmann::json& json);
 // The table psched-calibrate prints.
 std::string FormatRunCosts(const RunCosts& costs);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/run_calibration/fit_run_costs.h"
 #include "executor/run_calibration/probe_subsets.h"
+#include "executor/run_calibration/quiet_rounds.h"
 #include "executor/runtime/plan_from_schedule.h"
 #include "model/synthetic_weights.h"
 #include "predictor/device_subset_model.h"
@@ -48,7 +49,13 @@ absl::StatusOr<calibration::RunCosts> CalibrateRunCosts(
   absl::StatusOr<std::vector<ProbeResult>> results =
       RunProbes(probes, devices, runtime_options, options.probe);
   if (!results.ok()) return results.status();
-  return FitRunCosts(*results, names, std::vector<bool>(names.size(), true));
+  const RoundSelection quiet = QuietestRounds(*results);
+  calibration::RunCosts costs =
+      FitRunCosts(KeepRounds(*results, quiet.kept), names, std::vector<bool>(names.size(), true));
+  costs.rounds = options.probe.rounds;
+  costs.slowest_kept_round = quiet.slowest_kept;
+  costs.slowest_dropped_round = quiet.slowest_dropped;
+  return costs;
 }
 
 namespace {

@@ -9,8 +9,11 @@
 // without weights get synthetic ones. Plans come from the caller's `plan` function (the scheduler
 // registry), so this library does not depend on every scheduling method.
 //
-// Blocks the calling thread for the probes' runs (about 2 s for the four paper models on two
-// cores); the devices must not run anything else meanwhile.
+// The costs are fitted to the quieter half of the probes' rounds (quiet_rounds.h), so a
+// disturbance of the machine during the probes does not set the level of every prediction.
+//
+// Blocks the calling thread for the probes' runs (about a minute for the four paper models on
+// two cores with the default 15 rounds); the devices must not run anything else meanwhile.
 #pragma once
 
 #include <functional>

@@ -57,11 +57,15 @@ class RunCostCalibrationTest : public ::testing::Test {
 
 TEST_F(RunCostCalibrationTest, ProbesEachDeviceAloneAndTogether) {
   auto costs = CalibrateRunCosts(graphs_, platform_, devices_, {}, *model_, Plan,
-                                 {.probe = {.warmup_runs = 1, .rounds = 2}});
+                                 {.probe = {.warmup_runs = 1, .rounds = 3}});
   ASSERT_TRUE(costs.ok()) << costs.status();
   // single:cpu.0, single:cpu.1, heft, partition-only, pa-heft, iterative
   EXPECT_EQ(costs->probes, 6);
+  // Fitted to the quieter two of the three rounds.
+  EXPECT_EQ(costs->rounds, 3);
   EXPECT_EQ(costs->runs, 2);
+  EXPECT_GT(costs->slowest_kept_round, 0);
+  EXPECT_LE(costs->slowest_kept_round, costs->slowest_dropped_round);
   ASSERT_EQ(costs->in_run.size(), 2u);
   EXPECT_EQ(costs->in_run[1].device, "cpu.1");
   ASSERT_EQ(costs->sync.size(), 2u);
