@@ -20,4 +20,15 @@ struct TensorView {
   bool contiguous() const { return pixel_stride == shape.c; }
 };
 
+// Adds `src` - out.shape's elements stored contiguously, in (h, w, c) order - into `out`: a cin
+// slice's partial sum into its op's output, which may be a channel slice of a concat's.
+inline void AddContiguousInto(const float* src, const TensorView& out) {
+  for (int64_t h = 0; h < out.shape.h; ++h) {
+    for (int64_t w = 0; w < out.shape.w; ++w) {
+      float* dst = out.pixel(h, w);
+      for (int64_t c = 0; c < out.shape.c; ++c) dst[c] += *src++;
+    }
+  }
+}
+
 }  // namespace psched::executor

@@ -22,17 +22,6 @@ using XnnOperator = std::unique_ptr<xnn_operator, XnnDeleter>;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Adds a contiguous partial sum into a (possibly strided) view.
-void Accumulate(const std::vector<float>& partial, const TensorView& out) {
-  const float* src = partial.data();
-  for (int64_t h = 0; h < out.shape.h; ++h) {
-    for (int64_t w = 0; w < out.shape.w; ++w) {
-      float* dst = out.pixel(h, w);
-      for (int64_t c = 0; c < out.shape.c; ++c) dst[c] += *src++;
-    }
-  }
-}
-
 class ConvKernel final : public KernelBase {
  public:
   static absl::StatusOr<std::unique_ptr<CpuKernel>> Create(const model::Graph& graph,
@@ -61,7 +50,7 @@ class ConvKernel final : public KernelBase {
       return s;
     }
     if (!partial_.empty()) {
-      Accumulate(partial_, SliceView());
+      AddContiguousInto(partial_.data(), SliceView());
     } else if (NeedsActivationPass(activation_)) {
       ApplyActivationInPlace(activation_, SliceView());
     }
@@ -146,7 +135,7 @@ class FullyConnectedKernel final : public KernelBase {
     }
     const TensorView slice{output_.data + out_offset_, {1, 1, out_channels_}, out_channels_};
     if (!partial_.empty()) {
-      Accumulate(partial_, slice);
+      AddContiguousInto(partial_.data(), slice);
     } else if (NeedsActivationPass(activation_)) {
       ApplyActivationInPlace(activation_, slice);
     }

@@ -462,16 +462,7 @@ bool CoExecutionRuntime::CompletesOp(model::OpId op) {
   if (!s.cin_split) return true;
   if (s.cin_slices_done.fetch_add(1) + 1 != s.num_subtasks) return false;
   // Last partial sum: add the other slices' partials into the output, then the activation.
-  const TensorView& out = s.output;
-  for (const TensorView& partial : s.partials) {
-    const float* src = partial.data;
-    for (int64_t h = 0; h < out.shape.h; ++h) {
-      for (int64_t w = 0; w < out.shape.w; ++w) {
-        float* dst = out.pixel(h, w);
-        for (int64_t c = 0; c < out.shape.c; ++c) dst[c] += *src++;
-      }
-    }
-  }
+  for (const TensorView& partial : s.partials) AddContiguousInto(partial.data, s.output);
   ApplyActivationInPlace(s.activation, s.output);
   return true;
 }
