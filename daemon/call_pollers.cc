@@ -266,6 +266,7 @@ void CallPollers::Poll(Poller& poller) {
             break;
           }
           ++poller.calls;
+          in_flight_.fetch_add(1);
           Take(call);
           break;
         case Call::Event::kRelayed:
@@ -281,6 +282,7 @@ void CallPollers::Poll(Poller& poller) {
           if (call->Over()) {
             delete call;
             --poller.calls;
+            in_flight_.fetch_sub(1);
           }
           break;
       }

@@ -57,6 +57,8 @@ class CallPollers {
   // Lets every call taken finish and be answered, then shuts the queues down and joins.
   // Idempotent.
   void Stop();
+  // Calls taken and not yet over, over every poller.
+  int calls_in_flight() const { return in_flight_.load(); }
 
  private:
   class Call;
@@ -73,6 +75,7 @@ class CallPollers {
   void Poll(Poller& poller);
   void Take(Call* call);
 
+  std::atomic<int> in_flight_{0};  // the pollers' `calls`, summed
   const absl::Duration spin_;
   std::vector<std::unique_ptr<Poller>> pollers_;
   std::unique_ptr<SpareThreads> spares_;

@@ -67,6 +67,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& config
   server->admin_service_ = std::make_unique<AdminServiceImpl>(engine, callers);
 
   grpc::ServerBuilder builder;
+  // Infer and GetPlan are the call pollers' (they count their calls themselves).
+  server->calls_in_flight_ = std::make_unique<CallsInFlight>(std::vector<std::string>{
+      "/psched.v1.InferenceService/Infer", "/psched.v1.PlanService/GetPlan"});
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> counting;
+  counting.push_back(server->calls_in_flight_->InterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(counting));
   builder.RegisterService(server->model_service_.get());
   builder.RegisterService(server->plan_service_.get());
   builder.RegisterService(server->inference_service_.get());
@@ -111,6 +117,7 @@ void Server::Accept(int fd) {
   const Caller caller = callers_->Register(fd, *peer);
   spdlog::debug("connection fd {} from {}: role {}", fd, caller.description, RoleName(caller.role));
   // Its calls carry the peer string "fd:<fd>", by which the handlers find `caller`.
+  connections_.Add(fd);
   grpc::AddInsecureChannelFromFd(grpc_server_.get(), fd);
 }
 
@@ -140,8 +147,19 @@ void Server::Stop() {
   systemd::NotifyStatus("stopping: finishing in-flight requests");
   spdlog::info("stopping: no new connections, finishing in-flight requests");
   listener_->Stop();
-  grpc_server_->Shutdown(std::chrono::system_clock::now() +
-                         std::chrono::seconds(config_.shutdown_grace_s));
+  const auto deadline =
+      std::chrono::system_clock::now() + std::chrono::seconds(config_.shutdown_grace_s);
+  // Shutdown refuses new calls at once and returns once the calls in flight are over and every
+  // client has answered its GOAWAY (or at the deadline); meanwhile, once no call is in flight,
+  // the idle connections are hung up rather than waited for (see Stop in server.h).
+  std::thread shutdown([&] { grpc_server_->Shutdown(deadline); });
+  while (calls_in_flight_->count() + call_pollers_->calls_in_flight() > 0 &&
+         std::chrono::system_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const int hung_up = connections_.HangUpAll();
+  shutdown.join();
+  if (hung_up > 0) spdlog::info("stopping: hung up {} idle connection(s)", hung_up);
   call_pollers_->Stop();
   engine_->Shutdown();
   StopWatchdog();

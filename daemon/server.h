@@ -3,7 +3,7 @@
 // by our own accept loop (which records each connection's caller first, see callers.h), the
 // systemd notifications (STATUS while loading, READY=1 once serving, WATCHDOG=1 only while
 // the inference queue makes progress, STOPPING=1) and the orderly stop: stop accepting, let
-// in-flight requests finish, drain the inference queue.
+// in-flight requests finish, hang up the idle connections, drain the inference queue.
 //
 // Thread-safety: Start and Stop are called from one thread (main). Ownership: the Server
 // owns the engine, listener, gRPC server and watchdog thread.
@@ -20,7 +20,9 @@
 #include "daemon/backend.h"
 #include "daemon/call_pollers.h"
 #include "daemon/callers.h"
+#include "daemon/calls_in_flight.h"
 #include "daemon/config.h"
+#include "daemon/connections.h"
 #include "daemon/engine.h"
 #include "daemon/listener.h"
 #include "daemon/services.h"
@@ -35,8 +37,13 @@ class Server {
                                                        std::unique_ptr<Backend> backend);
   ~Server();
 
-  // STOPPING=1, stop accepting, wait up to shutdown_grace_s for in-flight requests, drain
-  // the inference queue. Idempotent.
+  // STOPPING=1, stop accepting, wait up to shutdown_grace_s for in-flight requests, hang up
+  // the idle connections, drain the inference queue. Idempotent.
+  //
+  // Why hang up: gRPC's Shutdown also waits until every connected client has answered its
+  // GOAWAY, and an idle client reads it only when its channel next polls - every 5 s for a
+  // C++ client between calls - so a program holding an idle client kept pschedd from exiting
+  // for up to 5 s. Once no call is in flight the server ends the connections itself.
   void Stop();
 
   // Where clients connect ("" for an activated socket whose path is unknown).
@@ -52,6 +59,9 @@ class Server {
   const DaemonConfig config_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Callers> callers_;
+  Connections connections_;
+  // Before grpc_server_: its interceptors count here.
+  std::unique_ptr<CallsInFlight> calls_in_flight_;
   std::unique_ptr<ModelServiceImpl> model_service_;
   std::unique_ptr<PlanServiceImpl> plan_service_;
   std::unique_ptr<InferenceServiceImpl> inference_service_;

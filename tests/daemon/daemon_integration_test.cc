@@ -613,8 +613,6 @@ TEST_F(DaemonTest, BriefInferencesRunOnThePollerAndLongerOnesMove) {
     pid_ = Spawn({"--config", config_path});
     ASSERT_TRUE(WaitServing(socket_)) << Log();
     {
-      // Closed before the daemon stops: an idle C++ channel sees the server's GOAWAY only at
-      // gRPC's 5 s backup poll, and the daemon's shutdown waits for it.
       client::Client client = Client();
       auto registered = client.RegisterModel(ReadFile(kTinyModel), "tiny", false);
       ASSERT_TRUE(registered.ok()) << registered.status();
@@ -692,6 +690,34 @@ TEST_F(DaemonTest, SigtermDuringInferenceCompletesItAndExitsZero) {
   }
   EXPECT_EQ(ok, correct.load());
   EXPECT_FALSE(fs::exists(socket_));
+}
+
+TEST_F(DaemonTest, StopHangsUpIdleConnectionsInsteadOfWaitingForThem) {
+  // A grace far beyond the test's timeout: a pschedd that waited for the idle connections
+  // below would hang the test rather than pass it late.
+  const std::string config_path = dir_ + "/grace.toml";
+  std::ofstream(config_path) << "shutdown_grace_s = 3600\n";
+  pid_ = Spawn({"--config", config_path});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  // A connection that never reads: it never answers the GOAWAY gRPC's Shutdown waits for (as a
+  // C++ client between calls, which looks at its connection only every 5 s).
+  const int idle = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(idle, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(connect(idle, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+  // And a client whose call was answered before the stop, idle since.
+  client::Client held = Client();
+  ASSERT_TRUE(held.Status().ok());
+  EXPECT_EQ(Stop(), 0) << Log();
+  const std::string log = Log();
+  const size_t at = log.find("hung up ");
+  int hung_up = 0;
+  ASSERT_NE(at, std::string::npos) << log;
+  ASSERT_EQ(std::sscanf(log.c_str() + at, "hung up %d idle connection", &hung_up), 1) << log;
+  EXPECT_GE(hung_up, 2) << log;
+  close(idle);
 }
 
 TEST_F(DaemonTest, SocketActivationAndNotifications) {
