@@ -6,7 +6,7 @@
 namespace psched::daemon {
 namespace {
 
-// The device and inode of the socket at `fd`; nullopt-like {0, 0} when fd is closed or no socket.
+// The device and inode of the socket at `fd`; {0, 0} when fd is closed or not a socket.
 std::pair<dev_t, ino_t> SocketAt(int fd) {
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return {0, 0};

@@ -116,8 +116,8 @@ void Server::Accept(int fd) {
   }
   const Caller caller = callers_->Register(fd, *peer);
   spdlog::debug("connection fd {} from {}: role {}", fd, caller.description, RoleName(caller.role));
-  // Its calls carry the peer string "fd:<fd>", by which the handlers find `caller`.
   connections_.Add(fd);
+  // Its calls carry the peer string "fd:<fd>", by which the handlers find `caller`.
   grpc::AddInsecureChannelFromFd(grpc_server_.get(), fd);
 }
 
