@@ -21,9 +21,12 @@
 // plus the model's run overhead (calibrated host models: what a run cost outside every
 // subtask); planned is the planner's own makespan plus the same
 // overhead. Flags: a plan slower than the best single device of its platform, or
-// more than 1.15x its prediction. With `exact` among --methods, the /exact column is the paper's
-// measurement table: every plan's measured latency over the measured exact plan's on its
-// platform.
+// more than 1.15x its prediction, and major page faults taken during its timed runs. With
+// `exact` among --methods, the /exact column is the paper's measurement table: every plan's
+// measured latency over the measured exact plan's on its platform.
+
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -93,6 +96,10 @@ struct Config {
   std::vector<executor::run_calibration::RunBreakdown> breakdowns = {};
   bool ok = true;
   std::string check = "-";  // relative L2 against ONNX Runtime, or why not
+  // Major page faults the process took during the timed runs: a code or file page that had
+  // been reclaimed read back from disk inside a run (the kernel's proactive reclaim, DAMON's
+  // pageout on this VM, takes idle file pages).
+  long major_faults = 0;
 
   double median_ms() const {
     if (ms.empty()) return 0;
@@ -366,6 +373,13 @@ absl::StatusOr<std::unique_ptr<ModelBench>> BuildModelBench(const std::string& n
   return mb;
 }
 
+// The process's major page faults so far, all threads.
+long MajorFaults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_majflt;
+}
+
 // One timed run of one configuration, after the idle pause.
 void TimeOnce(ModelBench& mb, Config& c, const BenchSettings& s) {
   absl::SleepFor(absl::Milliseconds(s.settle_ms));
@@ -375,9 +389,11 @@ void TimeOnce(ModelBench& mb, Config& c, const BenchSettings& s) {
     c.ms.push_back(ms);
     return;
   }
+  const long faults_before = MajorFaults();
   const absl::Time start = absl::Now();
   c.ok &= c.run();
   c.ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+  c.major_faults += MajorFaults() - faults_before;
   if (s.breakdown && c.runtime != nullptr && c.schedule != nullptr) {
     c.breakdowns.push_back(executor::run_calibration::BreakDownRun(
         mb.graph, *c.schedule, c.runtime->last_timings(), c.ms.back() * 1e3));
@@ -509,13 +525,16 @@ void Report(const ModelBench& mb, const std::map<std::string, double>& torch_ms,
         !c.single && c.platform != "-" && best != best_single_ms.end() && ms > best->second;
     const bool over_prediction = c.predicted_ms > 0 && ms > 1.15 * c.predicted_ms;
     const auto exact = exact_ms.find(c.platform);
-    std::printf("%-20s %-4s %-22s %9.2f %9.2f %9.2f %9s %9s %7s %7s %7s %7s %9s%s%s%s\n", model,
+    const std::string faults =
+        c.major_faults > 0 ? absl::StrFormat("  MAJOR-FAULTS=%d", c.major_faults) : "";
+    std::printf("%-20s %-4s %-22s %9.2f %9.2f %9.2f %9s %9s %7s %7s %7s %7s %9s%s%s%s%s\n", model,
                 c.platform.c_str(), c.plan.c_str(), ms, c.min_ms(), c.max_ms(), predicted.c_str(),
                 planned.c_str(), ratio(ms, one_core_ms).c_str(), ratio(ms, ort1_ms).c_str(),
                 ratio(ms, ort2_ms).c_str(),
                 ratio(ms, exact == exact_ms.end() ? 0.0 : exact->second).c_str(), c.check.c_str(),
                 slower_than_single ? "  SLOWER-THAN-BEST-SINGLE" : "",
-                over_prediction ? "  OVER-1.15x-PREDICTED" : "", c.ok ? "" : "  RUN-FAILED");
+                over_prediction ? "  OVER-1.15x-PREDICTED" : "", faults.c_str(),
+                c.ok ? "" : "  RUN-FAILED");
     if (c.plan == "executor 2 thread") {
       if (auto it = torch_ms.find(mb.name); it != torch_ms.end()) {
         std::printf("%-20s %-4s %-22s %9.2f %9s %9s %9s %9s %7s %7s %7s %7s %9s\n", model, "-",
