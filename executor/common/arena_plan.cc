@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <span>
 
 namespace psched::executor {
 namespace {
@@ -9,6 +10,19 @@ namespace {
 // XNNPACK reads up to XNN_EXTRA_BYTES past its inputs; blocks are also kept 64-byte aligned.
 constexpr int64_t kSlackFloats = 16;
 constexpr int64_t kAlignFloats = 16;
+
+// 4 KiB aliasing: a core compares a load with the stores still in flight by their address's
+// low 12 bits, so a load from another page at the same page offset as a recent store waits as
+// if it depended on it. A kernel storing output pixel p while it loads input pixels p + 1 ...
+// p + 8 hits that on every pixel when the output block starts those few pixels (here: up to
+// 512 bytes) past a multiple of 4 KiB from the input block, or as far before it. Measured on
+// the development VM: hrnet's and peleenet's 3x3 16>16 convs on 56x56 ran 100-130 us in runs
+// where their blocks lay 200768 bytes (49 pages + 64 bytes) apart, 60 us alone and with
+// the blocks shifted (docs/runtime-performance.md, "4 KiB aliasing between arena blocks").
+constexpr int64_t kPageFloats = 4096 / sizeof(float);
+constexpr int64_t kAliasBandFloats = 512 / sizeof(float);
+// Tries before a block keeps an aliasing offset (only in arenas crowded with such pairs).
+constexpr int kMaxAliasShifts = 8;
 
 int64_t BlockSize(const model::Shape& s) {
   const int64_t n = s.Elements() + kSlackFloats;
@@ -33,6 +47,31 @@ bool Precedes(const Block& x, const Block& y, const OpOrder& order) {
     }
   }
   return true;
+}
+
+// Whether block `x` placed at `x_offset` (floats) and block `y`, both a page or more, lie
+// within the band of a multiple of 4 KiB apart.
+bool Aliases(const Block& x, int64_t x_offset, const Block& y) {
+  if (x.size < kPageFloats || y.size < kPageFloats) return false;
+  const int64_t d = ((x_offset - y.offset) % kPageFloats + kPageFloats) % kPageFloats;
+  return d <= kAliasBandFloats || d >= kPageFloats - kAliasBandFloats;
+}
+
+bool ShareAnOp(const Block& x, const Block& y) {
+  return std::any_of(x.ops.begin(), x.ops.end(), [&](model::OpId a) {
+    return std::find(y.ops.begin(), y.ops.end(), a) != y.ops.end();
+  });
+}
+
+// The lowest offset >= `from` where `size` floats collide with none of `conflicting` (sorted by
+// offset).
+int64_t FirstFit(int64_t size, std::span<const Block* const> conflicting, int64_t from) {
+  int64_t candidate = from;
+  for (const Block* o : conflicting) {
+    if (candidate + size <= o->offset) break;
+    candidate = std::max(candidate, o->offset + o->size);
+  }
+  return candidate;
 }
 
 }  // namespace
@@ -152,10 +191,14 @@ ArenaPlan PlanArena(const model::Graph& graph, const OpOrder& order,
     }
     std::sort(conflicting.begin(), conflicting.end(),
               [](const Block* x, const Block* y) { return x->offset < y->offset; });
-    int64_t candidate = 0;
-    for (const Block* o : conflicting) {
-      if (candidate + b.size <= o->offset) break;
-      candidate = std::max(candidate, o->offset + o->size);
+    int64_t candidate = FirstFit(b.size, conflicting, 0);
+    // Away from 4 KiB aliasing with the blocks an op reads or writes beside it.
+    for (int shift = 0; shift < kMaxAliasShifts; ++shift) {
+      const bool aliased = std::any_of(conflicting.begin(), conflicting.end(), [&](const Block* o) {
+        return Aliases(b, candidate, *o) && ShareAnOp(b, *o);
+      });
+      if (!aliased) break;
+      candidate = FirstFit(b.size, conflicting, candidate + 2 * kAliasBandFloats);
     }
     b.offset = candidate;
     plan.size = std::max(plan.size, candidate + b.size);

@@ -208,5 +208,40 @@ TEST(ArenaPlan, RandomGraphsAndOrdersNeverOverlapUnorderedTensors) {
   }
 }
 
+// hrnet's residual unit at 56x56x16: blocks of 50192 floats (49 pages + 64 bytes) packed side by
+// side put each op's output 64 bytes past a multiple of 4 KiB from its input, where every
+// store aliases the next pixel's loads (arena_plan.cc). No op's input and output blocks may lie
+// within 512 bytes of a multiple of 4 KiB apart, and the arena grows by under a page a block.
+TEST(ArenaPlan, KeepsAnOpsBlocksAwayFrom4KiBAliasing) {
+  GraphBuilder g0;
+  const model::Shape shape{56, 56, 16};
+  model::TensorId x = g0.AddInput(shape);
+  for (int unit = 0; unit < 4; ++unit) {
+    const model::TensorId h = g0.AddOp(OpKind::kActivation, {x}, shape);
+    const model::TensorId y = g0.AddOp(OpKind::kActivation, {h}, shape);
+    x = g0.AddOp(OpKind::kAdd, {y, x}, shape);
+  }
+  g0.MarkOutput(x);
+  const model::Graph g = g0.Build();
+  const ArenaPlan plan = PlanArena(g);
+  ExpectOverlapsAreOrdered(g, plan, OpOrder::Sequential(static_cast<int>(g.ops.size())));
+  constexpr int64_t kPage = 1024, kBand = 128;  // floats
+  int pairs = 0;
+  for (const model::Op& op : g.ops) {
+    for (model::TensorId in : op.inputs) {
+      const int64_t d = plan.tensors[static_cast<size_t>(op.output)].offset -
+                        plan.tensors[static_cast<size_t>(in)].offset;
+      const int64_t m = (d % kPage + kPage) % kPage;
+      EXPECT_TRUE(m > kBand && m < kPage - kBand) << op.name << ": blocks " << d << " floats apart";
+      ++pairs;
+    }
+  }
+  EXPECT_EQ(pairs, 16);
+  // Three blocks are live at once (x, h, y); each may be shifted by a little over a KiB.
+  const int64_t block = shape.Elements() + 16;
+  EXPECT_GE(plan.size, 3 * block);
+  EXPECT_LT(plan.size, 3 * block + 3 * kPage);
+}
+
 }  // namespace
 }  // namespace psched::executor
