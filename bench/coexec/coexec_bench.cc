@@ -406,6 +406,25 @@ void TimeOnce(ModelBench& mb, Config& c, const BenchSettings& s) {
   }
 }
 
+// Writes op,name,configuration,measured_us,predicted_us: each op's median time in the timed
+// rounds beside what the plan's retimed schedule gave its subtasks (a single-device plan: one
+// each). The op whose run differs from its calibration anchor shows here, not in the sums.
+bool WriteMeasuredVsPredictedCsv(const std::string& path, const model::Graph& graph,
+                                 const Config& c) {
+  std::vector<double> predicted_us(graph.ops.size(), 0.0);
+  for (const scheduler::ScheduledSubtask& st : c.schedule->subtasks()) {
+    predicted_us[static_cast<size_t>(st.op)] += st.end_us - st.start_us;
+  }
+  std::ofstream out(path);
+  out << "op,name,configuration,measured_us,predicted_us\n";
+  for (model::OpId id = 0; id < static_cast<model::OpId>(c.op_us.size()); ++id) {
+    const auto i = static_cast<size_t>(id);
+    out << absl::StrFormat("%d,\"%s\",\"%s\",%.2f,%.2f\n", id, graph.ops[i].name,
+                           PerOpKey(graph, id), Median(c.op_us[i]), predicted_us[i]);
+  }
+  return static_cast<bool>(out);
+}
+
 // --per-op-dir: the per op times of the configurations that keep them, and ONNX Runtime's.
 void WritePerOpFiles(const ModelBench& mb, bench::OrtPeerProcess* ort_peer,
                      const std::string& per_op_dir) {
@@ -415,6 +434,10 @@ void WritePerOpFiles(const ModelBench& mb, bench::OrtPeerProcess* ort_peer,
     const std::string csv =
         absl::StrCat(per_op_dir, "/", mb.name, c.platform == "C" ? ".cluster.csv" : ".psched.csv");
     if (!WritePerOpCsv(csv, mb.graph, c)) std::fprintf(stderr, "cannot write %s\n", csv.c_str());
+    const std::string ops_csv = absl::StrCat(per_op_dir, "/", mb.name, ".", c.platform, ".ops.csv");
+    if (!WriteMeasuredVsPredictedCsv(ops_csv, mb.graph, c)) {
+      std::fprintf(stderr, "cannot write %s\n", ops_csv.c_str());
+    }
   }
   if (ort_peer != nullptr) {
     if (absl::Status st =
@@ -608,8 +631,9 @@ int Main(int argc, char** argv) {
   app.add_option("--per-op-dir", per_op_dir,
                  "write per op configuration times of platform A's single:cpu.0 plan "
                  "(<model>.psched.csv), of platform C's 2-core cluster (<model>.cluster.csv) "
-                 "and of ONNX Runtime with 1 thread (<model>.ort.csv); "
-                 "bench/coexec/per_op_table.py joins them");
+                 "and of ONNX Runtime with 1 thread (<model>.ort.csv), which "
+                 "bench/coexec/per_op_table.py joins; and each op of the first two measured "
+                 "beside its prediction (<model>.A.ops.csv, <model>.C.ops.csv)");
   bool back_to_back = false;
   app.add_flag("--back-to-back", back_to_back,
                "time each configuration's runs one after another instead of in interleaved rounds "
