@@ -34,6 +34,9 @@ class DeviceSubsetModel final : public LatencyModel {
   double PartialSumNs(int device) const override {
     return base_->PartialSumNs(devices_[static_cast<size_t>(device)]);
   }
+  double SubtaskGapUs(int device, bool synced) const override {
+    return base_->SubtaskGapUs(devices_[static_cast<size_t>(device)], synced);
+  }
   double RunOverheadUs() const override { return base_->RunOverheadUs(); }
   std::string Version() const override { return version_; }
 

@@ -60,6 +60,12 @@ class LatencyModel {
   // default: unknown, predict the adds as element-wise ops.
   // REQUIRES: 0 <= device < num_devices().
   virtual double PartialSumNs(int device) const { return 0; }
+  // Microseconds a subtask of the device starts after the device's previous one ends when no
+  // input from another device holds it (the runtime taking its next step, a GPU queue's
+  // dispatch), `synced`: for a subtask with an input from another device (a GPU queue first runs
+  // a kernel that waits for it); 0 by default. For predicting a fixed plan, like CoRunFactor.
+  // REQUIRES: 0 <= device < num_devices().
+  virtual double SubtaskGapUs(int device, bool synced) const { return 0; }
   // Microseconds a run of any plan takes beyond its makespan; 0 by default.
   virtual double RunOverheadUs() const { return 0; }
   // Identifies the model and its parameters; part of the plan cache key.

@@ -65,6 +65,10 @@ class ResidualCorrectedModel final : public LatencyModel {
   double CoRunFactor(int device) const override { return 1.0; }
   // 0 for the same reason: a last cin slice's residual holds the combine it ran.
   double PartialSumNs(int device) const override { return 0; }
+  // The inner model's: the residuals are of subtask times, which hold no gap between them.
+  double SubtaskGapUs(int device, bool synced) const override {
+    return inner_->SubtaskGapUs(device, synced);
+  }
   double RunOverheadUs() const override { return inner_->RunOverheadUs(); }
   std::string Version() const override { return version_; }
 

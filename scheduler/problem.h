@@ -137,6 +137,12 @@ class Problem {
   double CoRunFactor(int device) const {
     return latency_model_ != nullptr ? latency_model_->CoRunFactor(device) : 1.0;
   }
+  // What a subtask of `device` waits after the device's previous one when no other device holds
+  // it, `synced` one with an input from another device (LatencyModel::SubtaskGapUs); 0 for a
+  // task graph. For predicting a fixed plan.
+  double SubtaskGapUs(int device, bool synced) const {
+    return latency_model_ != nullptr ? latency_model_->SubtaskGapUs(device, synced) : 0.0;
+  }
   // What the last of an op's cin slices to finish pays on `device` to add the other slices'
   // `partials` partial sums into the op's output and apply its activation (the runtime does it
   // there, CoExecutionRuntime::CompletesOp): `partials` x the output's elements at the model's

@@ -1,6 +1,7 @@
 #include "scheduler/retime.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -20,13 +21,17 @@ using InputReady =
     absl::FunctionRef<double(double transfer_us, int from, int to, double end, double device_free)>;
 
 // `scale[i]`: the schedule's subtask i lasts this many times its prediction (empty: 1 for all).
+// `gap_us[d][synced]`: what a subtask of device d waits after the device's previous one, [1] one
+// with an input from another device (empty: none).
 // With `combine_partials`, an op split along input channels completes Problem::CombineUs after
 // its slices end, on the device of the one placed last (the runtime adds the partial sums on
 // the device whose slice ends last). The result's subtasks come in planned start order;
 // `source`, when given, receives the index into schedule.subtasks() of each.
 absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule,
-                                std::span<const double> scale, InputReady input_ready,
-                                bool combine_partials, std::vector<size_t>* source = nullptr) {
+                                std::span<const double> scale,
+                                std::span<const std::array<double, 2>> gap_us,
+                                InputReady input_ready, bool combine_partials,
+                                std::vector<size_t>* source = nullptr) {
   if (schedule.num_ops() != problem.num_ops() || schedule.num_devices() != problem.num_devices()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the schedule has ", schedule.num_ops(), " ops on ", schedule.num_devices(),
@@ -53,6 +58,7 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
     return std::tie(x.start_us, x.end_us, x.op, a) < std::tie(y.start_us, y.end_us, y.op, b);
   });
   std::vector<double> device_free(static_cast<size_t>(problem.num_devices()), 0.0);
+  std::vector<bool> started(device_free.size(), false);
   // Per op: its subtasks' (device, end) as re-timed so far.
   std::vector<std::vector<std::pair<int, double>>> done(static_cast<size_t>(problem.num_ops()));
   // Per op: its cin slices, and how many are still to be placed.
@@ -68,9 +74,19 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
   for (OpId op = 0; op < problem.num_ops(); ++op) out.SetPlan(op, schedule.plan(op));
   for (size_t i : order) {
     ScheduledSubtask s = planned[i];
-    double start = device_free[static_cast<size_t>(s.device)];
+    const auto dev = static_cast<size_t>(s.device);
+    double start = device_free[dev];
     const auto preds = problem.preds(s.op);
     const auto transfer = problem.pred_transfer_us(s.op);
+    if (started[dev] && dev < gap_us.size()) {
+      const bool synced = std::any_of(preds.begin(), preds.end(), [&](OpId p) {
+        const auto& ends = done[static_cast<size_t>(p)];
+        return std::any_of(ends.begin(), ends.end(),
+                           [&](const std::pair<int, double>& e) { return e.first != s.device; });
+      });
+      start += gap_us[dev][synced ? 1 : 0];
+    }
+    started[dev] = true;
     for (size_t k = 0; k < preds.size(); ++k) {
       for (const auto& [device, end] : done[static_cast<size_t>(preds[k])]) {
         start = std::max(start, device == s.device
@@ -104,7 +120,7 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
 
 absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& schedule) {
   return Retime(
-      problem, schedule, {},
+      problem, schedule, {}, {},
       [&](double transfer_us, int from, int to, double end, double) {
         return end + problem.EdgeCostUs(transfer_us, from, to);
       },
@@ -132,9 +148,16 @@ absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& s
     const double hand_off = problem.HandOffUs(from, to, idle_us);
     return arrival + (std::isfinite(hand_off) ? std::max(0.0, hand_off) : 0.0);
   };
+  std::vector<std::array<double, 2>> gap_us(used.size(), {0, 0});
+  for (size_t d = 0; d < gap_us.size(); ++d) {
+    for (bool synced : {false, true}) {
+      const double gap = problem.SubtaskGapUs(static_cast<int>(d), synced);
+      gap_us[d][synced ? 1 : 0] = std::isfinite(gap) && gap > 0 ? gap : 0.0;
+    }
+  }
   std::vector<size_t> source;
   absl::StatusOr<Schedule> run =
-      Retime(problem, schedule, {}, by_waits, /*combine_partials=*/true, &source);
+      Retime(problem, schedule, {}, gap_us, by_waits, /*combine_partials=*/true, &source);
   if (!run.ok() || !co_running) return run;
   // Each subtask slowed by its device's co-run factor over the share of it that overlaps work on
   // another device. Overlaps move as durations grow, so this iterates to a fixed point; the
@@ -154,7 +177,7 @@ absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& s
       scale[source[j]] = 1 + (f - 1) * overlap[j];
     }
     absl::StatusOr<Schedule> next =
-        Retime(problem, schedule, scale, by_waits, /*combine_partials=*/true, &source);
+        Retime(problem, schedule, scale, gap_us, by_waits, /*combine_partials=*/true, &source);
     if (!next.ok()) return next;
     const bool settled = std::abs(next->makespan_us() - run->makespan_us()) < kSettledUs;
     run = std::move(next);

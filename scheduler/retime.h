@@ -22,7 +22,10 @@ absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& 
 // with each input from another device charged by how long its subtask's device had been idle
 // when it came (Problem::HandOffUs: a waiter still spinning resumes at once, a parked one must
 // be woken) instead of the planners' constant sync cost; an input that came while the device
-// was still busy costs nothing beyond a transfer. When the schedule uses two devices or more,
+// was still busy costs nothing beyond a transfer. Each subtask but a device's first starts no
+// sooner than Problem::SubtaskGapUs after the device's previous one ends (the runtime taking its
+// next step, a GPU queue's dispatch and its wait for an input from another device). When the
+// schedule uses two devices or more,
 // each subtask lasts its prediction times 1 + (Problem::CoRunFactor - 1) x the share of it
 // during which another device runs (co_run_overlap.h; iterated until the run settles), so the
 // result passes ValidateSchedule only where those factors are 1. An op split along input
@@ -30,8 +33,8 @@ absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& 
 // sums added into the output there, as the runtime does (nor does it then pass
 // ValidateSchedule). Its makespan plus the model's
 // RunOverheadUs is the plan's predicted latency. Equals RetimeSchedule where HandOffUs is
-// SyncUs, CoRunFactor 1, no op is split along input channels and no input arrives within the
-// sync cost before its device is free.
+// SyncUs, CoRunFactor 1, SubtaskGapUs 0, no op is split along input channels and no input
+// arrives within the sync cost before its device is free.
 absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& schedule);
 
 }  // namespace psched::scheduler

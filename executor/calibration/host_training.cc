@@ -367,6 +367,12 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
     const json partial_sum_ns = stored.value("partial_sum_ns", json(0.0));
     if (!partial_sum_ns.is_number()) return bad("'partial_sum_ns' is not a number");
     part.partial_sum_ns = partial_sum_ns.get<double>();
+    for (const auto& [key, gap] :
+         {std::pair{"gap_us", &part.gap_us}, std::pair{"synced_gap_us", &part.synced_gap_us}}) {
+      const json us = stored.value(key, json(0.0));
+      if (!us.is_number()) return bad(absl::StrCat("'", key, "' is not a number"));
+      *gap = us.get<double>();
+    }
     if (const auto sync = stored.find("sync_us"); sync != stored.end()) {
       if (!sync->is_object()) return bad("'sync_us' is not an object of device names");
       part.sync_us.assign(devices.size(), 0.0);
@@ -474,6 +480,8 @@ absl::Status ApplyRunCosts(const RunCosts& costs, HostTraining& training) {
     (*device)["in_run"] = r.factor;
     if (r.co_run_factor != 1.0) (*device)["co_run"] = r.co_run_factor;
     if (r.partial_sum_ns > 0) (*device)["partial_sum_ns"] = r.partial_sum_ns;
+    if (r.gap_us > 0) (*device)["gap_us"] = r.gap_us;
+    if (r.synced_gap_us > 0) (*device)["synced_gap_us"] = r.synced_gap_us;
   }
   for (const RunCosts::Sync& s : costs.sync) {
     json* from = find(s.from);

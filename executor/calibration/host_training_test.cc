@@ -441,6 +441,68 @@ TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
     bad["in_run"][0]["partial_sum_ns"] = ns;
     EXPECT_THAT(error(bad), HasSubstr("'in_run[0].partial_sum_ns' is"));
   }
+  // Gaps between subtasks: round trip, absent in older files, refused when malformed.
+  costs.in_run[0].gap_us = 8.5;
+  costs.in_run[0].gaps = 240;
+  costs.in_run[0].synced_gap_us = 21.25;
+  costs.in_run[0].synced_gaps = 60;
+  back = RunCostsFromJson(json::parse(RunCostsToJson(costs).dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->in_run[0].gap_us, 8.5);
+  EXPECT_EQ(back->in_run[0].gaps, 240);
+  EXPECT_EQ(back->in_run[0].synced_gap_us, 21.25);
+  EXPECT_EQ(back->in_run[0].synced_gaps, 60);
+  EXPECT_THAT(FormatRunCosts(*back),
+              HasSubstr("8.5 us between subtasks (240), 21.2 after an input from another device "
+                        "(60)"));
+  EXPECT_EQ(old_back->in_run[0].gap_us, 0);
+  for (const auto& [field, value, message] :
+       {std::tuple{"gap_us", json(-0.5), "'in_run[0].gap_us' is -0.5"},
+        std::tuple{"gap_us", json("slow"), "'in_run[0].gap_us' is missing or not a number"},
+        std::tuple{"gaps", json(2.5), "'in_run[0].gaps' is 2.5, need a count"},
+        std::tuple{"synced_gap_us", json(-1), "'in_run[0].synced_gap_us' is -1"}}) {
+    bad = RunCostsToJson(costs);
+    bad["in_run"][0][field] = value;
+    EXPECT_THAT(error(bad), HasSubstr(message)) << field;
+  }
+}
+
+// The gap between subtasks predicts a fixed plan's run (SubtaskGapUs): PredictUs stays as it was,
+// and the gap survives the stored form and changes the version.
+TEST_F(HostTrainingTest, GapsBetweenSubtasksAreTheModelsAndStored) {
+  HostTraining with = *training_;
+  RunCosts costs;
+  costs.in_run = {{.device = "gpu",
+                   .factor = 1.0,
+                   .gap_us = 8.5,
+                   .gaps = 240,
+                   .synced_gap_us = 21.5,
+                   .synced_gaps = 60}};
+  ASSERT_TRUE(ApplyRunCosts(costs, with).ok());
+  HostTraining without = *training_;
+  costs.in_run[0].gap_us = 0;
+  costs.in_run[0].synced_gap_us = 0;
+  ASSERT_TRUE(ApplyRunCosts(costs, without).ok());
+  const CalibrationSamples samples = Fixture();
+  const predictor::OpConfig& config = samples.samples.front().config;
+  EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 1), without.model->PredictUs(config, 1));
+  EXPECT_EQ(with.model->SubtaskGapUs(1, false), 8.5);
+  EXPECT_EQ(with.model->SubtaskGapUs(1, true), 21.5);
+  EXPECT_EQ(with.model->SubtaskGapUs(0, true), 0);
+  EXPECT_NE(with.model->Version(), without.model->Version());
+  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(json::parse(with.params.dump()));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->model->Version(), with.model->Version());
+  EXPECT_EQ(loaded->model->SubtaskGapUs(1, false), 8.5);
+  EXPECT_EQ(loaded->model->SubtaskGapUs(1, true), 21.5);
+  json negative = with.params;
+  StoredDevice(negative, "gpu")["gap_us"] = -3;
+  EXPECT_THAT(std::string(HostModelFromJson(negative).status().message()),
+              HasSubstr("device 'gpu' has a gap between subtasks of -3 us"));
+  json text = with.params;
+  StoredDevice(text, "gpu")["gap_us"] = "slow";
+  EXPECT_THAT(std::string(HostModelFromJson(text).status().message()),
+              HasSubstr("'gap_us' is not a number"));
 }
 
 // The partial-sum cost predicts a fixed plan's cin combines (PartialSumNs): PredictUs stays as it

@@ -76,7 +76,11 @@ json RunCostsToJson(const RunCosts& costs) {
                       {"cold_us", r.cold_us},
                       {"co_run_factor", r.co_run_factor},
                       {"partial_sum_ns", r.partial_sum_ns},
-                      {"combines", r.combines}});
+                      {"combines", r.combines},
+                      {"gap_us", r.gap_us},
+                      {"gaps", r.gaps},
+                      {"synced_gap_us", r.synced_gap_us},
+                      {"synced_gaps", r.synced_gaps}});
   }
   json sync = json::array();
   for (const RunCosts::Sync& s : costs.sync) {
@@ -134,6 +138,15 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
       if (!ns.ok()) return ns.status();
       in_run.partial_sum_ns = *ns;
       if (absl::Status st = Optional(r, "combines", where, in_run.combines); !st.ok()) return st;
+    }
+    for (const auto& [key, count, us, n] :
+         {std::tuple{"gap_us", "gaps", &in_run.gap_us, &in_run.gaps},
+          std::tuple{"synced_gap_us", "synced_gaps", &in_run.synced_gap_us, &in_run.synced_gaps}}) {
+      if (!r.contains(key)) continue;
+      absl::StatusOr<double> gap = Number(r, key, where, 0, /*strict=*/false);
+      if (!gap.ok()) return gap.status();
+      *us = *gap;
+      if (absl::Status st = Optional(r, count, where, *n); !st.ok()) return st;
     }
     for (const auto& [key, value] : {std::pair{"measured_us", &in_run.measured_us},
                                      std::pair{"predicted_us", &in_run.predicted_us}}) {
@@ -208,10 +221,12 @@ std::string FormatRunCosts(const RunCosts& costs) {
   for (const RunCosts::InRun& r : costs.in_run) {
     absl::StrAppendFormat(&out,
                           "%-8s in-run factor %.3f, cold start %.0f us, beside other devices "
-                          "x%.3f, partial sums %.2f ns per element (%d combines)  (subtasks "
-                          "%.0f us measured, %.0f predicted)\n",
+                          "x%.3f, partial sums %.2f ns per element (%d combines), %.1f us "
+                          "between subtasks (%d), %.1f after an input from another device (%d)  "
+                          "(subtasks %.0f us measured, %.0f predicted)\n",
                           r.device, r.factor, r.cold_us, r.co_run_factor, r.partial_sum_ns,
-                          r.combines, r.measured_us, r.predicted_us);
+                          r.combines, r.gap_us, r.gaps, r.synced_gap_us, r.synced_gaps,
+                          r.measured_us, r.predicted_us);
   }
   if (costs.multi_device_measured_us > 0) {
     absl::StrAppendFormat(&out,

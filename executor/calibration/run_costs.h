@@ -50,6 +50,16 @@ struct RunCosts {
     // element-wise add).
     double partial_sum_ns = 0;
     int combines = 0;
+    // What a subtask of this device waits after the one before it ends when nothing from
+    // another device holds it (the runtime taking its next step; on a GPU, dispatching it):
+    // the probes' local delays on the device over `gaps` such subtasks whose inputs all came
+    // from this device, and `synced_gap_us` over `synced_gaps` with an input from another
+    // (a GPU queue runs a wait kernel for it first). A plan's prediction adds it before each of
+    // the device's subtasks but the first (LatencyModel::SubtaskGapUs).
+    double gap_us = 0;
+    int gaps = 0;
+    double synced_gap_us = 0;
+    int synced_gaps = 0;
   };
   static constexpr int kMinCombines = 5;
   struct Sync {
@@ -96,14 +106,16 @@ struct RunCosts {
 //  "multi_device_hand_off_replay_us", "gpu_multi_device_measured_us",
 //  "gpu_multi_device_replay_us", "gpu_multi_device_hand_off_replay_us",
 //  "in_run": [{"device", "measured_us", "predicted_us", "factor", "cold_us", "co_run_factor",
-//              "partial_sum_ns", "combines"}, ...],
+//              "partial_sum_ns", "combines", "gap_us", "gaps", "synced_gap_us",
+//              "synced_gaps"}, ...],
 //  "sync": [{"from", "to", "us", "window_us", "spinning_us", "parked_us", "spinning_waits",
 //            "parked_waits"}, ...]}
 nlohmann::json RunCostsToJson(const RunCosts& costs);
 // InvalidArgument naming the field for anything malformed: a missing device name, a factor
 // that is not finite and > 0, a cold start, sync or hand-off cost or window that is not finite
-// and >= 0, a partial_sum_ns that is not finite and >= 0. A missing cold_us, co_run_factor or
-// partial_sum_ns (files written before them) is 0, 1 or 0; missing hand-off fields: none. The
+// and >= 0, a partial_sum_ns or gap that is not finite and >= 0. A missing cold_us,
+// co_run_factor, partial_sum_ns or gap (files written before them) is 0, 1, 0 or 0; missing
+// hand-off fields: none. The
 // report's figures (counts, sums, the rounds' slowness) may be missing (0), but when present
 // must be numbers >= 0, and the counts whole.
 absl::StatusOr<RunCosts> RunCostsFromJson(const nlohmann::json& json);

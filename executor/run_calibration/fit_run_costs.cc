@@ -1,6 +1,7 @@
 #include "executor/run_calibration/fit_run_costs.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -210,6 +211,10 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   std::vector<std::vector<bool>> co_running(num_devices);
   std::vector<std::vector<double>> overlapped(num_devices);
   std::vector<double> overheads;
+  // Per device: the probes' gaps between subtasks (median run of each), summed, and how many;
+  // [1] after an input from another device.
+  std::vector<std::array<double, 2>> gap_sum_us(num_devices, {0, 0}),
+      gap_count(num_devices, {0, 0});
   std::vector<const ProbeResult*> multi;
   for (const ProbeResult& r : results) {
     if (r.devices_used >= 2 && !r.breakdowns.empty()) multi.push_back(&r);
@@ -254,9 +259,25 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     for (const RunBreakdown& b : r.breakdowns) {
       overheads.push_back(b.first_start_us + b.wall_us - b.trace_end_us);
     }
+    if (!r.breakdowns.empty()) {
+      const RunBreakdown median = MedianBreakdown(r.breakdowns);
+      for (size_t d = 0; d < num_devices && d < median.gaps.size(); ++d) {
+        for (size_t k = 0; k < 2; ++k) {
+          gap_sum_us[d][k] += median.gap_us[d][k];
+          gap_count[d][k] += median.gaps[d][k];
+        }
+      }
+    }
   }
   costs.run_overhead_us = Median(std::move(overheads));
   std::vector<double> factor(num_devices, 1.0), cold_us(num_devices, 0.0), co_run(num_devices, 1.0);
+  // The mean gap of each kind; 0 where the probes had none.
+  std::vector<std::array<double, 2>> gap_us(num_devices, {0, 0});
+  for (size_t d = 0; d < num_devices; ++d) {
+    for (size_t k = 0; k < 2; ++k) {
+      if (gap_count[d][k] > 0) gap_us[d][k] = gap_sum_us[d][k] / gap_count[d][k];
+    }
+  }
   for (size_t d = 0; d < num_devices; ++d) {
     if (measured[d].empty()) continue;
     // The cold start over every plan on the device (the more plans, the steadier); then, when
@@ -301,7 +322,11 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
          .cold_us = fit.cold_us,
          .co_run_factor = co_run[d],
          .partial_sum_ns = partial_sum_ns[d],
-         .combines = combines[d]});
+         .combines = combines[d],
+         .gap_us = gap_us[d][0],
+         .gaps = static_cast<int>(gap_count[d][0]),
+         .synced_gap_us = gap_us[d][1],
+         .synced_gaps = static_cast<int>(gap_count[d][1])});
   }
   // Per multi-device probe, its median measured span, and its timed runs with each subtask
   // lasting what the planners see (the factor alone; they charge no combine, so the sync cost
@@ -326,11 +351,14 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     }
   }
   // The median replay of each probe's runs with `sync` between devices.
-  auto replayed_with = [&](const std::vector<Runs>& runs, const SyncCost& sync) {
+  auto replayed_with = [&](const std::vector<Runs>& runs, const SyncCost& sync,
+                           std::span<const std::array<double, 2>> gaps = {}) {
     std::vector<double> out;
     for (size_t i = 0; i < multi.size(); ++i) {
       std::vector<double> v;
-      for (const auto& timings : runs[i]) v.push_back(ReplayUs(*multi[i]->graph, timings, sync));
+      for (const auto& timings : runs[i]) {
+        v.push_back(ReplayUs(*multi[i]->graph, timings, sync, gaps));
+      }
       out.push_back(Median(std::move(v)));
     }
     return out;
@@ -409,10 +437,13 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     }
   }
   // What the probes take replayed as a plan's latency is predicted (scheduler::RetimeByWaits).
-  for (double r : replayed_with(as_predicted, [&](int from, int to, double idle_us) {
-         const size_t pair = static_cast<size_t>(from) * num_devices + static_cast<size_t>(to);
-         return idle_us <= 0 ? 0.0 : hand_offs[pair].CostUs(idle_us);
-       })) {
+  for (double r : replayed_with(
+           as_predicted,
+           [&](int from, int to, double idle_us) {
+             const size_t pair = static_cast<size_t>(from) * num_devices + static_cast<size_t>(to);
+             return idle_us <= 0 ? 0.0 : hand_offs[pair].CostUs(idle_us);
+           },
+           gap_us)) {
     costs.multi_device_hand_off_replay_us += r;
   }
   return costs;

@@ -36,8 +36,9 @@ size_t DeviceCount(std::span<const runtime::SubtaskTiming> timings) {
 }  // namespace
 
 double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTiming> timings,
-                const SyncCost& sync) {
+                const SyncCost& sync, std::span<const std::array<double, 2>> gap_us) {
   std::vector<double> device_free(DeviceCount(timings), 0);
+  std::vector<bool> started(device_free.size(), false);
   // Per op, when its subtasks ended on each device (-1: none there).
   std::vector<std::vector<double>> op_end(graph.ops.size(),
                                           std::vector<double>(device_free.size(), -1));
@@ -45,6 +46,13 @@ double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTimin
   for (const runtime::SubtaskTiming* t : InStartOrder(timings)) {
     const auto d = static_cast<size_t>(t->device);
     double start = device_free[d];
+    bool synced = false;
+    for (model::OpId p : graph.Predecessors(t->step.op)) {
+      const std::vector<double>& ends = op_end[static_cast<size_t>(p)];
+      for (size_t e = 0; e < ends.size(); ++e) synced = synced || (e != d && ends[e] >= 0);
+    }
+    if (started[d] && d < gap_us.size()) start += gap_us[d][synced ? 1 : 0];
+    started[d] = true;
     for (model::OpId p : graph.Predecessors(t->step.op)) {
       const std::vector<double>& ends = op_end[static_cast<size_t>(p)];
       for (size_t e = 0; e < ends.size(); ++e) {
@@ -97,6 +105,8 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
   out.measured_kernel_us.assign(num_devices, 0);
   out.predicted_kernel_us.assign(num_devices, 0);
   out.predicted_overlapped_us.assign(num_devices, 0);
+  out.gap_us.assign(num_devices, {0, 0});
+  out.gaps.assign(num_devices, {0, 0});
   out.replay_us = ReplayUs(graph, timings, [](int, int, double) { return 0.0; });
   const std::vector<std::optional<double>> predicted = PredictedDurationsUs(schedule, timings);
   // Share of each op's work done per device, by the plan.
@@ -109,6 +119,7 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
   const std::vector<double> overlap = MeasuredOverlapFractions(timings);
   const std::vector<const runtime::SubtaskTiming*> order = InStartOrder(timings);
   std::vector<double> device_free(num_devices, 0);
+  std::vector<bool> started(num_devices, false);
   std::vector<double> op_end(graph.ops.size(), 0);
   std::vector<int> op_end_device(graph.ops.size(), -1);
   out.first_start_us = order.empty() ? 0 : static_cast<double>(order.front()->start_ns) / 1e3;
@@ -135,7 +146,13 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
                                   .to_device = t->device});
     } else {
       out.local_delay_us += delay;
+      if (started[d]) {
+        const size_t synced = remote > 1e-9 ? 1 : 0;
+        out.gap_us[d][synced] += delay;
+        out.gaps[d][synced] += 1;
+      }
     }
+    started[d] = true;
     device_free[d] = end;
     if (end > op_end[static_cast<size_t>(t->step.op)]) {
       op_end[static_cast<size_t>(t->step.op)] = end;
@@ -199,6 +216,15 @@ RunBreakdown MedianBreakdown(std::span<const RunBreakdown> runs) {
     out.predicted_overlapped_us.push_back(median([d](const RunBreakdown& r) {
       return d < r.predicted_overlapped_us.size() ? r.predicted_overlapped_us[d] : 0.0;
     }));
+    std::array<double, 2> gap_us{}, gaps{};
+    for (size_t k = 0; k < 2; ++k) {
+      gap_us[k] = median(
+          [d, k](const RunBreakdown& r) { return d < r.gap_us.size() ? r.gap_us[d][k] : 0.0; });
+      gaps[k] =
+          median([d, k](const RunBreakdown& r) { return d < r.gaps.size() ? r.gaps[d][k] : 0.0; });
+    }
+    out.gap_us.push_back(gap_us);
+    out.gaps.push_back(gaps);
   }
   return out;
 }

@@ -49,6 +49,12 @@ struct RunBreakdown {
   // Each subtask whose binding input came from another device, in start order.
   std::vector<CrossDelay> cross_delays;
   double local_delay_us = 0;  // summed over the other subtasks
+  // Per device: the local delays of its subtasks after its first (the gap between two subtasks
+  // of one device: the runtime taking the next step, a GPU queue's dispatch), summed, and how
+  // many subtasks that is; [1] those with an input from another device (which a GPU queue waits
+  // for with a kernel of its own even when it is there), [0] the others.
+  std::vector<std::array<double, 2>> gap_us;
+  std::vector<std::array<double, 2>> gaps;
   // Per device: summed measured and predicted subtask durations, and the predicted durations
   // each weighted by the share of the subtask, as it ran, during which another device ran too
   // (scheduler/co_run_overlap.h: what the co-run factor applies to).
@@ -67,10 +73,12 @@ struct RunBreakdown {
 using SyncCost = std::function<double(int from, int to, double idle_us)>;
 
 // The span of `timings` replayed with their measured durations, each device's subtasks in their
-// measured start order, each starting when its device is free and every subtask of its
-// predecessor ops has ended plus `sync` when that subtask ran on another device. From 0.
+// measured start order, each starting when its device is free (plus, after the device's first
+// subtask, `gap_us[device][1]` for one with an input from another device, [0] for the others;
+// empty: none) and every subtask of its predecessor ops has ended plus `sync` when that subtask
+// ran on another device. From 0.
 double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTiming> timings,
-                const SyncCost& sync);
+                const SyncCost& sync, std::span<const std::array<double, 2>> gap_us = {});
 
 // The schedule's predicted duration of each of `timings`, in their order (a subtask is known
 // by its device, op and slice start); nullopt for a subtask the schedule does not have.

@@ -45,6 +45,12 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
                                                      "' has partial-sum cost ",
                                                      device.partial_sum_ns, " ns per element"));
     }
+    for (double gap : {device.gap_us, device.synced_gap_us}) {
+      if (!std::isfinite(gap) || gap < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "host latency model: device '", name, "' has a gap between subtasks of ", gap, " us"));
+      }
+    }
     if (!device.sync_us.empty() && device.sync_us.size() != devices.size()) {
       return absl::InvalidArgumentError(absl::StrCat("host latency model: device '", name, "' has ",
                                                      device.sync_us.size(), " sync costs for ",
@@ -82,11 +88,15 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
       }
       identity += ':';
     }
-    // Hand-off costs, a co-run factor and a partial-sum cost enter the identity only when present,
+    // Hand-off costs, a co-run factor, a partial-sum cost and a gap enter the identity only when
+    // present,
     // like the learned run costs.
     if (device.co_run != 1.0) absl::StrAppendFormat(&identity, "co_run=%.17g:", device.co_run);
     if (device.partial_sum_ns != 0) {
       absl::StrAppendFormat(&identity, "partial_sum_ns=%.17g:", device.partial_sum_ns);
+    }
+    if (device.gap_us != 0 || device.synced_gap_us != 0) {
+      absl::StrAppendFormat(&identity, "gap_us=%.17g,%.17g:", device.gap_us, device.synced_gap_us);
     }
     if (!device.hand_off.empty()) {
       identity += "hand_off=";

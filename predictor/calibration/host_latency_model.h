@@ -66,6 +66,10 @@ class HostLatencyModel final : public LatencyModel {
     // What the last slice of a cin-split op ending on this device pays per element it adds of
     // the other slices' partial sums, in ns (PartialSumNs; 0: none measured).
     double partial_sum_ns = 0;
+    // Between two subtasks of this device in a run, and before one with an input from another
+    // device (SubtaskGapUs; 0: none measured).
+    double gap_us = 0;
+    double synced_gap_us = 0;
     // Microseconds of a hand-off from this device to device i (SyncUs); empty: none. Entry i of
     // device i itself is ignored.
     std::vector<double> sync_us;
@@ -88,7 +92,8 @@ class HostLatencyModel final : public LatencyModel {
 
   // InvalidArgument when the analytic model's device count differs from devices.size(), a
   // device uses GBDT for a family without having a GBDT model, a contention or in-run factor is
-  // not finite and >= 1e-3 (co-run too), a partial_sum_ns not finite and >= 0, or a device's
+  // not finite and >= 1e-3 (co-run too), a partial_sum_ns or gap_us not finite and >= 0, or a
+  // device's
   // sync_us is neither empty nor one finite cost
   // >= 0 per device, a device's hand_off is neither empty nor one entry of finite costs >= 0 per
   // device, or run_overhead_us is not finite and >= 0.
@@ -110,6 +115,10 @@ class HostLatencyModel final : public LatencyModel {
   }
   double PartialSumNs(int device) const override {
     return devices_[static_cast<size_t>(device)].partial_sum_ns;
+  }
+  double SubtaskGapUs(int device, bool synced) const override {
+    const Device& d = devices_[static_cast<size_t>(device)];
+    return synced ? d.synced_gap_us : d.gap_us;
   }
   double RunOverheadUs() const override { return run_overhead_us_; }
   std::string Version() const override { return version_; }
