@@ -62,8 +62,9 @@ class LatencyModel {
   virtual double PartialSumNs(int device) const { return 0; }
   // Microseconds a subtask of the device starts after the device's previous one ends when no
   // input from another device holds it (the runtime taking its next step, a GPU queue's
-  // dispatch), `synced`: for a subtask with an input from another device (a GPU queue first runs
-  // a kernel that waits for it); 0 by default. For predicting a fixed plan, like CoRunFactor.
+  // dispatch), `synced`: for a subtask with a sync kernel before it in a GPU queue (one waiting
+  // for its input from another device, or signalling another device after the previous
+  // subtask); 0 by default. For predicting a fixed plan, like CoRunFactor.
   // REQUIRES: 0 <= device < num_devices().
   virtual double SubtaskGapUs(int device, bool synced) const { return 0; }
   // Microseconds a run of any plan takes beyond its makespan; 0 by default.

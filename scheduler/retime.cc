@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -22,7 +23,8 @@ using InputReady =
 
 // `scale[i]`: the schedule's subtask i lasts this many times its prediction (empty: 1 for all).
 // `gap_us[d][synced]`: what a subtask of device d waits after the device's previous one, [1] one
-// with an input from another device (empty: none).
+// with a sync kernel before it in a GPU queue - an input from another device, or the previous
+// subtask feeding another device (empty: none).
 // With `combine_partials`, an op split along input channels completes Problem::CombineUs after
 // its slices end, on the device of the one placed last (the runtime adds the partial sums on
 // the device whose slice ends last). The result's subtasks come in planned start order;
@@ -58,7 +60,17 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
     return std::tie(x.start_us, x.end_us, x.op, a) < std::tie(y.start_us, y.end_us, y.op, b);
   });
   std::vector<double> device_free(static_cast<size_t>(problem.num_devices()), 0.0);
-  std::vector<bool> started(device_free.size(), false);
+  // Per device, the op of its last subtask so far (-1: none yet); per op, its devices (bits).
+  std::vector<OpId> previous(device_free.size(), -1);
+  std::vector<uint64_t> devices_of(static_cast<size_t>(problem.num_ops()), 0);
+  for (const ScheduledSubtask& s : planned) {
+    devices_of[static_cast<size_t>(s.op)] |= uint64_t{1} << s.device;
+  }
+  auto on_others = [&](std::span<const OpId> ops, int device) {
+    const uint64_t others = ~(uint64_t{1} << device);
+    return std::any_of(ops.begin(), ops.end(),
+                       [&](OpId o) { return (devices_of[static_cast<size_t>(o)] & others) != 0; });
+  };
   // Per op: its subtasks' (device, end) as re-timed so far.
   std::vector<std::vector<std::pair<int, double>>> done(static_cast<size_t>(problem.num_ops()));
   // Per op: its cin slices, and how many are still to be placed.
@@ -78,15 +90,12 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
     double start = device_free[dev];
     const auto preds = problem.preds(s.op);
     const auto transfer = problem.pred_transfer_us(s.op);
-    if (started[dev] && dev < gap_us.size()) {
-      const bool synced = std::any_of(preds.begin(), preds.end(), [&](OpId p) {
-        const auto& ends = done[static_cast<size_t>(p)];
-        return std::any_of(ends.begin(), ends.end(),
-                           [&](const std::pair<int, double>& e) { return e.first != s.device; });
-      });
+    if (previous[dev] >= 0 && dev < gap_us.size()) {
+      const bool synced =
+          on_others(preds, s.device) || on_others(problem.succs(previous[dev]), s.device);
       start += gap_us[dev][synced ? 1 : 0];
     }
-    started[dev] = true;
+    previous[dev] = s.op;
     for (size_t k = 0; k < preds.size(); ++k) {
       for (const auto& [device, end] : done[static_cast<size_t>(preds[k])]) {
         start = std::max(start, device == s.device

@@ -24,8 +24,8 @@ absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& 
 // be woken) instead of the planners' constant sync cost; an input that came while the device
 // was still busy costs nothing beyond a transfer. Each subtask but a device's first starts no
 // sooner than Problem::SubtaskGapUs after the device's previous one ends (the runtime taking its
-// next step, a GPU queue's dispatch and its wait for an input from another device). When the
-// schedule uses two devices or more,
+// next step, a GPU queue's dispatch, and its kernels waiting for an input from another device or
+// signalling one). When the schedule uses two devices or more,
 // each subtask lasts its prediction times 1 + (Problem::CoRunFactor - 1) x the share of it
 // during which another device runs (co_run_overlap.h; iterated until the run settles), so the
 // result passes ValidateSchedule only where those factors are 1. An op split along input

@@ -281,9 +281,10 @@ TEST(RetimeByWaitsTest, AMeasuredPartialSumCostIsChargedPerElement) {
   EXPECT_DOUBLE_EQ(retimed->makespan_us(), 600.352);
 }
 
-// A device whose subtasks wait 5 us after its previous one, 20 us with an input from the other
-// device (SubtaskGapUs): every subtask but its first starts that much later when nothing from
-// another device holds it; one held by a later input from the other device pays the hand-off.
+// A device whose subtasks wait 5 us after its previous one, 20 us with a sync kernel between
+// (an input from the other device, or the previous subtask feeding it; SubtaskGapUs): every
+// subtask but its first starts that much later when nothing from another device holds it; one
+// held by a later input from the other device pays the hand-off.
 TEST(RetimeByWaitsTest, EachSubtaskAfterADevicesFirstWaitsItsGap) {
   class GapModel final : public predictor::LatencyModel {
    public:
@@ -306,18 +307,18 @@ TEST(RetimeByWaitsTest, EachSubtaskAfterADevicesFirstWaitsItsGap) {
   ASSERT_TRUE(alone.ok()) << alone.status();
   EXPECT_DOUBLE_EQ(alone->makespan_us(), 520);
   // Branch b on device 1 (no gap) starts at 100 + 2 (the hand-off after a wait), branch a on
-  // device 0 at 100 + 5. The concat, with branch b's output from device 1, starts 20 us after
-  // branch a ends (b ended at 202, while device 0 was still busy: no hand-off), at 225; the
-  // last conv 5 us after it, at 330, ending at 430.
+  // device 0 at 100 + 20 (the stem before it fed device 1). The concat, with branch b's output
+  // from device 1, starts 20 us after branch a ends (b ended at 202, while device 0 was still
+  // busy: no hand-off), at 240; the last conv 5 us after it, at 345, ending at 445.
   absl::StatusOr<Schedule> split = RetimeByWaits(*p, Placed(*p, {0, 0, 1, 0, 0}));
   ASSERT_TRUE(split.ok()) << split.status();
   std::vector<double> start(5);
   for (const ScheduledSubtask& s : split->subtasks()) start[static_cast<size_t>(s.op)] = s.start_us;
   EXPECT_DOUBLE_EQ(start[0], 0);
-  EXPECT_DOUBLE_EQ(start[1], 105);
+  EXPECT_DOUBLE_EQ(start[1], 120);
   EXPECT_DOUBLE_EQ(start[2], 102);
-  EXPECT_DOUBLE_EQ(start[3], 225);
-  EXPECT_DOUBLE_EQ(split->makespan_us(), 430);
+  EXPECT_DOUBLE_EQ(start[3], 240);
+  EXPECT_DOUBLE_EQ(split->makespan_us(), 445);
 }
 
 // Without a latency model (a task graph: hand-offs cost SyncUs, here none, and co-run factors

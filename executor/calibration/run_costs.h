@@ -52,10 +52,10 @@ struct RunCosts {
     int combines = 0;
     // What a subtask of this device waits after the one before it ends when nothing from
     // another device holds it (the runtime taking its next step; on a GPU, dispatching it):
-    // the probes' local delays on the device over `gaps` such subtasks whose inputs all came
-    // from this device, and `synced_gap_us` over `synced_gaps` with an input from another
-    // (a GPU queue runs a wait kernel for it first). A plan's prediction adds it before each of
-    // the device's subtasks but the first (LatencyModel::SubtaskGapUs).
+    // the probes' local delays on the device over `gaps` such subtasks, and `synced_gap_us`
+    // over `synced_gaps` of those with an input from another device or after a subtask that
+    // fed one (a GPU queue runs a wait or signal kernel between). A plan's prediction adds it
+    // before each of the device's subtasks but the first (LatencyModel::SubtaskGapUs).
     double gap_us = 0;
     int gaps = 0;
     double synced_gap_us = 0;

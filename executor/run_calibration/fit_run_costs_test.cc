@@ -281,6 +281,14 @@ TEST(FitRunCosts, TheDelayBetweenSubtasksOfOneDeviceIsItsGap) {
   const RunBreakdown split = MedianBreakdown(probes[2].breakdowns);
   for (const auto& gaps : split.gaps) EXPECT_EQ(gaps[0] + gaps[1], 0);
   EXPECT_EQ(split.cross_delays.size(), 2u * 3);
+  // In the fork, branch a follows the stem on device 0, which fed branch b on device 1: a gap
+  // with a sync kernel between (the stem's signal), here 0 us. The join waited for device 1: a
+  // hand-off, no gap.
+  const model::Graph fork_graph = Fork();
+  const RunBreakdown fork = MedianBreakdown(ForkProbe(fork_graph, 100, 110, 150, 25, 1).breakdowns);
+  EXPECT_EQ(fork.gaps[0][1], 1);
+  EXPECT_EQ(fork.gaps[0][0], 0);
+  EXPECT_EQ(fork.gap_us[0][1], 0);
   const calibration::RunCosts costs = FitRunCosts(probes, kNames, kBothSync);
   ASSERT_EQ(costs.in_run.size(), 2u);
   EXPECT_NEAR(costs.in_run[0].gap_us, 10, 1e-9);

@@ -1,6 +1,7 @@
 #include "executor/run_calibration/run_breakdown.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <tuple>
 
@@ -33,12 +34,43 @@ size_t DeviceCount(std::span<const runtime::SubtaskTiming> timings) {
   return static_cast<size_t>(devices);
 }
 
+// Per op, the devices its subtasks ran on (bit d: device d).
+std::vector<uint64_t> DevicesOfOps(size_t num_ops,
+                                   std::span<const runtime::SubtaskTiming> timings) {
+  std::vector<uint64_t> devices(num_ops, 0);
+  for (const runtime::SubtaskTiming& t : timings) {
+    devices[static_cast<size_t>(t.step.op)] |= uint64_t{1} << t.device;
+  }
+  return devices;
+}
+
+// Whether a subtask of `op` on `device` after `previous` there (kInvalidId: its first) has a
+// sync kernel before it in a GPU queue: it waits for an input from another device, or
+// `previous` signals one.
+bool SyncedGap(const model::Graph& graph, const std::vector<std::vector<model::OpId>>& successors,
+               const std::vector<uint64_t>& devices_of, model::OpId op, model::OpId previous,
+               int device) {
+  const uint64_t others = ~(uint64_t{1} << device);
+  for (model::OpId p : graph.Predecessors(op)) {
+    if ((devices_of[static_cast<size_t>(p)] & others) != 0) return true;
+  }
+  if (previous == model::kInvalidId) return false;
+  for (model::OpId s : successors[static_cast<size_t>(previous)]) {
+    if ((devices_of[static_cast<size_t>(s)] & others) != 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTiming> timings,
                 const SyncCost& sync, std::span<const std::array<double, 2>> gap_us) {
   std::vector<double> device_free(DeviceCount(timings), 0);
-  std::vector<bool> started(device_free.size(), false);
+  // Per device, the op of its last subtask so far (kInvalidId: none yet).
+  std::vector<model::OpId> previous(device_free.size(), model::kInvalidId);
+  const std::vector<std::vector<model::OpId>> successors =
+      gap_us.empty() ? std::vector<std::vector<model::OpId>>() : graph.AllSuccessors();
+  const std::vector<uint64_t> devices_of = DevicesOfOps(graph.ops.size(), timings);
   // Per op, when its subtasks ended on each device (-1: none there).
   std::vector<std::vector<double>> op_end(graph.ops.size(),
                                           std::vector<double>(device_free.size(), -1));
@@ -46,13 +78,12 @@ double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTimin
   for (const runtime::SubtaskTiming* t : InStartOrder(timings)) {
     const auto d = static_cast<size_t>(t->device);
     double start = device_free[d];
-    bool synced = false;
-    for (model::OpId p : graph.Predecessors(t->step.op)) {
-      const std::vector<double>& ends = op_end[static_cast<size_t>(p)];
-      for (size_t e = 0; e < ends.size(); ++e) synced = synced || (e != d && ends[e] >= 0);
+    if (previous[d] != model::kInvalidId && d < gap_us.size()) {
+      const bool synced =
+          SyncedGap(graph, successors, devices_of, t->step.op, previous[d], t->device);
+      start += gap_us[d][synced ? 1 : 0];
     }
-    if (started[d] && d < gap_us.size()) start += gap_us[d][synced ? 1 : 0];
-    started[d] = true;
+    previous[d] = t->step.op;
     for (model::OpId p : graph.Predecessors(t->step.op)) {
       const std::vector<double>& ends = op_end[static_cast<size_t>(p)];
       for (size_t e = 0; e < ends.size(); ++e) {
@@ -119,7 +150,9 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
   const std::vector<double> overlap = MeasuredOverlapFractions(timings);
   const std::vector<const runtime::SubtaskTiming*> order = InStartOrder(timings);
   std::vector<double> device_free(num_devices, 0);
-  std::vector<bool> started(num_devices, false);
+  std::vector<model::OpId> previous(num_devices, model::kInvalidId);
+  const std::vector<std::vector<model::OpId>> successors = graph.AllSuccessors();
+  const std::vector<uint64_t> devices_of = DevicesOfOps(graph.ops.size(), timings);
   std::vector<double> op_end(graph.ops.size(), 0);
   std::vector<int> op_end_device(graph.ops.size(), -1);
   out.first_start_us = order.empty() ? 0 : static_cast<double>(order.front()->start_ns) / 1e3;
@@ -146,13 +179,14 @@ RunBreakdown BreakDownRun(const model::Graph& graph, const scheduler::Schedule& 
                                   .to_device = t->device});
     } else {
       out.local_delay_us += delay;
-      if (started[d]) {
-        const size_t synced = remote > 1e-9 ? 1 : 0;
+      if (previous[d] != model::kInvalidId) {
+        const size_t synced =
+            SyncedGap(graph, successors, devices_of, t->step.op, previous[d], t->device) ? 1 : 0;
         out.gap_us[d][synced] += delay;
         out.gaps[d][synced] += 1;
       }
     }
-    started[d] = true;
+    previous[d] = t->step.op;
     device_free[d] = end;
     if (end > op_end[static_cast<size_t>(t->step.op)]) {
       op_end[static_cast<size_t>(t->step.op)] = end;

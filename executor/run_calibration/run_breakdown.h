@@ -51,8 +51,9 @@ struct RunBreakdown {
   double local_delay_us = 0;  // summed over the other subtasks
   // Per device: the local delays of its subtasks after its first (the gap between two subtasks
   // of one device: the runtime taking the next step, a GPU queue's dispatch), summed, and how
-  // many subtasks that is; [1] those with an input from another device (which a GPU queue waits
-  // for with a kernel of its own even when it is there), [0] the others.
+  // many subtasks that is; [1] those with a sync kernel before them in a GPU queue - an input
+  // from another device to wait for (even when it is there), or the device's previous subtask
+  // signalling another device -, [0] the others.
   std::vector<std::array<double, 2>> gap_us;
   std::vector<std::array<double, 2>> gaps;
   // Per device: summed measured and predicted subtask durations, and the predicted durations
@@ -74,7 +75,8 @@ using SyncCost = std::function<double(int from, int to, double idle_us)>;
 
 // The span of `timings` replayed with their measured durations, each device's subtasks in their
 // measured start order, each starting when its device is free (plus, after the device's first
-// subtask, `gap_us[device][1]` for one with an input from another device, [0] for the others;
+// subtask, `gap_us[device][1]` for one with an input from another device or after a subtask
+// feeding another device, [0] for the others;
 // empty: none) and every subtask of its predecessor ops has ended plus `sync` when that subtask
 // ran on another device. From 0.
 double ReplayUs(const model::Graph& graph, std::span<const runtime::SubtaskTiming> timings,
