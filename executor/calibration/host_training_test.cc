@@ -68,6 +68,26 @@ class HostTrainingTest : public ::testing::Test {
     training_ = new HostTraining(std::move(*trained));
   }
   static void TearDownTestSuite() { delete training_; }
+  // The fixture's model with `costs` applied.
+  static HostTraining Applied(const RunCosts& costs) {
+    HostTraining t = *training_;
+    EXPECT_TRUE(ApplyRunCosts(costs, t).ok());
+    return t;
+  }
+  // A run cost that predicts a fixed plan's run only: `with` predicts every op as `without`
+  // does on `device`, has another version, and loads back from its stored form with it.
+  static absl::StatusOr<LoadedHostModel> ExpectRunOnlyAndStored(const HostTraining& with,
+                                                                const HostTraining& without,
+                                                                int device) {
+    const CalibrationSamples samples = Fixture();
+    const predictor::OpConfig& config = samples.samples.front().config;
+    EXPECT_DOUBLE_EQ(with.model->PredictUs(config, device),
+                     without.model->PredictUs(config, device));
+    EXPECT_NE(with.model->Version(), without.model->Version());
+    absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(json::parse(with.params.dump()));
+    if (loaded.ok()) EXPECT_EQ(loaded->model->Version(), with.model->Version());
+    return loaded;
+  }
   static HostTraining* training_;
 };
 HostTraining* HostTrainingTest::training_ = nullptr;
@@ -470,7 +490,6 @@ TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
 // The gap between subtasks predicts a fixed plan's run (SubtaskGapUs): PredictUs stays as it was,
 // and the gap survives the stored form and changes the version.
 TEST_F(HostTrainingTest, GapsBetweenSubtasksAreTheModelsAndStored) {
-  HostTraining with = *training_;
   RunCosts costs;
   costs.in_run = {{.device = "gpu",
                    .factor = 1.0,
@@ -478,21 +497,14 @@ TEST_F(HostTrainingTest, GapsBetweenSubtasksAreTheModelsAndStored) {
                    .gaps = 240,
                    .synced_gap_us = 21.5,
                    .synced_gaps = 60}};
-  ASSERT_TRUE(ApplyRunCosts(costs, with).ok());
-  HostTraining without = *training_;
+  const HostTraining with = Applied(costs);
   costs.in_run[0].gap_us = 0;
   costs.in_run[0].synced_gap_us = 0;
-  ASSERT_TRUE(ApplyRunCosts(costs, without).ok());
-  const CalibrationSamples samples = Fixture();
-  const predictor::OpConfig& config = samples.samples.front().config;
-  EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 1), without.model->PredictUs(config, 1));
+  absl::StatusOr<LoadedHostModel> loaded = ExpectRunOnlyAndStored(with, Applied(costs), 1);
   EXPECT_EQ(with.model->SubtaskGapUs(1, false), 8.5);
   EXPECT_EQ(with.model->SubtaskGapUs(1, true), 21.5);
   EXPECT_EQ(with.model->SubtaskGapUs(0, true), 0);
-  EXPECT_NE(with.model->Version(), without.model->Version());
-  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(json::parse(with.params.dump()));
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  EXPECT_EQ(loaded->model->Version(), with.model->Version());
   EXPECT_EQ(loaded->model->SubtaskGapUs(1, false), 8.5);
   EXPECT_EQ(loaded->model->SubtaskGapUs(1, true), 21.5);
   json negative = with.params;
@@ -508,23 +520,16 @@ TEST_F(HostTrainingTest, GapsBetweenSubtasksAreTheModelsAndStored) {
 // The partial-sum cost predicts a fixed plan's cin combines (PartialSumNs): PredictUs stays as it
 // was, and the cost survives the stored form and changes the version.
 TEST_F(HostTrainingTest, PartialSumCostsAreTheModelsAndStored) {
-  HostTraining with = *training_;
   RunCosts costs;
   costs.in_run = {{.device = "gpu", .factor = 1.0, .partial_sum_ns = 1.75, .combines = 12}};
-  ASSERT_TRUE(ApplyRunCosts(costs, with).ok());
-  HostTraining without = *training_;
+  const HostTraining with = Applied(costs);
   costs.in_run[0].partial_sum_ns = 0;
-  ASSERT_TRUE(ApplyRunCosts(costs, without).ok());
-  const CalibrationSamples samples = Fixture();
-  const predictor::OpConfig& config = samples.samples.front().config;
-  EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 1), without.model->PredictUs(config, 1));
+  const HostTraining without = Applied(costs);
+  absl::StatusOr<LoadedHostModel> loaded = ExpectRunOnlyAndStored(with, without, 1);
   EXPECT_EQ(with.model->PartialSumNs(1), 1.75);
   EXPECT_EQ(with.model->PartialSumNs(0), 0);
   EXPECT_EQ(without.model->PartialSumNs(1), 0);
-  EXPECT_NE(with.model->Version(), without.model->Version());
-  absl::StatusOr<LoadedHostModel> loaded = HostModelFromJson(json::parse(with.params.dump()));
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  EXPECT_EQ(loaded->model->Version(), with.model->Version());
   EXPECT_EQ(loaded->model->PartialSumNs(1), 1.75);
   json negative = with.params;
   StoredDevice(negative, "gpu")["partial_sum_ns"] = -3;
