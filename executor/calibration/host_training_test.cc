@@ -473,8 +473,7 @@ TEST(RunCostsJson, RoundTripsAndRefusesMalformedFields) {
   EXPECT_EQ(back->in_run[0].synced_gap_us, 21.25);
   EXPECT_EQ(back->in_run[0].synced_gaps, 60);
   EXPECT_THAT(FormatRunCosts(*back),
-              HasSubstr("8.5 us between subtasks (240), 21.2 after an input from another device "
-                        "(60)"));
+              HasSubstr("8.5 us between subtasks (240), 21.2 with a sync kernel between (60)"));
   EXPECT_EQ(old_back->in_run[0].gap_us, 0);
   for (const auto& [field, value, message] :
        {std::tuple{"gap_us", json(-0.5), "'in_run[0].gap_us' is -0.5"},

@@ -222,7 +222,7 @@ std::string FormatRunCosts(const RunCosts& costs) {
     absl::StrAppendFormat(&out,
                           "%-8s in-run factor %.3f, cold start %.0f us, beside other devices "
                           "x%.3f, partial sums %.2f ns per element (%d combines), %.1f us "
-                          "between subtasks (%d), %.1f after an input from another device (%d)  "
+                          "between subtasks (%d), %.1f with a sync kernel between (%d)  "
                           "(subtasks %.0f us measured, %.0f predicted)\n",
                           r.device, r.factor, r.cold_us, r.co_run_factor, r.partial_sum_ns,
                           r.combines, r.gap_us, r.gaps, r.synced_gap_us, r.synced_gaps,

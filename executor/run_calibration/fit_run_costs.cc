@@ -212,7 +212,7 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
   std::vector<std::vector<double>> overlapped(num_devices);
   std::vector<double> overheads;
   // Per device: the probes' gaps between subtasks (median run of each), summed, and how many;
-  // [1] after an input from another device.
+  // [1] with a sync kernel between (run_breakdown.h).
   std::vector<std::array<double, 2>> gap_sum_us(num_devices, {0, 0}),
       gap_count(num_devices, {0, 0});
   std::vector<const ProbeResult*> multi;
