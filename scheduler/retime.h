@@ -22,8 +22,9 @@ absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& 
 // with each input from another device charged by how long its subtask's device had been idle
 // when it came (Problem::HandOffUs: a waiter still spinning resumes at once, a parked one must
 // be woken) instead of the planners' constant sync cost; an input that came while the device
-// was still busy costs nothing beyond a transfer. Each subtask but a device's first starts no
-// sooner than Problem::SubtaskGapUs after the device's previous one ends (the runtime taking its
+// was still busy costs nothing beyond a transfer. In a plan on two devices or more, each subtask
+// but a device's first starts no sooner than Problem::SubtaskGapUs after the device's previous
+// one ends (the runtime taking its
 // next step, a GPU queue's dispatch, and its kernels waiting for an input from another device or
 // signalling one). When the schedule uses two devices or more,
 // each subtask lasts its prediction times 1 + (Problem::CoRunFactor - 1) x the share of it

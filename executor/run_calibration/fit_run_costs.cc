@@ -259,7 +259,8 @@ calibration::RunCosts FitRunCosts(std::span<const ProbeResult> results,
     for (const RunBreakdown& b : r.breakdowns) {
       overheads.push_back(b.first_start_us + b.wall_us - b.trace_end_us);
     }
-    if (!r.breakdowns.empty()) {
+    // Gaps from plans on two devices or more, the only ones RetimeByWaits charges them in.
+    if (r.devices_used >= 2 && !r.breakdowns.empty()) {
       const RunBreakdown median = MedianBreakdown(r.breakdowns);
       for (size_t d = 0; d < num_devices && d < median.gaps.size(); ++d) {
         for (size_t k = 0; k < 2; ++k) {
