@@ -64,7 +64,8 @@ class LatencyModel {
   // input from another device holds it (the runtime taking its next step, a GPU queue's
   // dispatch), `synced`: for a subtask with a sync kernel before it in a GPU queue (one waiting
   // for its input from another device, or signalling another device after the previous
-  // subtask); 0 by default. For predicting a fixed plan, like CoRunFactor.
+  // subtask), in a plan on two devices or more; 0 by default. For predicting a fixed plan, like
+  // CoRunFactor.
   // REQUIRES: 0 <= device < num_devices().
   virtual double SubtaskGapUs(int device, bool synced) const { return 0; }
   // Microseconds a run of any plan takes beyond its makespan; 0 by default.

@@ -54,8 +54,9 @@ struct RunCosts {
     // another device holds it (the runtime taking its next step; on a GPU, dispatching it):
     // the probes' local delays on the device over `gaps` such subtasks, and `synced_gap_us`
     // over `synced_gaps` of those with an input from another device or after a subtask that
-    // fed one (a GPU queue runs a wait or signal kernel between). A plan's prediction adds it
-    // before each of the device's subtasks but the first (LatencyModel::SubtaskGapUs).
+    // fed one (a GPU queue runs a wait or signal kernel between), in the multi-device probes. A
+    // prediction of a plan on two devices or more adds it before each of the device's subtasks
+    // but the first (LatencyModel::SubtaskGapUs).
     double gap_us = 0;
     int gaps = 0;
     double synced_gap_us = 0;
