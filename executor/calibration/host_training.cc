@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -355,23 +356,16 @@ absl::StatusOr<LoadedHostModel> HostModelFromJson(const json& params) {
       return bad("'name' missing or not the analytic fit's device of the same index");
     }
     predictor::calibration::HostLatencyModel::Device part;
-    const json contention = stored.value("contention", json(1.0));
-    if (!contention.is_number()) return bad("'contention' is not a number");
-    part.contention = contention.get<double>();
-    const json in_run = stored.value("in_run", json(1.0));
-    if (!in_run.is_number()) return bad("'in_run' is not a number");
-    part.in_run = in_run.get<double>();
-    const json co_run = stored.value("co_run", json(1.0));
-    if (!co_run.is_number()) return bad("'co_run' is not a number");
-    part.co_run = co_run.get<double>();
-    const json partial_sum_ns = stored.value("partial_sum_ns", json(0.0));
-    if (!partial_sum_ns.is_number()) return bad("'partial_sum_ns' is not a number");
-    part.partial_sum_ns = partial_sum_ns.get<double>();
-    for (const auto& [key, gap] :
-         {std::pair{"gap_us", &part.gap_us}, std::pair{"synced_gap_us", &part.synced_gap_us}}) {
-      const json us = stored.value(key, json(0.0));
-      if (!us.is_number()) return bad(absl::StrCat("'", key, "' is not a number"));
-      *gap = us.get<double>();
+    // Each number with its value when absent (calibrations stored before it).
+    for (const auto& [key, field, absent] :
+         {std::tuple{"contention", &part.contention, 1.0}, std::tuple{"in_run", &part.in_run, 1.0},
+          std::tuple{"co_run", &part.co_run, 1.0},
+          std::tuple{"partial_sum_ns", &part.partial_sum_ns, 0.0},
+          std::tuple{"gap_us", &part.gap_us, 0.0},
+          std::tuple{"synced_gap_us", &part.synced_gap_us, 0.0}}) {
+      const json value = stored.value(key, json(absent));
+      if (!value.is_number()) return bad(absl::StrCat("'", key, "' is not a number"));
+      *field = value.get<double>();
     }
     if (const auto sync = stored.find("sync_us"); sync != stored.end()) {
       if (!sync->is_object()) return bad("'sync_us' is not an object of device names");

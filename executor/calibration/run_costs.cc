@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -133,19 +134,15 @@ absl::StatusOr<RunCosts> RunCostsFromJson(const json& stored) {
       if (!co_run.ok()) return co_run.status();
       in_run.co_run_factor = *co_run;
     }
-    if (r.contains("partial_sum_ns")) {
-      absl::StatusOr<double> ns = Number(r, "partial_sum_ns", where, 0, /*strict=*/false);
-      if (!ns.ok()) return ns.status();
-      in_run.partial_sum_ns = *ns;
-      if (absl::Status st = Optional(r, "combines", where, in_run.combines); !st.ok()) return st;
-    }
-    for (const auto& [key, count, us, n] :
-         {std::tuple{"gap_us", "gaps", &in_run.gap_us, &in_run.gaps},
+    // A measured cost and, beside it only, how many times it was seen.
+    for (const auto& [key, count, value, n] :
+         {std::tuple{"partial_sum_ns", "combines", &in_run.partial_sum_ns, &in_run.combines},
+          std::tuple{"gap_us", "gaps", &in_run.gap_us, &in_run.gaps},
           std::tuple{"synced_gap_us", "synced_gaps", &in_run.synced_gap_us, &in_run.synced_gaps}}) {
       if (!r.contains(key)) continue;
-      absl::StatusOr<double> gap = Number(r, key, where, 0, /*strict=*/false);
-      if (!gap.ok()) return gap.status();
-      *us = *gap;
+      absl::StatusOr<double> cost = Number(r, key, where, 0, /*strict=*/false);
+      if (!cost.ok()) return cost.status();
+      *value = *cost;
       if (absl::Status st = Optional(r, count, where, *n); !st.ok()) return st;
     }
     for (const auto& [key, value] : {std::pair{"measured_us", &in_run.measured_us},
