@@ -66,11 +66,6 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
   for (const ScheduledSubtask& s : planned) {
     devices_of[static_cast<size_t>(s.op)] |= uint64_t{1} << s.device;
   }
-  auto on_others = [&](std::span<const OpId> ops, int device) {
-    const uint64_t others = ~(uint64_t{1} << device);
-    return std::any_of(ops.begin(), ops.end(),
-                       [&](OpId o) { return (devices_of[static_cast<size_t>(o)] & others) != 0; });
-  };
   // Per op: its subtasks' (device, end) as re-timed so far.
   std::vector<std::vector<std::pair<int, double>>> done(static_cast<size_t>(problem.num_ops()));
   // Per op: its cin slices, and how many are still to be placed.
@@ -92,7 +87,7 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
     const auto transfer = problem.pred_transfer_us(s.op);
     if (previous[dev] >= 0 && dev < gap_us.size()) {
       const bool synced =
-          on_others(preds, s.device) || on_others(problem.succs(previous[dev]), s.device);
+          SyncKernelBetween(preds, problem.succs(previous[dev]), devices_of, s.device);
       start += gap_us[dev][synced ? 1 : 0];
     }
     previous[dev] = s.op;
@@ -126,6 +121,16 @@ absl::StatusOr<Schedule> Retime(const Problem& problem, const Schedule& schedule
 }
 
 }  // namespace
+
+bool SyncKernelBetween(std::span<const OpId> preds, std::span<const OpId> previous_succs,
+                       std::span<const uint64_t> devices_of, int device) {
+  const uint64_t others = ~(uint64_t{1} << device);
+  auto on_others = [&](std::span<const OpId> ops) {
+    return std::any_of(ops.begin(), ops.end(),
+                       [&](OpId o) { return (devices_of[static_cast<size_t>(o)] & others) != 0; });
+  };
+  return on_others(preds) || on_others(previous_succs);
+}
 
 absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& schedule) {
   return Retime(

@@ -6,6 +6,9 @@
 // `problem` predicts. Pure function.
 #pragma once
 
+#include <cstdint>
+#include <span>
+
 #include "absl/status/statusor.h"
 #include "scheduler/problem.h"
 #include "scheduler/schedule.h"
@@ -37,5 +40,13 @@ absl::StatusOr<Schedule> RetimeSchedule(const Problem& problem, const Schedule& 
 // SyncUs, CoRunFactor 1, SubtaskGapUs 0, no op is split along input channels and no input
 // arrives within the sync cost before its device is free.
 absl::StatusOr<Schedule> RetimeByWaits(const Problem& problem, const Schedule& schedule);
+
+// Whether a device's queue runs a sync kernel between two of its subtasks: the later one, of an
+// op with predecessor ops `preds`, waits for an input another device produced, or the earlier
+// one, of an op with successor ops `previous_succs`, signals another device. `devices_of[op]`:
+// the devices the op's subtasks run on (bit d for device d). RetimeByWaits charges the two kinds
+// of gap (Problem::SubtaskGapUs) by it, and the run calibration measures them by it.
+bool SyncKernelBetween(std::span<const OpId> preds, std::span<const OpId> previous_succs,
+                       std::span<const uint64_t> devices_of, int device);
 
 }  // namespace psched::scheduler

@@ -7,6 +7,7 @@
 
 #include "model/split.h"
 #include "scheduler/co_run_overlap.h"
+#include "scheduler/retime.h"
 
 namespace psched::executor::run_calibration {
 namespace {
@@ -44,21 +45,13 @@ std::vector<uint64_t> DevicesOfOps(size_t num_ops,
   return devices;
 }
 
-// Whether a subtask of `op` on `device` after `previous` there (kInvalidId: its first) has a
-// sync kernel before it in a GPU queue: it waits for an input from another device, or
-// `previous` signals one.
+// Whether a subtask of `op` on `device` right after one of `previous` there has a sync kernel
+// between them (scheduler::SyncKernelBetween).
 bool SyncedGap(const model::Graph& graph, const std::vector<std::vector<model::OpId>>& successors,
                const std::vector<uint64_t>& devices_of, model::OpId op, model::OpId previous,
                int device) {
-  const uint64_t others = ~(uint64_t{1} << device);
-  for (model::OpId p : graph.Predecessors(op)) {
-    if ((devices_of[static_cast<size_t>(p)] & others) != 0) return true;
-  }
-  if (previous == model::kInvalidId) return false;
-  for (model::OpId s : successors[static_cast<size_t>(previous)]) {
-    if ((devices_of[static_cast<size_t>(s)] & others) != 0) return true;
-  }
-  return false;
+  return scheduler::SyncKernelBetween(
+      graph.Predecessors(op), successors[static_cast<size_t>(previous)], devices_of, device);
 }
 
 }  // namespace
