@@ -1,5 +1,6 @@
 #include "daemon/coexec_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <tuple>
@@ -176,13 +177,17 @@ absl::StatusOr<CalibrationOutput> CoExecBackend::Calibrate(
       executor::calibration::TrainHostModel(target().name, run->samples, {.priors = priors_});
   if (!trained.ok()) return trained.status();
   // Real plans of the served models, made with the new model, on the CPU devices that
-  // calibrated: the model's in-run factors and sync costs (executor/run_calibration/).
+  // calibrated: the model's in-run factors and sync costs (executor/run_calibration/). Their
+  // probes run at least as long as the op budget, up to the default: a quick calibration stays
+  // quick.
   std::vector<bool> usable;
   for (const executor::calibration::DeviceOutcome& o : run->devices) usable.push_back(!o.skipped);
   if (!graphs.empty()) {
     absl::StatusOr<executor::calibration::RunCosts> costs =
-        executor::run_calibration::CalibrateHostRunCosts(graphs, target(), usable, trained->model,
-                                                         scheduler::PlanWith);
+        executor::run_calibration::CalibrateHostRunCosts(
+            graphs, target(), usable, trained->model, scheduler::PlanWith,
+            {.probe = {.min_s =
+                           std::min(executor::run_calibration::kHostRunCostMinSeconds, budget_s)}});
     if (!costs.ok()) return costs.status();
     if (costs->probes > 0) {
       if (absl::Status s = executor::calibration::ApplyRunCosts(*costs, *trained); !s.ok()) {

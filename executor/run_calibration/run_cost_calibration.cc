@@ -52,7 +52,8 @@ absl::StatusOr<calibration::RunCosts> CalibrateRunCosts(
   const RoundSelection quiet = QuietestRounds(*results);
   calibration::RunCosts costs =
       FitRunCosts(KeepRounds(*results, quiet.kept), names, std::vector<bool>(names.size(), true));
-  costs.rounds = options.probe.rounds;
+  // min_s may have added rounds
+  costs.rounds = results->empty() ? 0 : static_cast<int>(results->front().timings.size());
   costs.slowest_kept_round = quiet.slowest_kept;
   costs.slowest_dropped_round = quiet.slowest_dropped;
   return costs;

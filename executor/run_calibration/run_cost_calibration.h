@@ -13,7 +13,8 @@
 // disturbance of the machine during the probes does not set the level of every prediction.
 //
 // Blocks the calling thread for the probes' runs (about a minute for the four paper models on
-// two cores with the default 15 rounds); the devices must not run anything else meanwhile.
+// two cores with the default 15 rounds, at least `probe.min_s` per set of probes); the devices
+// must not run anything else meanwhile.
 #pragma once
 
 #include <functional>
@@ -33,6 +34,10 @@
 #include "scheduler/schedule.h"
 
 namespace psched::executor::run_calibration {
+
+// How long psched-calibrate and pschedd run the probes at least (ProbeOptions::min_s): the four
+// paper models' probes take a minute on two cores and a GPU, but 2 s on one cluster device.
+inline constexpr double kHostRunCostMinSeconds = 20;
 
 struct RunCostOptions {
   std::vector<std::string> methods = {"heft", "partition-only", "pa-heft", "iterative"};

@@ -78,10 +78,14 @@ TEST_F(RunCostCalibrationTest, OneDeviceGetsNoSync) {
   auto model = predictor::DeviceSubsetModel::Create(model_, {0});
   ASSERT_TRUE(model.ok());
   const std::vector<runtime::Device*> first = {devices_[0]};
-  auto costs = CalibrateRunCosts(graphs_, one, first, {}, **model, Plan,
-                                 {.probe = {.warmup_runs = 0, .rounds = 1}});
+  // One short probe: min_s asks for more rounds than the one given, up to max_rounds.
+  auto costs =
+      CalibrateRunCosts(graphs_, one, first, {}, **model, Plan,
+                        {.probe = {.warmup_runs = 0, .rounds = 1, .min_s = 60, .max_rounds = 3}});
   ASSERT_TRUE(costs.ok()) << costs.status();
   EXPECT_EQ(costs->probes, 1);
+  EXPECT_EQ(costs->rounds, 3);  // the rounds run, not the rounds asked for
+  EXPECT_EQ(costs->runs, 2);
   EXPECT_EQ(costs->in_run.size(), 1u);
   EXPECT_TRUE(costs->sync.empty());
 }

@@ -22,6 +22,11 @@ absl::StatusOr<std::vector<ProbeResult>> RunProbes(std::span<const Probe> probes
         absl::StrCat("run probes: need rounds >= 1, warmup_runs >= 0 and settle_ms >= 0, got ",
                      options.rounds, ", ", options.warmup_runs, " and ", options.settle_ms));
   }
+  if (options.max_rounds < options.rounds || !(options.min_s >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run probes: need max_rounds >= rounds and min_s >= 0, got max_rounds ", options.max_rounds,
+        ", rounds ", options.rounds, " and min_s ", options.min_s));
+  }
   struct Compiled {
     std::unique_ptr<runtime::CoExecutionRuntime> runtime;
     std::vector<std::vector<float>> input;
@@ -88,7 +93,13 @@ absl::StatusOr<std::vector<ProbeResult>> RunProbes(std::span<const Probe> probes
       if (absl::Status s = run(i, false); !s.ok()) return s;
     }
   }
-  for (int round = 0; round < options.rounds; ++round) {
+  const auto timed_start = std::chrono::steady_clock::now();
+  auto more_time = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - timed_start).count() <
+           options.min_s;
+  };
+  for (int round = 0; round < options.max_rounds && (round < options.rounds || more_time());
+       ++round) {
     for (size_t i = 0; i < compiled.size(); ++i) {
       if (absl::Status s = run(i, true); !s.ok()) return s;
     }

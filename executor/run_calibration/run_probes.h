@@ -3,9 +3,10 @@
 //
 // Each probe is a schedule of one graph over the caller's devices. RunProbes compiles them all
 // on the co-execution runtime, runs each once untimed, then `rounds` times in interleaved
-// rounds - every probe once per round - so each run starts with the caches holding what the
-// other probes left, as on a daemon that serves several models or shares the machine, and a
-// drift in the machine's speed hits every probe alike. Every timed run follows an idle pause
+// rounds - every probe once per round, and more while the rounds have taken less than `min_s` -
+// so each run starts with the caches holding what the other probes left, as on a daemon that
+// serves several models or shares the machine, and a drift in the machine's speed hits every
+// probe alike. Every timed run follows an idle pause
 // (`settle_ms`), as a request after a gap and as psched_coexec_bench's runs (--settle-ms): the
 // devices' threads have parked and their cores idled, and the run's first kernels find colder
 // caches than back-to-back runs would (squeezenet's first five ops took 437 us longer than
@@ -42,6 +43,15 @@ struct ProbeOptions {
   // same samples gave in-run factors of 1.019-1.032 against 1.002-1.049 and co-run factors of
   // 1.071-1.090 against 1.057-1.120 for one core.
   int rounds = 15;
+  // More rounds, up to max_rounds, until the timed rounds have taken min_s seconds. A few short
+  // probes (the four bench models on one two-core cluster: 15 rounds in 2 s) otherwise fit
+  // their costs to a couple of seconds of the machine, and one disturbance covers every round
+  // the quiet-round selection (quiet_rounds.h) could choose from. Over six cluster calibrations
+  // each way, alternated, the probes' summed runs (the level every prediction is set to) ranged
+  // 29.1-34.7 ms with 15 rounds and 29.3-33.1 ms with 20 s of them (~170 rounds;
+  // run_cost_calibration.h: kHostRunCostMinSeconds).
+  double min_s = 0;
+  int max_rounds = 1000;
   double settle_ms = 20;  // idle before each timed run
 };
 
@@ -54,9 +64,10 @@ struct ProbeResult {
   std::vector<RunBreakdown> breakdowns;                      // per timed run
 };
 
-// One result per probe, in order. InvalidArgument for no devices, rounds < 1, warmup_runs < 0, a
-// negative settle_ms, a probe without a graph or whose schedule is for another device count; the
-// runtime's error naming the probe when a plan does not compile or a run fails.
+// One result per probe, in order, each with the same number of timed runs. InvalidArgument for no
+// devices, rounds < 1 or above max_rounds, warmup_runs < 0, a negative settle_ms or min_s, a probe
+// without a graph or whose schedule is for another device count; the runtime's error naming the
+// probe when a plan does not compile or a run fails.
 absl::StatusOr<std::vector<ProbeResult>> RunProbes(std::span<const Probe> probes,
                                                    std::span<runtime::Device* const> devices,
                                                    const runtime::RuntimeOptions& runtime_options,

@@ -87,6 +87,23 @@ TEST_F(RunProbesTest, TimesEveryProbeEveryRoundAndFitsFiniteCosts) {
   EXPECT_LE(costs.sync[0].us, kMaxSyncUs);
 }
 
+TEST_F(RunProbesTest, RunsMoreRoundsUntilTheyHaveTakenMinSeconds) {
+  const std::vector<Probe> probes = {Plan("single:cpu.0"), Plan("pa-heft")};
+  // Each timed run follows 20 ms of idle: after k rounds at least 40k ms have passed, so 0.5 s
+  // takes more than the 2 rounds asked for and no round starts after the 13th.
+  auto timed = RunProbes(probes, devices_, {}, {.rounds = 2, .min_s = 0.5});
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  const size_t rounds = (*timed)[0].timings.size();
+  EXPECT_GT(rounds, 2u);
+  EXPECT_LE(rounds, 13u);
+  EXPECT_EQ((*timed)[1].timings.size(), rounds);
+  EXPECT_EQ((*timed)[1].breakdowns.size(), rounds);
+  auto capped = RunProbes(probes, devices_, {}, {.rounds = 2, .min_s = 60, .max_rounds = 4});
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_EQ((*capped)[0].timings.size(), 4u);
+  EXPECT_EQ((*capped)[1].timings.size(), 4u);
+}
+
 TEST_F(RunProbesTest, RefusesBadProbesAndOptions) {
   std::vector<Probe> probes = {Plan("heft")};
   EXPECT_THAT(std::string(RunProbes(probes, {}, {}).status().message()), HasSubstr("no devices"));
@@ -94,6 +111,11 @@ TEST_F(RunProbesTest, RefusesBadProbesAndOptions) {
               HasSubstr("rounds >= 1"));
   EXPECT_THAT(std::string(RunProbes(probes, devices_, {}, {.settle_ms = -1}).status().message()),
               HasSubstr("settle_ms >= 0, got 15, 1 and -1"));
+  EXPECT_THAT(
+      std::string(RunProbes(probes, devices_, {}, {.max_rounds = 10}).status().message()),
+      HasSubstr("max_rounds >= rounds and min_s >= 0, got max_rounds 10, rounds 15 and min_s 0"));
+  EXPECT_THAT(std::string(RunProbes(probes, devices_, {}, {.min_s = -1}).status().message()),
+              HasSubstr("and min_s -1"));
   const std::vector<runtime::Device*> one = {devices_[0]};
   EXPECT_THAT(std::string(RunProbes(probes, one, {}).status().message()),
               HasSubstr("'branches heft' is scheduled on 2 devices, 1 given"));

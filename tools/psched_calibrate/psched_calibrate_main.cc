@@ -80,6 +80,7 @@ struct Flags {
   bool no_anchors = false;
   int run_rounds = executor::run_calibration::ProbeOptions{}.rounds;
   double probe_settle_ms = 20;
+  double run_min_s = executor::run_calibration::kHostRunCostMinSeconds;
   bool run_rounds_given = false;  // --run-rounds on the command line
   int plan_rounds = 0;
   double plan_budget_s = 10;
@@ -395,13 +396,14 @@ absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceS
   const auto start = std::chrono::steady_clock::now();
   std::fprintf(stderr,
                "[run costs] plans of %zu models on the CPU devices, then a GPU beside the first, "
-               "%d rounds\n",
-               graphs.size(), flags.run_rounds);
+               "%d rounds and at least %.0f s each\n",
+               graphs.size(), flags.run_rounds, flags.run_min_s);
   absl::StatusOr<executor::calibration::RunCosts> costs =
       executor::run_calibration::CalibrateHostRunCosts(
           graphs, platform, usable, training.model, scheduler::PlanWith,
           {.probe = {.warmup_runs = std::max(1, flags.warmup),
                      .rounds = flags.run_rounds,
+                     .min_s = flags.run_min_s,
                      .settle_ms = flags.probe_settle_ms},
            .seed = flags.seed});
   if (!costs.ok()) return costs.status();
@@ -653,6 +655,12 @@ int main(int argc, char** argv) {
                  "measures them again instead of keeping the stored ones")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
+  app.add_option("--run-min-s", flags.run_min_s,
+                 "more run-cost rounds (up to 1000) until they have taken this long, seconds: "
+                 "short probes, as on one cluster device, otherwise see only a couple of seconds "
+                 "of the machine")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--plan-rounds", flags.plan_rounds,
                  "rounds of planned cases: plan the priority models with the trained model, time "
                  "the op configurations and slices those plans use that no sample has, train "
