@@ -9,7 +9,9 @@
 // Inputs are uniform in [-1, 1] (--input-scale scales them, e.g. 1e-39 for denormals).
 // --axis spatial|cout|cin times the first half of each op's work instead (a co-execution
 // subtask; cout slices write a strided part of the output, which oneDNN stages; cin slices add
-// their partial sum into the output, which every run accumulates into).
+// their partial sum into the output, which every run accumulates into). --concat-x K writes each
+// output into a channel slice of a K times wider tensor, as a conv whose output the arena places
+// inside a concat's (pixels K x cout floats apart); calibration times convs with dense outputs.
 #include <sched.h>
 
 #include <algorithm>
@@ -99,6 +101,7 @@ int main(int argc, char** argv) {
   float input_scale = 1.0f;
   std::string only;
   std::string axis_name = "none";
+  int concat_x = 1;
   app.add_option("--models", models, "model names (graph-only, synthetic weights)");
   app.add_option("--models-dir", models_dir);
   app.add_option("--rounds", rounds, "interleaved rounds")->check(CLI::PositiveNumber);
@@ -108,6 +111,10 @@ int main(int argc, char** argv) {
   app.add_option(
       "--axis", axis_name,
       "time the first half of each op along this split axis (spatial, cout, cin; none: whole)");
+  app.add_option("--concat-x", concat_x,
+                 "write each output into a channel slice of a tensor this many times wider (a "
+                 "concat input placed in place)")
+      ->check(CLI::Range(1, 16));
   CLI11_PARSE(app, argc, argv);
   const auto axis = psched::model::SplitAxisFromName(axis_name);
   if (!axis) {
@@ -168,25 +175,28 @@ int main(int argc, char** argv) {
       c.input = psched::executor::testing::RandomVector(static_cast<size_t>(x.Elements()) + 16,
                                                         static_cast<uint32_t>(id), -input_scale,
                                                         input_scale);
-      c.out_xnn.assign(static_cast<size_t>(y.Elements()), 0.0f);
+      c.out_xnn.assign(static_cast<size_t>(y.Elements() * concat_x), 0.0f);
       c.out_dnnl.assign(c.out_xnn.size(), 0.0f);
+      const int64_t out_stride = y.c * concat_x;
       const TensorView in{c.input.data(), x, x.c};
-      auto xnn = psched::executor::cpu::CreateCpuKernel(g, id, slice, {}, nullptr,
+      const psched::executor::cpu::KernelLayout layout{.output_pixel_stride =
+                                                           concat_x > 1 ? out_stride : 0};
+      auto xnn = psched::executor::cpu::CreateCpuKernel(g, id, slice, layout, nullptr,
                                                         KernelLibrary::kXnnpack);
-      auto dnnl =
-          psched::executor::cpu::CreateCpuKernel(g, id, slice, {}, nullptr, KernelLibrary::kOneDnn);
-      if (!xnn.ok() || !(*xnn)->Setup({&in, 1}, {c.out_xnn.data(), y, y.c}).ok()) {
+      auto dnnl = psched::executor::cpu::CreateCpuKernel(g, id, slice, layout, nullptr,
+                                                         KernelLibrary::kOneDnn);
+      if (!xnn.ok() || !(*xnn)->Setup({&in, 1}, {c.out_xnn.data(), y, out_stride}).ok()) {
         std::fprintf(stderr, "%s: XNNPACK kernel failed\n", key.c_str());
         return 1;
       }
       c.xnn = *std::move(xnn);
-      if (dnnl.ok() && (*dnnl)->Setup({&in, 1}, {c.out_dnnl.data(), y, y.c}).ok()) {
+      if (dnnl.ok() && (*dnnl)->Setup({&in, 1}, {c.out_dnnl.data(), y, out_stride}).ok()) {
         c.dnnl = *std::move(dnnl);
       } else {
         std::fprintf(stderr, "%s: no oneDNN kernel: %s\n", key.c_str(),
                      dnnl.ok() ? "setup failed" : dnnl.status().ToString().c_str());
       }
-      c.chosen = psched::executor::cpu::ChooseConvLibrary(g, id, slice);
+      c.chosen = psched::executor::cpu::ChooseConvLibrary(g, id, slice, layout.output_pixel_stride);
     }
   }
   for (auto& [key, c] : configs) {  // warm-up
