@@ -169,7 +169,7 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
         // (parallel_slices_kernel.h): on a multi-core device XNNPACK spreads it over the cores.
         library = slice.axis == model::SplitAxis::kInputChannels && multi_thread
                       ? KernelLibrary::kXnnpack
-                      : ChooseConvLibrary(graph, id, slice);
+                      : ChooseConvLibrary(graph, id, slice, out_stride);
       }
       // The one-thread kernel of a part, for the libraries that have no threadpool of their
       // own; XNNPACK (null) runs on the device's threadpool directly.

@@ -200,10 +200,11 @@ TEST(CpuKernelOneDnn, ParallelPartsOnAMultiThreadDevice) {
   if (!OneDnnAvailable()) GTEST_SKIP() << "built without oneDNN";
   auto pool = CpuThreadpool::Create(2, {});
   ASSERT_TRUE(pool.ok()) << pool.status();
-  // 4-11 MFLOP each: every slice below is worth two parts.
+  // 4-11 MFLOP each: every slice below is worth two parts. More than 16 input channels, so
+  // strided outputs stay on oneDNN (kXnnpackStridedMaxInputChannels).
   for (const SlicedOp& op :
-       {ConvOp(1, kRelu, 16, 48, {60, 40}), ConvOp(1, kSigmoid, 24, 24, {60, 40}),
-        PointwiseOp(kRelu6, {96, 64})}) {
+       {ConvOp(1, kRelu, 24, 32, {60, 40}), ConvOp(1, kSigmoid, 24, 24, {60, 40}),
+        PointwiseOp(kRelu6, {96, 64}, 24, 24)}) {
     const int64_t rows = op.graph.output_shape(0).h;
     const int64_t cout = op.graph.output_shape(0).c;
     for (const auto& [pad_in, pad_out] : {std::pair<int64_t, int64_t>{0, 0}, {3, 5}}) {
@@ -283,13 +284,15 @@ TEST(CpuKernelOneDnn, PointwiseConvsAreMatmulsOverStridedViews) {
 // cin slices go by the rule of whole ops on one thread; on a multi-thread device to XNNPACK,
 // which spreads one slice over the threads (parts of a cin slice would add into one output).
 TEST(CpuKernelChoice, CinSlicesByTheRuleOnOneThreadXnnpackOnSeveral) {
-  const SlicedOp op = ConvOp(1, kRelu, 8, 16, {60, 12});  // 31 x 11 output pixels
+  // 31 x 11 output pixels; slices of more than 16 input channels, so the strided output stays
+  // on oneDNN (kXnnpackStridedMaxInputChannels).
+  const SlicedOp op = ConvOp(1, kRelu, 40, 16, {60, 12});
   const std::string_view one_thread = OneDnnAvailable() ? "onednn:" : "xnnpack";
-  ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 3, 8}, KernelLibrary::kAuto, one_thread, 1,
+  ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 17, 40}, KernelLibrary::kAuto, one_thread, 1,
                     2);
   auto pool = CpuThreadpool::Create(2, {});
   ASSERT_TRUE(pool.ok()) << pool.status();
-  ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 3, 8}, KernelLibrary::kAuto, "xnnpack", 1,
+  ExpectSlicesMatch(op, SplitAxis::kInputChannels, {0, 17, 40}, KernelLibrary::kAuto, "xnnpack", 1,
                     2, (*pool)->get());
 }
 
@@ -420,6 +423,33 @@ TEST(CpuKernelChoice, DenseConvsGoToOneDnnOrWithFewPixelsToTheStreamingGemm) {
                   .code(),
               absl::StatusCode::kUnimplemented);
   }
+}
+
+// Few input channels and a strided output (a cout slice, or an output inside a concat's
+// channel slice): XNNPACK writes it in place where oneDNN would stage it (kernel_choice.h).
+TEST(CpuKernelChoice, FewChannelConvsWritingAStridedOutputGoToXnnpack) {
+  const KernelLibrary fast = OneDnnAvailable() ? KernelLibrary::kOneDnn : KernelLibrary::kXnnpack;
+  const SlicedOp narrow = ConvOp(1, kRelu, kXnnpackStridedMaxInputChannels, 16, {60, 12});
+  const SlicedOp wide = ConvOp(1, kRelu, kXnnpackStridedMaxInputChannels + 1, 16, {60, 12});
+  const WorkSlice whole = WorkSlice::Whole();
+  const WorkSlice cout_half{SplitAxis::kOutputChannels, 0, 8};
+  EXPECT_EQ(ChooseConvLibrary(narrow.graph, 0, whole), fast);
+  EXPECT_EQ(ChooseConvLibrary(narrow.graph, 0, whole, 16), fast);  // its own channels: dense
+  EXPECT_EQ(ChooseConvLibrary(narrow.graph, 0, whole, 32), KernelLibrary::kXnnpack);
+  EXPECT_EQ(ChooseConvLibrary(narrow.graph, 0, cout_half), KernelLibrary::kXnnpack);
+  EXPECT_EQ(ChooseConvLibrary(narrow.graph, 0, {SplitAxis::kRows, 0, 15}, 32),
+            KernelLibrary::kXnnpack);
+  EXPECT_EQ(ChooseConvLibrary(wide.graph, 0, whole, 32), fast);
+  EXPECT_EQ(ChooseConvLibrary(wide.graph, 0, cout_half), fast);
+  // A cin slice reads that many channels: 16 of the wide conv's 17.
+  EXPECT_EQ(ChooseConvLibrary(wide.graph, 0, {SplitAxis::kInputChannels, 0, 16}, 32),
+            KernelLibrary::kXnnpack);
+  // What kAuto builds, and that it writes the strided output right.
+  ExpectSlicesMatch(narrow, SplitAxis::kNone, {0, 1}, KernelLibrary::kAuto, "xnnpack", 0, 16);
+  ExpectSlicesMatch(narrow, SplitAxis::kOutputChannels, {0, 8, 16}, KernelLibrary::kAuto,
+                    "xnnpack");
+  ExpectSlicesMatch(wide, SplitAxis::kNone, {0, 1}, KernelLibrary::kAuto,
+                    OneDnnAvailable() ? "onednn:" : "xnnpack", 0, 16);
 }
 
 TEST(CpuKernelSlices, RejectsSlicesOutsideTheWork) {

@@ -19,7 +19,8 @@ bool StreamingGemmAvailable() {
 #endif
 }
 
-KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice) {
+KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice,
+                                int64_t output_pixel_stride) {
 #ifdef PSCHED_HAVE_ONEDNN
   // Measured (docs/runtime-performance.md, psched_conv_kernels_bench): on one core oneDNN's
   // JIT convs beat XNNPACK's on nearly every dense conv of the benchmark models (median about
@@ -48,12 +49,15 @@ KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkS
                                                filter_bytes >= kStreamingGemmLargeFilterBytes))) {
       return KernelLibrary::kStreamingGemm;
     }
+    const int64_t stride = output_pixel_stride == 0 ? out.c : output_pixel_stride;
+    if (stride != couts && cins <= kXnnpackStridedMaxInputChannels) return KernelLibrary::kXnnpack;
     return KernelLibrary::kOneDnn;
   }
 #else
   (void)graph;
   (void)id;
   (void)slice;
+  (void)output_pixel_stride;
 #endif
   return KernelLibrary::kXnnpack;
 }

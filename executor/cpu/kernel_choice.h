@@ -31,9 +31,23 @@ inline constexpr int64_t kStreamingGemmMaxPixels = 28;
 inline constexpr int64_t kStreamingGemmLargeFilterMaxPixels = 64;
 inline constexpr int64_t kStreamingGemmLargeFilterBytes = int64_t{1} << 20;
 
-// kStreamingGemm, kOneDnn or kXnnpack for conv op `id` of `graph` computing `slice`, on a
-// device of any number of threads (CreateCpuKernel runs the first two on several as parallel
-// slices). Never kAuto. Always kXnnpack in builds without oneDNN (ARM).
-KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice);
+// Dense convs of at most this many input channels that write a strided output - a cout slice
+// of their output, or an output the arena placed in a concat's channel slice - run on XNNPACK,
+// which writes any pixel stride in place: oneDNN's JIT convs stage the output through a dense
+// buffer (onednn_kernels.cc), and at so few channels that copy costs more than its kernels
+// gain. psched_conv_kernels_bench, XNNPACK against oneDNN, us: squeezenet's 3x3 16>64 @55x55
+// into a concat twice its width (--concat-x 2) 269 against 312 (253 dense on oneDNN), its 1x1
+// 16>64 59 against 75, peleenet's 3x3 16>16 @56x56 76 against 99; as cout halves (--axis cout)
+// 3x3 16>64 @55x55 145 against 227, the 3-channel stems 174-254 against 227-384, and the 16>16
+// convs within 6% either way. At 32 channels and more oneDNN stays ahead, staged or not (3x3
+// 32>64 @109x109 into a concat 2144 against 2096, 1x1 64>16 @56x56 46 against 42).
+inline constexpr int64_t kXnnpackStridedMaxInputChannels = 16;
+
+// kStreamingGemm, kOneDnn or kXnnpack for conv op `id` of `graph` computing `slice` into an
+// output `output_pixel_stride` floats per pixel (0: the output's channels), on a device of any
+// number of threads (CreateCpuKernel runs the first two on several as parallel slices). Never
+// kAuto. Always kXnnpack in builds without oneDNN (ARM).
+KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice,
+                                int64_t output_pixel_stride = 0);
 
 }  // namespace psched::executor::cpu

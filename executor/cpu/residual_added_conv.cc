@@ -164,7 +164,8 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateResidualAddedConv(const model::
   const int64_t macs_per_output = graph.tensor(graph.ActivationInputs(conv)[0]).shape.c /
                                   attrs.groups * attrs.window.kernel_h * attrs.window.kernel_w;
   if (macs_per_output <= kMaxPostOpMacsPerOutput &&
-      ChooseConvLibrary(graph, conv, WorkSlice::Whole()) == KernelLibrary::kOneDnn) {
+      ChooseConvLibrary(graph, conv, WorkSlice::Whole(), layout.output_pixel_stride) ==
+          KernelLibrary::kOneDnn) {
     KernelLayout add_layout = layout.conv;
     add_layout.output_pixel_stride = layout.output_pixel_stride;
     auto one_thread = [&](WorkSlice part) {
