@@ -6,13 +6,13 @@
 // rounds - every probe once per round, and more while the rounds have taken less than `min_s` -
 // so each run starts with the caches holding what the other probes left, as on a daemon that
 // serves several models or shares the machine, and a drift in the machine's speed hits every
-// probe alike. Every timed run follows an idle pause
-// (`settle_ms`), as a request after a gap and as psched_coexec_bench's runs (--settle-ms): the
-// devices' threads have parked and their cores idled, and the run's first kernels find colder
-// caches than back-to-back runs would (squeezenet's first five ops took 437 us longer than
-// their warm prediction after 20 ms of idle; fit_run_costs.h fits that as a cold start). Per run it
-// keeps the runtime's subtask timings, the caller's wall time of Run and their breakdown against
-// the schedule (run_breakdown.h).
+// probe alike. Every timed run follows an idle pause (`settle_ms`), as a request after a gap
+// and as psched_coexec_bench's runs (--settle-ms): the devices' threads have parked and their
+// cores idled, and the run's first kernels find colder caches than back-to-back runs would
+// (squeezenet's first five ops took 437 us longer than their warm prediction after 20 ms of
+// idle; fit_run_costs.h fits that as a cold start). Per run it keeps the runtime's subtask
+// timings, the caller's wall time of Run and their breakdown against the schedule
+// (run_breakdown.h).
 //
 // Blocks the calling thread; the devices must not run anything else meanwhile.
 #pragma once

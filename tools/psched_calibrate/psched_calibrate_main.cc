@@ -396,7 +396,7 @@ absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceS
   const auto start = std::chrono::steady_clock::now();
   std::fprintf(stderr,
                "[run costs] plans of %zu models on the CPU devices, then a GPU beside the first, "
-               "%d rounds and at least %.0f s each\n",
+               "%d rounds and at least %g s each\n",
                graphs.size(), flags.run_rounds, flags.run_min_s);
   absl::StatusOr<executor::calibration::RunCosts> costs =
       executor::run_calibration::CalibrateHostRunCosts(
@@ -656,9 +656,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   app.add_option("--run-min-s", flags.run_min_s,
-                 "more run-cost rounds (up to 1000) until they have taken this long, seconds: "
-                 "short probes, as on one cluster device, otherwise see only a couple of seconds "
-                 "of the machine")
+                 absl::StrCat("more run-cost rounds (up to ",
+                              psched::executor::run_calibration::ProbeOptions{}.max_rounds,
+                              ") until they have taken this long, seconds: short probes, as on "
+                              "one cluster device, otherwise see only a couple of seconds of the "
+                              "machine"))
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--plan-rounds", flags.plan_rounds,
