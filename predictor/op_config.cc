@@ -52,6 +52,11 @@ void ComputeCost(OpConfig& config) {
 }
 
 OpConfig WholeOpConfig(const model::Graph& graph, model::OpId id) {
+  return WholeOpConfig(graph, id, model::AliasConcatInputs(graph));
+}
+
+OpConfig WholeOpConfig(const model::Graph& graph, model::OpId id,
+                       const model::ConcatAliasing& aliasing) {
   const model::Op& op = graph.op(id);
   OpConfig config;
   config.kind = op.kind;
@@ -65,6 +70,7 @@ OpConfig WholeOpConfig(const model::Graph& graph, model::OpId id) {
   } else if (const auto* pool = std::get_if<model::PoolAttrs>(&op.attrs)) {
     config.window = pool->window;
   }
+  config.output_pixel_stride = model::OutputPixelStride(graph, aliasing, id);
   ComputeCost(config);
   return config;
 }

@@ -5,12 +5,15 @@
 // conv is a conv with fewer output channels (fewer groups for grouped/depthwise conv), a
 // spatial slice is a conv producing fewer output rows from the input rows it reads
 // (halo included), a cin slice is a conv over fewer input channels whose result is
-// accumulated into the output (`accumulate`). OpConfig is a small value type.
+// accumulated into the output (`accumulate`). An op whose output is written in place inside a
+// concat's output (model/concat_in_place.h) stores strided pixels, which some kernels pay for
+// with a staging copy; `output_pixel_stride` says so. OpConfig is a small value type.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "model/concat_in_place.h"
 #include "model/graph.h"
 #include "model/split.h"
 
@@ -24,15 +27,22 @@ struct OpConfig {
   int32_t groups = 1;      // conv only
   model::ActivationKind activation = model::ActivationKind::kNone;
   bool accumulate = false;  // cin subtask: adds a partial sum into the shared output
-  double flops = 0;         // multiply-add counted as 2
-  double bytes = 0;         // activations read + written + weights read, f32
+  // Floats between consecutive pixels of the tensor the op writes when that tensor lives inside
+  // a wider concat output; 0 when it is the op's own. (A cout subtask of an op writes its
+  // channel slice of the op's output either way; that stride is implied.)
+  int64_t output_pixel_stride = 0;
+  double flops = 0;  // multiply-add counted as 2
+  double bytes = 0;  // activations read + written + weights read, f32
 
   // True for a conv with one input channel per group (and groups > 1).
   bool IsDepthwise() const;
 };
 
-// The configuration of the whole op `id` (the kNone plan).
+// The configuration of the whole op `id` (the kNone plan). The first form works out the
+// graph's concat aliasing itself; pass it in when configuring many ops of one graph.
 OpConfig WholeOpConfig(const model::Graph& graph, model::OpId id);
+OpConfig WholeOpConfig(const model::Graph& graph, model::OpId id,
+                       const model::ConcatAliasing& aliasing);
 
 // The configuration of the subtask [begin, end) of `whole` along `axis` (work units as in
 // model::WorkSize). kNone returns `whole`.

@@ -41,6 +41,33 @@ TEST(SubtaskConfigTest, NoneIsTheWholeOp) {
   EXPECT_DOUBLE_EQ(none.flops, whole.flops);
 }
 
+TEST(SubtaskConfigTest, AnOpWritingIntoAConcatCarriesTheConcatsPixelStride) {
+  // x -> conv (48 ch), conv (16 ch) -> concat (64 ch): the executors store both convs strided.
+  model::Graph g;
+  g.tensors.push_back({"x", Shape{14, 14, 32}, 4, model::kInvalidId, model::kInvalidId});
+  g.inputs.push_back({0, "x", {1, 32, 14, 14}});
+  model::ConvAttrs conv;
+  conv.window = model::Window2d{1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+  g.tensors.push_back({"a", Shape{14, 14, 48}, 4, 0, model::kInvalidId});
+  g.ops.push_back({"a", OpKind::kConv2d, {0}, 1, {}, conv});
+  g.tensors.push_back({"b", Shape{14, 14, 16}, 4, 1, model::kInvalidId});
+  g.ops.push_back({"b", OpKind::kConv2d, {0}, 2, {}, conv});
+  g.tensors.push_back({"cat", Shape{14, 14, 64}, 4, 2, model::kInvalidId});
+  g.ops.push_back({"cat", OpKind::kConcat, {1, 2}, 3, {}, {}});
+  g.outputs.push_back({3, "cat", {1, 64, 14, 14}});
+  EXPECT_EQ(WholeOpConfig(g, 0).output_pixel_stride, 64);
+  EXPECT_EQ(WholeOpConfig(g, 1).output_pixel_stride, 64);
+  EXPECT_EQ(WholeOpConfig(g, 2).output_pixel_stride, 0);
+  const model::ConcatAliasing aliasing = model::AliasConcatInputs(g);
+  EXPECT_EQ(WholeOpConfig(g, 0, aliasing).output_pixel_stride, 64);
+  // Every cut writes into the same concat.
+  for (SplitAxis axis : {SplitAxis::kOutputChannels, SplitAxis::kInputChannels, SplitAxis::kRows}) {
+    EXPECT_EQ(SubtaskConfig(g, 0, axis, 0, 8).output_pixel_stride, 64);
+  }
+  // A conv read by nothing but an output writes its own tensor.
+  EXPECT_EQ(WholeOpConfig(ConvGraph({56, 56, 64}, 128, 3, 1, 1, 1), 0).output_pixel_stride, 0);
+}
+
 TEST(SubtaskConfigTest, CoutSliceHasFewerOutputChannels) {
   const model::Graph g = ConvGraph({56, 56, 64}, 128, 3, 1, 1, 1);
   const OpConfig c = SubtaskConfig(g, 0, SplitAxis::kOutputChannels, 32, 80);

@@ -36,12 +36,9 @@ std::map<Key, double> GeometricMeans(const std::vector<std::pair<Key, double>>& 
 
 ResidualCorrectedModel::ConfigKey ResidualCorrectedModel::KeyOf(const OpConfig& config,
                                                                 int device_index) {
-  return {static_cast<int>(config.kind),
-          config.flops,
-          config.bytes,
-          config.groups,
-          config.accumulate,
-          device_index};
+  return {
+      static_cast<int>(config.kind), config.flops, config.bytes, config.groups, config.accumulate,
+      config.output_pixel_stride,    device_index};
 }
 
 absl::StatusOr<std::shared_ptr<const ResidualCorrectedModel>> ResidualCorrectedModel::Make(
@@ -72,7 +69,9 @@ absl::StatusOr<std::shared_ptr<const ResidualCorrectedModel>> ResidualCorrectedM
       previous != nullptr ? previous->exact_ : std::map<ConfigKey, double>{};
   for (const auto& [key, values] : ratios) {
     const double before =
-        previous != nullptr ? previous->Factor(*configs[key], std::get<5>(key)) : 1.0;
+        previous != nullptr
+            ? previous->Factor(*configs[key], std::get<std::tuple_size_v<ConfigKey> - 1>(key))
+            : 1.0;
     exact[key] = Clamp(before * Median(values));
   }
   return std::shared_ptr<const ResidualCorrectedModel>(
@@ -86,11 +85,13 @@ ResidualCorrectedModel::ResidualCorrectedModel(std::shared_ptr<const LatencyMode
   std::vector<std::pair<int, double>> device_factors;
   std::string text;
   for (const auto& [key, factor] : exact_) {
-    const auto& [kind, flops, bytes, groups, accumulate, device] = key;
+    const auto& [kind, flops, bytes, groups, accumulate, stride, device] = key;
     kind_factors.push_back({{kind, device}, factor});
     device_factors.push_back({device, factor});
-    absl::StrAppendFormat(&text, "%d,%.17g,%.17g,%d,%d,%d=%.17g;", kind, flops, bytes, groups,
-                          accumulate ? 1 : 0, device, factor);
+    absl::StrAppendFormat(&text, "%d,%.17g,%.17g,%d,%d,", kind, flops, bytes, groups,
+                          accumulate ? 1 : 0);
+    if (stride != 0) absl::StrAppendFormat(&text, "s%d,", stride);
+    absl::StrAppendFormat(&text, "%d=%.17g;", device, factor);
   }
   by_kind_ = GeometricMeans(kind_factors);
   by_device_.assign(static_cast<size_t>(inner_->num_devices()), 1.0);

@@ -80,7 +80,7 @@ class ResidualCorrectedModel final : public LatencyModel {
 
  private:
   // What identifies a configuration: its kind, cost and the fields that change the kernel.
-  using ConfigKey = std::tuple<int, double, double, int32_t, bool, int>;  // ..., device
+  using ConfigKey = std::tuple<int, double, double, int32_t, bool, int64_t, int>;  // ..., device
   static ConfigKey KeyOf(const OpConfig& config, int device_index);
 
   ResidualCorrectedModel(std::shared_ptr<const LatencyModel> inner,

@@ -123,6 +123,7 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph,
   std::vector<std::vector<std::pair<int, double>>> preds(static_cast<size_t>(n));
   std::vector<int64_t> work_size(static_cast<size_t>(n) * 4, 0);
   Problem p;
+  const model::ConcatAliasing aliasing = model::AliasConcatInputs(graph);
   for (OpId op = 0; op < n; ++op) {
     for (OpId pred : graph.Predecessors(op)) {
       if (pred < 0 || pred >= op) {
@@ -138,7 +139,7 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph,
           model::WorkSize(graph, op, a);
     }
     p.op_names_.push_back(graph.op(op).name);
-    p.whole_configs_.push_back(predictor::WholeOpConfig(graph, op));
+    p.whole_configs_.push_back(predictor::WholeOpConfig(graph, op, aliasing));
   }
   if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits,
                               &latency_model);

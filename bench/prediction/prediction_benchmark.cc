@@ -48,13 +48,15 @@ const predictor::Profile& ProfileNamed(const std::string& name) {
 std::vector<predictor::OpConfig> Configs() {
   const model::Graph& g = InceptionV3();
   std::vector<predictor::OpConfig> configs;
+  const model::ConcatAliasing aliasing = model::AliasConcatInputs(g);
   for (model::OpId op = 0; op < static_cast<model::OpId>(g.ops.size()); ++op) {
-    configs.push_back(predictor::WholeOpConfig(g, op));
+    const predictor::OpConfig whole = predictor::WholeOpConfig(g, op, aliasing);
+    configs.push_back(whole);
     for (model::SplitAxis axis : model::kAllSplitAxes) {
       const int64_t u = model::WorkSize(g, op, axis);
       if (axis == model::SplitAxis::kNone || u < 4) continue;
       for (int64_t w : {u / 4, u / 2, 3 * u / 4}) {
-        configs.push_back(predictor::SubtaskConfig(g, op, axis, 0, w));
+        configs.push_back(predictor::SubtaskConfig(whole, axis, 0, w));
       }
     }
   }

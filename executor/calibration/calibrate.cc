@@ -115,6 +115,15 @@ bool IsInPlaceConcat(const model::Graph& graph) {
   return true;
 }
 
+// The pixel stride a case writes its output at: that of the concat output the op writes inside
+// in its model (the executors place it there, so its kernel stores strided pixels), else dense.
+// An in-place concat's own output is dense: its inputs were written into it.
+int64_t OutputPixelStride(const CalibrationCase& c, const model::Shape& out_shape) {
+  return c.config.output_pixel_stride > out_shape.c && !IsInPlaceConcat(*c.graph)
+             ? c.config.output_pixel_stride
+             : out_shape.c;
+}
+
 // One case made ready to run on a CPU device: its graph, buffers and bound kernel. Heap-held
 // and never moved, since the kernel's views point into the buffers.
 struct PreparedCpuCase {
@@ -132,10 +141,12 @@ absl::StatusOr<std::unique_ptr<PreparedCpuCase>> PrepareCpuCase(const Calibratio
   prepared->graph = WithWeights(c, options.seed);
   const model::Graph& graph = prepared->graph;
   const model::Shape& out_shape = graph.output_shape(0);
+  const int64_t out_stride = OutputPixelStride(c, out_shape);
   std::vector<float>& output = prepared->output;
-  output.assign(static_cast<size_t>(out_shape.Elements()), 0.0f);
+  output.assign(static_cast<size_t>(out_shape.Elements() / out_shape.c * out_stride), 0.0f);
   const std::vector<model::TensorId> activation_inputs = graph.ActivationInputs(0);
   cpu::KernelLayout layout;
+  layout.output_pixel_stride = out_stride;
   std::vector<TensorView> inputs;
   if (IsInPlaceConcat(graph)) {
     output = RandomData(output.size(), options.seed);
@@ -160,7 +171,7 @@ absl::StatusOr<std::unique_ptr<PreparedCpuCase>> PrepareCpuCase(const Calibratio
   absl::StatusOr<std::unique_ptr<cpu::CpuKernel>> kernel =
       cpu::CreateCpuKernel(graph, 0, WorkSlice{c.axis, c.begin, c.end}, layout, pool);
   if (!kernel.ok()) return kernel.status();
-  if (absl::Status s = (*kernel)->Setup(inputs, {output.data(), out_shape, out_shape.c}); !s.ok()) {
+  if (absl::Status s = (*kernel)->Setup(inputs, {output.data(), out_shape, out_stride}); !s.ok()) {
     return s;
   }
   prepared->kernel = std::move(*kernel);
@@ -200,11 +211,17 @@ absl::StatusOr<std::unique_ptr<PreparedGpuCase>> PrepareGpuCase(opencl::OpenClDe
   prepared->graph = WithWeights(c, options.seed);
   const model::Graph& graph = prepared->graph;
   std::vector<TensorPlacement> placements(graph.tensors.size());
+  const auto output = static_cast<size_t>(graph.op(0).output);
+  const model::Shape& out_shape = graph.tensors[output].shape;
   int64_t floats = 0;
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     if (graph.tensors[t].constant != model::kInvalidId) continue;
     placements[t].offset = floats;
     floats += graph.tensors[t].shape.Elements();
+  }
+  if (const int64_t stride = OutputPixelStride(c, out_shape); stride != out_shape.c) {
+    placements[output] = {floats, stride};
+    floats += out_shape.Elements() / out_shape.c * stride;
   }
   const bool in_place_concat = IsInPlaceConcat(graph);
   if (in_place_concat) {

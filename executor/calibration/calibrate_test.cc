@@ -242,6 +242,50 @@ TEST(CalibrateTest, ConcatsAreTimedInPlaceAsTheExecutorsRunThem) {
   EXPECT_LT(slowest_concat, 0.1 * fastest_conv);
 }
 
+TEST(CalibrateTest, AnOpWritingIntoAConcatIsTimedWritingItsStridedOutput) {
+  // squeezenet's expand convs write into their fire module's concat: their cases carry the
+  // concat's pixel stride, and the runner hands the kernel an output of that stride.
+  std::vector<CalibrationCase> cases;
+  for (CalibrationCase& c : Cases()) {
+    if (c.config.kind == model::OpKind::kConv2d && c.config.output_pixel_stride != 0 &&
+        c.axis == model::SplitAxis::kNone && cases.size() < 4) {
+      cases.push_back(std::move(c));
+    }
+  }
+  ASSERT_EQ(cases.size(), 4u);
+  // The same stride on an op whose kernels only write dense output: refused, so skipped.
+  const model::Graph add_graph = [] {
+    model::Graph g;
+    g.tensors.push_back({"x", model::Shape{8, 8, 4}, 4, model::kInvalidId, model::kInvalidId});
+    g.inputs.push_back({0, "x", {1, 4, 8, 8}});
+    g.tensors.push_back({"y", model::Shape{8, 8, 4}, 4, model::kInvalidId, model::kInvalidId});
+    g.inputs.push_back({1, "y", {1, 4, 8, 8}});
+    g.tensors.push_back({"sum", model::Shape{8, 8, 4}, 4, 0, model::kInvalidId});
+    g.ops.push_back({"add", model::OpKind::kAdd, {0, 1}, 2, {}, {}});
+    g.outputs.push_back({2, "sum", {1, 4, 8, 8}});
+    return g;
+  }();
+  CalibrationCase add{
+      std::make_shared<const model::Graph>(add_graph), model::SplitAxis::kNone, 0,     1,
+      predictor::WholeOpConfig(add_graph, 0),          "elementwise",           "add", false};
+  add.config.output_pixel_stride = 12;
+  cases.push_back(add);
+  CalibrationOptions options;
+  options.budget_s = 5.0;
+  options.runs = 2;
+  const std::vector<platform::DeviceSpec> devices = {Cpu("cpu.0", 0)};
+  absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->devices.size(), 1u);
+  EXPECT_EQ(run->devices[0].cases_done, 4);
+  EXPECT_EQ(run->devices[0].cases_skipped, 1);
+  ASSERT_EQ(run->samples.samples.size(), 4u);
+  for (const CalibrationSample& s : run->samples.samples) {
+    EXPECT_EQ(s.config.kind, model::OpKind::kConv2d);
+    EXPECT_GT(s.config.output_pixel_stride, s.config.output.c);
+  }
+}
+
 TEST(TimeOpsInGraphTest, EveryOpOfTheModelGetsItsWholeOpSample) {
   const char* dir = std::getenv("PSCHED_SHARED_DIR");
   absl::StatusOr<model::Graph> g =

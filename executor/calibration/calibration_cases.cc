@@ -128,8 +128,9 @@ std::vector<CalibrationCase> BuildCases(std::span<const model::Graph> models,
   for (const model::Graph* graph_ptr : ordered) {
     const model::Graph& graph = *graph_ptr;
     const bool priority = priority_names.contains(graph.name);
+    const model::ConcatAliasing aliasing = model::AliasConcatInputs(graph);
     for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
-      const predictor::OpConfig whole = predictor::WholeOpConfig(graph, id);
+      const predictor::OpConfig whole = predictor::WholeOpConfig(graph, id, aliasing);
       if (seen.contains(ConfigKey(whole))) continue;
       auto extracted = std::make_shared<const model::Graph>(ExtractOp(graph, id));
       const std::string where = absl::StrCat(graph.name, "/op ", id, " '", graph.op(id).name, "'");

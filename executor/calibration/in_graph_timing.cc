@@ -53,6 +53,7 @@ absl::StatusOr<std::vector<CalibrationSample>> TimeOpsInGraph(const platform::De
     }
   }
   std::vector<CalibrationSample> samples;
+  const model::ConcatAliasing aliasing = model::AliasConcatInputs(graph);
   for (size_t op = 0; op < num_ops; ++op) {
     std::vector<double>& v = spans_us[op];
     if (v.empty()) continue;
@@ -62,7 +63,7 @@ absl::StatusOr<std::vector<CalibrationSample>> TimeOpsInGraph(const platform::De
     if (!(median > 0)) continue;
     const auto id = static_cast<model::OpId>(op);
     samples.push_back(CalibrationSample{
-        device.name, predictor::WholeOpConfig(graph, id), median, options.runs,
+        device.name, predictor::WholeOpConfig(graph, id, aliasing), median, options.runs,
         absl::StrCat(graph.name, "/op ", id, " '", graph.op(id).name, "' in-graph"),
         static_cast<int>(device.cpu_cores.size()), "xnnpack"});
   }

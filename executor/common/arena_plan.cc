@@ -76,29 +76,6 @@ int64_t FirstFit(int64_t size, std::span<const Block* const> conflicting, int64_
 
 }  // namespace
 
-bool SupportsStridedInput(model::OpKind kind) {
-  switch (kind) {
-    case model::OpKind::kAdd:
-    case model::OpKind::kMul:
-    case model::OpKind::kSub:
-      return false;
-    default:
-      return true;
-  }
-}
-
-bool SupportsStridedOutput(model::OpKind kind) {
-  switch (kind) {
-    case model::OpKind::kAdd:
-    case model::OpKind::kMul:
-    case model::OpKind::kSub:
-    case model::OpKind::kFlatten:
-      return false;
-    default:
-      return true;
-  }
-}
-
 ArenaPlan PlanArena(const model::Graph& graph, bool reuse_memory) {
   const int num_ops = static_cast<int>(graph.ops.size());
   return PlanArena(graph,
@@ -114,38 +91,10 @@ ArenaPlan PlanArena(const model::Graph& graph, const OpOrder& order,
   for (model::OpId id = 0; id < num_ops; ++id) {
     for (model::TensorId t : graph.op(id).inputs) consumers[static_cast<size_t>(t)].push_back(id);
   }
-  std::vector<bool> is_graph_input(n, false);
-  for (const model::GraphIO& io : graph.inputs)
-    is_graph_input[static_cast<size_t>(io.tensor)] = true;
-
-  // Alias concat inputs into their output, outermost concat first so its own root is final.
-  std::vector<model::TensorId> root(n);
-  std::iota(root.begin(), root.end(), 0);
-  std::vector<int64_t> channel_offset(n, 0);
+  const model::ConcatAliasing aliasing = model::AliasConcatInputs(graph);
+  const std::vector<model::TensorId>& root = aliasing.root;
   ArenaPlan plan;
-  for (model::OpId id = num_ops - 1; id >= 0; --id) {
-    const model::Op& op = graph.op(id);
-    if (op.kind != model::OpKind::kConcat) continue;
-    const auto out = static_cast<size_t>(op.output);
-    int64_t offset = 0;
-    for (model::TensorId t : op.inputs) {
-      const auto ti = static_cast<size_t>(t);
-      const model::Tensor& tensor = graph.tensor(t);
-      const int64_t this_offset = offset;
-      offset += tensor.shape.c;
-      if (is_graph_input[ti] || tensor.producer == model::kInvalidId || root[ti] != t) continue;
-      if (!SupportsStridedOutput(graph.op(tensor.producer).kind)) continue;
-      const auto& users = consumers[ti];
-      if (std::count(users.begin(), users.end(), id) != 1) continue;
-      const bool others_strided = std::all_of(users.begin(), users.end(), [&](model::OpId u) {
-        return u == id || SupportsStridedInput(graph.op(u).kind);
-      });
-      if (!others_strided) continue;
-      root[ti] = root[out];
-      channel_offset[ti] = channel_offset[out] + this_offset;
-      ++plan.in_place_concat_inputs;
-    }
-  }
+  plan.in_place_concat_inputs = aliasing.in_place_inputs;
 
   // One block per root, touched by the producers and consumers of every tensor in it.
   std::vector<bool> is_graph_output(n, false);
@@ -210,7 +159,7 @@ ArenaPlan PlanArena(const model::Graph& graph, const OpOrder& order,
     if (graph.tensors[t].constant != model::kInvalidId) continue;
     const auto r = static_cast<size_t>(root[t]);
     const Block& b = blocks[static_cast<size_t>(block_of[r])];
-    plan.tensors[t] = {b.offset + channel_offset[t], graph.tensors[r].shape.c};
+    plan.tensors[t] = {b.offset + aliasing.channel_offset[t], graph.tensors[r].shape.c};
   }
   return plan;
 }

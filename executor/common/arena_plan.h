@@ -6,11 +6,10 @@
 // plan's dependencies and queue order for the runtime); offsets are assigned greedily, largest
 // block first, at the lowest offset that does not collide with a block it may not share with and
 // is not within 512 bytes of a multiple of 4 KiB from a block an op touches beside it (4 KiB
-// aliasing slowed such an op up to 1.8x; arena_plan.cc). A
-// concat input is placed directly inside its channel slice of the concat output when that is legal
-// (produced by an op whose kernels write strided output, every other consumer reads strided input,
-// not a graph input), so the concat copies nothing for it; nested concats chain. Plain data; a plan
-// is computed once per graph and is immutable afterwards.
+// aliasing slowed such an op up to 1.8x; arena_plan.cc). A concat input is placed directly inside
+// its channel slice of the concat output when model::AliasConcatInputs says so
+// (model/concat_in_place.h), so the concat copies nothing for it; nested concats chain. Plain
+// data; a plan is computed once per graph and is immutable afterwards.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "executor/common/op_order.h"
+#include "model/concat_in_place.h"
 #include "model/graph.h"
 
 namespace psched::executor {
@@ -35,13 +35,6 @@ struct ArenaPlan {
   int64_t size = 0;                      // floats, including XNNPACK's read-past slack
   int64_t in_place_concat_inputs = 0;    // concat inputs that need no copy
 };
-
-// Whether the kernels for `kind` accept strided (channel-slice) input and output views. The
-// CPU kernels decide (CreateCpuKernel refuses strided views the kind cannot take; the OpenCL
-// kernels take any pixel stride). PlanArena only places a tensor inside a concat output when
-// its producer writes strided output and all its other consumers read strided input.
-bool SupportsStridedInput(model::OpKind kind);
-bool SupportsStridedOutput(model::OpKind kind);
 
 // A tensor that op `op`, not only its producer, writes: a residual add run inside the kernel of
 // the conv before it (executor/cpu/residual_added_conv.h) writes its output while that conv runs.

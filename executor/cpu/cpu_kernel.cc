@@ -8,10 +8,10 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "executor/common/arena_plan.h"
 #include "executor/cpu/kernel_base.h"
 #include "executor/cpu/kernel_choice.h"
 #include "executor/cpu/parallel_slices_kernel.h"
+#include "model/concat_in_place.h"
 #include "model/op_validation.h"
 
 namespace psched::executor::cpu {
@@ -133,7 +133,7 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
   for (size_t i = 0; i < layout.input_pixel_strides.size(); ++i) {
     const int64_t c = graph.tensor(graph.ActivationInputs(id)[i]).shape.c;
     const int64_t stride = layout.input_pixel_strides[i];
-    if (stride < c || (stride != c && !SupportsStridedInput(op.kind))) {
+    if (stride < c || (stride != c && !model::SupportsStridedInput(op.kind))) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": input ", i, " pixel stride ", stride,
                                                      " is unusable for ", c, " channels"));
     }
@@ -141,7 +141,7 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
   const int64_t out_c = graph.output_shape(id).c;
   const int64_t out_stride = layout.output_pixel_stride;
   if (out_stride != 0 &&
-      (out_stride < out_c || (out_stride != out_c && !SupportsStridedOutput(op.kind)))) {
+      (out_stride < out_c || (out_stride != out_c && !model::SupportsStridedOutput(op.kind)))) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": output pixel stride ", out_stride,
                                                    " is unusable for ", out_c, " channels"));
   }

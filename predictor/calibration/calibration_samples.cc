@@ -81,18 +81,21 @@ json OpConfigToJson(const OpConfig& c) {
   json inputs = json::array();
   for (const model::Shape& s : c.inputs) inputs.push_back(ShapeToJson(s));
   const model::Window2d& w = c.window;
-  return json{{"kind", std::string(model::OpKindName(c.kind))},
-              {"inputs", std::move(inputs)},
-              {"output", ShapeToJson(c.output)},
-              {"kernel", {w.kernel_h, w.kernel_w}},
-              {"stride", {w.stride_h, w.stride_w}},
-              {"dilation", {w.dilation_h, w.dilation_w}},
-              {"pads", {w.pad_top, w.pad_left, w.pad_bottom, w.pad_right}},
-              {"groups", c.groups},
-              {"activation", std::string(ActivationName(c.activation))},
-              {"accumulate", c.accumulate},
-              {"flops", c.flops},
-              {"bytes", c.bytes}};
+  json j{{"kind", std::string(model::OpKindName(c.kind))},
+         {"inputs", std::move(inputs)},
+         {"output", ShapeToJson(c.output)},
+         {"kernel", {w.kernel_h, w.kernel_w}},
+         {"stride", {w.stride_h, w.stride_w}},
+         {"dilation", {w.dilation_h, w.dilation_w}},
+         {"pads", {w.pad_top, w.pad_left, w.pad_bottom, w.pad_right}},
+         {"groups", c.groups},
+         {"activation", std::string(ActivationName(c.activation))},
+         {"accumulate", c.accumulate},
+         {"flops", c.flops},
+         {"bytes", c.bytes}};
+  // Only when strided, so configurations stored before the field existed keep their keys.
+  if (c.output_pixel_stride != 0) j["output_pixel_stride"] = c.output_pixel_stride;
+  return j;
 }
 
 absl::StatusOr<OpConfig> OpConfigFromJson(const json& j) {
@@ -147,6 +150,16 @@ absl::StatusOr<OpConfig> OpConfigFromJson(const json& j) {
   if (const auto a = j.find("accumulate"); a != j.end()) {
     if (!a->is_boolean()) return Bad("accumulate", "expected true or false");
     c.accumulate = a->get<bool>();
+  }
+  if (const auto s = j.find("output_pixel_stride"); s != j.end()) {
+    if (!s->is_number_integer() || (s->get<int64_t>() != 0 && s->get<int64_t>() <= c.output.c) ||
+        s->get<int64_t>() > (int64_t{1} << 24)) {
+      return Bad("output_pixel_stride",
+                 absl::StrCat("expected 0 or an integer in (", c.output.c,
+                              ", 2^24]: the channels "
+                              "of the wider tensor the output is written inside"));
+    }
+    c.output_pixel_stride = s->get<int64_t>();
   }
   ComputeCost(c);
   return c;

@@ -31,15 +31,18 @@ TEST(CalibrationSamplesTest, JsonRoundTripKeepsEverything) {
   fc.output = Shape{1, 1, 1000};
   ComputeCost(fc);
   fc = SubtaskConfig(fc, model::SplitAxis::kInputChannels, 0, 512);
+  OpConfig into_concat = StridedConv();
+  into_concat.output_pixel_stride = into_concat.output.c * 3;
   samples.samples = {{"cpu.0", StridedConv(), 123.5, 7, "peleenet/op 3", 1, ""},
                      {"gpu", cin, 44.25, 5, "x/op 1 spatial[3,9)", 1, "opencl"},
+                     {"cpu.1", into_concat, 150.0, 3, "x/op 2", 1, ""},
                      {"cpu.1", fc, 80.0, 9, "", 2, "xnnpack"}};
   const std::string text = SamplesToJson(samples).dump();
   absl::StatusOr<CalibrationSamples> back = SamplesFromJson(nlohmann::json::parse(text));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->platform, "host");
-  ASSERT_EQ(back->samples.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(back->samples.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
     const OpConfig& a = samples.samples[i].config;
     const OpConfig& b = back->samples[i].config;
     EXPECT_EQ(back->samples[i].device, samples.samples[i].device);
@@ -55,11 +58,15 @@ TEST(CalibrationSamplesTest, JsonRoundTripKeepsEverything) {
     EXPECT_EQ(b.groups, a.groups);
     EXPECT_EQ(b.activation, a.activation);
     EXPECT_EQ(b.accumulate, a.accumulate);
+    EXPECT_EQ(b.output_pixel_stride, a.output_pixel_stride);
     EXPECT_DOUBLE_EQ(b.flops, a.flops);
     EXPECT_DOUBLE_EQ(b.bytes, a.bytes);
   }
   EXPECT_TRUE(back->samples[0].config.IsDepthwise());
-  EXPECT_TRUE(back->samples[2].config.accumulate);
+  EXPECT_EQ(back->samples[2].config.output_pixel_stride, into_concat.output_pixel_stride);
+  EXPECT_TRUE(back->samples[3].config.accumulate);
+  // A dense output writes no field, so configurations stored before it existed keep their keys.
+  EXPECT_FALSE(OpConfigToJson(StridedConv()).contains("output_pixel_stride"));
   EXPECT_EQ(SamplesToJson(*back).dump(), text);
 }
 
@@ -107,6 +114,14 @@ TEST(CalibrationSamplesTest, RejectsBadInputNamingTheSampleAndField) {
   j = good;
   j["samples"][0]["config"]["activation"] = "gelu";
   EXPECT_THAT(message(j), ::testing::HasSubstr("unknown activation"));
+  // A stride must be wider than the output it holds.
+  for (const nlohmann::json& bad :
+       {nlohmann::json(-1), nlohmann::json("wide"), nlohmann::json(StridedConv().output.c)}) {
+    j = good;
+    j["samples"][1]["config"]["output_pixel_stride"] = bad;
+    EXPECT_THAT(message(j), ::testing::HasSubstr("sample 1: op config field 'output_pixel_stride'"))
+        << bad;
+  }
 }
 
 }  // namespace

@@ -50,6 +50,7 @@ std::pair<std::vector<int64_t>, int64_t> GroupOf(const OpConfig& c, Axis axis) {
                               static_cast<int64_t>(c.kind),
                               static_cast<int64_t>(c.activation),
                               c.accumulate ? 1 : 0,
+                              c.output_pixel_stride,
                               c.groups,
                               out.h,
                               out.w,

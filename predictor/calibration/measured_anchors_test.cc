@@ -87,6 +87,26 @@ TEST(MeasuredAnchorsTest, OtherOpsAndPartialSumsAreNotPredictedFromAnOpsCuts) {
   EXPECT_NEAR(*with_cin.PredictUs(cin_quarter), 3 * Base(cin_quarter), 1e-9);
 }
 
+TEST(MeasuredAnchorsTest, AnOpWritingIntoAConcatIsNotPredictedFromTheDenseOnesAnchors) {
+  const OpConfig dense = Conv();
+  OpConfig into_concat = dense;
+  into_concat.output_pixel_stride = 128;
+  const MeasuredAnchors m = MeasuredAnchors::Build(
+      std::vector<Anchor>{
+          {dense, 500},
+          {into_concat, 650},
+          {SubtaskConfig(into_concat, SplitAxis::kOutputChannels, 0, 32),
+           3 * Base(SubtaskConfig(into_concat, SplitAxis::kOutputChannels, 0, 32))}},
+      &Base);
+  EXPECT_NEAR(*m.PredictUs(dense), 500, 1e-9);
+  EXPECT_NEAR(*m.PredictUs(into_concat), 650, 1e-9);
+  // A cut of the strided op follows its own anchors (3x base at 32 channels), not the dense op's.
+  const OpConfig cut16 = SubtaskConfig(into_concat, SplitAxis::kOutputChannels, 0, 16);
+  EXPECT_EQ(cut16.output_pixel_stride, 128);
+  ASSERT_TRUE(m.PredictUs(cut16).has_value());
+  EXPECT_NEAR(*m.PredictUs(cut16), 3 * Base(cut16), 1e-9);
+}
+
 TEST(MeasuredAnchorsTest, DigestFollowsTheAnchorsNotTheirOrder) {
   const OpConfig whole = Conv();
   const OpConfig half = SubtaskConfig(whole, SplitAxis::kOutputChannels, 0, 32);
