@@ -49,6 +49,15 @@ platform::DeviceSpec Cpu(std::string name, int core) {
   return platform::DeviceSpec{std::move(name), platform::DeviceKind::kCpu, 0, {core}, ""};
 }
 
+absl::StatusOr<CalibrationRun> CalibrateOnCore0(const std::vector<CalibrationCase>& cases,
+                                                double budget_s, int runs) {
+  CalibrationOptions options;
+  options.budget_s = budget_s;
+  options.runs = runs;
+  const std::vector<platform::DeviceSpec> devices = {Cpu("cpu.0", 0)};
+  return Calibrate(devices, cases, options);
+}
+
 predictor::OpConfig Conv3x3(int64_t hw, int64_t c) {
   predictor::OpConfig conv;
   conv.kind = model::OpKind::kConv2d;
@@ -221,11 +230,7 @@ TEST(CalibrateTest, ConcatsAreTimedInPlaceAsTheExecutorsRunThem) {
   for (CalibrationCase& c : Cases()) {
     if (c.category == "concat" || c.category == "conv_1x1") cases.push_back(std::move(c));
   }
-  CalibrationOptions options;
-  options.budget_s = 1.0;
-  options.runs = 3;
-  const std::vector<platform::DeviceSpec> devices = {Cpu("cpu.0", 0)};
-  absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+  absl::StatusOr<CalibrationRun> run = CalibrateOnCore0(cases, 1.0, 3);
   ASSERT_TRUE(run.ok()) << run.status();
   double slowest_concat = 0, fastest_conv = INFINITY;
   for (const CalibrationSample& s : run->samples.samples) {
@@ -269,12 +274,9 @@ TEST(CalibrateTest, AnOpWritingIntoAConcatIsTimedWritingItsStridedOutput) {
       std::make_shared<const model::Graph>(add_graph), model::SplitAxis::kNone, 0,     1,
       predictor::WholeOpConfig(add_graph, 0),          "elementwise",           "add", false};
   add.config.output_pixel_stride = 12;
-  cases.push_back(add);
-  CalibrationOptions options;
-  options.budget_s = 5.0;
-  options.runs = 2;
-  const std::vector<platform::DeviceSpec> devices = {Cpu("cpu.0", 0)};
-  absl::StatusOr<CalibrationRun> run = Calibrate(devices, cases, options);
+  std::vector<CalibrationCase> with_add = cases;
+  with_add.push_back(add);
+  absl::StatusOr<CalibrationRun> run = CalibrateOnCore0(with_add, 5.0, 2);
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_EQ(run->devices.size(), 1u);
   EXPECT_EQ(run->devices[0].cases_done, 4);
@@ -282,6 +284,22 @@ TEST(CalibrateTest, AnOpWritingIntoAConcatIsTimedWritingItsStridedOutput) {
   ASSERT_EQ(run->samples.samples.size(), 4u);
   for (const CalibrationSample& s : run->samples.samples) {
     EXPECT_EQ(s.config.kind, model::OpKind::kConv2d);
+    EXPECT_GT(s.config.output_pixel_stride, s.config.output.c);
+  }
+
+  // The OpenCL kernels bound to an output placed at the concat's stride (any kind takes one).
+  if (!executor::opencl::ListDevices().ok()) GTEST_SKIP() << "no OpenCL device";
+  setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
+  CalibrationOptions options;
+  options.budget_s = 3.0;  // cold PoCL caches JIT-compile each new kernel shape
+  options.runs = 2;
+  const std::vector<platform::DeviceSpec> gpu = {
+      platform::DeviceSpec{"gpu", platform::DeviceKind::kGpu, 0, {}, ""}};
+  absl::StatusOr<CalibrationRun> gpu_run = Calibrate(gpu, cases, options);
+  ASSERT_TRUE(gpu_run.ok()) << gpu_run.status();
+  EXPECT_GE(gpu_run->devices[0].cases_done, 1);
+  EXPECT_EQ(gpu_run->devices[0].cases_skipped, 0);
+  for (const CalibrationSample& s : gpu_run->samples.samples) {
     EXPECT_GT(s.config.output_pixel_stride, s.config.output.c);
   }
 }
