@@ -156,6 +156,7 @@ absl::StatusOr<std::shared_ptr<const LatencyCorrection>> GraphBackend::Correct(
   for (size_t i = 0; i < graph.ops.size(); ++i)
     ops[graph.ops[i].name] = static_cast<model::OpId>(i);
   const std::vector<std::string> devices = DeviceNames(profile_.platform);
+  const model::ConcatAliasing aliasing = model::AliasConcatInputs(graph);
   std::vector<predictor::ResidualSample> samples;
   for (const MeasuredSubtask& m : measured) {
     auto op = ops.find(m.op);
@@ -165,8 +166,10 @@ absl::StatusOr<std::shared_ptr<const LatencyCorrection>> GraphBackend::Correct(
         m.work_begin >= m.work_end || m.work_end > model::WorkSize(graph, op->second, *axis)) {
       continue;  // not a subtask of this model on this platform
     }
-    samples.push_back({predictor::SubtaskConfig(graph, op->second, *axis, m.work_begin, m.work_end),
-                       static_cast<int>(device - devices.begin()), m.measured_us, m.predicted_us});
+    samples.push_back(
+        {predictor::SubtaskConfig(predictor::WholeOpConfig(graph, op->second, aliasing), *axis,
+                                  m.work_begin, m.work_end),
+         static_cast<int>(device - devices.begin()), m.measured_us, m.predicted_us});
   }
   absl::StatusOr<std::shared_ptr<const predictor::ResidualCorrectedModel>> corrected =
       predictor::ResidualCorrectedModel::Make(std::move(base), refined, samples);

@@ -22,6 +22,8 @@ absl::StatusOr<std::vector<std::vector<calibration::CalibrationCase>>> PlannedCa
   std::vector<std::vector<calibration::CalibrationCase>> out(platform.devices.size());
   // One extracted op per (graph, op), shared by its cases.
   std::map<std::pair<const model::Graph*, model::OpId>, std::shared_ptr<const model::Graph>> ops;
+  std::vector<model::ConcatAliasing> aliasing;
+  for (const model::Graph& g : graphs) aliasing.push_back(model::AliasConcatInputs(g));
   for (const DeviceSubset& subset : HostProbeSubsets(platform, usable)) {
     const platform::Platform planned = SubsetPlatform(platform, subset);
     absl::StatusOr<std::unique_ptr<predictor::DeviceSubsetModel>> subset_model =
@@ -37,7 +39,8 @@ absl::StatusOr<std::vector<std::vector<calibration::CalibrationCase>>> PlannedCa
         const platform::DeviceSpec& spec = platform.devices[static_cast<size_t>(device)];
         // As the planner predicts it: `n` units from unit 0.
         const int64_t end = s.axis == model::SplitAxis::kNone ? 1 : s.end - s.begin;
-        predictor::OpConfig config = predictor::SubtaskConfig(graph, s.op, s.axis, 0, end);
+        predictor::OpConfig config = predictor::SubtaskConfig(
+            predictor::WholeOpConfig(graph, s.op, aliasing[p.graph]), s.axis, 0, end);
         if (!known.emplace(spec.name, calibration::ConfigKey(config)).second) continue;
         std::shared_ptr<const model::Graph>& op = ops[{&graph, s.op}];
         if (op == nullptr)

@@ -35,6 +35,7 @@ absl::StatusOr<std::vector<CalibrationSample>> SamplesFromTrace(const json& trac
       track_device[e["tid"].get<int64_t>()] = e["args"]["name"].get<std::string>();
     }
   }
+  const model::ConcatAliasing aliasing = model::AliasConcatInputs(graph);
   std::vector<CalibrationSample> samples;
   for (size_t i = 0; i < events->size(); ++i) {
     const json& e = (*events)[i];
@@ -85,7 +86,7 @@ absl::StatusOr<std::vector<CalibrationSample>> SamplesFromTrace(const json& trac
     }
     if (!(us > 0)) continue;
     samples.push_back(CalibrationSample{
-        device->second, SubtaskConfig(graph, id, *axis, begin, end), us, 1,
+        device->second, SubtaskConfig(WholeOpConfig(graph, id, aliasing), *axis, begin, end), us, 1,
         absl::StrCat(graph.name, "/op ", id, " '", graph.op(id).name, "' ",
                      std::string(model::SplitAxisName(*axis)), "[", begin, ",", end, ") trace"),
         /*threads=*/1, /*kernel=*/""});
