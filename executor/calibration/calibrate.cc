@@ -118,7 +118,7 @@ bool IsInPlaceConcat(const model::Graph& graph) {
 // The pixel stride a case writes its output at: that of the concat output the op writes inside
 // in its model (the executors place it there, so its kernel stores strided pixels), else dense.
 // An in-place concat's own output is dense: its inputs were written into it.
-int64_t OutputPixelStride(const CalibrationCase& c, const model::Shape& out_shape) {
+int64_t CaseOutputPixelStride(const CalibrationCase& c, const model::Shape& out_shape) {
   return c.config.output_pixel_stride > out_shape.c && !IsInPlaceConcat(*c.graph)
              ? c.config.output_pixel_stride
              : out_shape.c;
@@ -141,7 +141,7 @@ absl::StatusOr<std::unique_ptr<PreparedCpuCase>> PrepareCpuCase(const Calibratio
   prepared->graph = WithWeights(c, options.seed);
   const model::Graph& graph = prepared->graph;
   const model::Shape& out_shape = graph.output_shape(0);
-  const int64_t out_stride = OutputPixelStride(c, out_shape);
+  const int64_t out_stride = CaseOutputPixelStride(c, out_shape);
   std::vector<float>& output = prepared->output;
   output.assign(static_cast<size_t>(out_shape.Elements() / out_shape.c * out_stride), 0.0f);
   const std::vector<model::TensorId> activation_inputs = graph.ActivationInputs(0);
@@ -219,7 +219,7 @@ absl::StatusOr<std::unique_ptr<PreparedGpuCase>> PrepareGpuCase(opencl::OpenClDe
     placements[t].offset = floats;
     floats += graph.tensors[t].shape.Elements();
   }
-  if (const int64_t stride = OutputPixelStride(c, out_shape); stride != out_shape.c) {
+  if (const int64_t stride = CaseOutputPixelStride(c, out_shape); stride != out_shape.c) {
     placements[output] = {floats, stride};
     floats += out_shape.Elements() / out_shape.c * stride;
   }
