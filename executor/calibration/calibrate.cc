@@ -225,11 +225,9 @@ absl::StatusOr<std::unique_ptr<PreparedGpuCase>> PrepareGpuCase(opencl::OpenClDe
   }
   const bool in_place_concat = IsInPlaceConcat(graph);
   if (in_place_concat) {
-    const auto out = static_cast<size_t>(graph.op(0).output);
-    const int64_t out_channels = graph.tensors[out].shape.c;
     int64_t channel = 0;
     for (model::TensorId t : graph.op(0).inputs) {
-      placements[static_cast<size_t>(t)] = {placements[out].offset + channel, out_channels};
+      placements[static_cast<size_t>(t)] = {placements[output].offset + channel, out_shape.c};
       channel += graph.tensor(t).shape.c;
     }
   }

@@ -156,8 +156,8 @@ absl::StatusOr<OpConfig> OpConfigFromJson(const json& j) {
         s->get<int64_t>() > (int64_t{1} << 24)) {
       return Bad("output_pixel_stride",
                  absl::StrCat("expected 0 or an integer in (", c.output.c,
-                              ", 2^24]: the channels "
-                              "of the wider tensor the output is written inside"));
+                              ", 2^24]: the channels of the wider tensor the output is written "
+                              "inside"));
     }
     c.output_pixel_stride = s->get<int64_t>();
   }
