@@ -4,7 +4,7 @@
 //
 // Why: gRPC's sync server hands each call to a thread that sleeps until the call comes, and
 // where idle cores halt a sleeping thread's wake-up is most of a small model's round trip
-// (20-50 us each on this VM, which does not poll before halting; docs/runtime-performance.md).
+// (20-50 us each on a VM that does not poll before halting; docs/runtime-performance.md).
 // A client's next call usually comes within microseconds of the last answer, so a poller
 // still spinning reads it at once. The spin is bounded and yields the core to any runnable
 // thread, so an idle daemon sleeps as before and a busy one loses nothing but the polls.

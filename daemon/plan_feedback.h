@@ -1,5 +1,5 @@
 // daemon::PlanFeedback: measured times of the plans pschedd serves, and what it does when
-// they do not hold up (issue 9 item 5; docs/feedback.md).
+// they do not hold up (docs/feedback.md).
 //
 // Every successful run of a plan is recorded (Record: a short lock and a copy of the run's
 // subtask durations into a preallocated ring, no SQL, no JSON), in a window of the last

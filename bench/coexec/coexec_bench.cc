@@ -9,7 +9,7 @@
 // dispatcher and worker thread pinned to core 1. Platform C: the daemon's default on this
 // host, one `cpu` cluster device of both cores (a 2-thread XNNPACK pool); only its
 // single-device plan runs, compared with the executor on both cores (the `cluster device /`
-// line, issue 15's 5% target). Plans come from the `host` analytic profile
+// line). Plans come from the `host` analytic profile
 // (GPU dispatch overhead measured on the device). With ONNX Runtime, every psched
 // configuration runs the complete model file the peer wrote (the same weights on both sides)
 // and its output is checked against ONNX Runtime's. Every model's configurations are built
@@ -98,7 +98,7 @@ struct Config {
   std::string check = "-";  // relative L2 against ONNX Runtime, or why not
   // Major page faults the process took during the timed runs: a code or file page that had
   // been reclaimed read back from disk inside a run (the kernel's proactive reclaim, DAMON's
-  // pageout on this VM, takes idle file pages).
+  // pageout, where enabled, takes idle file pages).
   long major_faults = 0;
 
   double median_ms() const {

@@ -1,5 +1,5 @@
 // psched_runtime_overhead_bench: what the co-execution runtime itself costs per subtask on CPU
-// devices (issue 10 item 2), measured on the machine it runs on.
+// devices, measured on the machine it runs on.
 //
 // Runtime cost of a run = its wall time minus the time spent inside the subtasks' kernels
 // (the runtime's own per-subtask timestamps), so it holds dispatch (hand-off to the device

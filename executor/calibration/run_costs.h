@@ -1,7 +1,6 @@
 // RunCosts: what whole runs of real plans cost beyond the per-op latencies calibration timed
-// alone - the part of issue 9's "plans that hold up when measured" that isolated samples cannot
-// see. executor/run_calibration/ measures them on the host's devices; ApplyRunCosts
-// (host_training.h) puts them into the host model:
+// alone, which isolated samples cannot see. executor/run_calibration/ measures them on the
+// host's devices; ApplyRunCosts (host_training.h) puts them into the host model:
 //   - `in_run` per device: summed measured / summed predicted subtask time inside the runs. An
 //     op timed alone starts with its data evicted from the core's private caches but still in
 //     the shared cache; inside a run its input is what the previous op just wrote and its

@@ -620,7 +620,7 @@ absl::Status CoExecutionRuntime::Run(std::span<const float* const> inputs_nhwc,
       break;
     }
   }
-  // The other devices' threads wake (tens of microseconds on this VM) while the caller
+  // The other devices' threads wake (tens of microseconds where idle cores halt) while the caller
   // copies the inputs, not after.
   for (size_t d : working_devices_) {
     if (d != here) devices_[d]->Post(queue_of(d));

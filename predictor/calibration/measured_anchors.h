@@ -3,7 +3,7 @@
 //
 // Why: a GBDT model predicts a cut it never saw from its neighbours in feature space, and a
 // planner choosing among dozens of cuts of an op picks the ones the model under-predicts most.
-// Traced on PoCL (2026-11-27): hrnet's 3x3 conv 512->1024 on 7x7 pixels, 144 of its output
+// An example traced on PoCL: hrnet's 3x3 conv 512->1024 on 7x7 pixels, 144 of its output
 // channels predicted 3.0 ms and measured 5.8, while calibration had timed 256 of them at 9.4
 // ms. The case list times every op of the registered models whole and cut at a quarter, a half
 // and three quarters along each axis, so for those ops the measurements bound every cut.
