@@ -80,7 +80,7 @@ struct LoadedModel {
   std::shared_ptr<ModelHandle> handle;
 };
 
-// A computed schedule. `schedule` has the DESIGN.md plan shape: "makespan_us", "scheduler",
+// A computed schedule. `schedule` has the plan shape of docs/api.md: "makespan_us", "scheduler",
 // "subtasks": [{"op", "op_id", "device", "strategy", "work": [b, e], "start_us",
 // "end_us"}].
 struct PlanOutput {

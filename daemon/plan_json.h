@@ -1,4 +1,4 @@
-// The plan JSON pschedd caches (DESIGN.md plan shape, "subtasks": [{"op", "op_id",
+// The plan JSON pschedd caches (docs/api.md, "subtasks": [{"op", "op_id",
 // "device", "strategy", "work": [b, e], "start_us", "end_us"}]): written from a
 // scheduler::Schedule, and read back into one over a model's graph and a platform's device
 // names.

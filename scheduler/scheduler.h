@@ -1,5 +1,5 @@
 // The top-level planning interface: a Scheduler turns a Problem into a complete, valid
-// Schedule (partition plans included). Every named method of DESIGN.md is one Scheduler,
+// Schedule (partition plans included). Every named method of docs/scheduling.md is one Scheduler,
 // built by MakeScheduler (registry/registry.h).
 //
 // Schedulers are immutable after construction; Plan is const and thread-safe unless an

@@ -1,4 +1,4 @@
-// Builds schedulers from their DESIGN.md names: `single:<device>`, `heft`,
+// Builds schedulers from their names (docs/scheduling.md): `single:<device>`, `heft`,
 // `lookahead-heft`, `peft`, `ldcp`, `ceft`, `psls` (schedule-only) and the partition-aware
 // methods registered in registry.cc. Library psched_scheduler_registry; stateless and
 // thread-safe.

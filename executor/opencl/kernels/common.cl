@@ -12,7 +12,7 @@
 #define PSCHED_ACT_HARD_SIGMOID 4
 #define PSCHED_ACT_HARD_SWISH 5
 
-// How a kernel writes its output (see docs/opencl.md, "input-channel slices").
+// How a kernel writes its output (docs/opencl.md, "Slices and how partial sums combine").
 #define PSCHED_STORE 0       // plain store
 #define PSCHED_ADD 1         // out += value; only this queue touches the output
 #define PSCHED_ATOMIC_ADD 2  // out += value with a CAS loop; other devices may add concurrently
