@@ -111,7 +111,7 @@ std::string CalibrationGpuSelector(const std::string& selector_text);
 // timed runs rather than their median: with options.fastest_run, and always for more than one
 // thread. A multi-thread sample waits for every thread, and the second core's wake-up varies run
 // to run: on the 2-core cluster the same 2518 conv cases measured twice differ by 10.2-10.7%
-// with the median, 6.9% with the fastest (docs/calibration.md, "On a quiet machine").
+// with the median, 6.9% with the fastest (docs/calibration.md, "Measured accuracy").
 bool SampleIsFastestRun(const CalibrationOptions& options, int threads);
 
 // Times `cases` on every device of `devices` (CPU: its cpu_cores, which must not be empty;
