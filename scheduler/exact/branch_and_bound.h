@@ -1,6 +1,6 @@
 // The primary exact solver: a combinatorial branch and bound over list schedules of
 // subtasks, exact over a StageInstance's whole candidate space (docs/scheduling.md,
-// "Exact reference solvers", has the proofs sketched here).
+// "Exact reference solvers", places it among the exact methods).
 //
 // Search space. A node is a list of placed subtasks (op, axis, device, work). The next
 // subtask is appended to its device: it starts at the earliest time >= the end of the
