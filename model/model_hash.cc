@@ -101,4 +101,13 @@ std::string ModelHash(std::string_view onnx_bytes) {
   return hex;
 }
 
+std::string ModelId(std::string_view onnx_bytes, std::string_view bound_inputs) {
+  const std::string bytes_hash = ModelHash(onnx_bytes);
+  if (bound_inputs.empty()) return bytes_hash;
+  std::string keyed = bytes_hash;
+  keyed.append("|input_shapes=");
+  keyed.append(bound_inputs);
+  return ModelHash(keyed);
+}
+
 }  // namespace psched::model

@@ -53,5 +53,16 @@ TEST(ModelHashTest, OneWeightByteChangesTheId) {
   EXPECT_NE(ModelHash(changed), id);
 }
 
+TEST(ModelHashTest, ModelIdIsTheBytesHashUnlessInputShapesAreBound) {
+  const std::string bytes = "onnx bytes";
+  EXPECT_EQ(ModelId(bytes, ""), ModelHash(bytes));
+  const std::string bound = ModelId(bytes, R"({"x":[1,3,224,224]})");
+  EXPECT_EQ(bound.size(), 64u);
+  EXPECT_NE(bound, ModelHash(bytes));
+  EXPECT_EQ(bound, ModelId(bytes, R"({"x":[1,3,224,224]})"));
+  EXPECT_NE(bound, ModelId(bytes, R"({"x":[1,3,256,256]})"));
+  EXPECT_NE(bound, ModelId("other bytes", R"({"x":[1,3,224,224]})"));
+}
+
 }  // namespace
 }  // namespace psched::model

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "model/onnx_importer.h"
+#include "model/onnx_input_binding.h"
 
 namespace psched::model::onnx_importer {
 namespace {
@@ -125,6 +126,9 @@ absl::Status Importer::ReadInitializers() {
 }
 
 absl::Status Importer::ReadInputs() {
+  if (absl::Status s = BindInputShapes(options_.input_shapes, model_.mutable_graph()); !s.ok()) {
+    return s;
+  }
   for (const auto& input : model_.graph().input()) {
     if (values_.count(input.name()) > 0) continue;  // an initializer listed as input (IR < 4)
     const std::string where = absl::StrCat("graph input '", input.name(), "'");

@@ -16,6 +16,28 @@ std::string DtypeName(int32_t dtype) {
                       " (", dtype, ")");
 }
 
+namespace {
+
+// The file an external tensor names (its "location" entry), for the message.
+std::string ExternalLocation(const TensorProto& t) {
+  for (const auto& entry : t.external_data()) {
+    if (entry.key() == "location") return entry.value();
+  }
+  return "";
+}
+
+absl::Status ExternalDataRefused(const TensorProto& t, absl::string_view where) {
+  const std::string location = ExternalLocation(t);
+  return absl::InvalidArgumentError(absl::StrCat(
+      where, ": tensor '", t.name(), "' keeps its data in an external file",
+      location.empty() ? std::string() : absl::StrCat(" ('", location, "')"),
+      ", which an upload does not carry; inline the external data (pschedctl model add / "
+      "psched.Client.add_model do it), or register the graph alone for planning "
+      "(--graph-only / graph_only=True)"));
+}
+
+}  // namespace
+
 absl::StatusOr<ConstValue> ReadTensorProto(const TensorProto& t, const ImportOptions& options,
                                            absl::string_view where) {
   ConstValue v;
@@ -36,6 +58,7 @@ absl::StatusOr<ConstValue> ReadTensorProto(const TensorProto& t, const ImportOpt
     v.dims.push_back(d);
   }
   if (t.data_location() == TensorProto::EXTERNAL) {
+    if (options.refuse_external_data) return ExternalDataRefused(t, where);
     v.has_data = false;
     return v;
   }
