@@ -58,6 +58,10 @@ CREATE TABLE calibrations (
   created_unix_s INTEGER NOT NULL
 );
 )sql",
+    // 3 -> 4
+    R"sql(
+ALTER TABLE models ADD COLUMN input_shapes TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -15,8 +15,9 @@
 namespace psched::cache {
 
 // Version 1: models + plans. Version 2: model flags, per-plan hit counts, usage stats and
-// global hit/miss counters.
-inline constexpr int64_t kSchemaVersion = 3;
+// global hit/miss counters. Version 3: calibrations. Version 4: the input shapes a model
+// was registered with.
+inline constexpr int64_t kSchemaVersion = 4;
 
 // Brings the database at `db` up to kSchemaVersion.
 absl::Status Migrate(Connection& db);

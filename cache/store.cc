@@ -127,11 +127,22 @@ absl::Status Store::Annotate(const absl::Status& status) const {
   return Prefixed(status, absl::StrCat("cache ", path_, ": "));
 }
 
+int64_t Store::MaxModelBytes() {
+  sync::MutexLock lock(&mu_);
+  return sqlite3_limit(db_.raw(), SQLITE_LIMIT_LENGTH, -1);
+}
+
 absl::StatusOr<bool> Store::PutModel(const ModelRecord& model) {
+  const int64_t limit = MaxModelBytes();
+  if (static_cast<int64_t>(model.onnx.size()) > limit) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("model is ", model.onnx.size(), " bytes; the cache ", path_,
+                     " stores models of at most ", limit, " bytes (SQLite's length limit)"));
+  }
   sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
       "INSERT OR IGNORE INTO models(id, name, onnx, size_bytes, summary_json, created_unix_s, "
-      "synthesize_weights) VALUES (?, ?, ?, ?, ?, ?, ?)");
+      "synthesize_weights, input_shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   if (!stmt.ok()) return Annotate(stmt.status());
   stmt->Bind(1, model.id)
       .Bind(2, model.name)
@@ -139,7 +150,8 @@ absl::StatusOr<bool> Store::PutModel(const ModelRecord& model) {
       .Bind(4, static_cast<int64_t>(model.onnx.size()))
       .Bind(5, model.summary_json)
       .Bind(6, model.created_unix_s != 0 ? model.created_unix_s : NowUnixSeconds())
-      .Bind(7, static_cast<int64_t>(model.synthesize_weights));
+      .Bind(7, static_cast<int64_t>(model.synthesize_weights))
+      .Bind(8, model.input_shapes);
   absl::Status status = stmt->Run();
   if (!status.ok()) return Annotate(status);
   return db_.Changes() > 0;
@@ -159,8 +171,8 @@ absl::Status Store::RepairModelBytes(const std::string& id, const std::string& o
 absl::StatusOr<ModelRecord> Store::GetModel(const std::string& id) {
   sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
-      "SELECT id, name, onnx, size_bytes, summary_json, synthesize_weights, created_unix_s "
-      "FROM models WHERE id = ?");
+      "SELECT id, name, onnx, size_bytes, summary_json, synthesize_weights, created_unix_s, "
+      "input_shapes FROM models WHERE id = ?");
   if (!stmt.ok()) return Annotate(stmt.status());
   stmt->Bind(1, id);
   absl::StatusOr<bool> row = stmt->Step();
@@ -174,14 +186,15 @@ absl::StatusOr<ModelRecord> Store::GetModel(const std::string& id) {
   model.summary_json = stmt->ColumnText(4);
   model.synthesize_weights = stmt->ColumnInt(5) != 0;
   model.created_unix_s = stmt->ColumnInt(6);
+  model.input_shapes = stmt->ColumnText(7);
   return model;
 }
 
 absl::StatusOr<std::vector<ModelRecord>> Store::ListModels() {
   sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
-      "SELECT id, name, size_bytes, summary_json, synthesize_weights, created_unix_s "
-      "FROM models ORDER BY created_unix_s, rowid");
+      "SELECT id, name, size_bytes, summary_json, synthesize_weights, created_unix_s, "
+      "input_shapes FROM models ORDER BY created_unix_s, rowid");
   if (!stmt.ok()) return Annotate(stmt.status());
   std::vector<ModelRecord> models;
   while (true) {
@@ -195,6 +208,7 @@ absl::StatusOr<std::vector<ModelRecord>> Store::ListModels() {
     model.summary_json = stmt->ColumnText(3);
     model.synthesize_weights = stmt->ColumnInt(4) != 0;
     model.created_unix_s = stmt->ColumnInt(5);
+    model.input_shapes = stmt->ColumnText(6);
   }
   return models;
 }

@@ -36,12 +36,15 @@ struct StoreOptions {
 };
 
 struct ModelRecord {
-  std::string id;  // hex SHA-256 of `onnx`
+  std::string id;  // model::ModelId(onnx, input_shapes)
   std::string name;
   std::string onnx;  // the file's bytes; empty in listings (see ListModels)
   int64_t size_bytes = 0;
   std::string summary_json;  // the daemon's graph summary
   bool synthesize_weights = false;
+  // The input shapes given at registration as the daemon's canonical JSON text
+  // ({"name": [dims], ...}); empty when none were given.
+  std::string input_shapes;
   int64_t created_unix_s = 0;
 };
 
@@ -118,10 +121,14 @@ class Store {
   static constexpr const char* kFileName = "psched.db";
 
   // Inserts the model; returns false (and changes nothing) when its id is already stored.
+  // RESOURCE_EXHAUSTED for bytes longer than MaxModelBytes().
   absl::StatusOr<bool> PutModel(const ModelRecord& model);
+  // The longest model the store can keep: SQLite stores a blob whole, up to its length limit
+  // (SQLITE_MAX_LENGTH, 1 000 000 000 bytes in Debian's build).
+  int64_t MaxModelBytes();
   // Overwrites the stored bytes of model `id` (a stored copy damaged on disk, repaired by
   // re-adding the original). NOT_FOUND when absent.
-  // REQUIRES: ModelHash(onnx) == id (the caller checked).
+  // REQUIRES: ModelId(onnx, the model's input_shapes) == id (the caller checked).
   absl::Status RepairModelBytes(const std::string& id, const std::string& onnx);
   // NOT_FOUND when absent.
   absl::StatusOr<ModelRecord> GetModel(const std::string& id);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "cache/schema.h"
 #include "cache/sqlite.h"
 #include "gtest/gtest.h"
 
@@ -68,7 +69,9 @@ TEST(StoreTest, ModelsRoundTrip) {
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE(*(*store)->PutModel(Model(kIdA, "alpha", 1234)));
   EXPECT_FALSE(*(*store)->PutModel(Model(kIdA, "alpha again")));
-  ASSERT_TRUE(*(*store)->PutModel(Model(kIdB, "beta")));
+  ModelRecord beta = Model(kIdB, "beta");
+  beta.input_shapes = R"({"x":[1,3,64,64]})";
+  ASSERT_TRUE(*(*store)->PutModel(beta));
 
   auto model = (*store)->GetModel(kIdA);
   ASSERT_TRUE(model.ok()) << model.status();
@@ -76,6 +79,8 @@ TEST(StoreTest, ModelsRoundTrip) {
   EXPECT_EQ(model->onnx.size(), 1234u);
   EXPECT_EQ(model->size_bytes, 1234);
   EXPECT_EQ(model->summary_json, R"({"ops": 3})");
+  EXPECT_EQ(model->input_shapes, "");
+  EXPECT_EQ((*store)->GetModel(kIdB)->input_shapes, R"({"x":[1,3,64,64]})");
 
   auto models = (*store)->ListModels();
   ASSERT_TRUE(models.ok());
@@ -83,8 +88,17 @@ TEST(StoreTest, ModelsRoundTrip) {
   EXPECT_EQ((*models)[0].id, kIdA);
   EXPECT_TRUE((*models)[0].onnx.empty());
   EXPECT_EQ((*models)[1].id, kIdB);
+  EXPECT_EQ((*models)[1].input_shapes, R"({"x":[1,3,64,64]})");
 
   EXPECT_EQ((*store)->GetModel(std::string(64, 'e')).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(StoreTest, ModelsUpToSqlitesLengthLimitFit) {
+  TempDir dir;
+  auto store = Store::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status();
+  // ViT-B/16 (346 MB) and VGG-11 (531 MB) fit under every SQLite build's default limit.
+  EXPECT_GE((*store)->MaxModelBytes(), 1000000000);
 }
 
 TEST(StoreTest, ResolvesPrefixes) {
@@ -306,6 +320,7 @@ PRAGMA user_version = 1;
   EXPECT_EQ(model->name, "old");
   EXPECT_EQ(model->onnx, std::string("\x01\x02", 2));
   EXPECT_FALSE(model->synthesize_weights);
+  EXPECT_EQ(model->input_shapes, "");
   auto plan = (*store)->LookupPlan(Key(kIdA));
   ASSERT_TRUE(plan.ok() && plan->has_value());
   EXPECT_DOUBLE_EQ((*plan)->makespan_us, 42.0);
@@ -317,7 +332,7 @@ PRAGMA user_version = 1;
   sqlite3_stmt* stmt = nullptr;
   sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 3);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), kSchemaVersion);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }
