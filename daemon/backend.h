@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/input_shapes.h"
 #include "nlohmann/json.hpp"
 #include "platform/cpu_topology.h"
 
@@ -71,6 +72,16 @@ class ModelHandle {
 };
 
 // What the daemon needs to know about an imported model.
+// How Backend::Load imports a model's bytes (the ModelHeader it was registered with).
+struct LoadOptions {
+  // Fill absent weights with seeded synthetic values so a graph-only model can run.
+  bool synthesize_weights = false;
+  // Shapes binding the graph inputs' symbolic dimensions (model::ImportOptions).
+  model::InputShapes input_shapes;
+  // Refuse initializers stored as external data (a new upload that is not graph-only).
+  bool refuse_external_data = false;
+};
+
 struct LoadedModel {
   // model::InspectJson shape: at least "ops", "op_counts", "flops", "params".
   nlohmann::json summary;
@@ -184,7 +195,7 @@ class Backend {
   // Imports ONNX bytes. INVALID_ARGUMENT / UNIMPLEMENTED for models it cannot use, with the
   // importer's message.
   virtual absl::StatusOr<LoadedModel> Load(std::string_view onnx, const std::string& name,
-                                           bool synthesize_weights) = 0;
+                                           const LoadOptions& options) = 0;
   // INVALID_ARGUMENT for an unknown scheduler name or a bad option.
   virtual absl::Status CheckScheduler(const std::string& scheduler,
                                       const std::map<std::string, std::string>& options) = 0;

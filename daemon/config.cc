@@ -158,8 +158,9 @@ state_dir = "/var/lib/pschedd"
 # trace, debug, info, warn, error, critical, off.
 log_level = "info"
 
-# Largest ONNX upload accepted, bytes (bigger: RESOURCE_EXHAUSTED).
-max_model_bytes = 268435456
+# Largest ONNX upload accepted, bytes (bigger: RESOURCE_EXHAUSTED); at most 2147483647
+# (2 GiB - 1), the most one ONNX protobuf holds.
+max_model_bytes = 2147483647
 # Inference requests waiting or running before new ones get RESOURCE_EXHAUSTED.
 queue_capacity = 64
 # Threads taking Infer and GetPlan calls, and microseconds each keeps polling after a call
@@ -269,8 +270,10 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
       ReadInRange(table, "max_loaded_models", origin, 1, 100000, config.max_loaded_models));
   PSCHED_RETURN_IF_ERROR(
       ReadInRange(table, "feedback_window", origin, 0, 100000, config.feedback_window));
-  if (config.max_model_bytes < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": max_model_bytes must be positive"));
+  if (config.max_model_bytes < 1 || config.max_model_bytes > kMaxOnnxProtobufBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": max_model_bytes must be in [1, ", kMaxOnnxProtobufBytes,
+                     "] (an ONNX protobuf holds at most 2 GiB - 1), not ", config.max_model_bytes));
   }
   if (grace < 0 || stuck < 1) {
     return absl::InvalidArgumentError(

@@ -14,6 +14,9 @@
 
 namespace psched::daemon {
 
+// The most bytes one serialized protobuf, and so one ONNX model, can have: 2 GiB - 1.
+inline constexpr int64_t kMaxOnnxProtobufBytes = (int64_t{1} << 31) - 1;
+
 // One logical device of the platform the daemon plans for and runs on.
 struct DeviceConfig {
   std::string name;  // "cpu.big", "cpu.0", "gpu", ...: unique
@@ -45,8 +48,10 @@ struct DaemonConfig {
   // trace, debug, info, warn, error, critical, off.
   std::string log_level = "info";
 
-  // Largest accepted ONNX upload; bigger uploads get RESOURCE_EXHAUSTED.
-  int64_t max_model_bytes = int64_t{256} << 20;
+  // Largest accepted ONNX upload; bigger uploads get RESOURCE_EXHAUSTED. By default what one
+  // ONNX protobuf can hold (2 GiB - 1), so any self-contained model registers; who may upload
+  // at all is the access roles' guard (docs/security.md).
+  int64_t max_model_bytes = kMaxOnnxProtobufBytes;
   // Inference requests that may wait (running one included) before RESOURCE_EXHAUSTED.
   int queue_capacity = 64;
   // Threads that take Infer and GetPlan calls off the socket (daemon/call_pollers.h), and how

@@ -115,6 +115,8 @@ TEST(ConfigTest, RejectsBadInputWithLocation) {
       {"queue_capacity=9999999999999999999999991.1",
        "test.toml:1: 'queue_capacity' has the wrong type"},
       {"max_model_bytes = 1.5", "'max_model_bytes' has the wrong type"},
+      {"max_model_bytes = 0", "max_model_bytes must be in [1, 2147483647]"},
+      {"max_model_bytes = 2147483648", "an ONNX protobuf holds at most 2 GiB - 1"},
       {"allow_non_finite_inputs = 1", "'allow_non_finite_inputs' has the wrong type"},
       {"[[devices]]\nname = \"c\"\nkind = \"cpu\"\ncores = [1e30]", "cores must be integers"},
       {"[[devices]]\nname = \"c\"\nkind = \"cpu\"\ncores = [4294967296]",

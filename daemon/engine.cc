@@ -242,6 +242,12 @@ ModelInfo Engine::Describe(const cache::ModelRecord& record, const LoadedModel* 
   if (info.summary.contains("inputs")) info.inputs = SpecsFromJson(info.summary["inputs"]);
   if (info.summary.contains("outputs")) info.outputs = SpecsFromJson(info.summary["outputs"]);
   info.has_weights = info.summary.value("has_weights", false);
+  // Checked against the id (CheckModelBytes) before the model is served; a listing shows
+  // what it can read.
+  if (absl::StatusOr<model::InputShapes> shapes = model::ParseInputShapesKey(record.input_shapes);
+      shapes.ok()) {
+    info.input_shapes = *std::move(shapes);
+  }
   if (loaded != nullptr) {
     info.inputs = loaded->inputs;
     info.outputs = loaded->outputs;
@@ -252,13 +258,21 @@ ModelInfo Engine::Describe(const cache::ModelRecord& record, const LoadedModel* 
 
 absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onnx,
                                                                  const std::string& name,
-                                                                 bool synthesize_weights) {
+                                                                 const RegisterOptions& options) {
+  const bool synthesize_weights = options.synthesize_weights;
   if (static_cast<int64_t>(onnx.size()) > config_.max_model_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "model is ", onnx.size(), " bytes; this daemon accepts at most ", config_.max_model_bytes));
   }
   if (onnx.empty()) return absl::InvalidArgumentError("model upload is empty");
-  std::string id = model::ModelHash(onnx);
+  if (const int64_t storable = store_->MaxModelBytes();
+      static_cast<int64_t>(onnx.size()) > storable) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "model is ", onnx.size(), " bytes; this daemon's cache stores models of at most ", storable,
+        " bytes (SQLite's length limit)"));
+  }
+  const std::string input_shapes = model::InputShapesKey(options.input_shapes);
+  std::string id = model::ModelId(onnx, input_shapes);
   if (absl::StatusOr<cache::ModelRecord> existing = store_->GetModel(id); existing.ok()) {
     if (synthesize_weights && !existing->synthesize_weights) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -266,7 +280,7 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
           " is already registered without synthetic weights; remove it first to register it "
           "with them"));
     }
-    if (model::ModelHash(existing->onnx) != id) {
+    if (model::ModelId(existing->onnx, existing->input_shapes) != id) {
       // The caller holds the original bytes: they repair the damaged stored copy.
       if (absl::Status repaired = store_->RepairModelBytes(id, onnx); !repaired.ok()) {
         return repaired;
@@ -281,7 +295,11 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
     absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
     return std::make_pair(Describe(*existing, loaded.ok() ? loaded->get() : nullptr), true);
   }
-  absl::StatusOr<LoadedModel> loaded = backend_->Load(onnx, name, synthesize_weights);
+  LoadOptions load;
+  load.synthesize_weights = synthesize_weights;
+  load.input_shapes = options.input_shapes;
+  load.refuse_external_data = !options.graph_only && !synthesize_weights;
+  absl::StatusOr<LoadedModel> loaded = backend_->Load(onnx, name, load);
   if (!loaded.ok()) return WithContext(loaded.status(), "cannot import model");
 
   cache::ModelRecord record;
@@ -294,6 +312,7 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
   summary["outputs"] = SpecsJson(loaded->outputs);
   record.summary_json = summary.dump();
   record.synthesize_weights = synthesize_weights;
+  record.input_shapes = input_shapes;
   record.size_bytes = static_cast<int64_t>(onnx.size());
   record.onnx = std::move(onnx);
   absl::StatusOr<bool> inserted = store_->PutModel(record);
@@ -320,9 +339,19 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::str
   }
   absl::StatusOr<cache::ModelRecord> record = store_->GetModel(id);
   if (!record.ok()) return record.status();
-  if (absl::Status intact = CheckModelBytes(id, record->onnx); !intact.ok()) return intact;
-  absl::StatusOr<LoadedModel> loaded =
-      backend_->Load(record->onnx, record->name, record->synthesize_weights);
+  if (absl::Status intact = CheckModelBytes(*record); !intact.ok()) return intact;
+  LoadOptions load;
+  load.synthesize_weights = record->synthesize_weights;
+  // Checked with the bytes by CheckModelBytes: the id covers both.
+  absl::StatusOr<model::InputShapes> input_shapes =
+      model::ParseInputShapesKey(record->input_shapes);
+  if (!input_shapes.ok()) {
+    return WithContext(input_shapes.status(), absl::StrCat("stored model ", id));
+  }
+  load.input_shapes = *std::move(input_shapes);
+  // Accepted when registered: bytes stored by an older pschedd may be graph-only.
+  load.refuse_external_data = false;
+  absl::StatusOr<LoadedModel> loaded = backend_->Load(record->onnx, record->name, load);
   if (!loaded.ok()) {
     return WithContext(loaded.status(), absl::StrCat("cannot re-import stored model ", id));
   }
@@ -346,8 +375,9 @@ std::shared_ptr<const LoadedModel> Engine::KeepLoaded(const std::string& id,
   return kept;
 }
 
-absl::Status Engine::CheckModelBytes(const std::string& id, const std::string& onnx) {
-  const std::string actual = model::ModelHash(onnx);
+absl::Status Engine::CheckModelBytes(const cache::ModelRecord& record) {
+  const std::string& id = record.id;
+  const std::string actual = model::ModelId(record.onnx, record.input_shapes);
   if (actual == id) return absl::OkStatus();
   sync::MutexLock lock(&models_mu_);
   // The copy in memory was checked when loaded, but the one on disk is what a restart
@@ -866,7 +896,7 @@ absl::StatusOr<CacheVerification> Engine::VerifyCache() {
     absl::StatusOr<cache::ModelRecord> record = store_->GetModel(listed.id);
     if (!record.ok()) return record.status();
     ++report.models_checked;
-    if (absl::Status intact = CheckModelBytes(listed.id, record->onnx); !intact.ok()) {
+    if (absl::Status intact = CheckModelBytes(*record); !intact.ok()) {
       damaged.insert(listed.id);
       report.problems.push_back({listed.id, "", std::string(intact.message())});
     }

@@ -48,6 +48,17 @@ struct ModelInfo {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   bool has_weights = false;
+  model::InputShapes input_shapes;  // given at registration
+};
+
+// What a registration asks for besides the bytes (the ModelHeader).
+struct RegisterOptions {
+  // Fill absent weights with seeded synthetic values so a graph-only model can run.
+  bool synthesize_weights = false;
+  // The upload leaves its weights out on purpose (external data not sent): plan only.
+  bool graph_only = false;
+  // Shapes binding the graph inputs' symbolic dimensions; part of the model id.
+  model::InputShapes input_shapes;
 };
 
 struct PlanResult {
@@ -110,11 +121,13 @@ class Engine {
          std::unique_ptr<Backend> backend);
   ~Engine();
 
-  // Stores the model (imported first, so unusable bytes are refused). Returns the model and
-  // whether it was already registered.
+  // Stores the model (imported first, so unusable bytes are refused) under
+  // model::ModelId(onnx, the given input shapes). Returns the model and whether it was
+  // already registered. Unless `options` is graph-only or synthesizes weights, initializers
+  // stored as external data are INVALID_ARGUMENT: uploads are self-contained.
   absl::StatusOr<std::pair<ModelInfo, bool>> RegisterModel(std::string onnx,
                                                            const std::string& name,
-                                                           bool synthesize_weights);
+                                                           const RegisterOptions& options);
   absl::StatusOr<std::vector<ModelInfo>> ListModels();
   absl::StatusOr<ModelInfo> GetModel(const std::string& id_or_prefix);
   // Returns the full id and the number of plans removed.
@@ -206,9 +219,9 @@ class Engine {
   // The imported model for a full id, importing it from the stored bytes on first use.
   absl::StatusOr<std::shared_ptr<const LoadedModel>> Loaded(const std::string& id);
   absl::StatusOr<std::string> Resolve(const std::string& id_or_prefix);
-  // OK when `onnx` hashes to `id`; otherwise quarantines the model (logged once) and
-  // returns DATA_LOSS naming it.
-  absl::Status CheckModelBytes(const std::string& id, const std::string& onnx);
+  // OK when the record's bytes and input shapes hash to its id; otherwise quarantines the
+  // model (logged once) and returns DATA_LOSS naming it.
+  absl::Status CheckModelBytes(const cache::ModelRecord& record);
   ModelInfo Describe(const cache::ModelRecord& record, const LoadedModel* loaded) const;
   absl::StatusOr<std::shared_ptr<const ReadyPlan>> ComputePlan(
       const std::string& id, const cache::PlanKey& key, const std::string& scheduler,

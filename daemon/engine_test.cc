@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 
 // A backend with fixed behaviour: y = 2 * x on a [1, 2] tensor, plans that take `plan_delay`.
 // Bytes starting with "BAD" do not import; bytes containing "noweights" have no weights
-// unless synthesized.
+// unless synthesized; bytes containing "external" reference external data. A shape given for
+// "x" becomes the input's dims.
 class FakeBackend final : public Backend {
  public:
   struct Counters {
@@ -60,14 +61,21 @@ class FakeBackend final : public Backend {
   bool RunUsesPlan() const override { return true; }
 
   absl::StatusOr<LoadedModel> Load(std::string_view onnx, const std::string&,
-                                   bool synthesize_weights) override {
+                                   const LoadOptions& options) override {
     ++counters_->loads;
     if (onnx.substr(0, 3) == "BAD") return absl::InvalidArgumentError("not an ONNX model");
+    const bool external = onnx.find("external") != std::string_view::npos;
+    if (external && options.refuse_external_data) {
+      return absl::InvalidArgumentError("tensor 'w' keeps its data in an external file");
+    }
     LoadedModel model;
     model.summary = {{"ops", 3}, {"op_counts", {{"conv2d", 2}}}, {"flops", 100}, {"params", 7}};
-    model.inputs = {{"x", {1, 2}}};
+    auto x = options.input_shapes.find("x");
+    model.inputs = {
+        {"x", x != options.input_shapes.end() ? x->second : std::vector<int64_t>{1, 2}}};
     model.outputs = {{"y", {1, 2}}};
-    model.has_weights = synthesize_weights || onnx.find("noweights") == std::string_view::npos;
+    model.has_weights = options.synthesize_weights ||
+                        (!external && onnx.find("noweights") == std::string_view::npos);
     model.handle = std::make_shared<Handle>(counters_);
     return model;
   }
@@ -173,12 +181,12 @@ class EngineTest : public ::testing::Test {
 
 TEST_F(EngineTest, RegistersByContentHash) {
   auto engine = MakeEngine();
-  auto first = engine->RegisterModel("model bytes", "m", false);
+  auto first = engine->RegisterModel("model bytes", "m", {});
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->first.id.size(), 64u);
   EXPECT_FALSE(first->second);
   EXPECT_EQ(first->first.summary["ops"], 3);
-  auto again = engine->RegisterModel("model bytes", "other name", false);
+  auto again = engine->RegisterModel("model bytes", "other name", {});
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->second);
   EXPECT_EQ(again->first.id, first->first.id);
@@ -198,13 +206,12 @@ TEST_F(EngineTest, RegistersByContentHash) {
 
 TEST_F(EngineTest, RefusesBadAndOversizeModels) {
   auto engine = MakeEngine();
-  auto bad = engine->RegisterModel("BAD bytes", "", false);
+  auto bad = engine->RegisterModel("BAD bytes", "", {});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("not an ONNX model"), std::string::npos);
-  auto big = engine->RegisterModel(std::string(1001, 'x'), "", false);
+  auto big = engine->RegisterModel(std::string(1001, 'x'), "", {});
   EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(engine->RegisterModel("", "", false).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->RegisterModel("", "", {}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->ListModels()->size(), 0u);
 }
 
@@ -212,7 +219,7 @@ TEST_F(EngineTest, PlanIsCachedAcrossRestarts) {
   std::string id;
   {
     auto engine = MakeEngine();
-    id = engine->RegisterModel("model", "m", false)->first.id;
+    id = engine->RegisterModel("model", "m", {})->first.id;
     auto plan = engine->GetPlan(id, "heft", {}, false, {}, nullptr);
     ASSERT_TRUE(plan.ok()) << plan.status();
     EXPECT_FALSE(plan->cached);
@@ -237,7 +244,7 @@ TEST_F(EngineTest, PlanIsCachedAcrossRestarts) {
 
 TEST_F(EngineTest, ConcurrentIdenticalPlansComputeOnce) {
   auto engine = MakeEngine(absl::Milliseconds(200));
-  std::string id = engine->RegisterModel("model", "m", false)->first.id;
+  std::string id = engine->RegisterModel("model", "m", {})->first.id;
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
   std::atomic<int> progress_events{0};
@@ -256,7 +263,7 @@ TEST_F(EngineTest, ConcurrentIdenticalPlansComputeOnce) {
 
 TEST_F(EngineTest, PlanDeadlineIsHonoured) {
   auto engine = MakeEngine(absl::Milliseconds(300));
-  std::string id = engine->RegisterModel("model", "m", false)->first.id;
+  std::string id = engine->RegisterModel("model", "m", {})->first.id;
   CallContext context;
   context.deadline = absl::Now() + absl::Milliseconds(50);
   auto plan = engine->GetPlan(id, "heft", {}, false, context, nullptr);
@@ -269,7 +276,7 @@ TEST_F(EngineTest, PlanDeadlineIsHonoured) {
 
 TEST_F(EngineTest, InferChecksInputsAndComputes) {
   auto engine = MakeEngine();
-  std::string id = engine->RegisterModel("model", "m", false)->first.id;
+  std::string id = engine->RegisterModel("model", "m", {})->first.id;
   auto result = engine->Infer(id, {{"x", {1, 2}, {1.5f, -2.0f}}}, "", {});
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->outputs.size(), 1u);
@@ -303,7 +310,7 @@ TEST_F(EngineTest, InferChecksInputsAndComputes) {
 
 TEST_F(EngineTest, ModelWithoutWeightsCannotRun) {
   auto engine = MakeEngine();
-  std::string id = engine->RegisterModel("noweights", "g", false)->first.id;
+  std::string id = engine->RegisterModel("noweights", "g", {})->first.id;
   EXPECT_EQ(engine->Infer(id, {}, "", {}).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr).ok());
 }
@@ -312,7 +319,7 @@ TEST_F(EngineTest, FullQueueIsResourceExhaustedAndDeadlinesApply) {
   sync::Notification gate;
   config_.queue_capacity = 2;
   auto engine = MakeEngine(absl::ZeroDuration(), &gate);
-  std::string id = engine->RegisterModel("model", "m", false)->first.id;
+  std::string id = engine->RegisterModel("model", "m", {})->first.id;
   ASSERT_TRUE(engine->GetPlan(id, "", {}, false, {}, nullptr).ok());
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
@@ -336,7 +343,7 @@ TEST_F(EngineTest, HotPlansComeFromMemoryAndStatisticsStillAddUp) {
   std::string id;
   {
     auto engine = MakeEngine();
-    id = engine->RegisterModel("model", "m", false)->first.id;
+    id = engine->RegisterModel("model", "m", {})->first.id;
     ASSERT_FALSE(engine->GetPlan(id, "heft", {}, false, {}, nullptr)->cached);
     for (int i = 0; i < 5; ++i) {
       EXPECT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr)->cached);
@@ -378,7 +385,7 @@ TEST_F(EngineTest, CalibrationChangesThePlanKeyAndSurvivesRestarts) {
   auto engine = MakeEngine();
   EXPECT_EQ(engine->Calibrate(1, [](const CalibrationProgressEvent&) {}, {}).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  auto model = engine->RegisterModel("model bytes", "m", false);
+  auto model = engine->RegisterModel("model bytes", "m", {});
   ASSERT_TRUE(model.ok());
   const std::string id = model->first.id;
   ASSERT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr).ok());
@@ -432,7 +439,7 @@ TEST_F(EngineTest, DamagedModelBytesAreQuarantinedUntilTheOriginalIsAddedAgain) 
   std::string id;
   {
     auto engine = MakeEngine();
-    id = engine->RegisterModel("model bytes", "m", false)->first.id;
+    id = engine->RegisterModel("model bytes", "m", {})->first.id;
     engine->Shutdown();
   }
   EditDatabase(dir_, "UPDATE models SET onnx = CAST('model bytez' AS BLOB)");
@@ -449,7 +456,7 @@ TEST_F(EngineTest, DamagedModelBytesAreQuarantinedUntilTheOriginalIsAddedAgain) 
   // The damaged bytes never reached the importer.
   EXPECT_EQ(counters_->loads.load(), loads_before);
 
-  auto readded = engine->RegisterModel("model bytes", "m", false);
+  auto readded = engine->RegisterModel("model bytes", "m", {});
   ASSERT_TRUE(readded.ok()) << readded.status();
   EXPECT_TRUE(readded->second);
   auto result = engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "", {});
@@ -461,7 +468,7 @@ TEST_F(EngineTest, DamagedCachedPlansAreDroppedAndRecomputed) {
   std::string id;
   {
     auto engine = MakeEngine();
-    id = engine->RegisterModel("model", "m", false)->first.id;
+    id = engine->RegisterModel("model", "m", {})->first.id;
     ASSERT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr).ok());
     engine->Shutdown();
   }
@@ -494,8 +501,8 @@ TEST_F(EngineTest, DamagedCachedPlansAreDroppedAndRecomputed) {
 
 TEST_F(EngineTest, VerifyCacheFindsDamagedModelsAndPlansWhileServing) {
   auto engine = MakeEngine();
-  const std::string good = engine->RegisterModel("good model", "g", false)->first.id;
-  const std::string bad = engine->RegisterModel("bad model", "b", false)->first.id;
+  const std::string good = engine->RegisterModel("good model", "g", {})->first.id;
+  const std::string bad = engine->RegisterModel("bad model", "b", {})->first.id;
   ASSERT_TRUE(engine->GetPlan(good, "heft", {}, false, {}, nullptr).ok());
   ASSERT_TRUE(engine->GetPlan(bad, "heft", {}, false, {}, nullptr).ok());
   // Both are loaded and serve from memory.
@@ -546,7 +553,7 @@ TEST_F(EngineTest, LoadedModelsAreBoundedAndRemovedOnesFreed) {
   auto engine = MakeEngine();
   std::vector<std::string> ids;
   for (const char* bytes : {"model a", "model b", "model c"}) {
-    ids.push_back(engine->RegisterModel(bytes, bytes, false)->first.id);
+    ids.push_back(engine->RegisterModel(bytes, bytes, {})->first.id);
   }
   EXPECT_EQ(counters_->live_handles.load(), 2) << "the first model was unloaded";
   auto infer = [&](const std::string& id) {
@@ -570,7 +577,7 @@ TEST_F(EngineTest, LoadedModelsAreBoundedAndRemovedOnesFreed) {
   EXPECT_EQ(counters_->loads.load(), loads + 1) << "ids[1] was used more recently than ids[2]";
 
   for (int round = 0; round < 20; ++round) {
-    const std::string id = engine->RegisterModel("churn", "churn", false)->first.id;
+    const std::string id = engine->RegisterModel("churn", "churn", {})->first.id;
     ASSERT_TRUE(infer(id).ok());
     ASSERT_TRUE(engine->RemoveModel(id).ok());
     EXPECT_LE(live_handles_settle_at(2), 2);
@@ -583,7 +590,7 @@ TEST_F(EngineTest, LoadedModelsAreBoundedAndRemovedOnesFreed) {
 
 TEST_F(EngineTest, NonFiniteInputsAreRefusedUnlessAllowed) {
   auto engine = MakeEngine();
-  std::string id = engine->RegisterModel("model", "m", false)->first.id;
+  std::string id = engine->RegisterModel("model", "m", {})->first.id;
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                     -std::numeric_limits<float>::infinity()}) {
     auto result = engine->Infer(id, {{"x", {1, 2}, {1.0f, bad}}}, "", {});
@@ -603,12 +610,69 @@ TEST_F(EngineTest, NonFiniteInputsAreRefusedUnlessAllowed) {
 
 TEST_F(EngineTest, ReAddingWithSyntheticWeightsIsNotSilentlyIgnored) {
   auto engine = MakeEngine();
-  std::string id = engine->RegisterModel("noweights model", "m", false)->first.id;
-  auto again = engine->RegisterModel("noweights model", "m", true);
+  std::string id = engine->RegisterModel("noweights model", "m", {})->first.id;
+  auto again = engine->RegisterModel("noweights model", "m", {.synthesize_weights = true});
   EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(again.status().message().find("remove it first"), std::string::npos);
   // Re-adding as registered is still fine.
-  EXPECT_TRUE(engine->RegisterModel("noweights model", "m", false).ok());
+  EXPECT_TRUE(engine->RegisterModel("noweights model", "m", {}).ok());
+}
+
+TEST_F(EngineTest, BoundInputShapesMakeAModelOfTheirOwn) {
+  std::string plain, bound;
+  {
+    auto engine = MakeEngine();
+    plain = engine->RegisterModel("model bytes", "m", {})->first.id;
+    auto registered = engine->RegisterModel("model bytes", "m", {.input_shapes = {{"x", {1, 4}}}});
+    ASSERT_TRUE(registered.ok()) << registered.status();
+    EXPECT_FALSE(registered->second);
+    bound = registered->first.id;
+    EXPECT_NE(bound, plain);
+    EXPECT_EQ(registered->first.inputs[0].dims, (std::vector<int64_t>{1, 4}));
+    EXPECT_EQ(registered->first.input_shapes, (model::InputShapes{{"x", {1, 4}}}));
+    auto again = engine->RegisterModel("model bytes", "m", {.input_shapes = {{"x", {1, 4}}}});
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(again->second);
+    EXPECT_EQ(again->first.id, bound);
+
+    ASSERT_TRUE(engine->GetPlan(plain, "heft", {}, false, {}, nullptr).ok());
+    auto bound_plan = engine->GetPlan(bound, "heft", {}, false, {}, nullptr);
+    ASSERT_TRUE(bound_plan.ok());
+    EXPECT_FALSE(bound_plan->cached);  // not the plain model's plan
+    EXPECT_EQ(bound_plan->model_id, bound);
+    EXPECT_EQ(engine->ListCachedPlans(plain)->size(), 1u);
+    EXPECT_EQ(engine->ListCachedPlans(bound)->size(), 1u);
+  }
+  // A restart imports the stored bytes with the stored shapes.
+  auto engine = MakeEngine();
+  auto result = engine->Infer(bound, {{"x", {1, 4}, {1, 2, 3, 4}}}, "heft", {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  auto described = engine->GetModel(bound);
+  ASSERT_TRUE(described.ok());
+  EXPECT_EQ(described->input_shapes, (model::InputShapes{{"x", {1, 4}}}));
+  EXPECT_TRUE(engine->GetModel(plain)->input_shapes.empty());
+  ASSERT_TRUE(engine->VerifyCache().ok());
+  EXPECT_TRUE(engine->VerifyCache()->problems.empty());
+}
+
+TEST_F(EngineTest, ExternalDataIsRefusedUnlessGraphOnlyOrSynthesized) {
+  auto engine = MakeEngine();
+  auto refused = engine->RegisterModel("external model", "e", {});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("external file"), std::string::npos);
+  EXPECT_EQ(engine->ListModels()->size(), 0u);
+
+  auto graph_only = engine->RegisterModel("external model", "e", {.graph_only = true});
+  ASSERT_TRUE(graph_only.ok()) << graph_only.status();
+  EXPECT_FALSE(graph_only->first.has_weights);
+  auto synthesized = engine->RegisterModel("external model 2", "e", {.synthesize_weights = true});
+  ASSERT_TRUE(synthesized.ok()) << synthesized.status();
+  EXPECT_TRUE(synthesized->first.has_weights);
+  // Stored graph-only bytes import again after a restart.
+  const std::string id = graph_only->first.id;
+  engine.reset();
+  engine = MakeEngine();
+  EXPECT_TRUE(engine->GetPlan(id, "heft", {}, false, {}, nullptr).ok());
 }
 
 }  // namespace

@@ -91,7 +91,8 @@ class FeedbackEngineTest : public ::testing::Test {
 
   std::string Register(Engine& engine) {
     auto registered = engine.RegisterModel(
-        ReadFile(std::string(PSCHED_SOURCE_DIR) + "/tests/data/onnx/mixed.onnx"), "mixed", true);
+        ReadFile(std::string(PSCHED_SOURCE_DIR) + "/tests/data/onnx/mixed.onnx"), "mixed",
+        {.synthesize_weights = true});
     EXPECT_TRUE(registered.ok()) << registered.status();
     return registered.ok() ? registered->first.id : "";
   }
@@ -185,7 +186,7 @@ TEST_F(FeedbackEngineTest, AResidualAddFusedIntoItsConvSharesItsRow) {
   auto engine = MakeEngine(1.0);
   auto registered = engine->RegisterModel(
       ReadFile(std::string(PSCHED_SOURCE_DIR) + "/tests/data/onnx/residual.onnx"), "residual",
-      true);
+      {.synthesize_weights = true});
   ASSERT_TRUE(registered.ok()) << registered.status();
   const std::string id = registered->first.id;
   absl::StatusOr<InferResult> result = engine->Infer(id, {}, "", {});

@@ -91,9 +91,11 @@ void GraphBackend::SetLatencyModel(std::shared_ptr<const predictor::LatencyModel
 }
 
 absl::StatusOr<LoadedModel> GraphBackend::Load(std::string_view onnx, const std::string& name,
-                                               bool synthesize_weights) {
+                                               const LoadOptions& load) {
   model::ImportOptions options;
-  options.synthesize_weights = synthesize_weights;
+  options.synthesize_weights = load.synthesize_weights;
+  options.input_shapes = load.input_shapes;
+  options.refuse_external_data = load.refuse_external_data;
   options.name = name;
   absl::StatusOr<model::Graph> graph = model::ImportOnnx(onnx, options);
   if (!graph.ok()) return graph.status();

@@ -45,7 +45,7 @@ class GraphBackend : public Backend {
 
   PlatformInfo platform() const override;
   absl::StatusOr<LoadedModel> Load(std::string_view onnx, const std::string& name,
-                                   bool synthesize_weights) final;
+                                   const LoadOptions& load) final;
   absl::Status CheckScheduler(const std::string& scheduler,
                               const std::map<std::string, std::string>& options) final;
   absl::StatusOr<PlanOutput> Plan(const LoadedModel& model, const std::string& scheduler,

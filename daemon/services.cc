@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "model/input_shapes.h"
 #include "platform/cpu_topology.h"
 #include "spdlog/spdlog.h"
 
@@ -84,6 +85,11 @@ void FillModel(const ModelInfo& model, bool with_inspect, pb::Model* out) {
   out->set_registered_unix_s(model.registered_unix_s);
   for (const TensorSpec& spec : model.inputs) FillTensorInfo(spec, out->add_inputs());
   for (const TensorSpec& spec : model.outputs) FillTensorInfo(spec, out->add_outputs());
+  for (const auto& [name, dims] : model.input_shapes) {
+    pb::InputShape* shape = out->add_input_shapes();
+    shape->set_name(name);
+    for (int64_t d : dims) shape->add_dims(d);
+  }
   if (with_inspect) {
     nlohmann::json inspect = model.summary;
     inspect.erase("inputs");
@@ -173,6 +179,36 @@ void FillPlan(const PlanResult& plan, pb::Plan* out) {
                                      : PlanAnswerJson(*plan.ready, /*cached=*/false));
 }
 
+// The header's input shapes by name; the importer checks them against the model.
+absl::StatusOr<RegisterOptions> RegisterOptionsOf(const pb::ModelHeader& header) {
+  RegisterOptions options;
+  options.synthesize_weights = header.synthesize_weights();
+  options.graph_only = header.graph_only();
+  for (const pb::InputShape& shape : header.input_shapes()) {
+    if (shape.name().empty()) {
+      return absl::InvalidArgumentError("an input shape has an empty input name");
+    }
+    if (shape.dims().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input shape for '", shape.name(), "' has no dims"));
+    }
+    for (int64_t d : shape.dims()) {
+      if (d < 1 || d > model::kMaxGivenDim) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input shape for '", shape.name(), "' has dim ", d,
+                         "; dims are sizes from 1 to ", model::kMaxGivenDim));
+      }
+    }
+    if (!options.input_shapes
+             .emplace(shape.name(), std::vector<int64_t>(shape.dims().begin(), shape.dims().end()))
+             .second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", shape.name(), "' is given two shapes"));
+    }
+  }
+  return options;
+}
+
 absl::StatusOr<HostTensor> FromProto(const pb::Tensor& tensor) {
   if (tensor.data().size() % sizeof(float) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name(), "' has ",
@@ -213,7 +249,12 @@ grpc::Status ModelServiceImpl::RegisterModel(grpc::ServerContext* context,
                                        max_model_bytes_, " (max_model_bytes)"));
     };
     if (header.total_bytes() > max_model_bytes_) return too_large(header.total_bytes());
+    absl::StatusOr<RegisterOptions> options = RegisterOptionsOf(header);
+    if (!options.ok()) return ToGrpc(options.status());
     std::string onnx;
+    // Growing by appends would copy a large model several times over and hold up to twice
+    // its size; the announced size (bounded above) is allocated once.
+    if (header.total_bytes() > 0) onnx.reserve(static_cast<size_t>(header.total_bytes()));
     while (reader->Read(&request)) {
       if (request.has_header()) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "RegisterModel: header sent twice");
@@ -226,7 +267,7 @@ grpc::Status ModelServiceImpl::RegisterModel(grpc::ServerContext* context,
     if (context->IsCancelled())
       return grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
     absl::StatusOr<std::pair<ModelInfo, bool>> result =
-        engine_->RegisterModel(std::move(onnx), header.name(), header.synthesize_weights());
+        engine_->RegisterModel(std::move(onnx), header.name(), *options);
     if (!result.ok()) return ToGrpc(result.status());
     FillModel(result->first, /*with_inspect=*/true, response->mutable_model());
     response->set_already_registered(result->second);
