@@ -170,16 +170,22 @@ absl::StatusOr<v1::Model> Client::GetModel(const std::string& id) {
 absl::StatusOr<v1::RegisterModelResponse> Client::RegisterModel(const std::string& onnx,
                                                                 const std::string& name,
                                                                 bool synthesize_weights) {
+  v1::ModelHeader header;
+  header.set_name(name);
+  header.set_synthesize_weights(synthesize_weights);
+  return RegisterModel(onnx, std::move(header));
+}
+
+absl::StatusOr<v1::RegisterModelResponse> Client::RegisterModel(const std::string& onnx,
+                                                                v1::ModelHeader header) {
   grpc::ClientContext context;
   Prepare(context);
   v1::RegisterModelResponse response;
   std::unique_ptr<grpc::ClientWriter<v1::RegisterModelRequest>> writer =
       models_->RegisterModel(&context, &response);
   v1::RegisterModelRequest message;
-  v1::ModelHeader* header = message.mutable_header();
-  header->set_name(name);
-  header->set_synthesize_weights(synthesize_weights);
-  header->set_total_bytes(static_cast<int64_t>(onnx.size()));
+  header.set_total_bytes(static_cast<int64_t>(onnx.size()));
+  *message.mutable_header() = std::move(header);
   // A failed write means the daemon already answered (e.g. too large); Finish says why.
   bool open = writer->Write(message);
   for (size_t offset = 0; open && offset < onnx.size();

@@ -56,7 +56,9 @@ class Client {
       double budget_s,
       const std::function<void(const v1::CalibrationProgress&)>& progress = nullptr);
 
-  // Streams `onnx` in chunks.
+  // Streams `onnx` in chunks after `header` (its total_bytes is set here).
+  absl::StatusOr<v1::RegisterModelResponse> RegisterModel(const std::string& onnx,
+                                                          v1::ModelHeader header);
   absl::StatusOr<v1::RegisterModelResponse> RegisterModel(const std::string& onnx,
                                                           const std::string& name,
                                                           bool synthesize_weights);

@@ -25,11 +25,19 @@ void CmdPlatformShow(const Globals& g);
 void CmdPlatformDiscover(const Globals& g, const std::string& sysfs_root);
 
 // model_commands.cc: registered models; `model inspect FILE` imports locally, no daemon.
-void CmdModelAdd(const Globals& g, const std::string& file, const std::string& name,
-                 bool synthetic);
+struct ModelAddFlags {
+  std::string file;
+  std::string name;  // empty: the file's stem
+  bool synthetic = false;
+  bool graph_only = false;
+  std::vector<std::string> input_shapes;  // NAME=DIMS, as typed
+};
+// Sends the model with its external data inlined from the files beside it.
+void CmdModelAdd(const Globals& g, const ModelAddFlags& flags);
 void CmdModelLs(const Globals& g);
 void CmdModelRm(const Globals& g, const std::string& id);
-void CmdModelInspect(const Globals& g, const std::string& target);
+void CmdModelInspect(const Globals& g, const std::string& target,
+                     const std::vector<std::string>& input_shapes);
 
 // plan_commands.cc: a model's plan, optionally drawn as a Gantt chart.
 void CmdPlanShow(const Globals& g, const std::string& id, const std::string& scheduler,

@@ -47,13 +47,19 @@ int Main(int argc, char** argv) {
 
   CLI::App* model = app.add_subcommand("model", "register, list, remove and inspect models");
   model->require_subcommand(1);
-  std::string file, name, id;
-  bool synthetic = false;
-  CLI::App* add = model->add_subcommand("add", "register an ONNX model; prints its id");
-  add->add_option("FILE", file, "ONNX file")->required()->check(CLI::ExistingFile);
-  add->add_option("--name", name, "model name (default: the file's stem)");
-  add->add_flag("--synthetic-weights", synthetic, "fill absent weights so the model can run");
-  add->callback([&] { action = [&] { CmdModelAdd(g, file, name, synthetic); }; });
+  std::string file, id;
+  ModelAddFlags model_add;
+  CLI::App* add = model->add_subcommand(
+      "add", "register an ONNX model (external data inlined from beside it); prints its id");
+  add->add_option("FILE", model_add.file, "ONNX file")->required()->check(CLI::ExistingFile);
+  add->add_option("--name", model_add.name, "model name (default: the file's stem)");
+  add->add_option("--input-shape", model_add.input_shapes,
+                  "NAME=DIMS, e.g. x=1x3x224x224: binds the input's symbolic dims (repeatable)");
+  add->add_flag("--synthetic-weights", model_add.synthetic,
+                "fill absent weights so the model can run");
+  add->add_flag("--graph-only", model_add.graph_only,
+                "send the graph without its external data, for planning only");
+  add->callback([&] { action = [&] { CmdModelAdd(g, model_add); }; });
   model->add_subcommand("ls", "list registered models")->callback([&] {
     action = [&] { CmdModelLs(g); };
   });
@@ -62,7 +68,9 @@ int Main(int argc, char** argv) {
   rm->callback([&] { action = [&] { CmdModelRm(g, id); }; });
   CLI::App* inspect = model->add_subcommand("inspect", "graph summary of a file or model id");
   inspect->add_option("TARGET", file, "ONNX file (imported locally) or model id")->required();
-  inspect->callback([&] { action = [&] { CmdModelInspect(g, file); }; });
+  std::vector<std::string> inspect_shapes;
+  inspect->add_option("--input-shape", inspect_shapes, "NAME=DIMS for a file (repeatable)");
+  inspect->callback([&] { action = [&] { CmdModelInspect(g, file, inspect_shapes); }; });
 
   CLI::App* plan = app.add_subcommand("plan", "partition-aware schedules");
   plan->require_subcommand(1);

@@ -68,6 +68,10 @@ json ModelJson(const v1::Model& model) {
     outputs.push_back(
         {{"name", t.name()}, {"dims", std::vector<int64_t>(t.dims().begin(), t.dims().end())}});
   }
+  json input_shapes = json::object();
+  for (const auto& shape : model.input_shapes()) {
+    input_shapes[shape.name()] = std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
+  }
   return {{"id", model.id()},
           {"name", model.name()},
           {"size_bytes", model.size_bytes()},
@@ -77,7 +81,8 @@ json ModelJson(const v1::Model& model) {
           {"has_weights", model.has_weights()},
           {"registered_unix_s", model.registered_unix_s()},
           {"inputs", inputs},
-          {"outputs", outputs}};
+          {"outputs", outputs},
+          {"input_shapes", input_shapes}};
 }
 
 json PlanJson(const v1::Plan& plan) {

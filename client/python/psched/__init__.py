@@ -26,6 +26,7 @@ from psched.errors import (
     UnavailableError,
     UnimplementedError,
 )
+from psched.external_data import ExternalDataError
 
 __all__ = [
     "__version__",
@@ -34,6 +35,7 @@ __all__ = [
     "ModelRef",
     "ModelSource",
     "Outputs",
+    "ExternalDataError",
     "CancelledError",
     "DataLossError",
     "DeadlineExceededError",

@@ -23,6 +23,7 @@ from typing import (
     Iterator,
     Mapping,
     Optional,
+    Sequence,
     Type,
     TypeVar,
     Union,
@@ -32,7 +33,7 @@ import grpc
 import numpy as np
 import numpy.typing as npt
 
-from psched import tensors
+from psched import external_data, tensors
 from psched.errors import InternalError, from_rpc_error
 from psched.v1 import (
     admin_pb2,
@@ -132,31 +133,49 @@ class Client:
         *,
         name: Optional[str] = None,
         synthesize_weights: bool = False,
+        input_shapes: Optional[Mapping[str, Union[Sequence[int], npt.NDArray[np.integer[Any]]]]] = None,
+        graph_only: bool = False,
         timeout: Optional[float] = None,
     ) -> model_pb2.Model:
         """Uploads an ONNX model (a path or its bytes) and returns it as registered.
 
-        The upload streams in ``chunk_bytes`` pieces; a file is read as it is sent. The id
-        is the SHA-256 of the bytes, so adding the same model again returns the same id and
-        changes nothing. ``name`` defaults to the file's stem (for bytes: the ONNX graph
-        name). ``synthesize_weights`` fills absent weights of a graph-only model with seeded
-        random values so it can run.
+        The upload streams in ``chunk_bytes`` pieces. A file's external data (initializers
+        kept in files beside it) is inlined first, so the daemon gets a self-contained model
+        (:mod:`psched.external_data`; a location outside the model's folder raises
+        :class:`psched.external_data.ExternalDataError`). The id is the SHA-256 of the bytes
+        sent (and of ``input_shapes``, when given), so adding the same model again returns
+        the same id and changes nothing. ``name`` defaults to the file's stem (for bytes: the
+        ONNX graph name).
+
+        ``input_shapes`` binds the symbolic dimensions of a model exported with dynamic axes,
+        e.g. ``{"x": (1, 3, 224, 224)}``; an input given none has a symbolic batch bound to 1.
+        ``synthesize_weights`` fills absent weights of a graph-only model with seeded random
+        values so it can run; ``graph_only`` sends the file as it is, without its external
+        data, to be planned but not run.
         """
+        shapes = _input_shapes(input_shapes)
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = memoryview(source).cast("B")
             requests = self._upload(
-                name or "", synthesize_weights, data.nbytes, self._chunks_of(data)
+                self._header(name or "", synthesize_weights, graph_only, shapes, data.nbytes),
+                self._chunks_of(data),
             )
             return self._register(requests, timeout)
         path = os.fspath(source)
         if not isinstance(path, str):
             raise TypeError(f"add_model takes a path or bytes, got {type(source).__name__}")
-        with open(path, "rb") as file:
-            if name is None:
-                name = os.path.splitext(os.path.basename(path))[0]
-            size = os.fstat(file.fileno()).st_size
-            requests = self._upload(name, synthesize_weights, size, self._chunks_from(file))
-            return self._register(requests, timeout)
+        if name is None:
+            name = os.path.splitext(os.path.basename(path))[0]
+        if graph_only:
+            with open(path, "rb") as file:
+                size = os.fstat(file.fileno()).st_size
+                header = self._header(name, synthesize_weights, True, shapes, size)
+                return self._register(self._upload(header, self._chunks_from(file)), timeout)
+        # Weights the daemon synthesizes need no file; those that are there are kept.
+        inlined = external_data.inline_external_data(path, allow_missing_files=synthesize_weights)
+        model = memoryview(inlined.data)
+        header = self._header(name, synthesize_weights, False, shapes, model.nbytes)
+        return self._register(self._upload(header, self._chunks_of(model)), timeout)
 
     def models(self) -> list[model_pb2.Model]:
         """Every registered model, oldest first (without ``inspect_json``)."""
@@ -331,12 +350,25 @@ class Client:
         return response.model
 
     @staticmethod
-    def _upload(
-        name: str, synthesize_weights: bool, total_bytes: int, chunks: Iterator[bytes]
-    ) -> Iterator[model_pb2.RegisterModelRequest]:
-        header = model_pb2.ModelHeader(
-            name=name, synthesize_weights=synthesize_weights, total_bytes=total_bytes
+    def _header(
+        name: str,
+        synthesize_weights: bool,
+        graph_only: bool,
+        input_shapes: list[model_pb2.InputShape],
+        total_bytes: int,
+    ) -> model_pb2.ModelHeader:
+        return model_pb2.ModelHeader(
+            name=name,
+            synthesize_weights=synthesize_weights,
+            graph_only=graph_only,
+            input_shapes=input_shapes,
+            total_bytes=total_bytes,
         )
+
+    @staticmethod
+    def _upload(
+        header: model_pb2.ModelHeader, chunks: Iterator[bytes]
+    ) -> Iterator[model_pb2.RegisterModelRequest]:
         yield model_pb2.RegisterModelRequest(header=header)
         for chunk in chunks:
             yield model_pb2.RegisterModelRequest(chunk=chunk)
@@ -354,6 +386,29 @@ def _checked(answer: object, returns: Type[_Answer]) -> _Answer:
     if not isinstance(answer, returns):
         raise InternalError(f"expected a {returns.__name__} answer, got {type(answer).__name__}")
     return answer
+
+
+def _input_shapes(
+    shapes: Optional[Mapping[str, Union[Sequence[int], npt.NDArray[np.integer[Any]]]]]
+) -> list[model_pb2.InputShape]:
+    """``{"x": (1, 3, 224, 224)}`` as InputShape messages; ValueError / TypeError naming the
+    input for anything but a non-empty sequence (or 1-D integer array) of ints >= 1 per name."""
+    out = []
+    for input_name, dims in (shapes or {}).items():
+        if not isinstance(input_name, str) or not input_name:
+            raise TypeError(f"input_shapes keys are input names (non-empty str), got {input_name!r}")
+        if isinstance(dims, np.ndarray):
+            dims = dims.tolist()
+        if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence) or not dims:
+            raise TypeError(
+                f"input_shapes[{input_name!r}] must be a non-empty sequence of ints, got {dims!r}")
+        for i, d in enumerate(dims):
+            if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+                raise TypeError(f"input_shapes[{input_name!r}] dim {i} is {d!r}, not an int")
+            if d < 1:
+                raise ValueError(f"input_shapes[{input_name!r}] dim {i} is {d}; dims are sizes >= 1")
+        out.append(model_pb2.InputShape(name=input_name, dims=[int(d) for d in dims]))
+    return out
 
 
 def _model_id(model: ModelRef) -> str:

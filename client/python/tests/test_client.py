@@ -218,7 +218,10 @@ class ClientTest(unittest.TestCase):
             psched.Client(self.daemon.socket, timeout=0)
 
     def test_graph_only_model_cannot_run_without_synthetic_weights(self) -> None:
-        model = self.client.add_model(GRAPH_ONLY)
+        # Its weights file is not there: it is sent as a graph, to plan, on purpose only.
+        with self.assertRaisesRegex(FileNotFoundError, "graph_only=True"):
+            self.client.add_model(GRAPH_ONLY)
+        model = self.client.add_model(GRAPH_ONLY, graph_only=True)
         self.assertFalse(model.has_weights)
         assert_refused(self, psched.FailedPreconditionError, "has no weights",
                            lambda: self.client.infer(model))
