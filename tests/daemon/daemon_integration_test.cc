@@ -39,6 +39,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "onnx/onnx_pb.h"
 #include "platform/cpu_topology.h"
 #include "platform/sysfs_cpu.h"
 
@@ -1641,6 +1642,161 @@ TEST_F(DaemonTest, CacheVerifyFindsDamageWhileServing) {
   EXPECT_EQ(Ctl("model add " + kTinyModel).first, 0);
   EXPECT_EQ(Ctl(infer).first, 0) << Log();
   EXPECT_EQ(Ctl("cache verify").first, 0);
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// A real torch export with dynamic axes (batch, height, width): refused until its symbolic
+// spatial dims are bound, then registered once per bound shape, each with its own plans, and
+// run like the static export of the same network.
+TEST_F(DaemonTest, DynamicAxesModelRegistersOncePerBoundShape) {
+  const std::string dynamic = std::string(PSCHED_TEST_DATA_DIR) + "/tiny_cnn_dynamic.onnx";
+  Start();
+  std::string err;
+  auto [unbound_rc, unbound] = Ctl("model add " + dynamic, &err);
+  EXPECT_EQ(unbound_rc, 1) << unbound;
+  EXPECT_THAT(err, ::testing::HasSubstr("graph input 'input' dimension 2 'height'"));
+  EXPECT_THAT(err, ::testing::HasSubstr("bind it with --input-shape input=1x3x<height>x<width>"));
+
+  auto [add_rc, added] = Ctl("-o json model add " + dynamic + " --input-shape input=1x3x16x16");
+  ASSERT_EQ(add_rc, 0) << added << Log();
+  json model = json::parse(added);
+  EXPECT_EQ(model["inputs"][0]["dims"], json({1, 3, 16, 16}));
+  EXPECT_EQ(model["outputs"][0]["dims"], json({1, 10}));
+  EXPECT_EQ(model["input_shapes"], json({{"input", {1, 3, 16, 16}}}));
+  const std::string id = model["id"];
+
+  std::string out_path = dir_ + "/out.npy";
+  auto [infer_rc, infer_text] =
+      Ctl("infer " + id + " --input " + kTinyInput + " --output " + out_path);
+  ASSERT_EQ(infer_rc, 0) << infer_text << Log();
+  EXPECT_LT(MaxDiff(executor::ReadNpy(out_path)->data, executor::ReadNpy(kTinyOutput)->data), 1e-4);
+
+  auto [big_rc, big] = Ctl("-o json model add " + dynamic + " --input-shape input=1x3x32x32");
+  ASSERT_EQ(big_rc, 0) << big;
+  const std::string big_id = json::parse(big)["id"];
+  EXPECT_NE(big_id, id);
+  EXPECT_EQ(json::parse(big)["inputs"][0]["dims"], json({1, 3, 32, 32}));
+  auto [again_rc, again] = Ctl("-o json model add " + dynamic + " --input-shape input=1x3x16x16");
+  EXPECT_EQ(json::parse(again)["id"], id);
+  EXPECT_TRUE(json::parse(again)["already_registered"].get<bool>());
+
+  // Each bound shape plans for itself: the second plan is not the first one's.
+  auto [plan_rc, plan] = Ctl("-o json plan show " + id + " --scheduler heft");
+  ASSERT_EQ(plan_rc, 0) << plan;
+  auto [big_plan_rc, big_plan] = Ctl("-o json plan show " + big_id + " --scheduler heft");
+  ASSERT_EQ(big_plan_rc, 0) << big_plan;
+  EXPECT_FALSE(json::parse(big_plan)["cached"].get<bool>());
+  EXPECT_EQ(json::parse(big_plan)["model_id"], big_id);
+  EXPECT_NE(json::parse(big_plan)["makespan_us"], json::parse(plan)["makespan_us"]);
+
+  struct Refusal {
+    std::string flags, message;
+  };
+  const std::vector<Refusal> refusals = {
+      {"--input-shape input=1x3x16", "input shape given for 'input' [1,3,16] has rank 3"},
+      {"--input-shape input=1x4x16x16", "graph input 'input' [batch,3,height,width] fixes it at 3"},
+      {"--input-shape images=1x3x16x16",
+       "input shape given for 'images', but the model has no graph input of that name (its "
+       "inputs: input)"},
+      {"--input-shape input=1x3x0x16", "input shape 'input=1x3x0x16': dim 2 is 0"},
+      {"--input-shape input=1x3xhx16", "dim 2 ('h') is not a decimal number"},
+      {"--input-shape input=1x3x16x16 --input-shape input=1x3x8x8",
+       "--input-shape gives input 'input' twice"},
+  };
+  for (const Refusal& r : refusals) {
+    auto [rc, out] = Ctl("model add " + dynamic + " " + r.flags, &err);
+    EXPECT_EQ(rc, 1) << r.flags << ": " << out;
+    EXPECT_THAT(err, ::testing::HasSubstr(r.message)) << r.flags;
+  }
+  auto [ls_rc, ls] = Ctl("-o json model ls");
+  EXPECT_EQ(json::parse(ls)["models"].size(), 2u) << ls;
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// tiny_cnn with every initializer moved to `data_name` in `folder` (as onnx.save does with
+// save_as_external_data), its location set to `location` (default: `data_name`). Returns the
+// model's path.
+std::string WriteExternalModel(const std::string& folder, const std::string& data_name,
+                               const std::string& location = "") {
+  onnx::ModelProto model;
+  EXPECT_TRUE(model.ParseFromString(ReadFile(kTinyModel)));
+  std::string data;
+  for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+    EXPECT_FALSE(t.raw_data().empty()) << t.name();
+    auto entry = [&](const std::string& key, const std::string& value) {
+      auto* e = t.add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    };
+    entry("location", location.empty() ? data_name : location);
+    entry("offset", std::to_string(data.size()));
+    entry("length", std::to_string(t.raw_data().size()));
+    data += t.raw_data();
+    t.clear_raw_data();
+    t.set_data_location(onnx::TensorProto::EXTERNAL);
+  }
+  fs::create_directories(folder);
+  std::ofstream(folder + "/" + data_name, std::ios::binary) << data;
+  const std::string path = folder + "/tiny_external.onnx";
+  std::ofstream(path, std::ios::binary) << model.SerializeAsString();
+  return path;
+}
+
+// A model whose weights live in a file beside it: pschedctl inlines them and the model runs;
+// the daemon refuses the same bytes sent as they are, saying how to send them; locations
+// outside the model's folder are refused naming them; --graph-only sends the graph alone.
+TEST_F(DaemonTest, ExternalDataIsInlinedByPschedctlAndOnlyFromTheModelsFolder) {
+  Start();
+  const std::string folder = dir_ + "/export";
+  const std::string path = WriteExternalModel(folder, "tiny_external.onnx.data");
+  auto [add_rc, added] = Ctl("-o json model add " + path);
+  ASSERT_EQ(add_rc, 0) << added << Log();
+  json model = json::parse(added);
+  EXPECT_TRUE(model["has_weights"].get<bool>());
+  std::string out_path = dir_ + "/out.npy";
+  auto [infer_rc, infer_text] = Ctl("infer " + model["id"].get<std::string>() + " --input " +
+                                    kTinyInput + " --output " + out_path);
+  ASSERT_EQ(infer_rc, 0) << infer_text << Log();
+  EXPECT_LT(MaxDiff(executor::ReadNpy(out_path)->data, executor::ReadNpy(kTinyOutput)->data), 1e-4);
+
+  auto sent_as_is = Client().RegisterModel(ReadFile(path), "as is", false);
+  EXPECT_EQ(sent_as_is.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(sent_as_is.status().message()),
+              ::testing::HasSubstr("inline the external data (pschedctl model add / "
+                                   "psched.Client.add_model do it)"));
+
+  auto [graph_rc, graph_only] = Ctl("-o json model add " + path + " --graph-only");
+  ASSERT_EQ(graph_rc, 0) << graph_only << Log();
+  EXPECT_FALSE(json::parse(graph_only)["has_weights"].get<bool>());
+
+  std::ofstream(dir_ + "/secret.bin") << std::string(4096, 's');
+  fs::create_symlink(dir_ + "/secret.bin", dir_ + "/linked.bin");
+  struct Refusal {
+    std::string location, why;
+  };
+  const std::vector<Refusal> refusals = {
+      {"../secret.bin", "climbs out with '..'"},
+      {dir_ + "/secret.bin", "is an absolute path"},
+      {"link.bin", "leads out of the folder through a symlink"},
+  };
+  for (const Refusal& r : refusals) {
+    const std::string outside = dir_ + "/outside_" + std::to_string(&r - refusals.data());
+    const std::string bad = WriteExternalModel(outside, "weights.bin", r.location);
+    fs::create_symlink(dir_ + "/secret.bin", outside + "/link.bin");
+    std::string err;
+    auto [rc, out] = Ctl("model add " + bad, &err);
+    EXPECT_EQ(rc, 1) << r.location << ": " << out;
+    EXPECT_THAT(err, ::testing::HasSubstr("external data location '" + r.location + "'"));
+    EXPECT_THAT(err, ::testing::HasSubstr(r.why));
+    EXPECT_THAT(err, ::testing::HasSubstr("only from files inside the model's folder"));
+  }
+
+  fs::remove(folder + "/tiny_external.onnx.data");
+  std::string err;
+  auto [missing_rc, missing] = Ctl("model add " + path, &err);
+  EXPECT_EQ(missing_rc, 1) << missing;
+  EXPECT_THAT(err, ::testing::HasSubstr("external data file 'tiny_external.onnx.data'"));
+  EXPECT_THAT(err, ::testing::HasSubstr("--graph-only"));
   EXPECT_EQ(Stop(), 0) << Log();
 }
 

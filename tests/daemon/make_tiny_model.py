@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""Writes data/tiny_cnn.onnx with a fixed input and PyTorch's output for it.
+"""Writes data/tiny_cnn.onnx with a fixed input and PyTorch's output for it, and
+data/tiny_cnn_dynamic.onnx: the same network exported with dynamic axes (batch, height,
+width symbolic), which pschedd registers with its input shape bound.
 
 A small CNN (conv, relu, pool, 1x1 conv, global pool, linear) that runs in milliseconds, so
 the daemon integration tests can run hundreds of inferences. Seeded: rerunning gives the
@@ -41,6 +43,10 @@ def main():
                       opset_version=13)
     with torch.no_grad():
         y = model(x)
+    torch.onnx.export(model, x, os.path.join(out_dir, "tiny_cnn_dynamic.onnx"),
+                      input_names=["input"], output_names=["logits"], opset_version=13,
+                      dynamic_axes={"input": {0: "batch", 2: "height", 3: "width"},
+                                    "logits": {0: "batch"}})
     np.save(os.path.join(out_dir, "tiny_cnn.input.npy"), x.numpy().astype(np.float32))
     np.save(os.path.join(out_dir, "tiny_cnn.output.npy"), y.numpy().astype(np.float32))
 
