@@ -5,7 +5,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 PREFIX ?= /usr/local
 
 .PHONY: all deps configure build demo run test test-sanitize test-tsan test-arm64 \
-	check-thread-safety fuzz soak bench install deb clean format phone-models
+	check-thread-safety fuzz soak bench install deb clean format phone-models zoo
 
 all: build
 
@@ -82,6 +82,18 @@ soak: build
 
 bench: build
 	./scripts/bench.sh $(BUILD)
+
+# Real architectures through pschedd (tools/zoo/README.md): torchvision's classifiers and a
+# few transformer models exported with seeded random weights into $(BUILD)/zoo (only those
+# its manifest lacks; ZOO_SET=fast|transformers|all), then each of the set imported, planned,
+# run and compared with PyTorch's output. ZOO_ARGS go to run_zoo.py, e.g.
+# ZOO_ARGS="--ort-venv build/ort-venv" to time ONNX Runtime too (a venv made from PyPI).
+ZOO_SET ?= fast
+zoo: build
+	-/usr/bin/python3 tools/zoo/export_zoo.py --out $(BUILD)/zoo --set $(ZOO_SET) \
+	  --jobs $(JOBS) --skip-existing
+	/usr/bin/python3 tools/zoo/run_zoo.py $(BUILD)/zoo --build $(BUILD) --set $(ZOO_SET) \
+	  $(ZOO_ARGS)
 
 # Retrains the data-backed platforms' GBDT model files (predictor/models) from the phone
 # measurements; deterministic, so an unchanged tree reproduces them byte for byte.

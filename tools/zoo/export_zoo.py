@@ -75,13 +75,15 @@ def onnx_op_counts(path):
 # The child: exports one model at the given opsets and prints one JSON document.
 
 
-def export_one(name, out_dir, opsets, dynamic_batch, threads):
+def export_one(name, out_dir, opsets, dynamic_batch):
     import numpy as np
     import torch
 
     import zoo_models
 
-    torch.set_num_threads(threads)
+    # One thread: a reduction's float sums then come out the same on every run, so the
+    # calibrated weights, the files and the reference outputs are byte for byte reproducible.
+    torch.set_num_threads(1)
     seed = model_seed(name)
     shape = zoo_models.input_shape(name)
     results = []
@@ -89,16 +91,17 @@ def export_one(name, out_dir, opsets, dynamic_batch, threads):
             "family": "custom" if name in zoo_models.CUSTOM else "torchvision"}
     t0 = time.monotonic()
     torch.manual_seed(seed)
-    model = zoo_models.build(name)
+    model = zoo_models.build(name, calibrate=False)
     params = zoo_models.parameter_count(model)
     base["params"] = params
-    base["build_seconds"] = round(time.monotonic() - t0, 3)
     if zoo_models.too_large(params):
         reason = (f"skipped: {params} parameters are {params * 4 / 2**30:.2f} GiB of float32, "
                   "over protobuf's 2 GiB limit for one ONNX file")
         for opset in opsets:
             results.append(dict(base, opset=opset, status="skipped", error=reason))
         return results
+    zoo_models.calibrate_batch_norms(model, shape)
+    base["build_seconds"] = round(time.monotonic() - t0, 3)
 
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(*shape, generator=gen, dtype=torch.float32)
@@ -156,7 +159,7 @@ def child_main(args):
     warnings.filterwarnings("ignore")
     opsets = [int(o) for o in args.opsets.split(",")]
     try:
-        results = export_one(args.child, args.out, opsets, args.dynamic_batch, args.threads)
+        results = export_one(args.child, args.out, opsets, args.dynamic_batch)
     except Exception as e:  # noqa: BLE001
         results = [{"name": args.child, "opset": o, "status": "failed",
                     "error": f"{type(e).__name__}: {e}".strip()} for o in opsets]
@@ -240,8 +243,6 @@ def main(argv=None):
                    help="a named set of models (default: all, unless --models is given)")
     p.add_argument("--opsets", default="13,17", help="comma-separated opsets (default 13,17)")
     p.add_argument("--jobs", type=int, default=1, help="models exported at once (default 1)")
-    p.add_argument("--threads", type=int, default=0,
-                   help="torch threads per job (default: cores / jobs)")
     p.add_argument("--dynamic-batch", action="store_true",
                    help="mark axis 0 of the input and output as a symbolic 'batch' dimension")
     p.add_argument("--skip-existing", action="store_true",
@@ -252,8 +253,6 @@ def main(argv=None):
     p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
-    if args.threads <= 0:
-        args.threads = max(1, (os.cpu_count() or 1) // max(1, args.jobs))
     if args.child:
         return child_main(args)
 
@@ -287,7 +286,7 @@ def main(argv=None):
         names = todo
 
     print(f"exporting {len(names)} models at opsets {args.opsets} into {out_dir} "
-          f"({args.jobs} at a time, {args.threads} torch threads each)", flush=True)
+          f"({args.jobs} at a time)", flush=True)
     start = time.monotonic()
     pending = list(names)
     running = {}  # name -> (Popen, result path, start time)
@@ -299,7 +298,7 @@ def main(argv=None):
             name = pending.pop(0)
             result = os.path.join(tmpdir, name + ".json")
             cmd = [sys.executable, os.path.abspath(__file__), "--out", out_dir, "--child", name,
-                   "--result", result, "--opsets", args.opsets, "--threads", str(args.threads)]
+                   "--result", result, "--opsets", args.opsets]
             if args.dynamic_batch:
                 cmd.append("--dynamic-batch")
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -12,6 +12,8 @@ import torch.nn as nn
 import torchvision
 import torchvision.models as tvm
 
+from zoo_sets import FAST, SETS, TRANSFORMERS
+
 # Submodules of torchvision.models that are not image classification.
 NON_CLASSIFICATION = ("detection", "segmentation", "video", "quantization", "optical_flow")
 # Public functions of torchvision.models that are not model builders.
@@ -204,10 +206,6 @@ CUSTOM = {
     "mobilevit_like": (lambda: MobileViTLike(), [1, 3, 128, 128]),
     "small_unet": (lambda: SmallUNet(), [1, 3, 128, 128]),
 }
-TRANSFORMERS = ["small_vit", "audio_encoder", "mobilevit_like", "vit_b_16", "vit_b_32",
-                "swin_t", "swin_v2_t", "maxvit_t"]
-FAST = ["shufflenet_v2_x0_5", "mnasnet0_5", "squeezenet1_1", "mobilenet_v3_small",
-        "small_vit", "audio_encoder", "mobilevit_like", "small_unet"]
 
 
 def all_models():
@@ -215,10 +213,8 @@ def all_models():
 
 
 def model_set(name):
-    if name == "fast":
-        return list(FAST)
-    if name == "transformers":
-        return list(TRANSFORMERS)
+    if name in SETS:
+        return list(SETS[name])
     if name == "all":
         return all_models()
     raise ValueError(f"unknown set {name!r} (fast, all, transformers)")
@@ -231,8 +227,10 @@ def input_shape(name):
     return [1, 3, size, size]
 
 
-def build(name):
-    """The model in eval mode, with the current torch random state's weights."""
+def build(name, calibrate=True):
+    """The model in eval mode, with the current torch random state's weights. Without
+    calibrate, the caller calls calibrate_batch_norms(model, input_shape(name)) itself (a
+    forward pass: worth skipping for a model that is too large to export)."""
     if name in CUSTOM:
         model = CUSTOM[name][0]()
     else:
@@ -247,7 +245,8 @@ def build(name):
         model = fn(**kwargs)
     decorrelate_transformer_layers(model)
     randomize_norms(model)
-    calibrate_batch_norms(model, input_shape(name))
+    if calibrate:
+        calibrate_batch_norms(model, input_shape(name))
     return model.eval()
 
 
@@ -316,5 +315,6 @@ def versions():
     return {"torch": torch.__version__, "torchvision": torchvision.__version__}
 
 
-__all__ = ["all_models", "model_set", "input_shape", "build", "parameter_count", "too_large",
+__all__ = ["all_models", "model_set", "input_shape", "build", "calibrate_batch_norms",
+           "parameter_count", "too_large",
            "torchvision_classifiers", "versions", "FAST", "TRANSFORMERS", "CUSTOM"]
