@@ -1,7 +1,7 @@
 """ONNX Runtime's side of run_zoo.py, run by a python that has onnxruntime (a venv: see
 README.md beside this file). Reads one JSON request per line on stdin:
   {"file": M.onnx, "input": I.npy, "output": O.npy, "runs": N, "threads": T}
-and answers each with one JSON line: {"ms": median of N runs, "rel_err": ||a-b||/||b||} or
+after one line {"version": onnxruntime's} on start, and answers each with one JSON line: {"ms": median of N runs, "rel_err": ||a-b||/||b||} or
 {"error": "..."}. Never needed by the build or the tests.
 """
 
@@ -37,6 +37,8 @@ def run(req):
 
 
 def main():
+    sys.stdout.write(json.dumps({"version": ort.__version__}) + "\n")
+    sys.stdout.flush()
     for line in sys.stdin:
         if not line.strip():
             continue

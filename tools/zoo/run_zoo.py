@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -62,8 +63,8 @@ class Daemon:
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"pschedd exited during start-up ({self.proc.returncode}): "
-                                   f"{self.log_tail()}")
+                raise RuntimeError(f"pschedd exited during start-up ({self.exit_reason()}): "
+                                   f"{self.log_since(0)}")
             try:
                 with client_factory(self.socket, timeout=2) as c:
                     return c.status()
@@ -74,12 +75,30 @@ class Daemon:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
-    def log_tail(self, n=3):
+    def log_size(self):
         try:
-            with open(self.log_path, errors="replace") as f:
-                return " | ".join(l.strip() for l in f.readlines()[-n:])
+            return os.path.getsize(self.log_path)
+        except OSError:
+            return 0
+
+    def log_since(self, offset, n=2):
+        """The last n lines the daemon logged after offset."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                lines = f.read().decode(errors="replace").strip().splitlines()
         except OSError:
             return ""
+        return " | ".join(l.strip() for l in lines[-n:])
+
+    def exit_reason(self):
+        code = self.proc.returncode
+        if code is not None and code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with status {code}"
 
     def stop(self):
         if self.alive():
@@ -130,6 +149,11 @@ class OrtRunner:
             self.proc = subprocess.Popen([python, os.path.join(HERE, "ort_peer.py")],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          text=True)
+            hello = self.proc.stdout.readline()
+            if not hello:
+                raise RuntimeError(f"{python} could not start ort_peer.py "
+                                   f"(status {self.proc.wait()})")
+            self.version = json.loads(hello)["version"]
 
     def run(self, file, inp, out, runs):
         req = {"file": file, "input": inp, "output": out, "runs": runs, "threads": self.threads}
@@ -203,15 +227,39 @@ def rel_l2(a, b):
 
 def run_one(client_factory, socket, entry, folder, args, ort, preexisting):
     """One row: a dict of what happened to this manifest entry."""
-    import numpy as np
-    import psched
-
     row = {"name": entry["name"], "opset": entry.get("opset"), "nodes": entry.get("op_count"),
            "file": entry.get("file")}
     if entry.get("status") != "ok":
         row["imported"] = f"not exported: {first_line(entry.get('error', entry.get('status')))}"
         row["status"] = "not_exported"
         return row
+    import psched
+
+    try:
+        run_psched(client_factory, socket, entry, folder, args, preexisting, row)
+    except psched.UnavailableError as e:  # the daemon died on this model (main restarts it)
+        row.update(status="daemon_died", imported=first_line(str(e)))
+    finally:
+        # ONNX Runtime runs every exported file, refused or not: a reference for both the
+        # export and the latency.
+        if ort is not None and args.ort_runs > 0:
+            answer = ort.run(os.path.join(folder, entry["file"]),
+                             os.path.join(folder, entry["input_file"]),
+                             os.path.join(folder, entry["output_file"]), args.ort_runs)
+            if "error" in answer:
+                row["ort_error"] = answer["error"]
+            else:
+                row["ort_ms"] = round(answer["ms"], 3)
+                if "rel_err" in answer:
+                    row["ort_rel_err"] = answer["rel_err"]
+    return row
+
+
+def run_psched(client_factory, socket, entry, folder, args, preexisting, row):
+    """Registers, plans and runs one file; fills row."""
+    import numpy as np
+    import psched
+
     path = os.path.join(folder, entry["file"])
     x = np.load(os.path.join(folder, entry["input_file"])).astype(np.float32)
     ref = np.load(os.path.join(folder, entry["output_file"]))
@@ -227,8 +275,10 @@ def run_one(client_factory, socket, entry, folder, args, ort, preexisting):
                 kwargs.pop("input_shapes", None)
                 model = client.add_model(path, **kwargs)
         except psched.PschedError as e:
+            if isinstance(e, psched.UnavailableError):
+                raise
             row.update(status="refused", imported=first_line(str(e)))
-            return row
+            return
         row["import_s"] = round(time.monotonic() - t, 3)
         row.update(status="imported", imported="yes", ops=int(model.ops))
         added = model.id not in preexisting
@@ -257,6 +307,8 @@ def run_one(client_factory, socket, entry, folder, args, ort, preexisting):
                 row["infer_ms"] = round(statistics.median(latencies), 3)
             row["status"] = "ran"
         except psched.PschedError as e:
+            if isinstance(e, psched.UnavailableError):
+                raise
             row["run_error"] = first_line(str(e))
             row["status"] = "run_failed"
         finally:
@@ -265,16 +317,6 @@ def run_one(client_factory, socket, entry, folder, args, ort, preexisting):
                     client.remove_model(model)
                 except psched.PschedError:
                     pass
-    if ort is not None and args.ort_runs > 0:
-        answer = ort.run(path, os.path.join(folder, entry["input_file"]),
-                         os.path.join(folder, entry["output_file"]), args.ort_runs)
-        if "error" in answer:
-            row["ort_error"] = answer["error"]
-        else:
-            row["ort_ms"] = round(answer["ms"], 3)
-            if "rel_err" in answer:
-                row["ort_rel_err"] = answer["rel_err"]
-    return row
 
 
 def fmt_err(v):
@@ -340,6 +382,8 @@ def summary(rows, tolerance):
         for key, names in sorted(by_op.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             lines.append(f"  {len(names):3d}  {key}: {', '.join(names)}")
     failed = [r for r in rows if r["status"] in ("run_failed", "daemon_died")]
+    if failed:
+        lines.append(f"failed after the upload ({len(failed)}):")
     for r in failed:
         lines.append(f"  {r['name']}.opset{r['opset']}: {r.get('run_error') or r.get('imported')}")
     return "\n".join(lines)
@@ -438,22 +482,19 @@ def main(argv=None):
             preexisting = {m.id for m in c.models()}
         print(f"pschedd {status.version} on {socket}: devices "
               f"{', '.join(d.name for d in status.devices)}; {len(entries)} files from {folder}"
-              + (f"; ONNX Runtime {ort.version or ''} via "
+              + (f"; ONNX Runtime {ort.version} via "
                  f"{'this python' if ort.local else ort_python}" if ort else "; no ONNX Runtime"),
               file=sys.stderr, flush=True)
         for i, entry in enumerate(entries, 1):
             t = time.monotonic()
-            try:
-                row = run_one(client_factory, socket, entry, folder, args, ort, preexisting)
-            except psched.PschedError as e:  # e.g. UNAVAILABLE: the daemon died on this model
-                row = {"name": entry["name"], "opset": entry.get("opset"),
-                       "nodes": entry.get("op_count"), "status": "daemon_died",
-                       "imported": first_line(str(e))}
-                if daemon is not None and not daemon.alive():
-                    code = daemon.proc.returncode
-                    row["imported"] = f"pschedd died (status {code}): {daemon.log_tail(2)}"
-                    daemon.stop()
-                    daemon.start(client_factory)
+            log_offset = daemon.log_size() if daemon is not None else 0
+            row = run_one(client_factory, socket, entry, folder, args, ort, preexisting)
+            if row["status"] == "daemon_died" and daemon is not None and not daemon.alive():
+                logged = daemon.log_since(log_offset)
+                row["imported"] = (f"pschedd {daemon.exit_reason()} on this model"
+                                   + (f"; its log: {logged}" if logged else ""))
+                daemon.stop()
+                daemon.start(client_factory)
             rows.append(row)
             what = row.get("imported", "")
             if row["status"] == "ran":
