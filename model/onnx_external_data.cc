@@ -136,7 +136,9 @@ absl::StatusOr<int64_t> Inline(onnx::TensorProto& t, const ExternalRef& ref, con
   }
   t.set_raw_data(std::move(bytes));
   t.clear_external_data();
-  t.set_data_location(onnx::TensorProto::DEFAULT);
+  // Cleared rather than set to DEFAULT: the tensor serializes as an exporter writes an inline
+  // one, so the inlined model has the id of the same model saved self-contained.
+  t.clear_data_location();
   return length;
 }
 

@@ -74,7 +74,7 @@ TEST_F(OnnxExternalDataTest, InlinesDataAtItsOffsetAndTheModelImportsWithWeights
   onnx::ModelProto model;
   ASSERT_TRUE(model.ParseFromString(inlined->bytes));
   const onnx::TensorProto& w = model.graph().initializer(0);
-  EXPECT_EQ(w.data_location(), onnx::TensorProto::DEFAULT);
+  EXPECT_FALSE(w.has_data_location());
   EXPECT_EQ(w.external_data_size(), 0);
   ASSERT_EQ(w.raw_data().size(), 48u);
   EXPECT_EQ(std::memcmp(w.raw_data().data(), weights_.data(), 48), 0);

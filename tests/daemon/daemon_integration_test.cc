@@ -1753,6 +1753,9 @@ TEST_F(DaemonTest, ExternalDataIsInlinedByPschedctlAndOnlyFromTheModelsFolder) {
   ASSERT_EQ(add_rc, 0) << added << Log();
   json model = json::parse(added);
   EXPECT_TRUE(model["has_weights"].get<bool>());
+  // Inlined, it is the self-contained export byte for byte: the same model, the same id.
+  auto [tiny_rc, tiny_id] = Ctl("model add " + kTinyModel);
+  EXPECT_EQ(tiny_id, model["id"].get<std::string>() + "\n");
   std::string out_path = dir_ + "/out.npy";
   auto [infer_rc, infer_text] = Ctl("infer " + model["id"].get<std::string>() + " --input " +
                                     kTinyInput + " --output " + out_path);

@@ -122,9 +122,12 @@ class ExternalDataTest(UploadTest):
             self.assertEqual(mine.raw_data, reference.raw_data)
             self.assertEqual(len(mine.external_data), 0)
             self.assertEqual(mine.data_location, onnx.TensorProto.DEFAULT)
-        # A self-contained model goes as its own bytes.
+        # The inlined model is the model saved self-contained, byte for byte (so it has the
+        # same id), and a self-contained model goes as its own bytes.
         with open(TINY, "rb") as f:
-            self.assertEqual(external_data.inline_external_data(TINY).data, f.read())
+            tiny = f.read()
+        self.assertEqual(inlined.data, tiny)
+        self.assertEqual(external_data.inline_external_data(TINY).data, tiny)
 
     def test_model_with_external_data_registers_and_runs(self) -> None:
         model = self.client.add_model(self.save_external(self.dir))
