@@ -75,6 +75,25 @@ def onnx_op_counts(path):
 # The child: exports one model at the given opsets and prints one JSON document.
 
 
+def register_symbolics(opsets):
+    """ONNX translations torch 1.13 lacks, for the ops torchvision's models use.
+
+    aten::zero: swin_v2's attention zeroes the key third of a cloned qkv bias in place
+    (`qkv_bias[length:2 * length].zero_()`); the exporter turns the in-place op on the slice
+    into aten::zero plus a write-back, and has no translation for aten::zero. Zeros of the
+    input's shape: constant folding then leaves the folded bias.
+    """
+    import torch
+    from torch.onnx import register_custom_op_symbolic
+
+    def zero(g, self):
+        return g.op("ConstantOfShape", g.op("Shape", self),
+                    value_t=torch.tensor([0.0], dtype=torch.float32))
+
+    for opset in opsets:
+        register_custom_op_symbolic("aten::zero", zero, opset)
+
+
 def export_one(name, out_dir, opsets, dynamic_batch):
     import numpy as np
     import torch
@@ -84,6 +103,7 @@ def export_one(name, out_dir, opsets, dynamic_batch):
     # One thread: a reduction's float sums then come out the same on every run, so the
     # calibrated weights, the files and the reference outputs are byte for byte reproducible.
     torch.set_num_threads(1)
+    register_symbolics(opsets)
     seed = model_seed(name)
     shape = zoo_models.input_shape(name)
     results = []
