@@ -115,8 +115,8 @@ def export_one(name, out_dir, opsets, dynamic_batch):
     params = zoo_models.parameter_count(model)
     base["params"] = params
     if zoo_models.too_large(params):
-        reason = (f"skipped: {params} parameters are {params * 4 / 2**30:.2f} GiB of float32, "
-                  "over protobuf's 2 GiB limit for one ONNX file")
+        reason = (f"{params} parameters are {params * 4 / 2**30:.2f} GiB of float32, over "
+                  "protobuf's 2 GiB limit for one ONNX file")
         for opset in opsets:
             results.append(dict(base, opset=opset, status="skipped", error=reason))
         return results
@@ -219,19 +219,26 @@ def ops_report(manifest):
     """Each exported file's op types with counts, then each op type with the models using it."""
     lines = []
     users = collections.defaultdict(set)
+    by_opset = collections.defaultdict(collections.Counter)
+    opsets = set()
     for m in manifest["models"]:
         if m.get("status") != "ok":
             continue
         ops = m.get("ops", {})
         lines.append(f"{m['file']}: {len(ops)} op types, {sum(ops.values())} nodes")
         lines.append("  " + ", ".join(f"{k} {v}" for k, v in sorted(ops.items())))
+        opsets.add(m.get("opset"))
         for k in ops:
             users[k].add(m["name"])
+            by_opset[k][m.get("opset")] += 1
     names = {m["name"] for m in manifest["models"] if m.get("status") == "ok"}
+    opsets = sorted(opsets)
     lines.append("")
-    lines.append(f"# Op types across {len(names)} models (number of models using each)")
+    lines.append(f"# Op types across {len(names)} models: the number of models using each, "
+                 f"then of files at opset {', '.join(map(str, opsets))}")
     for k, v in sorted(users.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        lines.append(f"{k:28s} {len(v):3d}")
+        per = " ".join(f"{by_opset[k][o]:3d}" for o in opsets)
+        lines.append(f"{k:28s} {len(v):3d}   {per}")
     failed = [m for m in manifest["models"] if m.get("status") != "ok"]
     if failed:
         lines.append("")
