@@ -136,6 +136,8 @@ def export_one(name, out_dir, opsets, dynamic_batch):
     y = y.detach().float().numpy()
     base["output_finite"] = bool(np.isfinite(y).all())
     base["output_std"] = float(y.std())
+    if not base["output_finite"] or base["output_std"] == 0.0:
+        base["warning"] = "PyTorch's output is constant or not finite: comparisons mean little"
     input_file, output_file = f"{name}.input.npy", f"{name}.output.npy"
     np.save(os.path.join(out_dir, input_file), x.numpy())
     np.save(os.path.join(out_dir, output_file), y)

@@ -244,6 +244,7 @@ def build(name, calibrate=True):
             kwargs.update(aux_logits=False, init_weights=True)
         model = fn(**kwargs)
     decorrelate_transformer_layers(model)
+    redraw_zero_weights(model)
     randomize_norms(model)
     if calibrate:
         calibrate_batch_norms(model, input_shape(name))
@@ -264,6 +265,16 @@ def decorrelate_transformer_layers(model):
                     elif isinstance(sub, nn.Linear) and not isinstance(
                             sub, nn.modules.linear.NonDynamicallyQuantizableLinear):
                         sub.reset_parameters()
+
+
+@torch.no_grad()
+def redraw_zero_weights(model):
+    """Some builders start a layer at zero (torchvision's ViT head), which makes the model's
+    output all zeros and any comparison with it meaningless: draw such weights as PyTorch's
+    default initialization of that layer does."""
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d)) and not m.weight.any():
+            m.reset_parameters()
 
 
 NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm)
