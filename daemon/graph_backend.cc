@@ -240,8 +240,10 @@ absl::StatusOr<std::vector<std::vector<float>>> GraphBackend::InputsNhwc(
   if (!graph.has_weights) return absl::FailedPreconditionError("model has no weights to run");
   std::vector<std::vector<float>> nhwc;
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
-    const model::Shape& shape = graph.tensor(graph.inputs[i].tensor).shape;
-    nhwc.push_back(executor::NchwToNhwc(shape, inputs[i].data));
+    const model::Tensor& t = graph.tensor(graph.inputs[i].tensor);
+    // Row-major tensors are stored in the ONNX order the client sends.
+    nhwc.push_back(t.channels_last ? executor::NchwToNhwc(t.shape, inputs[i].data)
+                                   : inputs[i].data);
   }
   return nhwc;
 }
@@ -250,9 +252,9 @@ std::vector<HostTensor> GraphBackend::OutputsNchw(const model::Graph& graph,
                                                   const std::vector<std::vector<float>>& nhwc) {
   std::vector<HostTensor> host;
   for (size_t i = 0; i < graph.outputs.size(); ++i) {
-    const model::Shape& shape = graph.tensor(graph.outputs[i].tensor).shape;
+    const model::Tensor& t = graph.tensor(graph.outputs[i].tensor);
     host.push_back(HostTensor{graph.outputs[i].name, graph.outputs[i].onnx_dims,
-                              executor::NhwcToNchw(shape, nhwc[i])});
+                              t.channels_last ? executor::NhwcToNchw(t.shape, nhwc[i]) : nhwc[i]});
   }
   return host;
 }

@@ -51,6 +51,7 @@ class Canonicalizer {
     return t;
   }
   void RemoveIdentities();
+  void FoldReshapesIntoTransposes();
   absl::Status RewriteBatchNorms();
   void FuseActivations();
   absl::StatusOr<Graph> Compact();
@@ -70,6 +71,7 @@ absl::StatusOr<Graph> Canonicalizer::Run() {
   alias_.resize(raw_.tensors.size());
   for (size_t i = 0; i < alias_.size(); ++i) alias_[i] = static_cast<TensorId>(i);
   RemoveIdentities();
+  FoldReshapesIntoTransposes();
   if (absl::Status s = RewriteBatchNorms(); !s.ok()) return s;
   FuseActivations();
   return Compact();
@@ -88,6 +90,56 @@ void Canonicalizer::RemoveIdentities() {
   }
   raw_.ops = std::move(kept);
   for (GraphIO& io : raw_.outputs) io.tensor = Resolve(io.tensor);
+  for (size_t i = 0; i < raw_.ops.size(); ++i) {
+    raw_.tensors[static_cast<size_t>(raw_.ops[i].op.output)].producer = static_cast<OpId>(i);
+  }
+}
+
+// A transpose reads its input through a view of any dims with the same element count and
+// writes its output contiguously, so a reshape (a row-major copy) right before or right after
+// it is one pass too many: the transpose reads the reshape's input, or writes the reshape's
+// output, instead.
+void Canonicalizer::FoldReshapesIntoTransposes() {
+  std::vector<int> consumers = ConsumerCounts();
+  std::vector<int> producer(raw_.tensors.size(), -1);
+  for (size_t i = 0; i < raw_.ops.size(); ++i) {
+    producer[static_cast<size_t>(raw_.ops[i].op.output)] = static_cast<int>(i);
+  }
+  std::vector<bool> dropped(raw_.ops.size(), false);
+  for (size_t i = 0; i < raw_.ops.size(); ++i) {
+    Op& op = raw_.ops[i].op;
+    if (op.kind == OpKind::kTranspose && op.activation.kind == ActivationKind::kNone) {
+      // reshape -> transpose: read the reshape's input.
+      const TensorId in = op.inputs[0];
+      const int p = producer[static_cast<size_t>(in)];
+      if (p >= 0 && !dropped[static_cast<size_t>(p)] &&
+          raw_.ops[static_cast<size_t>(p)].op.kind == OpKind::kReshape &&
+          consumers[static_cast<size_t>(in)] == 1 && !IsGraphOutput(in)) {
+        op.inputs[0] = raw_.ops[static_cast<size_t>(p)].op.inputs[0];
+        dropped[static_cast<size_t>(p)] = true;
+      }
+    } else if (op.kind == OpKind::kReshape) {
+      // transpose -> reshape: write the reshape's output.
+      const TensorId in = op.inputs[0];
+      const int p = producer[static_cast<size_t>(in)];
+      if (p >= 0 && !dropped[static_cast<size_t>(p)] &&
+          raw_.ops[static_cast<size_t>(p)].op.kind == OpKind::kTranspose &&
+          raw_.ops[static_cast<size_t>(p)].op.activation.kind == ActivationKind::kNone &&
+          consumers[static_cast<size_t>(in)] == 1 && !IsGraphOutput(in)) {
+        Op& t = raw_.ops[static_cast<size_t>(p)].op;
+        raw_.tensors[static_cast<size_t>(t.output)].producer = kInvalidId;
+        t.output = op.output;
+        producer[static_cast<size_t>(op.output)] = p;
+        dropped[i] = true;
+      }
+    }
+  }
+  std::vector<RawOp> kept;
+  kept.reserve(raw_.ops.size());
+  for (size_t i = 0; i < raw_.ops.size(); ++i) {
+    if (!dropped[i]) kept.push_back(std::move(raw_.ops[i]));
+  }
+  raw_.ops = std::move(kept);
   for (size_t i = 0; i < raw_.ops.size(); ++i) {
     raw_.tensors[static_cast<size_t>(raw_.ops[i].op.output)].producer = static_cast<OpId>(i);
   }
@@ -197,6 +249,8 @@ void Canonicalizer::LowerBatchNorm(const RawOp& bn, std::vector<RawOp>* out) {
   const Tensor& x = raw_.tensors[static_cast<size_t>(bn.op.inputs[0])];
   const Shape shape = x.shape;
   const int32_t rank = x.onnx_rank;
+  const std::vector<int64_t> x_dims = x.dims;  // `x` dangles once NewTensor grows the tensors
+  const bool x_channels_last = x.channels_last;
   std::vector<float> scale, shift;
   BatchNormScaleShift(raw_, bn.batch_norm, &scale, &shift);
   const TensorId scale_tensor =
@@ -206,6 +260,8 @@ void Canonicalizer::LowerBatchNorm(const RawOp& bn, std::vector<RawOp>* out) {
       NewTensor(bn.op.name + ".shift", Shape{1, 1, shape.c}, rank,
                 NewConstant(bn.op.name + ".shift", {1, 1, shape.c}, std::move(shift)));
   const TensorId scaled = NewTensor(bn.op.name + ".scaled", shape, rank, kInvalidId);
+  raw_.tensors[static_cast<size_t>(scaled)].dims = x_dims;
+  raw_.tensors[static_cast<size_t>(scaled)].channels_last = x_channels_last;
   RawOp mul;
   mul.op.name = bn.op.name + "/mul";
   mul.op.kind = OpKind::kMul;
@@ -359,6 +415,9 @@ absl::StatusOr<Graph> Canonicalizer::Compact() {
     } else if (auto* fc = std::get_if<FullyConnectedAttrs>(&op.attrs)) {
       fc->weight = map_constant(fc->weight);
       fc->bias = map_constant(fc->bias);
+    } else if (auto* ln = std::get_if<LayerNormAttrs>(&op.attrs)) {
+      ln->scale = map_constant(ln->scale);
+      ln->bias = map_constant(ln->bias);
     }
     g.ops.push_back(std::move(op));
   }

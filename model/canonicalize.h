@@ -3,6 +3,8 @@
 // Rules, applied in this order (docs/model-import.md has the rationale):
 //  1. Identity ops (Identity, Dropout, no-op Reshape/Pad/Cast) disappear; consumers and graph
 //     outputs read the identity's input instead.
+//  1b. A reshape right before or after a transpose folds into it (the transpose reads or
+//     writes through the reshape's dims).
 //  2. A BatchNormalization folds into the conv2d or fully_connected op producing its input
 //     when that op has no fused activation and the BatchNormalization is its only consumer
 //     (the producer's output is not a graph output). New filter/bias constants are created,

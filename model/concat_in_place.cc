@@ -7,25 +7,31 @@ namespace psched::model {
 
 bool SupportsStridedInput(OpKind kind) {
   switch (kind) {
-    case OpKind::kAdd:
-    case OpKind::kMul:
-    case OpKind::kSub:
-      return false;
-    default:
+    case OpKind::kConv2d:
+    case OpKind::kFullyConnected:
+    case OpKind::kMaxPool:
+    case OpKind::kAvgPool:
+    case OpKind::kGlobalAvgPool:
+    case OpKind::kConcat:
+    case OpKind::kPad:
+    case OpKind::kResize:
+    case OpKind::kFlatten:
+    case OpKind::kActivation:
+    case OpKind::kSoftmax:
       return true;
+    default:
+      return false;
   }
 }
 
 bool SupportsStridedOutput(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAdd:
-    case OpKind::kMul:
-    case OpKind::kSub:
-    case OpKind::kFlatten:
-      return false;
-    default:
-      return true;
-  }
+  return kind != OpKind::kFlatten && SupportsStridedInput(kind);
+}
+
+// A concat the aliasing rule may lay out in place: along the last axis, of computed tensors.
+bool IsChannelConcat(const Op& op) {
+  const auto* attrs = std::get_if<ConcatAttrs>(&op.attrs);
+  return attrs == nullptr || attrs->axis == -1;
 }
 
 ConcatAliasing AliasConcatInputs(const Graph& graph) {
@@ -45,7 +51,7 @@ ConcatAliasing AliasConcatInputs(const Graph& graph) {
   // Outermost concat first, so the root a concat output passes on to its inputs is final.
   for (OpId id = num_ops - 1; id >= 0; --id) {
     const Op& op = graph.op(id);
-    if (op.kind != OpKind::kConcat) continue;
+    if (op.kind != OpKind::kConcat || !IsChannelConcat(op)) continue;
     const auto out = static_cast<size_t>(op.output);
     int64_t offset = 0;
     for (TensorId t : op.inputs) {

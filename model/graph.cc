@@ -29,6 +29,31 @@ std::optional<OpKind> OpKindFromName(std::string_view name) {
 
 bool IsPartitionable(OpKind kind) { return kOpKindInfo[static_cast<size_t>(kind)].partitionable; }
 
+bool IsClassicActivation(ActivationKind kind) {
+  return kind <= ActivationKind::kHardSwish;
+}
+
+int64_t ElementsOf(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+std::vector<int64_t> PhysicalDims(const Tensor& t) {
+  if (!t.dims.empty()) return t.dims;
+  return {t.shape.h, t.shape.w, t.shape.c};
+}
+
+Shape ViewOf(const std::vector<int64_t>& dims, bool channels_last) {
+  if (dims.empty()) return Shape{1, 1, 1};
+  const int64_t last = dims.back();
+  if (channels_last && dims.size() == 4) return Shape{dims[1], dims[2], last};
+  if (channels_last && dims.size() == 3) return Shape{1, dims[1], last};
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) rows *= dims[i];
+  return Shape{rows, 1, last};
+}
+
 int64_t Constant::Elements() const {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;

@@ -1,9 +1,17 @@
 // The canonical graph IR every other module works on.
 //
-// A Graph is an immutable-after-import DAG of canonical ops (see op_kinds.inc) over
-// activation tensors. Layout is NHWC, f32, batch 1: every tensor is a Shape{h, w, c}; a
-// rank-2 ONNX tensor [1, K] is Shape{1, 1, K}. `ops` is stored in a topological order and op
-// ids are indices into it, so schedulers can use plain vectors indexed by OpId.
+// A Graph is an immutable-after-import DAG of canonical ops (see op_kinds.inc) over f32
+// activation tensors of rank 1 to 6. Each tensor has physical dims (`Tensor::dims`, in
+// storage order) and one of two layouts: channels-last, for the image tensors convolutions
+// and pooling work on (ONNX [1,C,H,W] stored as [1,H,W,C], ONNX [1,C,L] as [1,L,C]), or
+// row-major, where storage order is the ONNX order. Every change of layout is an op of its
+// own (kTranspose), so the scheduler sees and costs it.
+//
+// Every tensor also has a three-axis view, `Shape{h, w, c}`, the unit the convolution
+// kernels, the split axes and the latency features work in: a channels-last image is
+// {H, W, C}; a row-major tensor is {rows, 1, last dim}, rows the product of the other dims
+// (so [1, K] is {1, 1, K}). `ops` is stored in a topological order and op ids are indices
+// into it, so schedulers can use plain vectors indexed by OpId.
 //
 // Weights live in `constants`. A graph imported for planning only (graph-only ONNX, weights
 // absent) has `has_weights == false` and every Constant's `data` empty; shapes are still
@@ -51,14 +59,37 @@ struct Shape {
   bool operator==(const Shape&) const = default;
 };
 
-enum class ActivationKind : uint8_t { kNone, kRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish };
+// Element-wise functions. The first six fuse into the producing op where kernels can; the
+// rest come from transformer and modern CNN graphs (kGelu is x * Phi(x) with the exact erf,
+// kPow raises to `alpha`).
+enum class ActivationKind : uint8_t {
+  kNone,
+  kRelu,
+  kClip,
+  kSigmoid,
+  kHardSigmoid,
+  kHardSwish,
+  kSilu,
+  kGelu,
+  kTanh,
+  kErf,
+  kExp,
+  kLog,
+  kSqrt,
+  kReciprocal,
+  kNeg,
+  kAbs,
+  kPow,
+};
+// The activations every device backend runs (fused or standalone); the others run on CPUs.
+bool IsClassicActivation(ActivationKind kind);
 
 // An element-wise activation, fused into its producer or standing alone (kActivation).
 struct Activation {
   ActivationKind kind = ActivationKind::kNone;
   float min = -std::numeric_limits<float>::infinity();  // kClip (Relu6: 0, 6)
   float max = std::numeric_limits<float>::infinity();
-  float alpha = 0.2f;  // kHardSigmoid: max(0, min(1, alpha * x + beta))
+  float alpha = 0.2f;  // kHardSigmoid: max(0, min(1, alpha * x + beta)); kPow: the exponent
   float beta = 0.5f;
   bool operator==(const Activation&) const = default;
 };
@@ -114,14 +145,54 @@ struct ResizeAttrs {
   float scale_h = 1.0f, scale_w = 1.0f;
 };
 
+// kConcat. Concatenates along physical axis `axis` of the output; -1 is the last axis (the
+// channels of a channels-last image), the only axis whose inputs may be written in place.
+struct ConcatAttrs {
+  int32_t axis = -1;
+};
+
+// kTranspose. Reads its input as a row-major tensor of `in_dims` (same element count as the
+// input tensor: a reshape before it folds into this view) and writes output axis i from
+// input axis perm[i], contiguously (a reshape after it folds into the output tensor's dims).
+struct TransposeAttrs {
+  std::vector<int64_t> in_dims;
+  std::vector<int32_t> perm;
+};
+
+// kSlice. Output element (i_0, ..., i_r) = input (start_0 + i_0 * step_0, ...), over the
+// input's physical axes; `sizes` is the extent taken per axis. Gather with a constant index
+// and Split are slices. The output tensor may drop axes of extent 1 (same element order).
+struct SliceAttrs {
+  std::vector<int64_t> starts;
+  std::vector<int64_t> steps;
+  std::vector<int64_t> sizes;
+};
+
+// kLayerNorm: (x - mean) / sqrt(variance + epsilon) * scale + bias over the last physical axis.
+struct LayerNormAttrs {
+  float epsilon = 1e-5f;
+  ConstantId scale = kInvalidId;  // [last]
+  ConstantId bias = kInvalidId;   // [last] or kInvalidId
+};
+
+enum class ReduceKind : uint8_t { kMean, kSum, kMax };
+
+// kReduce over the physical input axes in `axes` (ascending). The output has the input's
+// element order with those axes dropped or kept as 1.
+struct ReduceAttrs {
+  ReduceKind reduce = ReduceKind::kMean;
+  std::vector<int32_t> axes;
+};
+
 using OpAttrs = std::variant<std::monostate, ConvAttrs, FullyConnectedAttrs, PoolAttrs, PadAttrs,
-                             ResizeAttrs>;
+                             ResizeAttrs, ConcatAttrs, TransposeAttrs, SliceAttrs, LayerNormAttrs,
+                             ReduceAttrs>;
 
 struct Op {
   std::string name;  // the ONNX node name (or its output's name when the node has none)
   OpKind kind = OpKind::kActivation;
-  // Activation inputs in ONNX order; for kAdd/kMul/kSub one input may be a constant
-  // tensor (see Tensor::constant). kConcat concatenates its inputs along channels.
+  // Inputs in ONNX order; for the binary kinds, kMatMul and kConcat inputs may be constant
+  // tensors (see Tensor::constant). kConcat concatenates along ConcatAttrs::axis.
   std::vector<TensorId> inputs;
   TensorId output = kInvalidId;
   Activation activation;  // fused output activation (the op itself for kActivation)
@@ -130,11 +201,21 @@ struct Op {
 
 struct Tensor {
   std::string name;
-  Shape shape;
-  int32_t onnx_rank = 4;          // 4 for [1,C,H,W], 2 for [1,K]
+  Shape shape;                    // the three-axis view (see the top of this file)
+  int32_t onnx_rank = 4;          // the ONNX rank: 4 for [1,C,H,W], 2 for [1,K]
   OpId producer = kInvalidId;          // kInvalidId for graph inputs and constants
   ConstantId constant = kInvalidId;    // set when the tensor is a constant operand
+  // Physical dims in storage order; empty means {shape.h, shape.w, shape.c} (graphs built
+  // by hand in tests and calibration). Use PhysicalDims().
+  std::vector<int64_t> dims;
+  bool channels_last = true;  // an image in channels-last layout (else row-major)
 };
+
+// `t.dims`, or the three-axis view for tensors built without dims.
+std::vector<int64_t> PhysicalDims(const Tensor& t);
+// The three-axis view of a tensor with physical `dims` (see the top of this file).
+Shape ViewOf(const std::vector<int64_t>& dims, bool channels_last);
+int64_t ElementsOf(const std::vector<int64_t>& dims);
 
 // Constant data in canonical layout (see the attrs above); `dims` as stored.
 struct Constant {

@@ -112,6 +112,9 @@ absl::Status Importer::ConvertShape(const NodeProto& node) {
 
 absl::Status Importer::ConvertGather(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
+  if (auto v = InputValue(node, 0); v.ok() && !(*v)->is_constant()) {
+    return GatherActivation(node, **v);
+  }
   auto data = ConstantInput(node, 0, true);
   if (!data.ok()) return data.status();
   auto indices = ConstantInput(node, 1, true);
@@ -246,12 +249,12 @@ absl::Status Importer::ConvertSlice(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
   auto data = InputValue(node, 0);
   if (!data.ok()) return data.status();
-  if (!(*data)->is_constant()) {
-    return Unsupported(node, "Slice is supported only in constant (shape) expressions");
-  }
-  const ConstValue& c = *(*data)->constant;
-  if (!c.has_data) return NodeError(node, "Slice of a constant whose data is absent");
-  const auto rank = static_cast<int64_t>(c.dims.size());
+  const bool computed = !(*data)->is_constant();
+  static const ConstValue kNoConstant;
+  const ConstValue& c = computed ? kNoConstant : *(*data)->constant;
+  if (!computed && !c.has_data) return NodeError(node, "Slice of a constant whose data is absent");
+  const std::vector<int64_t>& in_dims = computed ? (*data)->onnx_dims : c.dims;
+  const auto rank = static_cast<int64_t>(in_dims.size());
   std::vector<int64_t> starts, ends, axes, steps;
   if (opset_ < 10) {
     auto s = AttrInts(node, "starts", {});
@@ -282,13 +285,13 @@ absl::Status Importer::ConvertSlice(const NodeProto& node) {
     return NodeError(node, "starts, ends, axes and steps differ in length");
   }
   std::vector<int64_t> begin(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1);
-  std::vector<int64_t> out_dims = c.dims;
+  std::vector<int64_t> out_dims = in_dims;
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
     if (axis < 0 || axis >= rank || steps[i] == 0) {
       return NodeError(node, absl::StrCat("invalid axis ", axes[i], " or step ", steps[i]));
     }
-    const int64_t dim = c.dims[static_cast<size_t>(axis)];
+    const int64_t dim = in_dims[static_cast<size_t>(axis)];
     int64_t s = starts[i], e = ends[i];
     // Clamp before adding `dim` so that INT64 sentinels cannot overflow.
     s = std::clamp(s, -dim - 1, dim + 1);
@@ -309,6 +312,9 @@ absl::Status Importer::ConvertSlice(const NodeProto& node) {
     step[static_cast<size_t>(axis)] = steps[i];
     out_dims[static_cast<size_t>(axis)] = count;
   }
+  if (computed) {
+    return SliceActivation(node, 0, **data, begin, step, out_dims, out_dims);
+  }
   const std::vector<int64_t> strides = Strides(c.dims);
   return DefineConstant(node, 0, Gathered(c, out_dims, [&](const std::vector<int64_t>& index) {
                           int64_t flat = 0;
@@ -323,12 +329,13 @@ absl::Status Importer::ConvertTranspose(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
   auto data = InputValue(node, 0);
   if (!data.ok()) return data.status();
-  if (!(*data)->is_constant()) {
-    return Unsupported(node, "Transpose is supported only in constant (shape) expressions");
+  const bool computed = !(*data)->is_constant();
+  static const ConstValue kNoConstant;
+  const ConstValue& c = computed ? kNoConstant : *(*data)->constant;
+  if (!computed && !c.has_data) {
+    return NodeError(node, "Transpose of a constant whose data is absent");
   }
-  const ConstValue& c = *(*data)->constant;
-  if (!c.has_data) return NodeError(node, "Transpose of a constant whose data is absent");
-  const auto rank = static_cast<int64_t>(c.dims.size());
+  const auto rank = static_cast<int64_t>(computed ? (*data)->onnx_dims.size() : c.dims.size());
   std::vector<int64_t> reversed;
   for (int64_t a = rank - 1; a >= 0; --a) reversed.push_back(a);
   auto perm = AttrInts(node, "perm", reversed);
@@ -342,6 +349,7 @@ absl::Status Importer::ConvertTranspose(const NodeProto& node) {
     }
     seen[static_cast<size_t>(p)] = true;
   }
+  if (computed) return TransposeActivation(node, **data, *perm);
   std::vector<int64_t> out_dims;
   for (int64_t p : *perm) out_dims.push_back(c.dims[static_cast<size_t>(p)]);
   const std::vector<int64_t> strides = Strides(c.dims);

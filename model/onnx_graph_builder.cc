@@ -6,21 +6,55 @@
 
 namespace psched::model::onnx_importer {
 
-absl::StatusOr<TensorId> Importer::DefineActivation(const NodeProto& node, int output_index,
-                                                    std::vector<int64_t> onnx_dims) {
-  auto shape = ActivationShape(node, onnx_dims);
-  if (!shape.ok()) return shape.status();
+std::vector<int64_t> PhysicalOf(const std::vector<int64_t>& onnx_dims, bool channels_last) {
+  if (!channels_last || onnx_dims.size() < 3) return onnx_dims;
+  std::vector<int64_t> d = onnx_dims;
+  std::rotate(d.begin() + 1, d.begin() + 2, d.end());
+  return d;
+}
+
+bool DefaultChannelsLast(const std::vector<int64_t>& onnx_dims) {
+  return onnx_dims.size() == 4 && onnx_dims[0] == 1;
+}
+
+absl::StatusOr<TensorId> Importer::NewActivation(const std::string& name,
+                                                 const std::vector<int64_t>& onnx_dims,
+                                                 bool channels_last) {
+  if (absl::Status s = CheckDims(absl::StrCat("tensor '", name, "'"), onnx_dims); !s.ok()) {
+    return s;
+  }
+  if (onnx_dims.empty() || onnx_dims.size() > 6) {
+    return absl::UnimplementedError(absl::StrCat("tensor '", name, "' has rank ", onnx_dims.size(),
+                                                 " ", DimsString(onnx_dims),
+                                                 "; psched computes tensors of rank 1 to 6"));
+  }
   Tensor tensor;
-  tensor.name = node.output(output_index);
-  tensor.shape = *shape;
+  tensor.name = name;
+  tensor.dims = PhysicalOf(onnx_dims, channels_last);
+  tensor.channels_last = channels_last;
+  tensor.shape = ViewOf(tensor.dims, channels_last);
   tensor.onnx_rank = static_cast<int32_t>(onnx_dims.size());
-  const auto id = static_cast<TensorId>(graph_.tensors.size());
   graph_.tensors.push_back(std::move(tensor));
+  return static_cast<TensorId>(graph_.tensors.size() - 1);
+}
+
+absl::StatusOr<TensorId> Importer::DefineActivation(const NodeProto& node, int output_index,
+                                                    std::vector<int64_t> onnx_dims,
+                                                    std::optional<bool> channels_last) {
+  if (absl::Status s = CheckDims(NodeLabel(node) + " output", onnx_dims); !s.ok()) return s;
+  const bool cl = channels_last.value_or(DefaultChannelsLast(onnx_dims));
+  if (cl && (onnx_dims.size() != 4 || onnx_dims[0] != 1)) {
+    return Unsupported(node, absl::StrCat("output ", DimsString(onnx_dims),
+                                          " is not a [1,C,H,W] image"));
+  }
+  auto id = NewActivation(node.output(output_index), onnx_dims, cl);
+  if (!id.ok()) return Unsupported(node, id.status().message());
   Value v;
-  v.tensor = id;
+  v.tensor = *id;
+  v.channels_last = cl;
   v.onnx_dims = std::move(onnx_dims);
   values_[node.output(output_index)] = std::move(v);
-  return id;
+  return *id;
 }
 
 absl::Status Importer::DefineConstant(const NodeProto& node, int output_index, ConstValue value) {
@@ -35,22 +69,30 @@ absl::Status Importer::DefineConstant(const NodeProto& node, int output_index, C
   return absl::OkStatus();
 }
 
-absl::StatusOr<TensorId> Importer::AddOp(const NodeProto& node, RawOpKind raw_kind, OpKind kind,
-                                         std::vector<TensorId> inputs,
-                                         std::vector<int64_t> out_dims, OpAttrs attrs) {
-  auto out = DefineActivation(node, 0, std::move(out_dims));
-  if (!out.ok()) return out.status();
+OpId Importer::AppendOp(const NodeProto& node, std::string name, RawOpKind raw_kind, OpKind kind,
+                        std::vector<TensorId> inputs, TensorId output, OpAttrs attrs) {
   const auto op_id = static_cast<OpId>(graph_.ops.size());
   RawOp raw;
   raw.raw_kind = raw_kind;
-  raw.op.name = node.name().empty() ? node.output(0) : node.name();
+  raw.op.name = std::move(name);
   raw.op.kind = kind;
   raw.op.inputs = std::move(inputs);
-  raw.op.output = *out;
+  raw.op.output = output;
   raw.op.attrs = std::move(attrs);
   raw.onnx_op_type = node.op_type();
   graph_.ops.push_back(std::move(raw));
-  graph_.tensors[static_cast<size_t>(*out)].producer = op_id;
+  graph_.tensors[static_cast<size_t>(output)].producer = op_id;
+  return op_id;
+}
+
+absl::StatusOr<TensorId> Importer::AddOp(const NodeProto& node, RawOpKind raw_kind, OpKind kind,
+                                         std::vector<TensorId> inputs,
+                                         std::vector<int64_t> out_dims, OpAttrs attrs,
+                                         std::optional<bool> channels_last) {
+  auto out = DefineActivation(node, 0, std::move(out_dims), channels_last);
+  if (!out.ok()) return out.status();
+  AppendOp(node, node.name().empty() ? node.output(0) : node.name(), raw_kind, kind,
+           std::move(inputs), *out, std::move(attrs));
   return *out;
 }
 
@@ -117,7 +159,31 @@ TensorId Importer::ConstantOperand(const ConstValue& c, const std::vector<int64_
   Tensor tensor;
   tensor.name = c.name;
   tensor.shape = shape;
+  tensor.dims = act_dims.size() == 4 ? std::vector<int64_t>{1, shape.h, shape.w, shape.c}
+                                     : std::vector<int64_t>{1, shape.c};
   tensor.onnx_rank = static_cast<int32_t>(act_dims.size());
+  tensor.constant = id;
+  graph_.tensors.push_back(std::move(tensor));
+  return static_cast<TensorId>(graph_.tensors.size() - 1);
+}
+
+TensorId Importer::RowMajorConstant(const ConstValue& c, size_t rank) {
+  std::vector<int64_t> dims(rank - std::min(rank, c.dims.size()), 1);
+  dims.insert(dims.end(), c.dims.begin(), c.dims.end());
+  const ConstantId id = AddConstant(absl::StrCat(c.name, "|rowmajor", DimsString(dims)), c.name,
+                                    dims, c.has_data, [&] {
+                                      std::vector<float> out(static_cast<size_t>(c.Elements()));
+                                      for (int64_t i = 0; i < c.Elements(); ++i) {
+                                        out[static_cast<size_t>(i)] = static_cast<float>(c.At(i));
+                                      }
+                                      return out;
+                                    });
+  Tensor tensor;
+  tensor.name = c.name;
+  tensor.dims = dims;
+  tensor.channels_last = false;
+  tensor.shape = ViewOf(dims, false);
+  tensor.onnx_rank = static_cast<int32_t>(rank);
   tensor.constant = id;
   graph_.tensors.push_back(std::move(tensor));
   return static_cast<TensorId>(graph_.tensors.size() - 1);

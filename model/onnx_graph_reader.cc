@@ -70,6 +70,22 @@ absl::StatusOr<RawGraph> Importer::Run(std::string_view bytes) {
       {"ConstantOfShape", &Importer::ConvertConstantOfShape},
       {"Slice", &Importer::ConvertSlice},
       {"Transpose", &Importer::ConvertTranspose},
+      {"LayerNormalization", &Importer::ConvertLayerNorm},
+      {"ReduceMean", &Importer::ConvertReduce},
+      {"ReduceSum", &Importer::ConvertReduce},
+      {"ReduceMax", &Importer::ConvertReduce},
+      {"Tanh", &Importer::ConvertUnary},
+      {"Erf", &Importer::ConvertUnary},
+      {"Exp", &Importer::ConvertUnary},
+      {"Log", &Importer::ConvertUnary},
+      {"Sqrt", &Importer::ConvertUnary},
+      {"Reciprocal", &Importer::ConvertUnary},
+      {"Neg", &Importer::ConvertUnary},
+      {"Abs", &Importer::ConvertUnary},
+      {"Gelu", &Importer::ConvertUnary},
+      {"Pow", &Importer::ConvertPow},
+      {"Split", &Importer::ConvertSplit},
+      {"Expand", &Importer::ConvertExpand},
   };
   for (const NodeProto* node : order) {
     auto it = kHandlers.find(node->op_type());
@@ -156,24 +172,21 @@ absl::Status Importer::ReadInputs() {
       dims.push_back(dim.dim_value());
     }
     if (absl::Status s = CheckDims(where, dims); !s.ok()) return s;
-    if (dims.size() != 4 && dims.size() != 2) {
+    if (dims.empty() || dims.size() > 6) {
       return absl::UnimplementedError(absl::StrCat(where, " has rank ", dims.size(), " ",
                                                    DimsString(dims),
-                                                   "; psched reads [1,C,H,W] or [1,K] inputs"));
+                                                   "; psched reads tensors of rank 1 to 6"));
     }
-    if (dims[0] != 1) {
+    if (dims.size() == 4 && dims[0] != 1) {
       return absl::UnimplementedError(absl::StrCat(where, " has batch size ", dims[0], " ",
                                                    DimsString(dims), "; psched runs batch 1"));
     }
-    Tensor tensor;
-    tensor.name = input.name();
-    tensor.shape = dims.size() == 4 ? Shape{dims[2], dims[3], dims[1]} : Shape{1, 1, dims[1]};
-    tensor.onnx_rank = static_cast<int32_t>(dims.size());
-    const auto id = static_cast<TensorId>(graph_.tensors.size());
-    graph_.tensors.push_back(std::move(tensor));
-    graph_.inputs.push_back(GraphIO{id, input.name(), dims});
+    auto id = NewActivation(input.name(), dims, DefaultChannelsLast(dims));
+    if (!id.ok()) return id.status();
+    graph_.inputs.push_back(GraphIO{*id, input.name(), dims});
     Value v;
-    v.tensor = id;
+    v.tensor = *id;
+    v.channels_last = DefaultChannelsLast(dims);
     v.onnx_dims = std::move(dims);
     values_[input.name()] = std::move(v);
   }

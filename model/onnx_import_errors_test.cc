@@ -338,15 +338,17 @@ TEST(OnnxImportErrorsTest, KernelLargerThanInput) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("larger than the padded input"));
 }
 
-TEST(OnnxImportErrorsTest, UnsupportedReshape) {
+TEST(OnnxImportErrorsTest, SoftmaxOverAMiddleAxisNamesTheNode) {
   OnnxBuilder b;
   b.Input("x", {1, 4, 2, 2});
   b.Ints("shape", {1, 2, 8});
-  b.Node("Reshape", {"x", "shape"}, {"y"}, "odd_reshape");
+  b.Node("Reshape", {"x", "shape"}, {"r"}, "reshape");
+  OnnxBuilder::AttrInt(b.Node("Softmax", {"r"}, {"y"}, "middle_softmax"), "axis", 1);
   b.Output("y");
   absl::Status s = Import(b.Bytes());
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("odd_reshape"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("middle_softmax"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("last axis"));
 }
 
 TEST(OnnxImportErrorsTest, ReshapeElementCountMismatch) {

@@ -10,6 +10,9 @@
 //   onnx_nn_ops.cc            conv, pooling, Gemm/MatMul, BatchNorm, activations, softmax,
 //                             element-wise arithmetic
 //   onnx_layout_ops.cc        concat, pad, resize, the reshape family, identity
+//   onnx_tensor_ops.cc        the general tensor ops: transpose, matmul between activations,
+//                             layer norm, reductions, division, unary math, slice/gather/split,
+//                             and the layout conversions between channels-last and row-major
 //   onnx_constant_folding.cc  shape sub-graphs evaluated at import (Shape, Gather, Constant,
 //                             Cast, ConstantOfShape, Slice, Transpose, constant arithmetic)
 // Internal to model/. An Importer reads one model once, on one thread.
@@ -20,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -69,6 +73,7 @@ using ConstPtr = std::shared_ptr<const ConstValue>;
 struct Value {
   TensorId tensor = kInvalidId;  // an activation tensor ...
   std::vector<int64_t> onnx_dims;
+  bool channels_last = false;  // the tensor's layout (model/graph.h)
   ConstPtr constant;  // ... or a constant
   bool is_constant() const { return constant != nullptr; }
 };
@@ -84,6 +89,12 @@ std::string NodeLabel(const NodeProto& node);
 // errors name `where` and the tensor.
 absl::StatusOr<ConstValue> ReadTensorProto(const TensorProto& t, const ImportOptions& options,
                                            absl::string_view where);
+
+// Physical dims of ONNX `dims` in a layout: channels-last moves axis 1 to the end.
+std::vector<int64_t> PhysicalOf(const std::vector<int64_t>& onnx_dims, bool channels_last);
+// The layout a tensor of these ONNX dims gets when nothing asks otherwise: channels-last for
+// [1,C,H,W], row-major for everything else.
+bool DefaultChannelsLast(const std::vector<int64_t>& onnx_dims);
 
 // Constant folding helpers (onnx_constant_folding.cc).
 // Numpy-style broadcast of two shapes; false when they are incompatible.
@@ -135,7 +146,26 @@ class Importer {
   absl::Status ConvertConstantOfShape(const NodeProto& node);
   absl::Status ConvertSlice(const NodeProto& node);
   absl::Status ConvertTranspose(const NodeProto& node);
-
+  // onnx_tensor_ops.cc
+  absl::Status ConvertLayerNorm(const NodeProto& node);
+  absl::Status ConvertReduce(const NodeProto& node);
+  absl::Status ConvertUnary(const NodeProto& node);
+  absl::Status ConvertPow(const NodeProto& node);
+  absl::Status ConvertSplit(const NodeProto& node);
+  absl::Status ConvertExpand(const NodeProto& node);
+  absl::Status MatMulOfActivations(const NodeProto& node, const Value& a, const Value& b);
+  absl::Status FullyConnectedRows(const NodeProto& node, const Value& x, const ConstValue& weight,
+                                  bool trans_b, float alpha, const ConstValue* bias, float beta);
+  absl::Status TransposeActivation(const NodeProto& node, const Value& x,
+                                   const std::vector<int64_t>& perm);
+  absl::Status SliceActivation(const NodeProto& node, int output_index, const Value& x,
+                               const std::vector<int64_t>& begin, const std::vector<int64_t>& step,
+                               const std::vector<int64_t>& sizes,
+                               std::vector<int64_t> out_onnx_dims);
+  absl::Status GatherActivation(const NodeProto& node, const Value& x);
+  absl::Status ConcatGeneral(const NodeProto& node, const std::vector<const Value*>& inputs,
+                             int64_t axis);
+  absl::Status BinaryOp(const NodeProto& node, OpKind kind, const Value& a, const Value& b);
   // Errors.
   absl::Status NodeError(const NodeProto& node, absl::string_view message) const {
     return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node), ": ", message));
@@ -168,16 +198,33 @@ class Importer {
 
   // Shapes and limits.
   absl::Status CheckDims(absl::string_view what, const std::vector<int64_t>& dims) const;
-  absl::StatusOr<Shape> ActivationShape(const NodeProto& node,
-                                        const std::vector<int64_t>& dims) const;
 
-  // Graph building.
+  // Graph building. A new activation's layout defaults to DefaultChannelsLast(onnx_dims).
+  absl::StatusOr<TensorId> NewActivation(const std::string& name,
+                                         const std::vector<int64_t>& onnx_dims,
+                                         bool channels_last);
   absl::StatusOr<TensorId> DefineActivation(const NodeProto& node, int output_index,
-                                            std::vector<int64_t> onnx_dims);
+                                            std::vector<int64_t> onnx_dims,
+                                            std::optional<bool> channels_last = std::nullopt);
+  OpId AppendOp(const NodeProto& node, std::string name, RawOpKind raw_kind, OpKind kind,
+                std::vector<TensorId> inputs, TensorId output, OpAttrs attrs);
+  // The value as a row-major or channels-last tensor: itself when it already is one, else
+  // the output of a layout op added once per tensor and layout.
+  absl::StatusOr<Value> AsRowMajor(const NodeProto& node, const Value& v);
+  absl::StatusOr<Value> AsChannelsLast(const NodeProto& node, const Value& v);
+  // ActivationInput as a channels-last [1,C,H,W] image (convolution, pooling, resize).
+  absl::StatusOr<Value> ImageInput(const NodeProto& node, int index);
+  // An identity when `x` already holds `out_onnx_dims` in its element order under the same
+  // three-axis view, else a row-major copy (kReshape).
+  absl::Status ReshapeRowMajor(const NodeProto& node, const Value& x,
+                               std::vector<int64_t> out_onnx_dims);
+  // A constant as a row-major operand tensor of `rank` axes (leading 1s added).
+  TensorId RowMajorConstant(const ConstValue& c, size_t rank);
   absl::Status DefineConstant(const NodeProto& node, int output_index, ConstValue value);
   absl::StatusOr<TensorId> AddOp(const NodeProto& node, RawOpKind raw_kind, OpKind kind,
                                  std::vector<TensorId> inputs, std::vector<int64_t> out_dims,
-                                 OpAttrs attrs = {});
+                                 OpAttrs attrs = {},
+                                 std::optional<bool> channels_last = std::nullopt);
   ConstantId AddConstant(const std::string& key, std::string name, std::vector<int64_t> dims,
                          bool has_data, const std::function<std::vector<float>()>& data);
   ConstantId FilterConstant(const ConstValue& w);
@@ -196,6 +243,7 @@ class Importer {
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, const NodeProto*> producer_node_;
   std::unordered_map<std::string, ConstantId> constant_cache_;
+  std::unordered_map<TensorId, Value> row_major_of_, channels_last_of_;
   bool weights_missing_ = false;
 };
 

@@ -35,16 +35,21 @@ absl::Status Importer::ConvertConcat(const NodeProto& node) {
     out.dims = {static_cast<int64_t>(out.ints.size())};
     return DefineConstant(node, 0, std::move(out));
   }
-  if (constants > 0) {
-    return Unsupported(node, "Concat of computed tensors with constants is not supported");
+  const Value* computed = nullptr;
+  for (const Value* v : inputs) {
+    if (!v->is_constant()) computed = v;
   }
-  const std::vector<int64_t>& first = inputs[0]->onnx_dims;
+  const std::vector<int64_t>& first = computed->onnx_dims;
   const auto rank = static_cast<int64_t>(first.size());
   const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
-  if (axis != 1) {
-    return Unsupported(node, absl::StrCat("Concat along axis ", *axis_attr, " of ",
-                                          DimsString(first), "; only channels are supported"));
+  if (axis < 0 || axis >= rank) {
+    return NodeError(node, absl::StrCat("axis ", *axis_attr, " out of range for ",
+                                        DimsString(first)));
   }
+  const bool images = constants == 0 && axis == 1 &&
+                      std::all_of(inputs.begin(), inputs.end(),
+                                  [](const Value* v) { return v->channels_last; });
+  if (!images) return ConcatGeneral(node, inputs, axis);
   std::vector<int64_t> out = first;
   out[1] = 0;
   std::vector<TensorId> ids;
@@ -62,13 +67,16 @@ absl::Status Importer::ConvertConcat(const NodeProto& node) {
     }
     ids.push_back(v->tensor);
   }
-  return AddOp(node, RawOpKind::kCanonical, OpKind::kConcat, std::move(ids), out).status();
+  return AddOp(node, RawOpKind::kCanonical, OpKind::kConcat, std::move(ids), out, {}, true)
+      .status();
 }
 
 absl::Status Importer::ConvertPad(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
-  auto x = ActivationInput(node, 0);
-  if (!x.ok()) return x.status();
+  auto image = ImageInput(node, 0);
+  if (!image.ok()) return image.status();
+  const Value* const x_value = &*image;
+  const Value* const* x = &x_value;
   auto mode = AttrString(node, "mode", "constant");
   if (!mode.ok()) return mode.status();
   if (*mode != "constant") {
@@ -100,6 +108,10 @@ absl::Status Importer::ConvertPad(const NodeProto& node) {
   }
   const std::vector<int64_t>& in = (*x)->onnx_dims;
   const size_t rank = in.size();
+  if (rank != 4 && rank != 2) {
+    return Unsupported(node, absl::StrCat("Pad of ", DimsString(in), "; psched pads [1,C,H,W] "
+                                          "and [1,K] tensors"));
+  }
   if (pads.size() != 2 * rank) {
     return NodeError(node, absl::StrCat("expects ", 2 * rank, " pads for ", DimsString(in),
                                         ", got ", DimsString(pads)));
@@ -114,7 +126,9 @@ absl::Status Importer::ConvertPad(const NodeProto& node) {
   std::vector<int64_t> out = in;
   for (size_t i = 0; i < rank; ++i) out[i] += pads[i] + pads[i + rank];
   if (out == in) {
-    return AddOp(node, RawOpKind::kIdentity, OpKind::kPad, {(*x)->tensor}, out).status();
+    return AddOp(node, RawOpKind::kIdentity, OpKind::kPad, {(*x)->tensor}, out, {},
+                 (*x)->channels_last)
+        .status();
   }
   PadAttrs attrs;
   attrs.channels_before = static_cast<int32_t>(pads[1]);
@@ -126,13 +140,17 @@ absl::Status Importer::ConvertPad(const NodeProto& node) {
     attrs.right = static_cast<int32_t>(pads[7]);
   }
   attrs.value = value;
-  return AddOp(node, RawOpKind::kCanonical, OpKind::kPad, {(*x)->tensor}, out, attrs).status();
+  return AddOp(node, RawOpKind::kCanonical, OpKind::kPad, {(*x)->tensor}, out, attrs,
+               (*x)->channels_last)
+      .status();
 }
 
 absl::Status Importer::ConvertResize(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
-  auto x = ActivationInput(node, 0);
-  if (!x.ok()) return x.status();
+  auto image = ImageInput(node, 0);
+  if (!image.ok()) return image.status();
+  const Value* const x_value = &*image;
+  const Value* const* x = &x_value;
   const std::vector<int64_t>& in = (*x)->onnx_dims;
   if (in.size() != 4) return Unsupported(node, "only [1,C,H,W] input can be resized");
   const bool upsample = node.op_type() == "Upsample";
@@ -253,19 +271,23 @@ absl::Status Importer::ReshapeTo(const NodeProto& node, const Value& input,
     return NodeError(node, absl::StrCat("inconsistent shapes: cannot reshape ", DimsString(in),
                                         " to ", DimsString(target)));
   }
+  if (target == in) {
+    return AddOp(node, RawOpKind::kIdentity, OpKind::kReshape, {input.tensor}, target, {},
+                 input.channels_last)
+        .status();
+  }
   // NHWC and NCHW agree on the element order exactly when H = W = 1.
   const bool same_nhwc =
-      target == in ||
-      (in.size() == 4 && in[2] * in[3] == 1 && (target == std::vector<int64_t>{1, in[1]})) ||
-      (in.size() == 2 && target == std::vector<int64_t>{1, in[1], 1, 1});
+      (input.channels_last && in[2] * in[3] == 1 && target == std::vector<int64_t>{1, in[1]}) ||
+      (in.size() == 2 && in[0] == 1 && target == std::vector<int64_t>{1, in[1], 1, 1});
   if (same_nhwc) {
     return AddOp(node, RawOpKind::kIdentity, OpKind::kFlatten, {input.tensor}, target).status();
   }
-  if (in.size() == 4 && target == std::vector<int64_t>{1, in[1] * in[2] * in[3]}) {
-    return AddOp(node, RawOpKind::kCanonical, OpKind::kFlatten, {input.tensor}, target).status();
+  if (input.channels_last && target == std::vector<int64_t>{1, in[1] * in[2] * in[3]}) {
+    return AddOp(node, RawOpKind::kCanonical, OpKind::kFlatten, {input.tensor}, target, {}, false)
+        .status();
   }
-  return Unsupported(node, absl::StrCat("reshape of ", DimsString(in), " to ", DimsString(target),
-                                        "; only flattening [1,C,H,W] to [1,C*H*W] is supported"));
+  return ReshapeRowMajor(node, input, std::move(target));
 }
 
 absl::Status Importer::ConvertReshape(const NodeProto& node) {
@@ -399,7 +421,8 @@ absl::Status Importer::ConvertIdentity(const NodeProto& node) {
     values_[node.output(0)] = std::move(alias);
     return absl::OkStatus();
   }
-  return AddOp(node, RawOpKind::kIdentity, OpKind::kActivation, {(*x)->tensor}, (*x)->onnx_dims)
+  return AddOp(node, RawOpKind::kIdentity, OpKind::kActivation, {(*x)->tensor}, (*x)->onnx_dims,
+               {}, (*x)->channels_last)
       .status();
 }
 

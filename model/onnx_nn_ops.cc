@@ -90,8 +90,10 @@ absl::Status Importer::ResolveWindow(const NodeProto& node, const std::vector<in
 
 absl::Status Importer::ConvertConv(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
-  auto x = ActivationInput(node, 0);
-  if (!x.ok()) return x.status();
+  auto image = ImageInput(node, 0);
+  if (!image.ok()) return image.status();
+  const Value* const x_value = &*image;
+  const Value* const* x = &x_value;
   auto w = ConstantInput(node, 1, false);
   if (!w.ok()) return w.status();
   const std::vector<int64_t>& in = (*x)->onnx_dims;
@@ -148,8 +150,10 @@ absl::Status Importer::ConvertConv(const NodeProto& node) {
 absl::Status Importer::ConvertPool(const NodeProto& node) {
   const bool is_max = node.op_type() == "MaxPool";
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
-  auto x = ActivationInput(node, 0);
-  if (!x.ok()) return x.status();
+  auto image = ImageInput(node, 0);
+  if (!image.ok()) return image.status();
+  const Value* const x_value = &*image;
+  const Value* const* x = &x_value;
   const std::vector<int64_t>& in = (*x)->onnx_dims;
   if (in.size() != 4) return Unsupported(node, "only 2-D pooling on [1,C,H,W] is supported");
   auto kernel = AttrInts(node, "kernel_shape", {});
@@ -189,8 +193,10 @@ absl::Status Importer::ConvertPool(const NodeProto& node) {
 
 absl::Status Importer::ConvertGlobalAvgPool(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
-  auto x = ActivationInput(node, 0);
-  if (!x.ok()) return x.status();
+  auto image = ImageInput(node, 0);
+  if (!image.ok()) return image.status();
+  const Value* const x_value = &*image;
+  const Value* const* x = &x_value;
   const std::vector<int64_t>& in = (*x)->onnx_dims;
   if (in.size() != 4) return Unsupported(node, "only [1,C,H,W] input is supported");
   return AddOp(node, RawOpKind::kCanonical, OpKind::kGlobalAvgPool, {(*x)->tensor},
@@ -215,7 +221,16 @@ absl::Status Importer::ConvertGemm(const NodeProto& node) {
   const std::vector<int64_t>& in = (*x)->onnx_dims;
   if (in.size() != 2 || *trans_a != 0) {
     return Unsupported(
-        node, absl::StrCat("expects A of shape [1,K] without transA, got ", DimsString(in)));
+        node, absl::StrCat("expects A of shape [M,K] without transA, got ", DimsString(in)));
+  }
+  if (in[0] != 1 || !(*x)->channels_last) {
+    ConstPtr bias;
+    if (HasInput(node, 2)) {
+      auto c = ConstantInput(node, 2, false);
+      if (!c.ok()) return c.status();
+      bias = *c;
+    }
+    return FullyConnectedRows(node, **x, **b, *trans_b != 0, *alpha, bias.get(), *beta);
   }
   const ConstValue& weight = **b;
   if (weight.dims.size() != 2 || weight.dtype != TensorProto::FLOAT) {
@@ -264,14 +279,24 @@ absl::Status Importer::ConvertGemm(const NodeProto& node) {
 
 absl::Status Importer::ConvertMatMul(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
+  auto va = InputValue(node, 0);
+  if (!va.ok()) return va.status();
+  auto vb = InputValue(node, 1);
+  if (!vb.ok()) return vb.status();
+  if ((*va)->is_constant() && (*vb)->is_constant()) {
+    return Unsupported(node, "MatMul of two constants");
+  }
+  if ((*va)->is_constant() || !(*vb)->is_constant() || (*vb)->constant->dims.size() != 2) {
+    return MatMulOfActivations(node, **va, **vb);
+  }
   auto x = ActivationInput(node, 0);
   if (!x.ok()) return x.status();
   auto b = ConstantInput(node, 1, false);
   if (!b.ok()) return b.status();
   const std::vector<int64_t>& in = (*x)->onnx_dims;
   const ConstValue& weight = **b;
-  if (in.size() != 2) {
-    return Unsupported(node, absl::StrCat("expects A of shape [1,K], got ", DimsString(in)));
+  if (in.size() != 2 || in[0] != 1) {
+    return FullyConnectedRows(node, **x, weight, false, 1.0f, nullptr, 1.0f);
   }
   if (weight.dims.size() != 2 || weight.dtype != TensorProto::FLOAT || weight.dims[0] != in[1]) {
     return NodeError(node, absl::StrCat("B '", weight.name, "' must be a float32 [", in[1],
@@ -293,8 +318,14 @@ absl::Status Importer::ConvertMatMul(const NodeProto& node) {
 
 absl::Status Importer::ConvertBatchNorm(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
-  auto x = ActivationInput(node, 0);
-  if (!x.ok()) return x.status();
+  auto image = ImageInput(node, 0);
+  if (!image.ok()) return image.status();
+  const Value* const x_value = &*image;
+  const Value* const* x = &x_value;
+  if ((*x)->onnx_dims.size() != 4 && (*x)->onnx_dims.size() != 2) {
+    return Unsupported(node, absl::StrCat("BatchNormalization of ", DimsString((*x)->onnx_dims),
+                                          "; expects [1,C,H,W] or [N,C]"));
+  }
   auto training = AttrInt(node, "training_mode", 0);
   auto spatial = AttrInt(node, "spatial", 1);
   auto epsilon = AttrFloat(node, "epsilon", 1e-5f);
@@ -316,8 +347,8 @@ absl::Status Importer::ConvertBatchNorm(const NodeProto& node) {
     }
     ids[i] = VectorConstant(**c, channels);
   }
-  auto out =
-      AddOp(node, RawOpKind::kBatchNorm, OpKind::kActivation, {(*x)->tensor}, (*x)->onnx_dims);
+  auto out = AddOp(node, RawOpKind::kBatchNorm, OpKind::kActivation, {(*x)->tensor},
+                   (*x)->onnx_dims, {}, (*x)->channels_last);
   if (!out.ok()) return out.status();
   graph_.ops.back().batch_norm = BatchNormParams{ids[0], ids[1], ids[2], ids[3], *epsilon};
   return absl::OkStatus();
@@ -368,8 +399,8 @@ absl::Status Importer::ConvertActivation(const NodeProto& node) {
       return NodeError(node, absl::StrCat("invalid bounds min=", act.min, " max=", act.max));
     }
   }
-  auto out =
-      AddOp(node, RawOpKind::kCanonical, OpKind::kActivation, {(*x)->tensor}, (*x)->onnx_dims);
+  auto out = AddOp(node, RawOpKind::kCanonical, OpKind::kActivation, {(*x)->tensor},
+                   (*x)->onnx_dims, {}, (*x)->channels_last);
   if (!out.ok()) return out.status();
   graph_.ops.back().op.activation = act;
   return absl::OkStatus();
@@ -384,13 +415,20 @@ absl::Status Importer::ConvertSoftmax(const NodeProto& node) {
   auto axis = AttrInt(node, "axis", opset_ >= 13 ? -1 : 1);
   if (!axis.ok()) return axis.status();
   const int64_t a = *axis < 0 ? *axis + rank : *axis;
-  // Softmax runs over channels in NHWC; before opset 13 it flattened all axes from `axis`.
-  const bool over_channels = a == 1 && (rank == 2 || opset_ >= 13 || in[2] * in[3] == 1);
-  if (!over_channels) {
-    return Unsupported(node, absl::StrCat("softmax over axis ", *axis, " of ", DimsString(in),
-                                          " is not over channels"));
+  // Softmax runs over the last physical axis: the channels of a channels-last image, the last
+  // axis of a row-major tensor. Before opset 13 it flattened all axes from `axis`.
+  if ((*x)->channels_last && a == 1 && (opset_ >= 13 || in[2] * in[3] == 1)) {
+    return AddOp(node, RawOpKind::kCanonical, OpKind::kSoftmax, {(*x)->tensor}, in, {}, true)
+        .status();
   }
-  return AddOp(node, RawOpKind::kCanonical, OpKind::kSoftmax, {(*x)->tensor}, in).status();
+  const bool last = a == rank - 1 || (opset_ < 13 && a == 1 && rank == 2);
+  if (!last) {
+    return Unsupported(node, absl::StrCat("softmax over axis ", *axis, " of ", DimsString(in),
+                                          "; psched computes it over the last axis"));
+  }
+  auto r = AsRowMajor(node, **x);
+  if (!r.ok()) return r.status();
+  return AddOp(node, RawOpKind::kCanonical, OpKind::kSoftmax, {r->tensor}, in, {}, false).status();
 }
 
 absl::Status Importer::ConvertElementwise(const NodeProto& node) {
@@ -408,32 +446,9 @@ absl::Status Importer::ConvertElementwise(const NodeProto& node) {
   }
   const OpKind kind = node.op_type() == "Add"   ? OpKind::kAdd
                       : node.op_type() == "Mul" ? OpKind::kMul
-                                                : OpKind::kSub;
-  if (!va.is_constant() && !vb.is_constant()) {
-    std::vector<int64_t> out;
-    if (va.onnx_dims.size() != vb.onnx_dims.size() ||
-        !Broadcast(va.onnx_dims, vb.onnx_dims, &out)) {
-      return NodeError(
-          node, absl::StrCat("inconsistent shapes: operands ", DimsString(va.onnx_dims), " and ",
-                             DimsString(vb.onnx_dims), " do not broadcast"));
-    }
-    return AddOp(node, RawOpKind::kCanonical, kind, {va.tensor, vb.tensor}, out).status();
-  }
-  const Value& act = va.is_constant() ? vb : va;
-  const ConstValue& c = va.is_constant() ? *va.constant : *vb.constant;
-  std::vector<int64_t> out;
-  if (!c.IsFloat()) {
-    return NodeError(node, absl::StrCat("constant operand '", c.name, "' must be float32"));
-  }
-  if (c.dims.size() > act.onnx_dims.size() || !Broadcast(act.onnx_dims, c.dims, &out) ||
-      out != act.onnx_dims) {
-    return NodeError(node, absl::StrCat("constant operand '", c.name, "' ", DimsString(c.dims),
-                                        " does not broadcast onto ", DimsString(act.onnx_dims)));
-  }
-  const TensorId constant = ConstantOperand(c, act.onnx_dims);
-  std::vector<TensorId> inputs = va.is_constant() ? std::vector<TensorId>{constant, vb.tensor}
-                                                  : std::vector<TensorId>{va.tensor, constant};
-  return AddOp(node, RawOpKind::kCanonical, kind, std::move(inputs), act.onnx_dims).status();
+                      : node.op_type() == "Sub" ? OpKind::kSub
+                                                : OpKind::kDiv;
+  return BinaryOp(node, kind, va, vb);
 }
 
 absl::Status Importer::ConvertDiv(const NodeProto& node) {
@@ -441,9 +456,7 @@ absl::Status Importer::ConvertDiv(const NodeProto& node) {
   if (!a.ok()) return a.status();
   auto b = InputValue(node, 1);
   if (!b.ok()) return b.status();
-  if (!(*a)->is_constant() || !(*b)->is_constant()) {
-    return Unsupported(node, "Div is supported only in constant (shape) expressions");
-  }
+  if (!(*a)->is_constant() || !(*b)->is_constant()) return ConvertElementwise(node);
   auto folded = FoldBinary(*(*a)->constant, *(*b)->constant, "Div");
   if (!folded.ok()) return NodeError(node, folded.status().message());
   return DefineConstant(node, 0, *std::move(folded));

@@ -149,13 +149,4 @@ absl::Status Importer::CheckDims(absl::string_view what, const std::vector<int64
   return absl::OkStatus();
 }
 
-absl::StatusOr<Shape> Importer::ActivationShape(const NodeProto& node,
-                                                const std::vector<int64_t>& dims) const {
-  if (absl::Status s = CheckDims(NodeLabel(node) + " output", dims); !s.ok()) return s;
-  if (dims.size() == 4 && dims[0] == 1) return Shape{dims[2], dims[3], dims[1]};
-  if (dims.size() == 2 && dims[0] == 1) return Shape{1, 1, dims[1]};
-  return Unsupported(node,
-                     absl::StrCat("output shape ", DimsString(dims), " is not [1,C,H,W] or [1,K]"));
-}
-
 }  // namespace psched::model::onnx_importer

@@ -11,6 +11,8 @@ std::vector<ConstantId> OpConstants(const Graph& graph, OpId id) {
     ids = {conv->filter, conv->bias};
   } else if (const auto* fc = std::get_if<FullyConnectedAttrs>(&op.attrs)) {
     ids = {fc->weight, fc->bias};
+  } else if (const auto* ln = std::get_if<LayerNormAttrs>(&op.attrs)) {
+    ids = {ln->scale, ln->bias};
   }
   for (TensorId t : op.inputs) ids.push_back(graph.tensor(t).constant);
   std::erase(ids, kInvalidId);
@@ -32,7 +34,23 @@ int64_t OpFlops(const Graph& graph, OpId id) {
       break;
     }
     case OpKind::kFullyConnected:
-      flops = 2 * elements * graph.tensor(op.inputs[0]).shape.Elements();
+      flops = 2 * elements * graph.tensor(op.inputs[0]).shape.c;
+      break;
+    case OpKind::kMatMul:
+      flops = 2 * elements * graph.tensor(op.inputs[0]).shape.c;
+      break;
+    case OpKind::kLayerNorm:
+      flops = 8 * elements;
+      break;
+    case OpKind::kReduce:
+      flops = graph.tensor(op.inputs[0]).shape.Elements();
+      break;
+    case OpKind::kDiv:
+      flops = elements;
+      break;
+    case OpKind::kTranspose:
+    case OpKind::kReshape:
+    case OpKind::kSlice:
       break;
     case OpKind::kMaxPool:
     case OpKind::kAvgPool: {

@@ -1,11 +1,12 @@
 // Static cost of canonical ops: FLOPs and parameter counts.
 //
-// FLOPs count a multiply-add as 2. Convolution and fully-connected ops count only their
+// FLOPs count a multiply-add as 2. Convolution, fully-connected and matmul ops count only their
 // multiply-adds (2 * MACs, the usual convention for model FLOPs); pooling counts one FLOP per
 // window element read; element-wise ops and activations one per output element (a fused
 // activation adds one per output element to its op); softmax three per element (exp, sum,
-// divide); linear resize 8 per output element (four weighted taps); data movement (concat,
-// pad, flatten, nearest resize) counts 0. Pure functions; thread-safe.
+// divide); layer norm 8 per element; a reduction one per input element; linear resize 8 per
+// output element (four weighted taps); data movement (concat, pad, flatten, transpose,
+// reshape, slice, nearest resize) counts 0. Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -70,10 +70,146 @@ absl::Status ValidateConstant(const Graph& graph, OpId id, ConstantId cid, const
   return absl::OkStatus();
 }
 
-// An operand of an element-wise binary op broadcasts along an axis when its extent is 1.
-bool Broadcasts(const Shape& operand, const Shape& out) {
-  return (operand.h == out.h || operand.h == 1) && (operand.w == out.w || operand.w == 1) &&
-         (operand.c == out.c || operand.c == 1);
+std::string DimsText(const std::vector<int64_t>& d) { return absl::StrCat("[", absl::StrJoin(d, ","), "]"); }
+
+// Numpy broadcasting, right-aligned: each operand axis is 1 or the output's, and no operand
+// has more axes than the output.
+bool Broadcasts(const std::vector<int64_t>& operand, const std::vector<int64_t>& out) {
+  if (operand.size() > out.size()) return false;
+  const size_t lead = out.size() - operand.size();
+  for (size_t i = 0; i < operand.size(); ++i) {
+    if (operand[i] != 1 && operand[i] != out[lead + i]) return false;
+  }
+  return true;
+}
+
+absl::Status ValidateConstantOperand(const Graph& graph, OpId id, const Tensor& operand) {
+  const ConstantId cid = operand.constant;
+  if (cid < 0 || static_cast<size_t>(cid) >= graph.constants.size()) {
+    return InvalidOpError(
+        graph, id,
+        absl::StrCat("operand '", operand.name, "' names constant ", cid, ", out of range"));
+  }
+  const Constant& c = graph.constants[static_cast<size_t>(cid)];
+  if (static_cast<int64_t>(c.data.size()) != operand.shape.Elements()) {
+    return InvalidOpError(graph, id,
+                          absl::StrCat("constant operand '", c.name, "' holds ", c.data.size(),
+                                       " values for shape ", ShapeString(operand.shape),
+                                       c.data.empty() ? " (graph has no weights)" : ""));
+  }
+  return absl::OkStatus();
+}
+
+bool IsBinaryKind(OpKind kind) {
+  return kind == OpKind::kAdd || kind == OpKind::kMul || kind == OpKind::kSub ||
+         kind == OpKind::kDiv;
+}
+
+// The general tensor kinds (transformer and modern CNN graphs), checked on physical dims.
+absl::Status ValidateTensorOp(const Graph& graph, OpId id) {
+  const Op& op = graph.op(id);
+  const Tensor& out_t = graph.tensor(op.output);
+  const std::vector<int64_t> out = PhysicalDims(out_t);
+  const std::vector<int64_t> in = PhysicalDims(graph.tensor(op.inputs[0]));
+  auto mismatch = [&](const std::string& what) { return InvalidOpError(graph, id, what); };
+  switch (op.kind) {
+    case OpKind::kTranspose: {
+      const auto& t = std::get<TransposeAttrs>(op.attrs);
+      const size_t rank = t.in_dims.size();
+      if (rank == 0 || rank > 6 || t.perm.size() != rank || ElementsOf(t.in_dims) != ElementsOf(in)) {
+        return mismatch(absl::StrCat("view ", DimsText(t.in_dims), " with ", t.perm.size(),
+                                     " axes does not fit input ", DimsText(in)));
+      }
+      std::vector<bool> seen(rank, false);
+      for (int32_t p : t.perm) {
+        if (p < 0 || static_cast<size_t>(p) >= rank || seen[static_cast<size_t>(p)]) {
+          return mismatch("perm is not a permutation of the view's axes");
+        }
+        seen[static_cast<size_t>(p)] = true;
+      }
+      if (ElementsOf(out) != ElementsOf(in)) return mismatch("output size differs from input");
+      return absl::OkStatus();
+    }
+    case OpKind::kReshape:
+      if (ElementsOf(out) != ElementsOf(in)) {
+        return mismatch(absl::StrCat("cannot reshape ", DimsText(in), " to ", DimsText(out)));
+      }
+      return absl::OkStatus();
+    case OpKind::kMatMul: {
+      if (op.inputs.size() != 2) return mismatch("expects 2 operands");
+      const std::vector<int64_t> b = PhysicalDims(graph.tensor(op.inputs[1]));
+      if (in.size() < 2 || b.size() < 2 || out.size() < 2) {
+        return mismatch("operands and output must have rank >= 2");
+      }
+      const int64_t m = in[in.size() - 2], k = in.back(), n = b.back();
+      if (b[b.size() - 2] != k || out[out.size() - 2] != m || out.back() != n) {
+        return mismatch(absl::StrCat(DimsText(in), " x ", DimsText(b), " does not give ",
+                                     DimsText(out)));
+      }
+      std::vector<int64_t> batch_out(out.begin(), out.end() - 2);
+      for (const std::vector<int64_t>* d : {&in, &b}) {
+        if (!Broadcasts(std::vector<int64_t>(d->begin(), d->end() - 2), batch_out)) {
+          return mismatch(absl::StrCat("batch dims of ", DimsText(*d), " do not broadcast to ",
+                                       DimsText(out)));
+        }
+      }
+      for (TensorId t : op.inputs) {
+        if (graph.tensor(t).constant != kInvalidId) {
+          if (auto s = ValidateConstantOperand(graph, id, graph.tensor(t)); !s.ok()) return s;
+        }
+      }
+      return absl::OkStatus();
+    }
+    case OpKind::kLayerNorm: {
+      const auto& ln = std::get<LayerNormAttrs>(op.attrs);
+      if (out != in) return mismatch("output differs from input");
+      if (!(ln.epsilon >= 0)) return mismatch("epsilon must be >= 0");
+      if (auto s = ValidateConstant(graph, id, ln.scale, "scale", {in.back()}); !s.ok()) return s;
+      if (ln.bias != kInvalidId) return ValidateConstant(graph, id, ln.bias, "bias", {in.back()});
+      return absl::OkStatus();
+    }
+    case OpKind::kReduce: {
+      const auto& r = std::get<ReduceAttrs>(op.attrs);
+      int64_t kept = 1;
+      int32_t prev = -1;
+      for (int32_t a : r.axes) {
+        if (a <= prev || static_cast<size_t>(a) >= in.size()) {
+          return mismatch("reduce axes must be ascending input axes");
+        }
+        prev = a;
+      }
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (std::find(r.axes.begin(), r.axes.end(), static_cast<int32_t>(i)) == r.axes.end()) {
+          kept *= in[i];
+        }
+      }
+      if (r.axes.empty() || ElementsOf(out) != kept) {
+        return mismatch(absl::StrCat("output ", DimsText(out), " is not ", DimsText(in),
+                                     " reduced over its axes"));
+      }
+      return absl::OkStatus();
+    }
+    case OpKind::kSlice: {
+      const auto& sl = std::get<SliceAttrs>(op.attrs);
+      if (sl.starts.size() != in.size() || sl.steps.size() != in.size() ||
+          sl.sizes.size() != in.size()) {
+        return mismatch("slice has a start, step and size per input axis");
+      }
+      for (size_t i = 0; i < in.size(); ++i) {
+        const int64_t last = sl.starts[i] + (sl.sizes[i] - 1) * sl.steps[i];
+        if (sl.sizes[i] < 1 || sl.steps[i] == 0 || sl.starts[i] < 0 || sl.starts[i] >= in[i] ||
+            last < 0 || last >= in[i]) {
+          return mismatch(absl::StrCat("axis ", i, " slice start ", sl.starts[i], " step ",
+                                       sl.steps[i], " size ", sl.sizes[i], " leaves [0, ", in[i],
+                                       ")"));
+        }
+      }
+      if (ElementsOf(sl.sizes) != ElementsOf(out)) return mismatch("output size differs from slice");
+      return absl::OkStatus();
+    }
+    default:
+      return mismatch("not a general tensor kind");
+  }
 }
 
 template <typename T>
@@ -95,6 +231,16 @@ bool HasExpectedAttrs(const Op& op) {
       return AttrsOf<PadAttrs>(op) != nullptr;
     case OpKind::kResize:
       return AttrsOf<ResizeAttrs>(op) != nullptr;
+    case OpKind::kConcat:
+      return AttrsOf<ConcatAttrs>(op) != nullptr || std::holds_alternative<std::monostate>(op.attrs);
+    case OpKind::kTranspose:
+      return AttrsOf<TransposeAttrs>(op) != nullptr;
+    case OpKind::kSlice:
+      return AttrsOf<SliceAttrs>(op) != nullptr;
+    case OpKind::kLayerNorm:
+      return AttrsOf<LayerNormAttrs>(op) != nullptr;
+    case OpKind::kReduce:
+      return AttrsOf<ReduceAttrs>(op) != nullptr;
     default:
       return true;
   }
@@ -127,11 +273,11 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
     }
     case OpKind::kFullyConnected: {
       const auto& fc = *AttrsOf<FullyConnectedAttrs>(op);
-      if (in.h != 1 || in.w != 1 || out.h != 1 || out.w != 1) {
+      if (in.h != out.h || in.w != out.w) {
         return InvalidOpError(
             graph, id,
             absl::StrCat("input ", ShapeString(in), " and output ", ShapeString(out),
-                         " must be 1x1xK (a flatten precedes it)"));
+                         " must have the same rows"));
       }
       if (auto s = ValidateConstant(graph, id, fc.weight, "weight", {out.c, in.c}); !s.ok()) {
         return s;
@@ -167,47 +313,67 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
       return absl::OkStatus();
     case OpKind::kAdd:
     case OpKind::kMul:
-    case OpKind::kSub: {
+    case OpKind::kSub:
+    case OpKind::kDiv: {
       if (op.inputs.size() != 2) {
         return InvalidOpError(graph, id,
                               absl::StrCat("has ", op.inputs.size(), " inputs, expected 2"));
       }
+      const std::vector<int64_t> out_dims = PhysicalDims(graph.tensor(op.output));
+      std::vector<int64_t> expected(out_dims.size(), 1);
       for (TensorId t : op.inputs) {
         const Tensor& operand = graph.tensor(t);
-        if (!Broadcasts(operand.shape, out)) {
-          return InvalidOpError(
-              graph, id,
-              absl::StrCat("operand '", operand.name, "' ", ShapeString(operand.shape),
-                           " does not broadcast to ", ShapeString(out)));
+        const std::vector<int64_t> dims = PhysicalDims(operand);
+        if (!Broadcasts(dims, out_dims)) {
+          return InvalidOpError(graph, id,
+                                absl::StrCat("operand '", operand.name, "' ", DimsText(dims),
+                                             " does not broadcast to ", DimsText(out_dims)));
+        }
+        const size_t lead = out_dims.size() - dims.size();
+        for (size_t i = 0; i < dims.size(); ++i) {
+          expected[lead + i] = std::max(expected[lead + i], dims[i]);
         }
         if (operand.constant != kInvalidId) {
-          const ConstantId cid = operand.constant;
-          if (cid < 0 || static_cast<size_t>(cid) >= graph.constants.size()) {
-            return InvalidOpError(graph, id,
-                                  absl::StrCat("operand '", operand.name, "' names constant ", cid,
-                                               ", out of range"));
-          }
-          const Constant& c = graph.constants[static_cast<size_t>(cid)];
-          if (static_cast<int64_t>(c.data.size()) != operand.shape.Elements()) {
-            return InvalidOpError(
-                graph, id,
-                absl::StrCat("constant operand '", c.name, "' holds ", c.data.size(),
-                             " values for shape ", ShapeString(operand.shape),
-                             c.data.empty() ? " (graph has no weights)" : ""));
-          }
+          if (auto s = ValidateConstantOperand(graph, id, operand); !s.ok()) return s;
         }
       }
-      const Shape& a = graph.tensor(op.inputs[0]).shape;
-      const Shape& b = graph.tensor(op.inputs[1]).shape;
-      const Shape expected{std::max(a.h, b.h), std::max(a.w, b.w), std::max(a.c, b.c)};
-      if (expected != out) {
+      if (expected != out_dims) {
         return InvalidOpError(graph, id,
-                              absl::StrCat("output ", ShapeString(out), " is not the broadcast ",
-                                           ShapeString(expected), " of its operands"));
+                              absl::StrCat("output ", DimsText(out_dims), " is not the broadcast ",
+                                           DimsText(expected), " of its operands"));
       }
       return absl::OkStatus();
     }
     case OpKind::kConcat: {
+      const auto* attrs = AttrsOf<ConcatAttrs>(op);
+      if (attrs != nullptr && attrs->axis != -1) {
+        const std::vector<int64_t> out_dims = PhysicalDims(graph.tensor(op.output));
+        const auto axis = static_cast<size_t>(attrs->axis);
+        if (axis >= out_dims.size()) return InvalidOpError(graph, id, "concat axis out of range");
+        int64_t total = 0;
+        for (TensorId t : op.inputs) {
+          std::vector<int64_t> d = PhysicalDims(graph.tensor(t));
+          if (d.size() != out_dims.size()) {
+            return InvalidOpError(graph, id, absl::StrCat("input ", DimsText(d), " has rank ",
+                                                          d.size(), ", output ", out_dims.size()));
+          }
+          total += d[axis];
+          d[axis] = out_dims[axis];
+          if (d != out_dims) {
+            return InvalidOpError(graph, id,
+                                  absl::StrCat("input ", DimsText(PhysicalDims(graph.tensor(t))),
+                                               " differs from output ", DimsText(out_dims),
+                                               " outside axis ", axis));
+          }
+          if (graph.tensor(t).constant != kInvalidId) {
+            if (auto s = ValidateConstantOperand(graph, id, graph.tensor(t)); !s.ok()) return s;
+          }
+        }
+        if (total != out_dims[axis]) {
+          return InvalidOpError(graph, id, "inputs do not add up to the output along the axis");
+        }
+        return absl::OkStatus();
+      }
       if (acts.size() != op.inputs.size()) {
         return InvalidOpError(graph, id, "constant inputs are not supported");
       }
@@ -264,6 +430,13 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
             absl::StrCat("output ", ShapeString(out), " differs from input ", ShapeString(in)));
       }
       return absl::OkStatus();
+    case OpKind::kTranspose:
+    case OpKind::kReshape:
+    case OpKind::kMatMul:
+    case OpKind::kLayerNorm:
+    case OpKind::kReduce:
+    case OpKind::kSlice:
+      return ValidateTensorOp(graph, id);
   }
   return InvalidOpError(graph, id, "unknown op kind");
 }
@@ -293,12 +466,15 @@ absl::Status ValidateOp(const Graph& graph, OpId id) {
   }
   if (!HasExpectedAttrs(op)) return InvalidOpError(graph, id, "attrs do not match the op kind");
   const size_t acts = graph.ActivationInputs(id).size();
-  const bool binary = op.kind == OpKind::kAdd || op.kind == OpKind::kMul || op.kind == OpKind::kSub;
-  if (acts == 0 || (!binary && op.kind != OpKind::kConcat && acts != 1)) {
-    return InvalidOpError(
-        graph, id,
-        absl::StrCat("has ", acts, " activation inputs, expected ",
-                     binary || op.kind == OpKind::kConcat ? "at least 1" : "exactly 1"));
+  const bool many = IsBinaryKind(op.kind) || op.kind == OpKind::kConcat || op.kind == OpKind::kMatMul;
+  if (acts == 0 || (!many && acts != 1)) {
+    return InvalidOpError(graph, id,
+                          absl::StrCat("has ", acts, " activation inputs, expected ",
+                                       many ? "at least 1" : "exactly 1"));
+  }
+  if (!op.inputs.empty() && graph.tensor(op.inputs[0]).constant != kInvalidId &&
+      !many) {
+    return InvalidOpError(graph, id, "its first input is a constant");
   }
   return ValidateShapes(graph, id);
 }

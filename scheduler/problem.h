@@ -219,6 +219,7 @@ class Problem {
   std::unique_ptr<std::atomic<double>[]> table_;  // < 0: not yet predicted
   // FromGraph only: the configs subtasks derive from, and the model predicting them.
   std::vector<predictor::OpConfig> whole_configs_;
+  std::vector<bool> unsupported_;  // [op * D + device]: no kernel there (device_capability.h)
   const predictor::LatencyModel* latency_model_ = nullptr;
 };
 

@@ -19,6 +19,28 @@ float ApplyActivation(const model::Activation& activation, float x) {
       return std::clamp(activation.alpha * x + activation.beta, 0.0f, 1.0f);
     case model::ActivationKind::kHardSwish:
       return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
+    case model::ActivationKind::kSilu:
+      return x / (1.0f + std::exp(-x));
+    case model::ActivationKind::kGelu:
+      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    case model::ActivationKind::kTanh:
+      return std::tanh(x);
+    case model::ActivationKind::kErf:
+      return std::erf(x);
+    case model::ActivationKind::kExp:
+      return std::exp(x);
+    case model::ActivationKind::kLog:
+      return std::log(x);
+    case model::ActivationKind::kSqrt:
+      return std::sqrt(x);
+    case model::ActivationKind::kReciprocal:
+      return 1.0f / x;
+    case model::ActivationKind::kNeg:
+      return -x;
+    case model::ActivationKind::kAbs:
+      return std::fabs(x);
+    case model::ActivationKind::kPow:
+      return activation.alpha == 2.0f ? x * x : std::pow(x, activation.alpha);
   }
   return x;
 }

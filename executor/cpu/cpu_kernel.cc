@@ -80,9 +80,8 @@ float FusedMax(const model::Activation& a) {
 }
 
 bool NeedsActivationPass(const model::Activation& a) {
-  return a.kind == model::ActivationKind::kSigmoid ||
-         a.kind == model::ActivationKind::kHardSigmoid ||
-         a.kind == model::ActivationKind::kHardSwish;
+  return a.kind != model::ActivationKind::kNone && a.kind != model::ActivationKind::kRelu &&
+         a.kind != model::ActivationKind::kClip;
 }
 
 absl::Status XnnStatusToError(const std::string& where, const char* call, int status) {
@@ -159,6 +158,7 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
   } else if (slice.begin != 0 || slice.end != 1) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": an unsplit slice must be [0, 1)"));
   }
+  if (internal::IsTensorKernelKind(op)) return internal::CreateTensorKernel(graph, id, layout);
   switch (op.kind) {
     case model::OpKind::kConv2d: {
       const bool library_forced = library != KernelLibrary::kAuto;
@@ -218,6 +218,7 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
     case model::OpKind::kAdd:
     case model::OpKind::kMul:
     case model::OpKind::kSub:
+    case model::OpKind::kDiv:
       return internal::CreateBinaryKernel(graph, id, layout, threadpool);
     default:
       return internal::CreateHandKernel(graph, id, layout, threadpool);

@@ -86,6 +86,12 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateBinaryKernel(const model::Graph
                                                               model::OpId id,
                                                               const KernelLayout& layout,
                                                               pthreadpool_t threadpool);
+// The general tensor kinds (tensor_kernels.cc): transpose, reshape, matmul, layer norm,
+// reductions, slices, concat along an axis other than the last.
+bool IsTensorKernelKind(const model::Op& op);
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateTensorKernel(const model::Graph& graph,
+                                                              model::OpId id,
+                                                              const KernelLayout& layout);
 // Hand-written kernels for what XNNPACK (2022-02) lacks or cannot express exactly:
 // concat, pad, resize, flatten, standalone activations, softmax, and pools it rejects. On a
 // multi-thread `threadpool` they split large outputs by rows.

@@ -123,8 +123,9 @@ class FullyConnectedKernel final : public KernelBase {
     if (auto s = BindViews(inputs, output); !s.ok()) return s;
     float* out = partial_.empty() ? output_.data + out_offset_ : partial_.data();
     return XnnStatusToError(name_, "xnn_setup_fully_connected_nc_f32",
-                            xnn_setup_fully_connected_nc_f32(
-                                op_.get(), 1, inputs_[0].data + in_offset_, out, threadpool_));
+                            xnn_setup_fully_connected_nc_f32(op_.get(), static_cast<size_t>(rows_),
+                                                             inputs_[0].data + in_offset_, out,
+                                                             threadpool_));
   }
 
   absl::Status Run() override {
@@ -133,7 +134,9 @@ class FullyConnectedKernel final : public KernelBase {
         !s.ok()) {
       return s;
     }
-    const TensorView slice{output_.data + out_offset_, {1, 1, out_channels_}, out_channels_};
+    // Rows of the view are its pixels (a row-major [rows, K] input is rows x 1 pixels).
+    const TensorView slice{output_.data + out_offset_,
+                           {output_shape_.h, output_shape_.w, out_channels_}, output_stride_};
     if (!partial_.empty()) {
       AddContiguousInto(partial_.data(), slice);
     } else if (NeedsActivationPass(activation_)) {
@@ -179,20 +182,22 @@ class FullyConnectedKernel final : public KernelBase {
       out_min = -kInf;
       out_max = kInf;
       in_offset_ = slice_.begin;
-      partial_.resize(static_cast<size_t>(out_channels_));
+      partial_.resize(static_cast<size_t>(out_channels_ * output_shape_.h * output_shape_.w));
     }
+    rows_ = output_shape_.h * output_shape_.w;
     xnn_operator_t op = nullptr;
     const xnn_status status = xnn_create_fully_connected_nc_f32(
         static_cast<size_t>(in_channels), static_cast<size_t>(out_channels_),
-        static_cast<size_t>(in_c), static_cast<size_t>(output_shape_.c), weight, bias, out_min,
-        out_max, 0, &op);
+        static_cast<size_t>(input_strides_[0]),
+        static_cast<size_t>(partial_.empty() ? output_stride_ : out_channels_), weight, bias,
+        out_min, out_max, 0, &op);
     op_.reset(op);
     return XnnStatusToError(name_, "xnn_create_fully_connected_nc_f32", status);
   }
 
   pthreadpool_t threadpool_;
   XnnOperator op_;
-  int64_t in_offset_ = 0, out_offset_ = 0, out_channels_ = 0;
+  int64_t in_offset_ = 0, out_offset_ = 0, out_channels_ = 0, rows_ = 1;
   std::vector<float> partial_;  // cin slices only
 };
 
@@ -281,17 +286,22 @@ class BinaryKernel final : public SingleXnnOpKernel {
     xnn_status status = xnn_status_success;
     const size_t* s0 = dims_[0].data();
     const size_t* s1 = dims_[1].data();
+    const size_t r0 = dims_[0].size(), r1 = dims_[1].size();
     switch (kind_) {
       case model::OpKind::kAdd:
-        status = xnn_setup_add_nd_f32(op_.get(), 3, s0, 3, s1, operand[0], operand[1], output_.data,
-                                      threadpool_);
+        status = xnn_setup_add_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1],
+                                      output_.data, threadpool_);
         break;
       case model::OpKind::kMul:
-        status = xnn_setup_multiply_nd_f32(op_.get(), 3, s0, 3, s1, operand[0], operand[1],
+        status = xnn_setup_multiply_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1],
                                            output_.data, threadpool_);
         break;
+      case model::OpKind::kDiv:
+        status = xnn_setup_divide_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1],
+                                         output_.data, threadpool_);
+        break;
       default:
-        status = xnn_setup_subtract_nd_f32(op_.get(), 3, s0, 3, s1, operand[0], operand[1],
+        status = xnn_setup_subtract_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1],
                                            output_.data, threadpool_);
         break;
     }
@@ -307,8 +317,8 @@ class BinaryKernel final : public SingleXnnOpKernel {
     const model::Op& op = graph.op(id);
     for (int i = 0; i < 2; ++i) {
       const model::Tensor& t = graph.tensor(op.inputs[static_cast<size_t>(i)]);
-      dims_[i] = {static_cast<size_t>(t.shape.h), static_cast<size_t>(t.shape.w),
-                  static_cast<size_t>(t.shape.c)};
+      // Physical dims, numpy-broadcast by XNNPACK (right-aligned).
+      for (int64_t d : model::PhysicalDims(t)) dims_[i].push_back(static_cast<size_t>(d));
       if (t.constant != model::kInvalidId) {
         constant_index_ = i;
         const std::vector<float>& data = graph.constants[static_cast<size_t>(t.constant)].data;
@@ -327,6 +337,9 @@ class BinaryKernel final : public SingleXnnOpKernel {
       case model::OpKind::kMul:
         status = xnn_create_multiply_nd_f32(lo, hi, 0, &xop);
         break;
+      case model::OpKind::kDiv:
+        status = xnn_create_divide_nd_f32(lo, hi, 0, &xop);
+        break;
       default:
         status = xnn_create_subtract_nd_f32(lo, hi, 0, &xop);
         break;
@@ -336,7 +349,7 @@ class BinaryKernel final : public SingleXnnOpKernel {
   }
 
   model::OpKind kind_;
-  std::array<std::array<size_t, 3>, 2> dims_{};
+  std::array<std::vector<size_t>, 2> dims_{};
   int constant_index_ = -1;
   std::vector<float> constant_;
 };

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "executor/common/activation.h"
+#include "executor/reference/reference_tensor_ops.h"
 #include "model/op_validation.h"
 
 namespace psched::executor::reference {
@@ -59,10 +60,13 @@ void FullyConnected(const Graph& graph, const Op& op, const Shape& in, const Sha
   const float* bias = fc.bias == model::kInvalidId
                           ? nullptr
                           : graph.constants[static_cast<size_t>(fc.bias)].data.data();
-  for (int64_t o = 0; o < out.c; ++o) {
-    double acc = bias ? bias[o] : 0.0;
-    for (int64_t i = 0; i < in.c; ++i) acc += double{x[i]} * weight[o * in.c + i];
-    y[o] = static_cast<float>(acc);
+  // One row per pixel of the view (a row-major [rows, K] input is rows x 1 pixels).
+  for (int64_t r = 0; r < out.h * out.w; ++r) {
+    for (int64_t o = 0; o < out.c; ++o) {
+      double acc = bias ? bias[o] : 0.0;
+      for (int64_t i = 0; i < in.c; ++i) acc += double{x[r * in.c + i]} * weight[o * in.c + i];
+      y[r * out.c + o] = static_cast<float>(acc);
+    }
   }
 }
 
@@ -119,45 +123,6 @@ void GlobalAvgPool(const Shape& in, const float* x, float* y) {
     double acc = 0.0;
     for (int64_t p = 0; p < hw; ++p) acc += x[p * in.c + c];
     y[c] = static_cast<float>(acc / static_cast<double>(hw));
-  }
-}
-
-float Index(const float* data, const Shape& s, int64_t h, int64_t w, int64_t c) {
-  return data[((s.h == 1 ? 0 : h) * s.w + (s.w == 1 ? 0 : w)) * s.c + (s.c == 1 ? 0 : c)];
-}
-
-void Binary(const Graph& graph, const Op& op, std::span<const float* const> acts, const Shape& out,
-            float* y) {
-  const float* operands[2];
-  Shape shapes[2];
-  size_t next_act = 0;
-  for (size_t i = 0; i < 2; ++i) {
-    const model::Tensor& t = graph.tensor(op.inputs[i]);
-    shapes[i] = t.shape;
-    operands[i] = t.constant == model::kInvalidId
-                      ? acts[next_act++]
-                      : graph.constants[static_cast<size_t>(t.constant)].data.data();
-  }
-  for (int64_t h = 0; h < out.h; ++h) {
-    for (int64_t w = 0; w < out.w; ++w) {
-      for (int64_t c = 0; c < out.c; ++c) {
-        const float a = Index(operands[0], shapes[0], h, w, c);
-        const float b = Index(operands[1], shapes[1], h, w, c);
-        float r = 0.0f;
-        switch (op.kind) {
-          case OpKind::kAdd:
-            r = a + b;
-            break;
-          case OpKind::kMul:
-            r = a * b;
-            break;
-          default:
-            r = a - b;
-            break;
-        }
-        y[(h * out.w + w) * out.c + c] = r;
-      }
-    }
   }
 }
 
@@ -302,6 +267,9 @@ absl::Status RunOp(const Graph& graph, OpId id, std::span<const float* const> in
   const Shape& in = graph.tensor(acts[0]).shape;
   const Shape& out = graph.output_shape(id);
   const float* x = inputs[0];
+  if (internal::IsTensorKind(op)) {
+    internal::RunTensorOp(graph, id, inputs, output);
+  } else {
   switch (op.kind) {
     case OpKind::kConv2d:
       Conv2d(graph, op, in, out, x, output);
@@ -315,11 +283,6 @@ absl::Status RunOp(const Graph& graph, OpId id, std::span<const float* const> in
       break;
     case OpKind::kGlobalAvgPool:
       GlobalAvgPool(in, x, output);
-      break;
-    case OpKind::kAdd:
-    case OpKind::kMul:
-    case OpKind::kSub:
-      Binary(graph, op, inputs, out, output);
       break;
     case OpKind::kConcat:
       Concat(graph, op, inputs, out, output);
@@ -339,6 +302,9 @@ absl::Status RunOp(const Graph& graph, OpId id, std::span<const float* const> in
     case OpKind::kSoftmax:
       Softmax(in, x, output);
       break;
+    default:
+      return model::InvalidOpError(graph, id, "no reference kernel");
+  }
   }
   if (op.activation.kind != model::ActivationKind::kNone) {
     for (int64_t i = 0; i < out.Elements(); ++i) {
