@@ -41,14 +41,14 @@ class PyTorchModelTest : public ::testing::TestWithParam<std::string> {
     auto expected = executor::ReadNpy(stem + ".output.npy");
     ASSERT_TRUE(expected.ok()) << expected.status();
     const model::Tensor& in = graph_.tensor(graph_.inputs[0].tensor);
-    input_nhwc_ = in.onnx_rank == 4 ? executor::NchwToNhwc(in.shape, input->data) : input->data;
+    input_nhwc_ = in.channels_last ? executor::NchwToNhwc(in.shape, input->data) : input->data;
     expected_ = expected->data;
   }
 
   // The graph's NHWC output in the model's declared (NCHW) layout.
   std::vector<float> ToDeclaredLayout(const std::vector<float>& nhwc) const {
     const model::Tensor& out = graph_.tensor(graph_.outputs[0].tensor);
-    return out.onnx_rank == 4 ? executor::NhwcToNchw(out.shape, nhwc) : nhwc;
+    return out.channels_last ? executor::NhwcToNchw(out.shape, nhwc) : nhwc;
   }
 
   model::Graph graph_;
@@ -93,7 +93,8 @@ TEST_P(PyTorchModelTest, ClusterDeviceMatchesPyTorch) {
   EXPECT_LT(RelativeL2(ToDeclaredLayout((*outputs)[0]), expected_), 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PyTorchModelTest, ::testing::Values("mixed", "residual"));
+INSTANTIATE_TEST_SUITE_P(Models, PyTorchModelTest,
+                         ::testing::Values("mixed", "residual", "shuffle"));
 
 }  // namespace
 }  // namespace psched

@@ -15,6 +15,17 @@ a strided 1x1 projection on the identity path, as ResNets and HRNet have them; p
 executors run each block's Add inside the conv before it (executor/common/
 residual_add_fusion.h). residual.input.npy / residual.output.npy as above.
 
+encoder.onnx (opset 17): a small vision transformer as torch.nn builds one: a 4x4 patch
+embedding conv, a class token and position embeddings, two nn.TransformerEncoder layers
+(pre-norm, GELU, 4 heads: Reshape/Transpose head splits, batched MatMuls, Softmax,
+LayerNormalization), the class token gathered and a Linear head. encoder13.onnx: the same
+network at opset 13, where LayerNorm and GELU arrive decomposed (ReduceMean, Sub, Pow, Sqrt,
+Div, Erf).
+
+shuffle.onnx: a ShuffleNetV2-style unit (channel split, channel shuffle through a rank-5
+Reshape and Transpose, depthwise conv) and a MnasNet-style head (ReduceMean over H and W),
+then a Linear layer applied per token of a channels-last view (Transpose to [1,H,W,C]).
+
 Run with Debian's Python (it has torch and onnx): /usr/bin/python3 make_models.py
 """
 import numpy as np
@@ -90,10 +101,48 @@ class Residual(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
-def export(net, x, stem):
+class Encoder(nn.Module):
+    def __init__(self, dim=32, heads=4, layers=2, classes=10):
+        super().__init__()
+        self.patch = nn.Conv2d(3, dim, 4, stride=4)
+        self.cls = nn.Parameter(torch.randn(1, 1, dim) * 0.5)
+        self.pos = nn.Parameter(torch.randn(1, 17, dim) * 0.5)
+        layer = nn.TransformerEncoderLayer(dim, heads, dim * 2, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)  # [1, 16, dim]
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        x = self.norm(self.encoder(x))
+        return self.head(x[:, 0])
+
+
+class Shuffle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.branch = nn.Sequential(nn.Conv2d(8, 8, 1), nn.ReLU(),
+                                    nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.Conv2d(8, 8, 1))
+        self.token = nn.Linear(16, 12)
+        self.fc = nn.Linear(12, 10)
+
+    def forward(self, x):
+        x = F.relu(self.stem(x))                               # 16x8x8
+        a, b = x.chunk(2, dim=1)
+        x = torch.cat([a, F.relu(self.branch(b))], dim=1)
+        n, c, h, w = x.shape
+        x = x.view(n, 2, c // 2, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
+        t = torch.tanh(self.token(x.permute(0, 2, 3, 1)))      # [1, 8, 8, 12]
+        return self.fc(t.mean(dim=(1, 2))) + x.mean(dim=(2, 3)).sum(dim=1, keepdim=True)
+
+
+def export(net, x, stem, opset=13):
     with torch.no_grad():
         out = net(x)
-    torch.onnx.export(net, x, stem + ".onnx", opset_version=13, input_names=["input"],
+    torch.onnx.export(net, x, stem + ".onnx", opset_version=opset, input_names=["input"],
                       output_names=["logits"])
     np.save(stem + ".input.npy", x.numpy())
     np.save(stem + ".output.npy", out.numpy())
@@ -104,6 +153,13 @@ def main():
     export(Mixed().eval(), torch.randn(1, 3, 32, 32), "mixed")
     torch.manual_seed(1)
     export(Residual().eval(), torch.randn(1, 3, 24, 24), "residual")
+    torch.manual_seed(2)
+    encoder = Encoder().eval()
+    x = torch.randn(1, 3, 16, 16)
+    export(encoder, x, "encoder", opset=17)
+    export(encoder, x, "encoder13", opset=13)
+    torch.manual_seed(3)
+    export(Shuffle().eval(), torch.randn(1, 3, 16, 16), "shuffle")
 
 
 if __name__ == "__main__":
