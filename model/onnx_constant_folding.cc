@@ -123,26 +123,39 @@ absl::Status Importer::ConvertGather(const NodeProto& node) {
   if (!axis.ok()) return axis.status();
   const ConstValue& d = **data;
   const ConstValue& idx = **indices;
-  if (d.dims.size() != 1 || (*axis != 0 && *axis != -1) || !idx.IsInteger()) {
-    return Unsupported(node, "Gather is supported on 1-D constant vectors (shape arithmetic)");
+  const auto rank = static_cast<int64_t>(d.dims.size());
+  const int64_t a = *axis < 0 ? *axis + rank : *axis;
+  if (rank == 0 || a < 0 || a >= rank || !idx.IsInteger()) {
+    return NodeError(node, absl::StrCat("Gather needs integer indices and an axis within ",
+                                        DimsString(d.dims), ", got axis ", *axis));
   }
-  ConstValue out;
-  out.dtype = d.dtype;
-  out.has_data = true;
-  out.dims = idx.dims;
-  const int64_t n = d.dims[0];
+  const int64_t n = d.dims[static_cast<size_t>(a)];
   for (int64_t i : idx.ints) {
-    const int64_t k = i < 0 ? i + n : i;
-    if (k < 0 || k >= n) {
+    if (i < -n || i >= n) {
       return NodeError(node, absl::StrCat("index ", i, " out of range for ", n, " elements"));
     }
-    if (d.IsFloat()) {
-      out.floats.push_back(d.floats[static_cast<size_t>(k)]);
-    } else {
-      out.ints.push_back(d.ints[static_cast<size_t>(k)]);
-    }
   }
-  return DefineConstant(node, 0, std::move(out));
+  // out = data[:axis] + indices + data[axis+1:]
+  std::vector<int64_t> out_dims(d.dims.begin(), d.dims.begin() + a);
+  out_dims.insert(out_dims.end(), idx.dims.begin(), idx.dims.end());
+  out_dims.insert(out_dims.end(), d.dims.begin() + a + 1, d.dims.end());
+  if (absl::Status s = CheckDims(NodeLabel(node) + " output", out_dims);
+      !s.ok() && !out_dims.empty()) {
+    return s;
+  }
+  const std::vector<int64_t> strides = Strides(d.dims);
+  const auto q = static_cast<int64_t>(idx.dims.size());
+  return DefineConstant(node, 0, Gathered(d, out_dims, [&](const std::vector<int64_t>& index) {
+                          int64_t flat = 0;
+                          for (int64_t k = 0; k < a; ++k) flat += index[k] * strides[k];
+                          int64_t pick = 0;
+                          for (int64_t k = 0; k < q; ++k) pick = pick * idx.dims[k] + index[a + k];
+                          int64_t i = idx.ints[static_cast<size_t>(pick)];
+                          if (i < 0) i += n;
+                          flat += i * strides[a];
+                          for (int64_t k = a + 1; k < rank; ++k) flat += index[k + q - 1] * strides[k];
+                          return flat;
+                        }));
 }
 
 absl::Status Importer::ConvertConstant(const NodeProto& node) {
@@ -204,8 +217,11 @@ absl::Status Importer::ConvertCast(const NodeProto& node) {
       if (!(std::abs(d) < 9.2e18)) return NodeError(node, "value out of int64 range");
       out.ints.push_back(static_cast<int64_t>(d));
     }
+  } else if (*to == TensorProto::BOOL) {
+    out.dtype = TensorProto::BOOL;
+    for (int64_t i = 0; i < c.Elements(); ++i) out.ints.push_back(c.At(i) != 0 ? 1 : 0);
   } else {
-    return Unsupported(node, absl::StrCat("Cast to type ", *to));
+    return Unsupported(node, absl::StrCat("Cast to type ", DtypeName(static_cast<int32_t>(*to))));
   }
   return DefineConstant(node, 0, std::move(out));
 }

@@ -96,6 +96,19 @@ absl::StatusOr<TensorId> Importer::AddOp(const NodeProto& node, RawOpKind raw_ki
   return *out;
 }
 
+absl::StatusOr<Value> Importer::AddStep(const NodeProto& node, absl::string_view suffix,
+                                       OpKind kind, std::vector<TensorId> inputs,
+                                       std::vector<int64_t> onnx_dims, OpAttrs attrs) {
+  const std::string name = absl::StrCat(node.output(0), "/", suffix);
+  auto out = NewActivation(name, onnx_dims, false);
+  if (!out.ok()) return Unsupported(node, out.status().message());
+  AppendOp(node, name, RawOpKind::kCanonical, kind, std::move(inputs), *out, std::move(attrs));
+  Value v;
+  v.tensor = *out;
+  v.onnx_dims = std::move(onnx_dims);
+  return v;
+}
+
 ConstantId Importer::AddConstant(const std::string& key, std::string name,
                                  std::vector<int64_t> dims, bool has_data,
                                  const std::function<std::vector<float>()>& data) {

@@ -74,6 +74,9 @@ absl::StatusOr<RawGraph> Importer::Run(std::string_view bytes) {
       {"ReduceMean", &Importer::ConvertReduce},
       {"ReduceSum", &Importer::ConvertReduce},
       {"ReduceMax", &Importer::ConvertReduce},
+      {"ReduceL2", &Importer::ConvertReduce},
+      {"Einsum", &Importer::ConvertEinsum},
+      {"Where", &Importer::ConvertWhere},
       {"Tanh", &Importer::ConvertUnary},
       {"Erf", &Importer::ConvertUnary},
       {"Exp", &Importer::ConvertUnary},
@@ -88,6 +91,9 @@ absl::StatusOr<RawGraph> Importer::Run(std::string_view bytes) {
       {"Expand", &Importer::ConvertExpand},
   };
   for (const NodeProto* node : order) {
+    auto folded = FoldConstantNode(*node);
+    if (!folded.ok()) return folded.status();
+    if (*folded) continue;
     auto it = kHandlers.find(node->op_type());
     if (it == kHandlers.end()) {
       return Unsupported(*node, absl::StrCat("unsupported operator '", node->op_type(),

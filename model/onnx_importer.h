@@ -15,6 +15,8 @@
 //                             and the layout conversions between channels-last and row-major
 //   onnx_constant_folding.cc  shape sub-graphs evaluated at import (Shape, Gather, Constant,
 //                             Cast, ConstantOfShape, Slice, Transpose, constant arithmetic)
+//   onnx_constant_eval.cc     any node of the evaluable set whose inputs are all constants
+//                             (masks: Equal, Where, Range, Mod, ScatterND; constant MatMul)
 // Internal to model/. An Importer reads one model once, on one thread.
 #pragma once
 
@@ -121,8 +123,18 @@ class Importer {
   absl::Status ReadOutputs();
   absl::Status CrossCheckShapes();
 
+  // Evaluates `node` when its operator is in the evaluable set and all its inputs are
+  // constants with data; false when it is not such a node (onnx_constant_eval.cc).
+  absl::StatusOr<bool> FoldConstantNode(const NodeProto& node);
+  absl::StatusOr<ConstValue> FoldBroadcast(const NodeProto& node, const std::vector<ConstPtr>& in);
+  absl::StatusOr<ConstValue> FoldRange(const NodeProto& node, const std::vector<ConstPtr>& in);
+  absl::StatusOr<ConstValue> FoldMatMul(const NodeProto& node, const std::vector<ConstPtr>& in);
+  absl::StatusOr<ConstValue> FoldScatterND(const NodeProto& node, const std::vector<ConstPtr>& in);
+  absl::StatusOr<ConstValue> FoldConcat(const NodeProto& node, const std::vector<ConstPtr>& in);
+
   // Operator handlers.
   absl::Status ConvertConv(const NodeProto& node);
+  absl::Status ConvertConv1d(const NodeProto& node, const Value& x);  // onnx_conv1d.cc
   absl::Status ConvertGemm(const NodeProto& node);
   absl::Status ConvertMatMul(const NodeProto& node);
   absl::Status ConvertBatchNorm(const NodeProto& node);
@@ -153,6 +165,8 @@ class Importer {
   absl::Status ConvertPow(const NodeProto& node);
   absl::Status ConvertSplit(const NodeProto& node);
   absl::Status ConvertExpand(const NodeProto& node);
+  absl::Status ConvertEinsum(const NodeProto& node);  // onnx_einsum.cc
+  absl::Status ConvertWhere(const NodeProto& node);   // onnx_where.cc
   absl::Status MatMulOfActivations(const NodeProto& node, const Value& a, const Value& b);
   absl::Status FullyConnectedRows(const NodeProto& node, const Value& x, const ConstValue& weight,
                                   bool trans_b, float alpha, const ConstValue* bias, float beta);
@@ -225,6 +239,11 @@ class Importer {
                                  std::vector<TensorId> inputs, std::vector<int64_t> out_dims,
                                  OpAttrs attrs = {},
                                  std::optional<bool> channels_last = std::nullopt);
+  // One row-major step of a node lowered to several ops; its tensor is named after the
+  // node's first output and `suffix`.
+  absl::StatusOr<Value> AddStep(const NodeProto& node, absl::string_view suffix, OpKind kind,
+                                std::vector<TensorId> inputs, std::vector<int64_t> onnx_dims,
+                                OpAttrs attrs = {});
   ConstantId AddConstant(const std::string& key, std::string name, std::vector<int64_t> dims,
                          bool has_data, const std::function<std::vector<float>()>& data);
   ConstantId FilterConstant(const ConstValue& w);

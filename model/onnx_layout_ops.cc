@@ -412,8 +412,16 @@ absl::Status Importer::ConvertIdentity(const NodeProto& node) {
   if (node.op_type() == "Dropout" && HasInput(node, 2)) {
     auto training = ConstantInput(node, 2, true);
     if (!training.ok()) return training.status();
-    if ((*training)->Elements() != 1 || (*training)->At(0) != 0) {
-      return Unsupported(node, "Dropout in training mode");
+    // Training mode with ratio 0 (torch's dropout(p=0) exported in train mode) is identity.
+    double ratio = 0.5;
+    if (HasInput(node, 1)) {
+      auto r = ConstantInput(node, 1, true);
+      if (!r.ok()) return r.status();
+      if ((*r)->Elements() != 1) return NodeError(node, "ratio must be a scalar");
+      ratio = (*r)->At(0);
+    }
+    if ((*training)->Elements() != 1 || ((*training)->At(0) != 0 && ratio != 0)) {
+      return Unsupported(node, "Dropout in training mode with a ratio above 0");
     }
   }
   if ((*x)->is_constant()) {

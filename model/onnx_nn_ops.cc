@@ -90,6 +90,9 @@ absl::Status Importer::ResolveWindow(const NodeProto& node, const std::vector<in
 
 absl::Status Importer::ConvertConv(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
+  if (auto v = ActivationInput(node, 0); v.ok() && (*v)->onnx_dims.size() == 3) {
+    return ConvertConv1d(node, **v);
+  }
   auto image = ImageInput(node, 0);
   if (!image.ok()) return image.status();
   const Value* const x_value = &*image;
@@ -101,7 +104,8 @@ absl::Status Importer::ConvertConv(const NodeProto& node) {
   if (in.size() != 4) {
     return Unsupported(
         node,
-        absl::StrCat("only 2-D convolution on [1,C,H,W] is supported, input is ", DimsString(in)));
+        absl::StrCat("only 1-D and 2-D convolution ([1,C,L], [1,C,H,W]) is supported, input is ",
+                     DimsString(in)));
   }
   if (weight.dims.size() != 4 || !(weight.dtype == TensorProto::FLOAT)) {
     return NodeError(node,
@@ -150,6 +154,9 @@ absl::Status Importer::ConvertConv(const NodeProto& node) {
 absl::Status Importer::ConvertPool(const NodeProto& node) {
   const bool is_max = node.op_type() == "MaxPool";
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
+  if (auto v = ActivationInput(node, 0); v.ok() && (*v)->onnx_dims.size() == 3) {
+    return ConvertConv1d(node, **v);
+  }
   auto image = ImageInput(node, 0);
   if (!image.ok()) return image.status();
   const Value* const x_value = &*image;
@@ -193,6 +200,9 @@ absl::Status Importer::ConvertPool(const NodeProto& node) {
 
 absl::Status Importer::ConvertGlobalAvgPool(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
+  if (auto v = ActivationInput(node, 0); v.ok() && (*v)->onnx_dims.size() == 3) {
+    return ConvertConv1d(node, **v);
+  }
   auto image = ImageInput(node, 0);
   if (!image.ok()) return image.status();
   const Value* const x_value = &*image;
@@ -318,6 +328,9 @@ absl::Status Importer::ConvertMatMul(const NodeProto& node) {
 
 absl::Status Importer::ConvertBatchNorm(const NodeProto& node) {
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
+  if (auto v = ActivationInput(node, 0); v.ok() && (*v)->onnx_dims.size() == 3) {
+    return ConvertConv1d(node, **v);
+  }
   auto image = ImageInput(node, 0);
   if (!image.ok()) return image.status();
   const Value* const x_value = &*image;

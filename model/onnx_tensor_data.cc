@@ -118,10 +118,20 @@ absl::StatusOr<ConstValue> ReadTensorProto(const TensorProto& t, const ImportOpt
         v.ints.assign(t.int32_data().begin(), t.int32_data().end());
       }
       break;
+    case TensorProto::BOOL:  // masks; one byte per value in raw_data
+      if (!raw.empty()) {
+        if (raw.size() != n) return size_error(raw.size());
+        v.ints.resize(n);
+        for (size_t i = 0; i < n; ++i) v.ints[i] = raw[i] != 0 ? 1 : 0;
+      } else {
+        if (static_cast<size_t>(t.int32_data_size()) != n) return size_error(t.int32_data_size());
+        for (int32_t x : t.int32_data()) v.ints.push_back(x != 0 ? 1 : 0);
+      }
+      break;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": tensor '", t.name(), "' has unsupported data type ", DtypeName(t.data_type()),
-          "; psched reads float32 weights and int64 shapes"));
+          "; psched reads float32 weights, int64/int32 shapes and bool masks"));
   }
   v.has_data = true;
   return v;

@@ -442,9 +442,11 @@ absl::Status Importer::ConvertReduce(const NodeProto& node) {
   auto x = ActivationInput(node, 0);
   if (!x.ok()) return x.status();
   const std::string& type = node.op_type();
-  const ReduceKind kind = type == "ReduceMean"  ? ReduceKind::kMean
-                          : type == "ReduceSum" ? ReduceKind::kSum
-                                                : ReduceKind::kMax;
+  // ReduceL2 is lowered to sqrt(sum(x * x)).
+  const bool l2 = type == "ReduceL2";
+  const ReduceKind kind = type == "ReduceMean"               ? ReduceKind::kMean
+                          : type == "ReduceSum" || l2 ? ReduceKind::kSum
+                                                             : ReduceKind::kMax;
   auto keepdims = AttrInt(node, "keepdims", 1);
   auto noop = AttrInt(node, "noop_with_empty_axes", 0);
   if (!keepdims.ok()) return keepdims.status();
@@ -505,8 +507,19 @@ absl::Status Importer::ConvertReduce(const NodeProto& node) {
   for (size_t i = 0; i < in.size(); ++i) {
     if (reduced[i]) attrs.axes.push_back(static_cast<int32_t>(i));
   }
-  return AddOp(node, RawOpKind::kCanonical, OpKind::kReduce, {r->tensor}, out, attrs, false)
-      .status();
+  if (!l2) {
+    return AddOp(node, RawOpKind::kCanonical, OpKind::kReduce, {r->tensor}, out, attrs, false)
+        .status();
+  }
+  auto squares = AddStep(node, "squares", OpKind::kMul, {r->tensor, r->tensor}, in);
+  if (!squares.ok()) return squares.status();
+  auto sum = AddStep(node, "sum_of_squares", OpKind::kReduce, {squares->tensor}, out, attrs);
+  if (!sum.ok()) return sum.status();
+  auto root = AddOp(node, RawOpKind::kCanonical, OpKind::kActivation, {sum->tensor}, out, {},
+                    false);
+  if (!root.ok()) return root.status();
+  graph_.ops.back().op.activation.kind = ActivationKind::kSqrt;
+  return absl::OkStatus();
 }
 
 absl::Status Importer::ConvertUnary(const NodeProto& node) {
@@ -599,8 +612,20 @@ absl::Status Importer::ConvertExpand(const NodeProto& node) {
     return DefineConstant(node, 0, std::move(r));
   }
   if (ElementsOf(out) == ElementsOf(in)) return ReshapeRowMajor(node, **x, out);
-  return Unsupported(node, absl::StrCat("Expand of a computed tensor ", DimsString(in), " to ",
-                                        DimsString(out), " is not supported"));
+  // A real broadcast: x + zeros of the output's shape, which the broadcasting add kernels
+  // already run.
+  if (absl::Status s = CheckDims(NodeLabel(node) + " output", out); !s.ok()) return s;
+  auto rx = AsRowMajor(node, **x);
+  if (!rx.ok()) return rx.status();
+  ConstValue zeros;
+  zeros.name = node.output(0) + "/zeros";
+  zeros.dtype = TensorProto::FLOAT;
+  zeros.has_data = true;
+  zeros.dims = out;
+  zeros.floats.assign(static_cast<size_t>(ElementsOf(out)), 0.0f);
+  const TensorId z = RowMajorConstant(zeros, out.size());
+  return AddOp(node, RawOpKind::kCanonical, OpKind::kAdd, {rx->tensor, z}, out, {}, false)
+      .status();
 }
 
 }  // namespace psched::model::onnx_importer

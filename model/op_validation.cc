@@ -162,7 +162,11 @@ absl::Status ValidateTensorOp(const Graph& graph, OpId id) {
     }
     case OpKind::kLayerNorm: {
       const auto& ln = std::get<LayerNormAttrs>(op.attrs);
-      if (out != in) return mismatch("output differs from input");
+      // Rows of the last axis; leading 1s may differ ([1,1,K] from a flatten vs [1,K]).
+      if (ElementsOf(out) != ElementsOf(in) || out.back() != in.back()) {
+        return mismatch(absl::StrCat("output ", DimsText(out), " differs from input ",
+                                     DimsText(in)));
+      }
       if (!(ln.epsilon >= 0)) return mismatch("epsilon must be >= 0");
       if (auto s = ValidateConstant(graph, id, ln.scale, "scale", {in.back()}); !s.ok()) return s;
       if (ln.bias != kInvalidId) return ValidateConstant(graph, id, ln.bias, "bias", {in.back()});
