@@ -94,7 +94,7 @@ TEST_P(PyTorchModelTest, ClusterDeviceMatchesPyTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PyTorchModelTest,
-                         ::testing::Values("mixed", "residual", "shuffle"));
+                         ::testing::Values("mixed", "residual", "shuffle", "encoder", "encoder13", "sequence"));
 
 }  // namespace
 }  // namespace psched

@@ -26,6 +26,11 @@ shuffle.onnx: a ShuffleNetV2-style unit (channel split, channel shuffle through 
 Reshape and Transpose, depthwise conv) and a MnasNet-style head (ReduceMean over H and W),
 then a Linear layer applied per token of a channels-last view (Transpose to [1,H,W,C]).
 
+sequence.onnx: a Conv1d front end on [1,6,20] frames, attention written with torch.einsum, a
+band mask computed from the input's shape (Shape, Range, Abs, Mod, Equal, an in-place
+assignment as ScatterND, Where), F.normalize (ReduceL2, Clip, Expand, Div), a mean over time
+and a Linear head.
+
 Run with Debian's Python (it has torch and onnx): /usr/bin/python3 make_models.py
 """
 import numpy as np
@@ -139,6 +144,26 @@ class Shuffle(nn.Module):
         return self.fc(t.mean(dim=(1, 2))) + x.mean(dim=(2, 3)).sum(dim=1, keepdim=True)
 
 
+class Sequence(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(6, 16, 3, stride=2, padding=1)
+        self.q, self.k, self.v = nn.Linear(16, 16), nn.Linear(16, 16), nn.Linear(16, 16)
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = F.gelu(self.conv(x)).transpose(1, 2)               # [1, 10, 16]
+        n = h.shape[1]
+        q, k, v = (f(h).view(1, n, 2, 8).transpose(1, 2) for f in (self.q, self.k, self.v))
+        s = torch.einsum("bhid,bhjd->bhij", q, k) / 8 ** 0.5
+        idx = torch.arange(n)
+        band = (idx[:, None] - idx[None, :]).abs() % 4 == 3
+        band[:1] = False
+        s = s.masked_fill(band, -1e4)
+        a = torch.einsum("bhij,bhjd->bhid", s.softmax(-1), v).transpose(1, 2).reshape(1, n, 16)
+        return self.fc(F.normalize(a, dim=-1).mean(1))
+
+
 def export(net, x, stem, opset=13):
     with torch.no_grad():
         out = net(x)
@@ -160,6 +185,8 @@ def main():
     export(encoder, x, "encoder13", opset=13)
     torch.manual_seed(3)
     export(Shuffle().eval(), torch.randn(1, 3, 16, 16), "shuffle")
+    torch.manual_seed(4)
+    export(Sequence().eval(), torch.randn(1, 6, 20), "sequence", opset=17)
 
 
 if __name__ == "__main__":
