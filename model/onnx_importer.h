@@ -17,6 +17,9 @@
 //                             Cast, ConstantOfShape, Slice, Transpose, constant arithmetic)
 //   onnx_constant_eval.cc     any node of the evaluable set whose inputs are all constants
 //                             (masks: Equal, Where, Range, Mod, ScatterND; constant MatMul)
+//   onnx_einsum.cc            two-operand Einsum as transposes, reshapes and one MatMul
+//   onnx_conv1d.cc            Conv on [1,C,L] as a conv2d of height 1
+//   onnx_where.cc             Where with a constant mask (masked_fill) as multiply-add
 // Internal to model/. An Importer reads one model once, on one thread.
 #pragma once
 

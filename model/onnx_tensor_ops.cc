@@ -301,7 +301,8 @@ absl::Status Importer::BinaryOp(const NodeProto& node, OpKind kind, const Value&
   }
   Value x = act;
   TensorId constant;
-  if (act.channels_last || act.onnx_dims.size() == 2) {
+  // [1,K] rows keep the classic channel-vector operand; [N,K] with N > 1 is row-major.
+  if (act.channels_last || (act.onnx_dims.size() == 2 && act.onnx_dims[0] == 1)) {
     constant = ConstantOperand(c, act.onnx_dims);
   } else {
     constant = RowMajorConstant(c, act.onnx_dims.size());

@@ -21,7 +21,7 @@ mkdir -p "$out"
 
 seed_dirs() {  # target -> the folders holding its seeds
   case "$1" in
-    fuzz_onnx_import) echo "$root/tests/daemon/data" "$shared/models/graph-only" ;;
+    fuzz_onnx_import) echo "$root/tests/daemon/data" "$root/tests/data/onnx" "$shared/models/graph-only" ;;
     fuzz_npy) echo "$root/tests/daemon/data" ;;
     fuzz_config) echo "$root/fuzz/seeds/config" ;;
     fuzz_taskgraph_json) echo "$root/bench/psched_bench/examples" ;;
