@@ -97,6 +97,10 @@ class Problem {
   }
   const platform::Platform& platform() const { return platform_; }
   const std::string& op_name(OpId op) const { return op_names_[static_cast<size_t>(op)]; }
+  // Whether `device` has a kernel for `op` (device_capability.h); always true for task graphs.
+  bool DeviceRuns(OpId op, int device) const {
+    return unsupported_.empty() || !unsupported_[static_cast<size_t>(op * num_devices_ + device)];
+  }
 
   // Predecessors / successors of an op, ascending, with the transfer cost of each edge.
   std::span<const OpId> preds(OpId op) const { return Slice(pred_ops_, pred_begin_, op); }

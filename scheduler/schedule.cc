@@ -133,6 +133,12 @@ absl::Status ValidateSchedule(const Problem& problem, const Schedule& schedule) 
       return absl::InvalidArgumentError(
           absl::StrCat(Describe(problem, s), " runs on unknown device ", s.device));
     }
+    if (!problem.DeviceRuns(s.op, s.device)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Describe(problem, s), " is placed on ",
+                       problem.platform().devices[static_cast<size_t>(s.device)].name,
+                       ", which has no kernel for it"));
+    }
     if (!std::isfinite(s.start_us) || s.start_us < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(Describe(problem, s), " starts at ", s.start_us));

@@ -22,6 +22,11 @@ absl::Status SingleDeviceScheduler::PlaceAll(const Problem& problem, Workspace& 
                                                      ") is split into several subtasks, which "
                                                      "cannot share one device"));
     }
+    if (!problem.DeviceRuns(op, *device)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("single:", device_, ": op ", op, " (", problem.op_name(op), ") has no kernel on ",
+                       device_, "; use a method that places ops on several devices"));
+    }
     ws.Place(t, ws.EftOn(problem, t, *device));
   }
   return absl::OkStatus();

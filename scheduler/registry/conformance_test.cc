@@ -1,6 +1,7 @@
 // The scheduler conformance suite: every registered method on chains, fork-joins,
 // diamonds, random DAGs (fixed seeds), a two-domain task graph with transfer costs, models
-// with a sync cost between devices, and the paper's 18 models on a 3-device profile. Every schedule
+// with a sync cost between devices, the paper's 18 models on a 3-device profile, and
+// transformer graphs whose CPU-only ops no method may place on the GPU. Every schedule
 // must pass ValidateSchedule; on top: the iterative search is never worse than its starting
 // schedule, a single-device schedule's makespan is the sum of its op latencies, and on a chain no
 // method is slower than the fastest single device.
@@ -313,6 +314,33 @@ TEST_F(MethodConformanceTest, EighteenModelsOnAThreeDeviceProfile) {
     ASSERT_TRUE(graph.ok()) << graph.status();
     const std::vector<Outcome> out = RunAll(Make(*graph), methods, graph->name);
     EXPECT_EQ(out.size(), methods.size()) << graph->name;
+  }
+}
+
+// Transformer graphs hold op kinds the GPU has no kernel for (transpose, matmul between
+// activations, layer norm, ...): every method keeps them off the GPU (ValidateSchedule checks
+// each subtask's device), and single:gpu refuses the graph instead of placing them there.
+TEST_F(MethodConformanceTest, OpsWithoutAGpuKernelNeverLandOnTheGpu) {
+  for (const char* name : {"sequence", "encoder"}) {
+    absl::StatusOr<model::Graph> graph = model::ImportOnnxFile(
+        std::string(PSCHED_SOURCE_DIR "/tests/data/onnx/") + name + ".onnx",
+        model::ImportOptions{});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const Problem problem = Make(*graph);
+    const int gpu = *profile_.platform.DeviceIndex("gpu");
+    int cpu_only = 0;
+    for (OpId op = 0; op < problem.num_ops(); ++op) cpu_only += problem.DeviceRuns(op, gpu) ? 0 : 1;
+    EXPECT_GT(cpu_only, 5) << name;
+    std::vector<std::string> methods;
+    for (const std::string& m : methods_) {
+      if (!absl::EndsWith(m, "single:gpu")) methods.push_back(m);
+    }
+    EXPECT_EQ(RunAll(problem, methods, name).size(), methods.size()) << name;
+    auto single_gpu = MakeScheduler("single:gpu");
+    ASSERT_TRUE(single_gpu.ok());
+    auto refused = (*single_gpu)->Plan(problem, SchedulerOptions{});
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << name;
+    EXPECT_TRUE(absl::StrContains(refused.status().message(), "has no kernel on gpu"));
   }
 }
 
