@@ -13,30 +13,57 @@
 namespace psched::model::onnx_importer {
 namespace {
 
-enum class Family { kArithmetic, kCompare, kLogical, kUnary, kWhere, kRange, kMatMul, kScatterND,
-                    kConcat, kClip };
+enum class Family {
+  kArithmetic,
+  kCompare,
+  kLogical,
+  kUnary,
+  kWhere,
+  kRange,
+  kMatMul,
+  kScatterND,
+  kConcat,
+  kClip
+};
 
 const std::unordered_map<std::string_view, Family>& FoldableOps() {
-  static const auto* ops = new std::unordered_map<std::string_view, Family>{
-      {"Add", Family::kArithmetic},   {"Sub", Family::kArithmetic},
-      {"Mul", Family::kArithmetic},   {"Div", Family::kArithmetic},
-      {"Mod", Family::kArithmetic},   {"Pow", Family::kArithmetic},
-      {"Min", Family::kArithmetic},   {"Max", Family::kArithmetic},
-      {"Equal", Family::kCompare},    {"Less", Family::kCompare},
-      {"Greater", Family::kCompare},  {"LessOrEqual", Family::kCompare},
-      {"GreaterOrEqual", Family::kCompare},
-      {"And", Family::kLogical},      {"Or", Family::kLogical},
-      {"Xor", Family::kLogical},      {"Not", Family::kUnary},
-      {"Neg", Family::kUnary},        {"Abs", Family::kUnary},
-      {"Sqrt", Family::kUnary},       {"Exp", Family::kUnary},
-      {"Log", Family::kUnary},        {"Reciprocal", Family::kUnary},
-      {"Floor", Family::kUnary},      {"Ceil", Family::kUnary},
-      {"Relu", Family::kUnary},       {"Sigmoid", Family::kUnary},
-      {"Tanh", Family::kUnary},       {"Erf", Family::kUnary},
-      {"Sign", Family::kUnary},       {"Where", Family::kWhere},
-      {"Range", Family::kRange},      {"MatMul", Family::kMatMul},
-      {"ScatterND", Family::kScatterND}, {"Concat", Family::kConcat},
-      {"Clip", Family::kClip}};
+  static const auto* ops =
+      new std::unordered_map<std::string_view, Family>{{"Add", Family::kArithmetic},
+                                                       {"Sub", Family::kArithmetic},
+                                                       {"Mul", Family::kArithmetic},
+                                                       {"Div", Family::kArithmetic},
+                                                       {"Mod", Family::kArithmetic},
+                                                       {"Pow", Family::kArithmetic},
+                                                       {"Min", Family::kArithmetic},
+                                                       {"Max", Family::kArithmetic},
+                                                       {"Equal", Family::kCompare},
+                                                       {"Less", Family::kCompare},
+                                                       {"Greater", Family::kCompare},
+                                                       {"LessOrEqual", Family::kCompare},
+                                                       {"GreaterOrEqual", Family::kCompare},
+                                                       {"And", Family::kLogical},
+                                                       {"Or", Family::kLogical},
+                                                       {"Xor", Family::kLogical},
+                                                       {"Not", Family::kUnary},
+                                                       {"Neg", Family::kUnary},
+                                                       {"Abs", Family::kUnary},
+                                                       {"Sqrt", Family::kUnary},
+                                                       {"Exp", Family::kUnary},
+                                                       {"Log", Family::kUnary},
+                                                       {"Reciprocal", Family::kUnary},
+                                                       {"Floor", Family::kUnary},
+                                                       {"Ceil", Family::kUnary},
+                                                       {"Relu", Family::kUnary},
+                                                       {"Sigmoid", Family::kUnary},
+                                                       {"Tanh", Family::kUnary},
+                                                       {"Erf", Family::kUnary},
+                                                       {"Sign", Family::kUnary},
+                                                       {"Where", Family::kWhere},
+                                                       {"Range", Family::kRange},
+                                                       {"MatMul", Family::kMatMul},
+                                                       {"ScatterND", Family::kScatterND},
+                                                       {"Concat", Family::kConcat},
+                                                       {"Clip", Family::kClip}};
   return *ops;
 }
 
@@ -111,7 +138,8 @@ absl::StatusOr<int64_t> IntArithmetic(std::string_view op, int64_t x, int64_t y,
     for (int64_t i = 0; i < std::min<int64_t>(y, 64); ++i) r *= ux;
     return static_cast<int64_t>(r);
   }
-  if (y == 0) return absl::InvalidArgumentError(absl::StrCat("integer ", std::string(op), " by zero"));
+  if (y == 0)
+    return absl::InvalidArgumentError(absl::StrCat("integer ", std::string(op), " by zero"));
   if (x == INT64_MIN && y == -1) return op == "Div" ? x : 0;
   if (op == "Div") return x / y;
   const int64_t r = x % y;  // C fmod semantics: the sign of the dividend
@@ -156,6 +184,14 @@ double Unary(std::string_view op, double x) {
 }
 
 }  // namespace
+
+std::vector<std::string_view> ConstantEvaluableOps() {
+  std::vector<std::string_view> ops;
+  for (const auto& [op, family] : FoldableOps()) ops.push_back(op);
+  return ops;
+}
+
+bool IsConstantEvaluable(std::string_view op_type) { return FoldableOps().count(op_type) != 0; }
 
 absl::StatusOr<bool> Importer::FoldConstantNode(const NodeProto& node) {
   const auto it = FoldableOps().find(node.op_type());
@@ -310,9 +346,9 @@ absl::StatusOr<ConstValue> Importer::FoldRange(const NodeProto& node,
   if (delta == 0) return NodeError(node, "delta is zero");
   const double count = std::max(std::ceil((limit - start) / delta), 0.0);
   if (!(count <= static_cast<double>(options_.max_tensor_elements))) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        NodeLabel(node), " output has more than max_tensor_elements (",
-        options_.max_tensor_elements, ") elements"));
+    return absl::ResourceExhaustedError(absl::StrCat(NodeLabel(node),
+                                                     " output has more than max_tensor_elements (",
+                                                     options_.max_tensor_elements, ") elements"));
   }
   ConstValue out = Empty(in[0]->dtype, {static_cast<int64_t>(count)});
   for (int64_t i = 0; i < out.dims[0]; ++i) Push(&out, start + static_cast<double>(i) * delta);
@@ -360,9 +396,8 @@ absl::StatusOr<ConstValue> Importer::FoldMatMul(const NodeProto& node,
         for (int64_t j = 0; j < n; ++j) po[i * n + j] += av * pb[kk * n + j];
       }
   }
-  std::vector<int64_t> dims = in[0]->dims.size() == 1 || in[1]->dims.size() == 1
-                                  ? std::vector<int64_t>{}
-                                  : out_dims;
+  std::vector<int64_t> dims =
+      in[0]->dims.size() == 1 || in[1]->dims.size() == 1 ? std::vector<int64_t>{} : out_dims;
   if (dims.empty()) {
     // A 1-D operand's axis is dropped from the result, as numpy does.
     dims = batch;
@@ -431,8 +466,8 @@ absl::StatusOr<ConstValue> Importer::FoldConcat(const NodeProto& node,
   const auto rank = static_cast<int64_t>(first.size());
   const int64_t axis = *axis_attr < 0 ? *axis_attr + rank : *axis_attr;
   if (axis < 0 || axis >= rank) {
-    return NodeError(node, absl::StrCat("axis ", *axis_attr, " out of range for ",
-                                        DimsString(first)));
+    return NodeError(node,
+                     absl::StrCat("axis ", *axis_attr, " out of range for ", DimsString(first)));
   }
   std::vector<int64_t> out_dims = first;
   out_dims[static_cast<size_t>(axis)] = 0;
@@ -442,9 +477,9 @@ absl::StatusOr<ConstValue> Importer::FoldConcat(const NodeProto& node,
       same = static_cast<int64_t>(a) == axis || c->dims[a] == first[a];
     }
     if (!same) {
-      return NodeError(node, absl::StrCat("inconsistent shapes: cannot concatenate ",
-                                          DimsString(c->dims), " with ", DimsString(first),
-                                          " on axis ", axis));
+      return NodeError(node,
+                       absl::StrCat("inconsistent shapes: cannot concatenate ", DimsString(c->dims),
+                                    " with ", DimsString(first), " on axis ", axis));
     }
     out_dims[static_cast<size_t>(axis)] += c->dims[static_cast<size_t>(axis)];
   }

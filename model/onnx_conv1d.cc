@@ -30,14 +30,16 @@ void Widen(AttributeProto* attr) {
 absl::Status Importer::ConvertConv1d(const NodeProto& node, const Value& x) {
   const std::vector<int64_t>& in = x.onnx_dims;  // [1,C,L]
   if (in[0] != 1) {
-    return Unsupported(node, absl::StrCat("1-D convolution needs batch 1, input is ",
-                                          DimsString(in)));
+    return Unsupported(node,
+                       absl::StrCat("1-D convolution needs batch 1, input is ", DimsString(in)));
   }
   auto w = ConstantInput(node, 1, false);
   if (!w.ok()) return w.status();
   if ((*w)->dims.size() != 3) {
-    return NodeError(node, absl::StrCat("weight '", (*w)->name, "' of a 1-D convolution must be "
-                                        "[M,C/group,k], got ", DimsString((*w)->dims)));
+    return NodeError(node, absl::StrCat("weight '", (*w)->name,
+                                        "' of a 1-D convolution must be "
+                                        "[M,C/group,k], got ",
+                                        DimsString((*w)->dims)));
   }
   auto image = AddStep(node, "as_image", OpKind::kReshape, {x.tensor}, {1, in[1], 1, in[2]});
   if (!image.ok()) return image.status();

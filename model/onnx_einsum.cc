@@ -88,8 +88,8 @@ absl::Status Importer::ConvertEinsum(const NodeProto& node) {
       const char c = (*terms[i])[k];
       const int64_t d = operands[i].onnx_dims[k];
       if (auto it = size.find(c); it != size.end() && it->second != d) {
-        return NodeError(node, absl::StrCat("Einsum '", *text, "': '", std::string(1, c),
-                                            "' is ", it->second, " and ", d));
+        return NodeError(node, absl::StrCat("Einsum '", *text, "': '", std::string(1, c), "' is ",
+                                            it->second, " and ", d));
       }
       size[c] = d;
     }
@@ -152,8 +152,8 @@ absl::Status Importer::ConvertEinsum(const NodeProto& node) {
   std::vector<int64_t> mm_dims = dims_of(batch);
   mm_dims.push_back(m);
   mm_dims.push_back(n);
-  auto product = AddStep(node, "einsum_matmul", OpKind::kMatMul, {lhs->tensor, rhs->tensor},
-                         mm_dims);
+  auto product =
+      AddStep(node, "einsum_matmul", OpKind::kMatMul, {lhs->tensor, rhs->tensor}, mm_dims);
   if (!product.ok()) return product.status();
   const std::string order = batch + left + right;
   Value result = *product;

@@ -16,26 +16,8 @@ constexpr int64_t kMaxOpset = 17;
 
 }  // namespace
 
-absl::StatusOr<RawGraph> Importer::Run(std::string_view bytes) {
-  if (static_cast<int64_t>(bytes.size()) > options_.max_model_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("ONNX model is ", bytes.size(),
-                                                     " bytes, more than max_model_bytes (",
-                                                     options_.max_model_bytes, ")"));
-  }
-  if (bytes.empty()) return absl::InvalidArgumentError("ONNX model is empty (0 bytes)");
-  if (!model_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a valid ONNX model: protobuf parsing failed on ", bytes.size(),
-                     " bytes (truncated or not an ONNX file?)"));
-  }
-  if (absl::Status s = CheckHeader(); !s.ok()) return s;
-  graph_.name = model_.graph().name();
-  if (absl::Status s = ReadInitializers(); !s.ok()) return s;
-  if (absl::Status s = ReadInputs(); !s.ok()) return s;
-  std::vector<const NodeProto*> order;
-  if (absl::Status s = SortNodes(&order); !s.ok()) return s;
-
-  static const std::unordered_map<std::string_view, Handler> kHandlers = {
+const std::unordered_map<std::string_view, Importer::Handler>& Importer::Handlers() {
+  static const auto* handlers = new std::unordered_map<std::string_view, Handler>{
       {"Conv", &Importer::ConvertConv},
       {"Gemm", &Importer::ConvertGemm},
       {"MatMul", &Importer::ConvertMatMul},
@@ -90,12 +72,45 @@ absl::StatusOr<RawGraph> Importer::Run(std::string_view bytes) {
       {"Split", &Importer::ConvertSplit},
       {"Expand", &Importer::ConvertExpand},
   };
+  return *handlers;
+}
+
+std::vector<std::string_view> HandledOnnxOps() {
+  std::vector<std::string_view> ops;
+  for (const auto& [op, handler] : Importer::Handlers()) ops.push_back(op);
+  return ops;
+}
+
+absl::StatusOr<RawGraph> Importer::Run(std::string_view bytes) {
+  if (static_cast<int64_t>(bytes.size()) > options_.max_model_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("ONNX model is ", bytes.size(),
+                                                     " bytes, more than max_model_bytes (",
+                                                     options_.max_model_bytes, ")"));
+  }
+  if (bytes.empty()) return absl::InvalidArgumentError("ONNX model is empty (0 bytes)");
+  if (!model_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a valid ONNX model: protobuf parsing failed on ", bytes.size(),
+                     " bytes (truncated or not an ONNX file?)"));
+  }
+  if (absl::Status s = CheckHeader(); !s.ok()) return s;
+  graph_.name = model_.graph().name();
+  if (absl::Status s = ReadInitializers(); !s.ok()) return s;
+  if (absl::Status s = ReadInputs(); !s.ok()) return s;
+  std::vector<const NodeProto*> order;
+  if (absl::Status s = SortNodes(&order); !s.ok()) return s;
+
   for (const NodeProto* node : order) {
     auto folded = FoldConstantNode(*node);
     if (!folded.ok()) return folded.status();
     if (*folded) continue;
-    auto it = kHandlers.find(node->op_type());
-    if (it == kHandlers.end()) {
+    auto it = Handlers().find(node->op_type());
+    if (it == Handlers().end()) {
+      if (IsConstantEvaluable(node->op_type())) {
+        return Unsupported(*node, absl::StrCat("'", node->op_type(),
+                                               "' is read only when all its inputs are constants "
+                                               "(masks, shape arithmetic); here one is computed"));
+      }
       return Unsupported(*node, absl::StrCat("unsupported operator '", node->op_type(),
                                              "'; see docs/model-import.md for the supported list"));
     }

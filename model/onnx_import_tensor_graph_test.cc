@@ -66,8 +66,7 @@ TEST(OnnxTensorGraphTest, ModTakesTheDivisorsSignUnlessFmod) {
     auto g = ImportOnnx(b.Bytes(), {});
     ASSERT_TRUE(g.ok()) << g.status();
     const Op& add = g->ops.back();
-    const auto& data =
-        g->constants[static_cast<size_t>(g->tensor(add.inputs[1]).constant)].data;
+    const auto& data = g->constants[static_cast<size_t>(g->tensor(add.inputs[1]).constant)].data;
     if (fmod == 0) {
       EXPECT_THAT(data, ElementsAre(2, 1, -1, -2));
     } else {
@@ -161,7 +160,7 @@ TEST(OnnxTensorGraphTest, WhereWithAConstantMaskIsArithmetic) {
   auto data = [&](const Op& op) {
     return g->constants[static_cast<size_t>(g->tensor(op.inputs[1]).constant)].data;
   };
-  EXPECT_THAT(data(g->ops[0]), ElementsAre(0, 1, 1, 0));     // keep s where the mask is false
+  EXPECT_THAT(data(g->ops[0]), ElementsAre(0, 1, 1, 0));        // keep s where the mask is false
   EXPECT_THAT(data(g->ops[1]), ElementsAre(-100, 0, 0, -100));  // the fill where it is true
 }
 

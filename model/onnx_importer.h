@@ -110,14 +110,23 @@ bool Broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
 absl::StatusOr<ConstValue> FoldBinary(const ConstValue& a, const ConstValue& b,
                                       const std::string& op);
 
+// The ONNX operators with a handler (onnx_graph_reader.cc) and those evaluated only on
+// constants (onnx_constant_eval.cc); onnx_op_table.h documents their union.
+std::vector<std::string_view> HandledOnnxOps();
+std::vector<std::string_view> ConstantEvaluableOps();
+bool IsConstantEvaluable(std::string_view op_type);
+
 class Importer {
  public:
+  using Handler = absl::Status (Importer::*)(const NodeProto&);
+
   explicit Importer(const ImportOptions& options) : options_(options) {}
 
   absl::StatusOr<RawGraph> Run(std::string_view bytes);
+  // The operator table: ONNX op type -> the member that converts it.
+  static const std::unordered_map<std::string_view, Handler>& Handlers();
 
  private:
-  using Handler = absl::Status (Importer::*)(const NodeProto&);
 
   absl::Status CheckHeader();
   absl::Status ReadInitializers();

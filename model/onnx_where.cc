@@ -25,8 +25,8 @@ absl::Status Importer::ConvertWhere(const NodeProto& node) {
     std::vector<int64_t> next;
     if (!Broadcast(out, dims(in[static_cast<size_t>(i)]), &next)) {
       return NodeError(node, absl::StrCat("inconsistent shapes: ", DimsString(dims(in[0])), ", ",
-                                          DimsString(dims(in[1])), " and ",
-                                          DimsString(dims(in[2])), " do not broadcast"));
+                                          DimsString(dims(in[1])), " and ", DimsString(dims(in[2])),
+                                          " do not broadcast"));
     }
     out = std::move(next);
   }
@@ -64,7 +64,8 @@ absl::Status Importer::ConvertWhere(const NodeProto& node) {
     const int pick = cond ? 1 : 2;
     const Value* v = in[static_cast<size_t>(pick)];
     if (v->is_constant()) {
-      add.floats[static_cast<size_t>(f)] = static_cast<float>(v->constant->At(at(v->constant->dims)));
+      add.floats[static_cast<size_t>(f)] =
+          static_cast<float>(v->constant->At(at(v->constant->dims)));
     } else {
       keep[pick].floats[static_cast<size_t>(f)] = 1.0f;
     }
@@ -90,8 +91,8 @@ absl::Status Importer::ConvertWhere(const NodeProto& node) {
       sum = both->tensor;
     }
   }
-  return AddOp(node, RawOpKind::kCanonical, OpKind::kAdd,
-               {sum, RowMajorConstant(add, out.size())}, out, {}, false)
+  return AddOp(node, RawOpKind::kCanonical, OpKind::kAdd, {sum, RowMajorConstant(add, out.size())},
+               out, {}, false)
       .status();
 }
 
