@@ -6,17 +6,17 @@
 // for all of them).
 //
 // Waiting for work: after a job the worker spins up to kIdleSpin watching for the next one
-// (back-to-back runs then cost no wake-up: a request stream's gap is ~100 us here), then runs
-// the optional idle hook (a CPU device parks its threadpool there) and sleeps on a condition
-// variable. The sleep is untimed on purpose: a timed wait of a millisecond measured 20-36 us
-// per wake-up on this VM against 3.5 us untimed.
+// (a run that follows the previous one within the spin then costs no wake-up), then runs the
+// optional idle hook (a CPU device parks its threadpool there) and sleeps on a condition
+// variable. The sleep is untimed on purpose: a timed wait wakes through the timer path, which
+// costs several times an untimed wake-up by notify.
 //
 // A caller that would post a job and wait for it may run it itself instead (TryRunHere) when
 // that is the same thing: the worker is idle and the caller is on one of the worker's cores. It
-// saves the hand-off (on this VM a wake-up of an idle core costs 20-50 us, twice per run: the
-// worker's, then the waiting caller's). Jobs still run one at a time and in order: jobs posted
-// meanwhile wait for the caller's, and a spinning worker stops spinning so that it does not
-// share the core with it.
+// saves the hand-off, which costs two wake-ups of an idle core per run (the worker's, then the
+// waiting caller's), each tens of microseconds. Jobs still run one at a time and in order:
+// jobs posted meanwhile wait for the caller's, and a spinning worker stops spinning so that it
+// does not share the core with it.
 //
 // A worker whose jobs fan out to helper threads on its other cores (a CPU cluster device's
 // threadpool pins the worker to the first core and one helper to each other core) can let a

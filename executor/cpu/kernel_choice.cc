@@ -22,14 +22,13 @@ bool StreamingGemmAvailable() {
 KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkSlice slice,
                                 int64_t output_pixel_stride) {
 #ifdef PSCHED_HAVE_ONEDNN
-  // Measured (docs/runtime-performance.md, psched_conv_kernels_bench): on one core oneDNN's
-  // JIT convs beat XNNPACK's on nearly every dense conv of the benchmark models (median about
-  // 1.5x with AVX-512, 1.8x with AVX2). A multi-core device runs them as one-thread kernels on
-  // parts of the op across its own threadpool (parallel_slices_kernel.h). Left to XNNPACK:
-  // grouped and depthwise convs (none in those models, not measured). cin slices go by the
-  // same rule: on XNNPACK, which re-reads the filter per block of output pixels, hrnet's final
-  // 3x3 512>1024 conv on 7x7 split in two ran 1.5x its prediction beside the other core, where
-  // its cout halves on the streaming GEMM ran as predicted.
+  // Dense convs default to oneDNN: on one core its JIT convs are faster than XNNPACK's on most
+  // dense convs of the benchmark models (psched_conv_kernels_bench compares the two; figures in
+  // docs/runtime-performance.md). A multi-core device runs them as one-thread kernels on parts
+  // of the op across its own threadpool (parallel_slices_kernel.h). Left to XNNPACK: grouped
+  // and depthwise convs. cin slices go by the same rule, so that a slice with few output pixels
+  // reaches the streaming GEMM, which reads the filter once, rather than XNNPACK, which
+  // re-reads it per block of output pixels.
   const auto& conv = std::get<model::ConvAttrs>(graph.op(id).attrs);
   if (conv.groups == 1) {
     // Few output pixels: the filter stream from memory bounds the op, and the streaming GEMM
