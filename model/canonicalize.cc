@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "model/fuse_patterns.h"
 
 namespace psched::model {
 namespace {
@@ -71,6 +72,7 @@ absl::StatusOr<Graph> Canonicalizer::Run() {
   alias_.resize(raw_.tensors.size());
   for (size_t i = 0; i < alias_.size(); ++i) alias_[i] = static_cast<TensorId>(i);
   RemoveIdentities();
+  FusePatterns(raw_);
   FoldReshapesIntoTransposes();
   if (absl::Status s = RewriteBatchNorms(); !s.ok()) return s;
   FuseActivations();

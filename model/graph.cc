@@ -30,7 +30,7 @@ std::optional<OpKind> OpKindFromName(std::string_view name) {
 bool IsPartitionable(OpKind kind) { return kOpKindInfo[static_cast<size_t>(kind)].partitionable; }
 
 bool IsClassicActivation(ActivationKind kind) {
-  return kind <= ActivationKind::kHardSwish;
+  return kind <= ActivationKind::kGelu;
 }
 
 int64_t ElementsOf(const std::vector<int64_t>& dims) {

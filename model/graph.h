@@ -81,7 +81,8 @@ enum class ActivationKind : uint8_t {
   kAbs,
   kPow,
 };
-// The activations every device backend runs (fused or standalone); the others run on CPUs.
+// The activations every device backend runs (fused or standalone), kNone to kGelu; the
+// others run on CPUs.
 bool IsClassicActivation(ActivationKind kind);
 
 // An element-wise activation, fused into its producer or standing alone (kActivation).

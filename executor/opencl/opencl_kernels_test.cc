@@ -389,7 +389,8 @@ TEST(ElementwiseKernelTest, ActivationsAndSoftmaxMatchReference) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   for (ActivationKind kind : {ActivationKind::kRelu, ActivationKind::kClip,
                               ActivationKind::kSigmoid, ActivationKind::kHardSigmoid,
-                              ActivationKind::kHardSwish}) {
+                              ActivationKind::kHardSwish, ActivationKind::kSilu,
+                              ActivationKind::kGelu}) {
     Activation act = Act(kind, -0.25f, 0.5f);
     CheckOpAllSlices(device, OneOp(OpKind::kActivation, {{3, 5, 7}}, {3, 5, 7}, {}, act),
                      "activation " + std::to_string(static_cast<int>(kind)));

@@ -11,6 +11,8 @@
 #define PSCHED_ACT_SIGMOID 3
 #define PSCHED_ACT_HARD_SIGMOID 4
 #define PSCHED_ACT_HARD_SWISH 5
+#define PSCHED_ACT_SILU 6
+#define PSCHED_ACT_GELU 7
 
 // How a kernel writes its output (docs/opencl.md, "Slices and how partial sums combine").
 #define PSCHED_STORE 0       // plain store
@@ -25,6 +27,8 @@ inline float psched_activate(float x, int kind, float4 params) {
     case PSCHED_ACT_SIGMOID: return 1.0f / (1.0f + exp(-x));
     case PSCHED_ACT_HARD_SIGMOID: return fmin(fmax(params.z * x + params.w, 0.0f), 1.0f);
     case PSCHED_ACT_HARD_SWISH: return x * fmin(fmax(x / 6.0f + 0.5f, 0.0f), 1.0f);
+    case PSCHED_ACT_SILU: return x / (1.0f + exp(-x));
+    case PSCHED_ACT_GELU: return 0.5f * x * (1.0f + erf(x * 0.70710678f));
     default: return x;
   }
 }
