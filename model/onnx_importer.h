@@ -238,6 +238,10 @@ class Importer {
   // the output of a layout op added once per tensor and layout.
   absl::StatusOr<Value> AsRowMajor(const NodeProto& node, const Value& v);
   absl::StatusOr<Value> AsChannelsLast(const NodeProto& node, const Value& v);
+  // AsRowMajor, then a copy when the tensor's physical dims differ from the value's ONNX dims
+  // in leading 1s (an identity reshape aliases [1,1,K] and [1,K]): for ops whose attributes
+  // index input axes (reduce, slice, concat).
+  absl::StatusOr<Value> AsExactRowMajor(const NodeProto& node, const Value& v);
   // ActivationInput as a channels-last [1,C,H,W] image (convolution, pooling, resize).
   absl::StatusOr<Value> ImageInput(const NodeProto& node, int index);
   // An identity when `x` already holds `out_onnx_dims` in its element order under the same
@@ -274,7 +278,7 @@ class Importer {
   std::unordered_map<std::string, Value> values_;
   std::unordered_map<std::string, const NodeProto*> producer_node_;
   std::unordered_map<std::string, ConstantId> constant_cache_;
-  std::unordered_map<TensorId, Value> row_major_of_, channels_last_of_;
+  std::unordered_map<TensorId, Value> row_major_of_, channels_last_of_, exact_of_;
   bool weights_missing_ = false;
 };
 

@@ -28,8 +28,8 @@ absl::StatusOr<Value> Importer::AsRowMajor(const NodeProto& node, const Value& v
   if (!v.channels_last) return v;
   if (auto it = row_major_of_.find(v.tensor); it != row_major_of_.end()) return it->second;
   const std::vector<int64_t>& d = v.onnx_dims;  // [1,C,H,W]
-  const std::string name = absl::StrCat(graph_.tensors[static_cast<size_t>(v.tensor)].name,
-                                        "/row_major");
+  const std::string name =
+      absl::StrCat(graph_.tensors[static_cast<size_t>(v.tensor)].name, "/row_major");
   auto out = NewActivation(name, d, false);
   if (!out.ok()) return out.status();
   TransposeAttrs t;
@@ -51,8 +51,8 @@ absl::StatusOr<Value> Importer::AsChannelsLast(const NodeProto& node, const Valu
     return Unsupported(node, absl::StrCat("expects a [1,C,H,W] image, got ", DimsString(d)));
   }
   if (auto it = channels_last_of_.find(v.tensor); it != channels_last_of_.end()) return it->second;
-  const std::string name = absl::StrCat(graph_.tensors[static_cast<size_t>(v.tensor)].name,
-                                        "/channels_last");
+  const std::string name =
+      absl::StrCat(graph_.tensors[static_cast<size_t>(v.tensor)].name, "/channels_last");
   auto out = NewActivation(name, d, true);
   if (!out.ok()) return out.status();
   TransposeAttrs t;
@@ -67,6 +67,24 @@ absl::StatusOr<Value> Importer::AsChannelsLast(const NodeProto& node, const Valu
   return r;
 }
 
+absl::StatusOr<Value> Importer::AsExactRowMajor(const NodeProto& node, const Value& v) {
+  auto r = AsRowMajor(node, v);
+  if (!r.ok()) return r.status();
+  // Identities vanish in canonicalisation, so what counts is the tensor they alias.
+  TensorId root = r->tensor;
+  for (OpId p = graph_.tensors[static_cast<size_t>(root)].producer;
+       p != kInvalidId && graph_.ops[static_cast<size_t>(p)].raw_kind == RawOpKind::kIdentity;
+       p = graph_.tensors[static_cast<size_t>(root)].producer) {
+    root = graph_.ops[static_cast<size_t>(p)].op.inputs[0];
+  }
+  if (PhysicalDims(graph_.tensors[static_cast<size_t>(root)]) == r->onnx_dims) return r;
+  if (auto it = exact_of_.find(r->tensor); it != exact_of_.end()) return it->second;
+  auto exact = AddStep(node, "exact_dims", OpKind::kReshape, {r->tensor}, r->onnx_dims);
+  if (!exact.ok()) return exact.status();
+  exact_of_[r->tensor] = *exact;
+  return *exact;
+}
+
 absl::StatusOr<Value> Importer::ImageInput(const NodeProto& node, int index) {
   auto x = ActivationInput(node, index);
   if (!x.ok()) return x.status();
@@ -76,7 +94,7 @@ absl::StatusOr<Value> Importer::ImageInput(const NodeProto& node, int index) {
 
 absl::Status Importer::ReshapeRowMajor(const NodeProto& node, const Value& x,
                                        std::vector<int64_t> out_onnx_dims) {
-  auto in = AsRowMajor(node, x);
+  auto in = AsExactRowMajor(node, x);
   if (!in.ok()) return in.status();
   const Tensor& t = graph_.tensors[static_cast<size_t>(in->tensor)];
   const bool out_cl = false;
@@ -113,8 +131,7 @@ absl::Status Importer::TransposeActivation(const NodeProto& node, const Value& x
     return AddOp(node, RawOpKind::kCanonical, OpKind::kReshape, {x.tensor}, out, {}, false)
         .status();
   }
-  return AddOp(node, RawOpKind::kCanonical, OpKind::kTranspose, {x.tensor}, out, t, false)
-      .status();
+  return AddOp(node, RawOpKind::kCanonical, OpKind::kTranspose, {x.tensor}, out, t, false).status();
 }
 
 absl::Status Importer::SliceActivation(const NodeProto& node, int output_index, const Value& x,
@@ -122,14 +139,14 @@ absl::Status Importer::SliceActivation(const NodeProto& node, int output_index, 
                                        const std::vector<int64_t>& step,
                                        const std::vector<int64_t>& sizes,
                                        std::vector<int64_t> out_onnx_dims) {
-  auto in = AsRowMajor(node, x);
+  auto in = AsExactRowMajor(node, x);
   if (!in.ok()) return in.status();
   for (int64_t s : sizes) {
     if (s < 1) return Unsupported(node, "a slice with no elements");
   }
-  if (sizes == in->onnx_dims && std::all_of(step.begin(), step.end(), [](int64_t s) {
-        return s == 1;
-      }) && output_index == 0) {
+  if (sizes == in->onnx_dims &&
+      std::all_of(step.begin(), step.end(), [](int64_t s) { return s == 1; }) &&
+      output_index == 0) {
     return ReshapeRowMajor(node, *in, std::move(out_onnx_dims));
   }
   SliceAttrs attrs;
@@ -208,9 +225,9 @@ absl::Status Importer::ConvertSplit(const NodeProto& node) {
   }
   if (static_cast<int>(split.size()) != outputs ||
       std::accumulate(split.begin(), split.end(), int64_t{0}) != dim) {
-    return NodeError(node, absl::StrCat("split ", DimsString(split), " does not cover axis ",
-                                        *axis_attr, " of ", DimsString(in), " in ", outputs,
-                                        " outputs"));
+    return NodeError(
+        node, absl::StrCat("split ", DimsString(split), " does not cover axis ", *axis_attr, " of ",
+                           DimsString(in), " in ", outputs, " outputs"));
   }
   int64_t offset = 0;
   for (int i = 0; i < outputs; ++i) {
@@ -249,22 +266,23 @@ absl::Status Importer::ConcatGeneral(const NodeProto& node, const std::vector<co
       ids.push_back(RowMajorConstant(c, rank));
       any_constant = true;
     } else {
-      auto r = AsRowMajor(node, *v);
+      auto r = AsExactRowMajor(node, *v);
       if (!r.ok()) return r.status();
       d = r->onnx_dims;
       ids.push_back(r->tensor);
     }
-    if (d.size() != rank) return NodeError(node, "inconsistent shapes: inputs have different ranks");
+    if (d.size() != rank)
+      return NodeError(node, "inconsistent shapes: inputs have different ranks");
     out[static_cast<size_t>(axis)] += d[static_cast<size_t>(axis)];
     d[static_cast<size_t>(axis)] = (*first)[static_cast<size_t>(axis)];
     if (d != *first) {
-      return NodeError(node, absl::StrCat("inconsistent shapes: inputs differ outside axis ", axis));
+      return NodeError(node,
+                       absl::StrCat("inconsistent shapes: inputs differ outside axis ", axis));
     }
   }
   ConcatAttrs attrs;
-  attrs.axis = (axis == static_cast<int64_t>(rank) - 1 && !any_constant)
-                   ? -1
-                   : static_cast<int32_t>(axis);
+  attrs.axis =
+      (axis == static_cast<int64_t>(rank) - 1 && !any_constant) ? -1 : static_cast<int32_t>(axis);
   return AddOp(node, RawOpKind::kCanonical, OpKind::kConcat, std::move(ids), std::move(out), attrs,
                false)
       .status();
@@ -275,9 +293,8 @@ absl::Status Importer::BinaryOp(const NodeProto& node, OpKind kind, const Value&
   if (!a.is_constant() && !b.is_constant()) {
     std::vector<int64_t> out;
     if (!Broadcast(a.onnx_dims, b.onnx_dims, &out)) {
-      return NodeError(node, absl::StrCat("inconsistent shapes: operands ",
-                                          DimsString(a.onnx_dims), " and ",
-                                          DimsString(b.onnx_dims), " do not broadcast"));
+      return NodeError(node, absl::StrCat("inconsistent shapes: operands ", DimsString(a.onnx_dims),
+                                          " and ", DimsString(b.onnx_dims), " do not broadcast"));
     }
     if (a.channels_last && b.channels_last) {
       return AddOp(node, RawOpKind::kCanonical, kind, {a.tensor, b.tensor}, out, {}, true).status();
@@ -314,8 +331,7 @@ absl::Status Importer::BinaryOp(const NodeProto& node, OpKind kind, const Value&
       .status();
 }
 
-absl::Status Importer::MatMulOfActivations(const NodeProto& node, const Value& a,
-                                           const Value& b) {
+absl::Status Importer::MatMulOfActivations(const NodeProto& node, const Value& a, const Value& b) {
   const std::vector<int64_t>& da = a.is_constant() ? a.constant->dims : a.onnx_dims;
   const std::vector<int64_t>& db = b.is_constant() ? b.constant->dims : b.onnx_dims;
   if (da.size() < 2 || db.size() < 2) {
@@ -385,14 +401,14 @@ absl::Status Importer::FullyConnectedRows(const NodeProto& node, const Value& x,
       return NodeError(node, absl::StrCat("bias '", bias->name, "' must be float32 [", n,
                                           "] or a scalar, got ", DimsString(bias->dims)));
     }
-    attrs.bias = AddConstant(
-        absl::StrCat(bias->name, "|bias", n, "|", beta), bias->name, {n}, bias->has_data, [&] {
-          std::vector<float> out(static_cast<size_t>(n));
-          for (int64_t o = 0; o < n; ++o)
-            out[static_cast<size_t>(o)] =
-                beta * bias->floats[static_cast<size_t>(count == 1 ? 0 : o)];
-          return out;
-        });
+    attrs.bias = AddConstant(absl::StrCat(bias->name, "|bias", n, "|", beta), bias->name, {n},
+                             bias->has_data, [&] {
+                               std::vector<float> out(static_cast<size_t>(n));
+                               for (int64_t o = 0; o < n; ++o)
+                                 out[static_cast<size_t>(o)] =
+                                     beta * bias->floats[static_cast<size_t>(count == 1 ? 0 : o)];
+                               return out;
+                             });
   }
   std::vector<int64_t> out = d;
   out.back() = n;
@@ -427,9 +443,9 @@ absl::Status Importer::ConvertLayerNorm(const NodeProto& node) {
     auto c = ConstantInput(node, i, false);
     if (!c.ok()) return c.status();
     if ((*c)->Elements() != n || (*c)->dtype != TensorProto::FLOAT) {
-      return NodeError(node, absl::StrCat(i == 1 ? "scale '" : "bias '", (*c)->name,
-                                          "' must be float32 [", n, "], got ",
-                                          DimsString((*c)->dims)));
+      return NodeError(
+          node, absl::StrCat(i == 1 ? "scale '" : "bias '", (*c)->name, "' must be float32 [", n,
+                             "], got ", DimsString((*c)->dims)));
     }
     (i == 1 ? attrs.scale : attrs.bias) = VectorConstant(**c, n);
   }
@@ -445,9 +461,9 @@ absl::Status Importer::ConvertReduce(const NodeProto& node) {
   const std::string& type = node.op_type();
   // ReduceL2 is lowered to sqrt(sum(x * x)).
   const bool l2 = type == "ReduceL2";
-  const ReduceKind kind = type == "ReduceMean"               ? ReduceKind::kMean
+  const ReduceKind kind = type == "ReduceMean"        ? ReduceKind::kMean
                           : type == "ReduceSum" || l2 ? ReduceKind::kSum
-                                                             : ReduceKind::kMax;
+                                                      : ReduceKind::kMax;
   auto keepdims = AttrInt(node, "keepdims", 1);
   auto noop = AttrInt(node, "noop_with_empty_axes", 0);
   if (!keepdims.ok()) return keepdims.status();
@@ -480,8 +496,8 @@ absl::Status Importer::ConvertReduce(const NodeProto& node) {
   for (int64_t a : axes) {
     const int64_t axis = NormalizeAxis(a, in.size());
     if (axis < 0 || axis >= static_cast<int64_t>(in.size()) || reduced[static_cast<size_t>(axis)]) {
-      return NodeError(node, absl::StrCat("invalid axes ", DimsString(axes), " for ",
-                                          DimsString(in)));
+      return NodeError(node,
+                       absl::StrCat("invalid axes ", DimsString(axes), " for ", DimsString(in)));
     }
     reduced[static_cast<size_t>(axis)] = true;
   }
@@ -501,7 +517,7 @@ absl::Status Importer::ConvertReduce(const NodeProto& node) {
                  out.size() == 4)
         .status();
   }
-  auto r = AsRowMajor(node, **x);
+  auto r = AsExactRowMajor(node, **x);
   if (!r.ok()) return r.status();
   ReduceAttrs attrs;
   attrs.reduce = kind;
@@ -516,8 +532,8 @@ absl::Status Importer::ConvertReduce(const NodeProto& node) {
   if (!squares.ok()) return squares.status();
   auto sum = AddStep(node, "sum_of_squares", OpKind::kReduce, {squares->tensor}, out, attrs);
   if (!sum.ok()) return sum.status();
-  auto root = AddOp(node, RawOpKind::kCanonical, OpKind::kActivation, {sum->tensor}, out, {},
-                    false);
+  auto root =
+      AddOp(node, RawOpKind::kCanonical, OpKind::kActivation, {sum->tensor}, out, {}, false);
   if (!root.ok()) return root.status();
   graph_.ops.back().op.activation.kind = ActivationKind::kSqrt;
   return absl::OkStatus();
@@ -528,10 +544,10 @@ absl::Status Importer::ConvertUnary(const NodeProto& node) {
   auto x = ActivationInput(node, 0);
   if (!x.ok()) return x.status();
   static const std::unordered_map<std::string_view, ActivationKind> kKinds = {
-      {"Tanh", ActivationKind::kTanh},    {"Erf", ActivationKind::kErf},
-      {"Exp", ActivationKind::kExp},      {"Log", ActivationKind::kLog},
-      {"Sqrt", ActivationKind::kSqrt},    {"Reciprocal", ActivationKind::kReciprocal},
-      {"Neg", ActivationKind::kNeg},      {"Abs", ActivationKind::kAbs},
+      {"Tanh", ActivationKind::kTanh}, {"Erf", ActivationKind::kErf},
+      {"Exp", ActivationKind::kExp},   {"Log", ActivationKind::kLog},
+      {"Sqrt", ActivationKind::kSqrt}, {"Reciprocal", ActivationKind::kReciprocal},
+      {"Neg", ActivationKind::kNeg},   {"Abs", ActivationKind::kAbs},
       {"Gelu", ActivationKind::kGelu}};
   auto it = kKinds.find(node.op_type());
   if (it == kKinds.end()) return Unsupported(node, "unknown unary operator");
@@ -579,8 +595,8 @@ absl::Status Importer::ConvertExpand(const NodeProto& node) {
   const std::vector<int64_t> in = (*x)->is_constant() ? (*x)->constant->dims : (*x)->onnx_dims;
   std::vector<int64_t> out;
   if (!Broadcast(in, (*shape)->ints, &out)) {
-    return NodeError(node, absl::StrCat("cannot expand ", DimsString(in), " to ",
-                                        DimsString((*shape)->ints)));
+    return NodeError(
+        node, absl::StrCat("cannot expand ", DimsString(in), " to ", DimsString((*shape)->ints)));
   }
   if ((*x)->is_constant()) {
     const ConstValue& c = *(*x)->constant;
@@ -625,8 +641,7 @@ absl::Status Importer::ConvertExpand(const NodeProto& node) {
   zeros.dims = out;
   zeros.floats.assign(static_cast<size_t>(ElementsOf(out)), 0.0f);
   const TensorId z = RowMajorConstant(zeros, out.size());
-  return AddOp(node, RawOpKind::kCanonical, OpKind::kAdd, {rx->tensor, z}, out, {}, false)
-      .status();
+  return AddOp(node, RawOpKind::kCanonical, OpKind::kAdd, {rx->tensor, z}, out, {}, false).status();
 }
 
 }  // namespace psched::model::onnx_importer

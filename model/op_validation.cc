@@ -74,11 +74,16 @@ std::string DimsText(const std::vector<int64_t>& d) { return absl::StrCat("[", a
 
 // Numpy broadcasting, right-aligned: each operand axis is 1 or the output's, and no operand
 // has more axes than the output.
+// Numpy broadcasting of `operand` to `out`; an operand of higher rank may carry extra leading
+// 1s (a tensor an identity reshape aliased, such as [1,1,1,K] read as [1,K]).
 bool Broadcasts(const std::vector<int64_t>& operand, const std::vector<int64_t>& out) {
-  if (operand.size() > out.size()) return false;
-  const size_t lead = out.size() - operand.size();
-  for (size_t i = 0; i < operand.size(); ++i) {
-    if (operand[i] != 1 && operand[i] != out[lead + i]) return false;
+  size_t skip = 0;
+  while (operand.size() - skip > out.size()) {
+    if (operand[skip++] != 1) return false;
+  }
+  const size_t lead = out.size() - (operand.size() - skip);
+  for (size_t i = skip; i < operand.size(); ++i) {
+    if (operand[i] != 1 && operand[i] != out[lead + i - skip]) return false;
   }
   return true;
 }

@@ -22,9 +22,11 @@ inline std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& operand
                                              const std::vector<int64_t>& out) {
   std::vector<int64_t> strides(out.size(), 0);
   const std::vector<int64_t> own = RowMajorStrides(operand);
-  const size_t lead = out.size() - operand.size();
-  for (size_t i = 0; i < operand.size(); ++i) {
-    strides[lead + i] = operand[i] == 1 ? 0 : own[i];
+  // An operand of higher rank has 1s in the extra leading axes (validated by op_validation).
+  const size_t skip = operand.size() > out.size() ? operand.size() - out.size() : 0;
+  const size_t lead = out.size() - (operand.size() - skip);
+  for (size_t i = skip; i < operand.size(); ++i) {
+    strides[lead + i - skip] = operand[i] == 1 ? 0 : own[i];
   }
   return strides;
 }

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "executor/cpu/cpu_graph_executor.h"
-#include "executor/runtime/coexecution_runtime.h"
-#include "executor/runtime/cpu_device.h"
 #include "executor/layout.h"
 #include "executor/npy.h"
 #include "executor/reference/reference_kernels.h"
+#include "executor/runtime/coexecution_runtime.h"
+#include "executor/runtime/cpu_device.h"
 #include "executor/testing/tensor_compare.h"
 #include "gtest/gtest.h"
 #include "model/onnx_import.h"
@@ -94,7 +94,8 @@ TEST_P(PyTorchModelTest, ClusterDeviceMatchesPyTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PyTorchModelTest,
-                         ::testing::Values("mixed", "residual", "shuffle", "encoder", "encoder13", "sequence"));
+                         ::testing::Values("mixed", "residual", "shuffle", "encoder", "encoder13",
+                                           "sequence", "pooled_head"));
 
 }  // namespace
 }  // namespace psched

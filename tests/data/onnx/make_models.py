@@ -31,6 +31,10 @@ band mask computed from the input's shape (Shape, Range, Abs, Mod, Equal, an in-
 assignment as ScatterND, Where), F.normalize (ReduceL2, Clip, Expand, Div), a mean over time
 and a Linear head.
 
+pooled_head.onnx (opset 13): a conv stem, global pooling flattened to [1,C] and a decomposed
+LayerNorm, a mean and a slice over the pooled vector, and a concat: ops that index axes on a
+tensor whose pooled [1,C,1,1] storage an identity reshape aliases as [1,C].
+
 Run with Debian's Python (it has torch and onnx): /usr/bin/python3 make_models.py
 """
 import numpy as np
@@ -164,6 +168,18 @@ class Sequence(nn.Module):
         return self.fc(F.normalize(a, dim=-1).mean(1))
 
 
+class PooledHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.norm = nn.LayerNorm(16)
+        self.fc = nn.Linear(17, 4)
+
+    def forward(self, x):
+        v = self.norm(torch.flatten(F.adaptive_avg_pool2d(F.relu(self.stem(x)), 1), 1))
+        return self.fc(torch.cat([v[:, 8:], v[:, :8], v.mean(dim=1, keepdim=True)], dim=1))
+
+
 def export(net, x, stem, opset=13):
     with torch.no_grad():
         out = net(x)
@@ -187,6 +203,8 @@ def main():
     export(Shuffle().eval(), torch.randn(1, 3, 16, 16), "shuffle")
     torch.manual_seed(4)
     export(Sequence().eval(), torch.randn(1, 6, 20), "sequence", opset=17)
+    torch.manual_seed(5)
+    export(PooledHead().eval(), torch.randn(1, 3, 16, 16), "pooled_head")
 
 
 if __name__ == "__main__":
