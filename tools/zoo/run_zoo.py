@@ -418,6 +418,9 @@ def main(argv=None):
     p.add_argument("--keep-daemon-dir", action="store_true",
                    help="keep the private daemon's folder (log, state)")
     p.add_argument("--json", help="write the rows as JSON here")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 unless every exported file imports, runs and is within "
+                        "--tolerance of PyTorch (make test's zoo_fast_test)")
     args = p.parse_args(argv)
     if args.ort_runs is None:
         args.ort_runs = max(1, args.runs)
@@ -522,6 +525,12 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump({"socket": args.socket, "rows": rows}, f, indent=1)
             f.write("\n")
+    if args.check:
+        exported = [r for r in rows if r["status"] != "not_exported"]
+        good = [r for r in exported if r["status"] == "ran" and r.get("rel_err") is not None
+                and r["rel_err"] <= args.tolerance]
+        if not exported or len(good) != len(exported):
+            return 1
     return 0
 
 
