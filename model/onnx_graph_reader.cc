@@ -37,6 +37,7 @@ absl::StatusOr<RawGraph> Importer::Run(std::string_view bytes) {
 
   static const std::unordered_map<std::string_view, Handler> kHandlers = {
       {"Conv", &Importer::ConvertConv},
+      {"ConvTranspose", &Importer::ConvertConvTranspose},
       {"Gemm", &Importer::ConvertGemm},
       {"MatMul", &Importer::ConvertMatMul},
       {"BatchNormalization", &Importer::ConvertBatchNorm},
