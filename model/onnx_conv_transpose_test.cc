@@ -176,5 +176,26 @@ TEST(OnnxConvTransposeTest, FollowingReluFuses) {
   EXPECT_EQ(g.ops[0].activation.kind, ActivationKind::kRelu);
 }
 
+TEST(OnnxConvTransposeTest, FollowingBatchNormFoldsPerOutputChannel) {
+  OnnxBuilder b;
+  b.Input("x", {1, 1, 2, 2});
+  // Output channel m's weights are w[0][m]: 1 and 10.
+  b.Weight("w", {1, 2, 1, 1}, {1.0f, 10.0f});
+  b.Weight("gamma", {2}, {2.0f, 3.0f}).Weight("beta", {2}, {0.5f, -0.5f});
+  b.Weight("mean", {2}, {1.0f, 0.0f}).Weight("var", {2}, {1.0f, 1.0f});
+  b.Node("ConvTranspose", {"x", "w"}, {"t"}, "up");
+  auto& bn = b.Node("BatchNormalization", {"t", "gamma", "beta", "mean", "var"}, {"y"}, "bn");
+  OnnxBuilder::AttrFloat(bn, "epsilon", 0.0f);
+  b.Output("y");
+  Graph g = MustImport(b);
+  ASSERT_EQ(g.ops.size(), 1u);
+  const ConvAttrs& a = AttrsOf(g);
+  EXPECT_EQ(g.constants.at(static_cast<size_t>(a.filter)).data,
+            (std::vector<float>{2.0f, 30.0f}));
+  ASSERT_NE(a.bias, kInvalidId);
+  // beta - mean * gamma / sqrt(var).
+  EXPECT_EQ(g.constants.at(static_cast<size_t>(a.bias)).data, (std::vector<float>{-1.5f, -0.5f}));
+}
+
 }  // namespace
 }  // namespace psched::model

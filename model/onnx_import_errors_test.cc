@@ -5,12 +5,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "model/onnx_import.h"
+#include "model/op_validation.h"
 #include "model/onnx_test_builder.h"
 
 namespace psched::model {
@@ -487,7 +489,9 @@ OnnxBuilder ConvTransposeNet(const std::vector<int64_t>& input = {1, 2, 4, 4},
                              const std::vector<int64_t>& weight = {2, 3, 3, 3}) {
   OnnxBuilder b;
   b.Input("x", input);
-  b.Weight("w", weight);
+  int64_t elements = 1;
+  for (int64_t d : weight) elements *= d;
+  b.Weight("w", weight, std::vector<float>(static_cast<size_t>(elements), 0.5f));
   b.Node("ConvTranspose", {"x", "w"}, {"y"}, "up");
   b.Output("y");
   return b;
@@ -566,6 +570,39 @@ TEST(OnnxImportErrorsTest, ConvTransposeBadAttributes) {
     EXPECT_THAT(std::string(s.message()), HasSubstr("'up'")) << s;
     EXPECT_THAT(std::string(s.message()), HasSubstr(c.expected)) << s;
   }
+}
+
+// Every combination of extreme ConvTranspose attributes is an error or a graph whose ops
+// validate: the importer's arithmetic neither overflows nor builds a malformed op.
+TEST(OnnxImportErrorsTest, ConvTransposeRandomAttributesNeverCrashOrMisbuild) {
+  std::mt19937_64 rng(20240917);
+  const std::vector<int64_t> values = {-3, -1, 0, 1, 2, 3, 7, 1 << 20, int64_t{1} << 40,
+                                       std::numeric_limits<int64_t>::max()};
+  auto pick = [&] { return values[rng() % values.size()]; };
+  const std::vector<std::string> modes = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", ""};
+  int imported = 0;
+  for (int i = 0; i < 400; ++i) {
+    OnnxBuilder b = ConvTransposeNet();
+    onnx::NodeProto& node = *b.model().mutable_graph()->mutable_node(0);
+    auto small = [&] { return rng() % 2 == 0 ? pick() : static_cast<int64_t>(rng() % 4); };
+    if (rng() % 2) OnnxBuilder::AttrInts(node, "strides", {small(), small()});
+    if (rng() % 2) OnnxBuilder::AttrInts(node, "dilations", {small(), small()});
+    if (rng() % 2) OnnxBuilder::AttrInts(node, "pads", {small(), small(), small(), small()});
+    if (rng() % 2) OnnxBuilder::AttrInts(node, "output_padding", {small(), small()});
+    if (rng() % 3 == 0) OnnxBuilder::AttrInts(node, "output_shape", {small(), small()});
+    if (rng() % 3 == 0) OnnxBuilder::AttrInt(node, "group", small());
+    if (rng() % 3 == 0) OnnxBuilder::AttrString(node, "auto_pad", modes[rng() % modes.size()]);
+    auto g = ImportOnnx(b.Bytes(), {});
+    if (!g.ok()) {
+      EXPECT_FALSE(g.status().message().empty());
+      continue;
+    }
+    ++imported;
+    for (OpId id = 0; id < static_cast<OpId>(g->ops.size()); ++id) {
+      EXPECT_TRUE(ValidateOp(*g, id).ok()) << ValidateOp(*g, id);
+    }
+  }
+  EXPECT_GT(imported, 0);
 }
 
 }  // namespace
