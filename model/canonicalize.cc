@@ -435,6 +435,7 @@ absl::StatusOr<Graph> Canonicalizer::Compact() {
 bool AcceptsFusedActivation(OpKind kind) {
   switch (kind) {
     case OpKind::kConv2d:
+    case OpKind::kConvTranspose2d:
     case OpKind::kFullyConnected:
     case OpKind::kAdd:
     case OpKind::kMul:

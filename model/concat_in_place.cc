@@ -8,6 +8,7 @@ namespace psched::model {
 bool SupportsStridedInput(OpKind kind) {
   switch (kind) {
     case OpKind::kConv2d:
+    case OpKind::kConvTranspose2d:
     case OpKind::kFullyConnected:
     case OpKind::kMaxPool:
     case OpKind::kAvgPool:

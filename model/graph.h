@@ -103,12 +103,21 @@ struct Window2d {
   bool operator==(const Window2d&) const = default;
 };
 
-// kConv2d. Filter constant is OHWI: [cout][kernel_h][kernel_w][cin / groups]; bias [cout].
+// kConv2d and kConvTranspose2d. Filter constant is OHWI: [cout][kernel_h][kernel_w][cin /
+// groups], output channel o in group o / (cout / groups); bias [cout]. Both kinds share the
+// struct so weight handling (batch-norm folding, synthetic weights, constant remapping) is
+// written once.
+//
+// For kConvTranspose2d input pixel (iy, ix) scatters into output pixel
+// (iy * stride - pad_top + ky * dilation, ...): the window's pads crop the full transposed
+// output, and output_padding adds rows/columns at the bottom/right, so
+// out = (in - 1) * stride + (kernel - 1) * dilation + 1 + output_padding - pad_begin - pad_end.
 struct ConvAttrs {
   Window2d window;
   int32_t groups = 1;
   ConstantId filter = kInvalidId;
   ConstantId bias = kInvalidId;  // kInvalidId: no bias
+  int32_t output_padding_h = 0, output_padding_w = 0;  // kConvTranspose2d only; 0 for kConv2d
 };
 
 // kFullyConnected. Weight constant is [out_features][in_features]; bias [out_features].

@@ -19,6 +19,7 @@ constexpr int64_t kMaxOpset = 17;
 const std::unordered_map<std::string_view, Importer::Handler>& Importer::Handlers() {
   static const auto* handlers = new std::unordered_map<std::string_view, Handler>{
       {"Conv", &Importer::ConvertConv},
+      {"ConvTranspose", &Importer::ConvertConvTranspose},
       {"Gemm", &Importer::ConvertGemm},
       {"MatMul", &Importer::ConvertMatMul},
       {"BatchNormalization", &Importer::ConvertBatchNorm},

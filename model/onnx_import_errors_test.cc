@@ -4,11 +4,15 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "model/onnx_import.h"
+#include "model/op_validation.h"
 #include "model/onnx_test_builder.h"
 
 namespace psched::model {
@@ -478,6 +482,127 @@ TEST(OnnxImportErrorsTest, MutatedModelsNeverCrash) {
   }
   // Most mutations break the model; the point is that none crashed.
   EXPECT_GT(failed, 50);
+}
+
+// input [1,2,4,4] -> ConvTranspose "up" with weight w [2,3,3,3].
+OnnxBuilder ConvTransposeNet(const std::vector<int64_t>& input = {1, 2, 4, 4},
+                             const std::vector<int64_t>& weight = {2, 3, 3, 3}) {
+  OnnxBuilder b;
+  b.Input("x", input);
+  int64_t elements = 1;
+  for (int64_t d : weight) elements *= d;
+  b.Weight("w", weight, std::vector<float>(static_cast<size_t>(elements), 0.5f));
+  b.Node("ConvTranspose", {"x", "w"}, {"y"}, "up");
+  b.Output("y");
+  return b;
+}
+
+TEST(OnnxImportErrorsTest, ConvTransposeNetItselfImports) {
+  auto g = ImportOnnx(ConvTransposeNet().Bytes(), {});
+  ASSERT_TRUE(g.ok()) << g.status();
+}
+
+TEST(OnnxImportErrorsTest, ConvTransposeComputedWeights) {
+  OnnxBuilder b;
+  b.Input("x", {1, 1, 4, 4}).Input("w_in", {1, 3, 3, 3});
+  b.Node("Relu", {"w_in"}, {"w"}, "w_relu");
+  b.Node("ConvTranspose", {"x", "w"}, {"y"}, "up");
+  b.Output("y");
+  absl::Status s = Import(b.Bytes());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("'up'"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("must be a constant"));
+}
+
+TEST(OnnxImportErrorsTest, ConvTransposeOneAndThreeDimensional) {
+  for (const auto& [input, weight] :
+       {std::pair<std::vector<int64_t>, std::vector<int64_t>>{{1, 2, 8}, {2, 3, 3}},
+        {{1, 2, 4, 4, 4}, {2, 3, 3, 3, 3}}}) {
+    absl::Status s = Import(ConvTransposeNet(input, weight).Bytes());
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("'up'"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("only 2-D ConvTranspose on [1,C,H,W]"));
+  }
+}
+
+TEST(OnnxImportErrorsTest, ConvTransposeBatchTwo) {
+  OnnxBuilder b;
+  b.Input("x", {1, 4, 4, 4});
+  b.Ints("shape", {2, 2, 4, 4}).Weight("w", {2, 3, 3, 3});
+  b.Node("Reshape", {"x", "shape"}, {"x2"}, "to_batch2");
+  b.Node("ConvTranspose", {"x2", "w"}, {"y"}, "up");
+  b.Output("y");
+  absl::Status s = Import(b.Bytes());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("'up'"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("batch 2"));
+}
+
+TEST(OnnxImportErrorsTest, ConvTransposeBadAttributes) {
+  struct Case {
+    std::function<void(onnx::NodeProto&)> set;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](onnx::NodeProto& n) { OnnxBuilder::AttrInts(n, "output_padding", {1}); },
+       "2 output_padding values"},
+      {[](onnx::NodeProto& n) { OnnxBuilder::AttrInts(n, "strides", {0, 1}); },
+       "kernel, stride and dilation must be in"},
+      {[](onnx::NodeProto& n) { OnnxBuilder::AttrInts(n, "pads", {-1, 0, 0, 0}); },
+       "pads, output_padding and output_shape must be in"},
+      {[](onnx::NodeProto& n) { OnnxBuilder::AttrInts(n, "pads", {3, 0, 3, 0}); },
+       "crop the whole"},
+      {[](onnx::NodeProto& n) { OnnxBuilder::AttrString(n, "auto_pad", "SAME"); },
+       "unknown auto_pad 'SAME'"},
+      {[](onnx::NodeProto& n) { OnnxBuilder::AttrInt(n, "group", 3); }, "do not agree"},
+      {[](onnx::NodeProto& n) { OnnxBuilder::AttrInts(n, "kernel_shape", {2, 2}); },
+       "disagrees with weight"},
+      {[](onnx::NodeProto& n) { OnnxBuilder::AttrInts(n, "output_shape", {1, 2, 3}); },
+       "output_shape must have 2 (or 4) values"},
+      {[](onnx::NodeProto& n) { OnnxBuilder::AttrInts(n, "output_shape", {12, 12}); },
+       "exceeds the transposed output"},
+  };
+  for (const Case& c : cases) {
+    OnnxBuilder b = ConvTransposeNet();
+    c.set(*b.model().mutable_graph()->mutable_node(0));
+    absl::Status s = Import(b.Bytes());
+    EXPECT_FALSE(s.ok()) << c.expected;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("'up'")) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.expected)) << s;
+  }
+}
+
+// Every combination of extreme ConvTranspose attributes is an error or a graph whose ops
+// validate: the importer's arithmetic neither overflows nor builds a malformed op.
+TEST(OnnxImportErrorsTest, ConvTransposeRandomAttributesNeverCrashOrMisbuild) {
+  std::mt19937_64 rng(20240917);
+  const std::vector<int64_t> values = {-3, -1, 0, 1, 2, 3, 7, 1 << 20, int64_t{1} << 40,
+                                       std::numeric_limits<int64_t>::max()};
+  auto pick = [&] { return values[rng() % values.size()]; };
+  const std::vector<std::string> modes = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", ""};
+  int imported = 0;
+  for (int i = 0; i < 400; ++i) {
+    OnnxBuilder b = ConvTransposeNet();
+    onnx::NodeProto& node = *b.model().mutable_graph()->mutable_node(0);
+    auto small = [&] { return rng() % 2 == 0 ? pick() : static_cast<int64_t>(rng() % 4); };
+    if (rng() % 2) OnnxBuilder::AttrInts(node, "strides", {small(), small()});
+    if (rng() % 2) OnnxBuilder::AttrInts(node, "dilations", {small(), small()});
+    if (rng() % 2) OnnxBuilder::AttrInts(node, "pads", {small(), small(), small(), small()});
+    if (rng() % 2) OnnxBuilder::AttrInts(node, "output_padding", {small(), small()});
+    if (rng() % 3 == 0) OnnxBuilder::AttrInts(node, "output_shape", {small(), small()});
+    if (rng() % 3 == 0) OnnxBuilder::AttrInt(node, "group", small());
+    if (rng() % 3 == 0) OnnxBuilder::AttrString(node, "auto_pad", modes[rng() % modes.size()]);
+    auto g = ImportOnnx(b.Bytes(), {});
+    if (!g.ok()) {
+      EXPECT_FALSE(g.status().message().empty());
+      continue;
+    }
+    ++imported;
+    for (OpId id = 0; id < static_cast<OpId>(g->ops.size()); ++id) {
+      EXPECT_TRUE(ValidateOp(*g, id).ok()) << ValidateOp(*g, id);
+    }
+  }
+  EXPECT_GT(imported, 0);
 }
 
 }  // namespace

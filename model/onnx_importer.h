@@ -9,6 +9,7 @@
 //   onnx_tensor_data.cc       TensorProto data (raw and typed fields) -> ConstValue
 //   onnx_nn_ops.cc            conv, pooling, Gemm/MatMul, BatchNorm, activations, softmax,
 //                             element-wise arithmetic
+//   onnx_conv_transpose.cc    ConvTranspose: output extent, pads, weight layout
 //   onnx_layout_ops.cc        concat, pad, resize, the reshape family, identity
 //   onnx_tensor_ops.cc        the general tensor ops: transpose, matmul between activations,
 //                             layer norm, reductions, division, unary math, slice/gather/split,
@@ -147,6 +148,7 @@ class Importer {
   // Operator handlers.
   absl::Status ConvertConv(const NodeProto& node);
   absl::Status ConvertConv1d(const NodeProto& node, const Value& x);  // onnx_conv1d.cc
+  absl::Status ConvertConvTranspose(const NodeProto& node);  // onnx_conv_transpose.cc
   absl::Status ConvertGemm(const NodeProto& node);
   absl::Status ConvertMatMul(const NodeProto& node);
   absl::Status ConvertBatchNorm(const NodeProto& node);
@@ -263,6 +265,8 @@ class Importer {
   ConstantId AddConstant(const std::string& key, std::string name, std::vector<int64_t> dims,
                          bool has_data, const std::function<std::vector<float>()>& data);
   ConstantId FilterConstant(const ConstValue& w);
+  // A ConvTranspose weight [C, M/groups, kH, kW] in ConvAttrs' OHWI layout.
+  ConstantId TransposedFilterConstant(const ConstValue& w, int64_t groups);
   ConstantId VectorConstant(const ConstValue& v, int64_t length);
   TensorId ConstantOperand(const ConstValue& c, const std::vector<int64_t>& act_dims);
   absl::Status ReshapeTo(const NodeProto& node, const Value& input, std::vector<int64_t> target);

@@ -28,6 +28,9 @@ const std::vector<OnnxOpSupport>& SupportedOnnxOps() {
         {"Conv", "conv2d",
          "1-D on [1,C,L] (as height 1) and 2-D on [1,C,H,W]; groups, strides, dilations, pads, "
          "auto_pad; constant weights"},
+        {"ConvTranspose", "conv_transpose2d",
+         "2-D on [1,C,H,W]; group, strides, dilations, pads, output_padding, output_shape, "
+         "auto_pad; constant weights; CPU devices only"},
         {"Div", "div", kBinary},
         {"Dropout", "nothing", "inference mode, or training mode with ratio 0"},
         {"Einsum", "transpose + reshape + matmul",

@@ -33,6 +33,14 @@ int64_t OpFlops(const Graph& graph, OpId id) {
       flops = 2 * elements * conv.window.kernel_h * conv.window.kernel_w * (cin / conv.groups);
       break;
     }
+    case OpKind::kConvTranspose2d: {
+      // Every input pixel scatters a kernel_h x kernel_w window into cout / groups channels.
+      const auto& conv = std::get<ConvAttrs>(op.attrs);
+      const Shape& in = graph.tensor(op.inputs[0]).shape;
+      flops = 2 * in.Elements() * conv.window.kernel_h * conv.window.kernel_w *
+              (out.c / conv.groups);
+      break;
+    }
     case OpKind::kFullyConnected:
       flops = 2 * elements * graph.tensor(op.inputs[0]).shape.c;
       break;

@@ -70,6 +70,37 @@ absl::Status ValidateConstant(const Graph& graph, OpId id, ConstantId cid, const
   return absl::OkStatus();
 }
 
+// kConvTranspose2d: the window crops the transposed output, output_padding extends it.
+absl::Status ValidateConvTranspose(const Graph& graph, OpId id, const ConvAttrs& conv,
+                                   const Shape& in, const Shape& out) {
+  const Window2d& w = conv.window;
+  if (w.kernel_h < 1 || w.kernel_w < 1 || w.stride_h < 1 || w.stride_w < 1 || w.dilation_h < 1 ||
+      w.dilation_w < 1 || w.pad_top < 0 || w.pad_left < 0 || w.pad_bottom < 0 ||
+      w.pad_right < 0 || conv.output_padding_h < 0 || conv.output_padding_w < 0) {
+    return InvalidOpError(
+        graph, id,
+        absl::StrCat("bad window: kernel ", w.kernel_h, "x", w.kernel_w, " stride ", w.stride_h,
+                     "x", w.stride_w, " dilation ", w.dilation_h, "x", w.dilation_w, " pads ",
+                     w.pad_top, ",", w.pad_left, ",", w.pad_bottom, ",", w.pad_right,
+                     " output_padding ", conv.output_padding_h, ",", conv.output_padding_w,
+                     " (kernel/stride/dilation must be >= 1, pads and output_padding >= 0)"));
+  }
+  auto extent = [](int64_t n, int64_t k, int64_t s, int64_t d, int64_t extra, int64_t crop) {
+    return (n - 1) * s + (k - 1) * d + 1 + extra - crop;
+  };
+  const int64_t oh = extent(in.h, w.kernel_h, w.stride_h, w.dilation_h, conv.output_padding_h,
+                            int64_t{w.pad_top} + w.pad_bottom);
+  const int64_t ow = extent(in.w, w.kernel_w, w.stride_w, w.dilation_w, conv.output_padding_w,
+                            int64_t{w.pad_left} + w.pad_right);
+  if (oh != out.h || ow != out.w || oh < 1 || ow < 1) {
+    return InvalidOpError(
+        graph, id,
+        absl::StrCat("output ", ShapeString(out), " does not match input ", ShapeString(in),
+                     " under the transposed window (expected ", oh, "x", ow, " pixels)"));
+  }
+  return absl::OkStatus();
+}
+
 std::string DimsText(const std::vector<int64_t>& d) { return absl::StrCat("[", absl::StrJoin(d, ","), "]"); }
 
 // Numpy broadcasting, right-aligned: each operand axis is 1 or the output's, and no operand
@@ -230,6 +261,7 @@ const T* AttrsOf(const Op& op) {
 bool HasExpectedAttrs(const Op& op) {
   switch (op.kind) {
     case OpKind::kConv2d:
+    case OpKind::kConvTranspose2d:
       return AttrsOf<ConvAttrs>(op) != nullptr;
     case OpKind::kFullyConnected:
       return AttrsOf<FullyConnectedAttrs>(op) != nullptr;
@@ -261,14 +293,22 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
   const std::vector<TensorId> acts = graph.ActivationInputs(id);
   const Shape& in = graph.tensor(acts[0]).shape;
   switch (op.kind) {
-    case OpKind::kConv2d: {
+    case OpKind::kConv2d:
+    case OpKind::kConvTranspose2d: {
       const auto& conv = *AttrsOf<ConvAttrs>(op);
       if (conv.groups < 1 || in.c % conv.groups != 0 || out.c % conv.groups != 0) {
         return InvalidOpError(
             graph, id,
             absl::StrCat("groups ", conv.groups, " must divide cin ", in.c, " and cout ", out.c));
       }
-      if (auto s = ValidateWindow(graph, id, conv.window, in, out); !s.ok()) return s;
+      if (op.kind == OpKind::kConv2d && (conv.output_padding_h != 0 || conv.output_padding_w != 0)) {
+        return InvalidOpError(graph, id, "a convolution has no output_padding");
+      }
+      if (auto s = op.kind == OpKind::kConv2d ? ValidateWindow(graph, id, conv.window, in, out)
+                                              : ValidateConvTranspose(graph, id, conv, in, out);
+          !s.ok()) {
+        return s;
+      }
       if (auto s = ValidateConstant(
               graph, id, conv.filter, "filter",
               {out.c, conv.window.kernel_h, conv.window.kernel_w, in.c / conv.groups});

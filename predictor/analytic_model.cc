@@ -24,6 +24,7 @@ void AnalyticDeviceParams::SetThroughput(double conv, double depthwise, double f
                                          double others) {
   gflops.fill(others);
   gflops[static_cast<size_t>(model::OpKind::kConv2d)] = conv;
+  gflops[static_cast<size_t>(model::OpKind::kConvTranspose2d)] = conv;
   gflops[static_cast<size_t>(model::OpKind::kFullyConnected)] = fully_connected;
   depthwise_gflops = depthwise;
   pointwise_gflops = conv;
@@ -35,7 +36,9 @@ bool IsPointwiseConv(const OpConfig& config) {
 }
 
 double ReductionLength(const OpConfig& config) {
-  if (config.kind != model::OpKind::kConv2d || config.inputs.empty()) return 0;
+  const bool conv = config.kind == model::OpKind::kConv2d ||
+                    config.kind == model::OpKind::kConvTranspose2d;
+  if (!conv || config.inputs.empty()) return 0;
   return static_cast<double>(config.inputs[0].c) / std::max(config.groups, 1) *
          config.window.kernel_h * config.window.kernel_w;
 }

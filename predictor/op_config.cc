@@ -26,6 +26,17 @@ void ComputeCost(OpConfig& config) {
       config.flops = 2.0 * out * window * cin_per_group;
       break;
     }
+    case OpKind::kConvTranspose2d: {
+      // Each input pixel scatters a window into cout / groups channels.
+      const double in_pixels =
+          config.inputs.empty() ? 0.0
+                                : static_cast<double>(config.inputs[0].h * config.inputs[0].w);
+      const double cin = config.inputs.empty() ? 1.0 : static_cast<double>(config.inputs[0].c);
+      const double window = static_cast<double>(config.window.kernel_h) * config.window.kernel_w;
+      weights = cin * window * static_cast<double>(config.output.c) / config.groups;
+      config.flops = 2.0 * in_pixels * weights;
+      break;
+    }
     case OpKind::kFullyConnected:
       weights = in * static_cast<double>(config.output.c);
       config.flops = 2.0 * weights;

@@ -23,6 +23,8 @@ std::string Category(const predictor::OpConfig& c) {
       if (c.window.kernel_h == 1 && c.window.kernel_w == 1) return "conv_1x1";
       if (c.window.kernel_h == 3 && c.window.kernel_w == 3) return "conv_3x3";
       return "conv_other";
+    case OpKind::kConvTranspose2d:
+      return "conv_other";
     case OpKind::kFullyConnected:
       return "fully_connected";
     case OpKind::kMaxPool:

@@ -208,6 +208,8 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
       }
       return internal::CreateConvKernel(graph, id, slice, layout, threadpool);
     }
+    case model::OpKind::kConvTranspose2d:
+      return internal::CreateConvTransposeKernel(graph, id, layout, threadpool);
     case model::OpKind::kFullyConnected:
       return internal::CreateFullyConnectedKernel(graph, id, slice, layout, threadpool);
     case model::OpKind::kMaxPool:

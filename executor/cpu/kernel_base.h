@@ -86,6 +86,16 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateBinaryKernel(const model::Graph
                                                               model::OpId id,
                                                               const KernelLayout& layout,
                                                               pthreadpool_t threadpool);
+// kConvTranspose2d (conv_transpose_kernels.cc): XNNPACK's deconvolution, or the hand-written
+// kernel where XNNPACK refuses the configuration. CreateHandConvTransposeKernel forces the
+// latter (tests compare both with the reference).
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateConvTransposeKernel(const model::Graph& graph,
+                                                                     model::OpId id,
+                                                                     const KernelLayout& layout,
+                                                                     pthreadpool_t threadpool);
+absl::StatusOr<std::unique_ptr<CpuKernel>> CreateHandConvTransposeKernel(
+    const model::Graph& graph, model::OpId id, const KernelLayout& layout,
+    pthreadpool_t threadpool);
 // The general tensor kinds (tensor_kernels.cc): transpose, reshape, matmul, layer norm,
 // reductions, slices, concat along an axis other than the last.
 bool IsTensorKernelKind(const model::Op& op);

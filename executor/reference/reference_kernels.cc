@@ -53,6 +53,42 @@ void Conv2d(const Graph& graph, const Op& op, const Shape& in, const Shape& out,
   }
 }
 
+// Output pixel oh receives input row ih through tap kh when oh = ih * stride - pad_top +
+// kh * dilation; rows past the cropped transposed output (output_padding) get only the bias.
+void ConvTranspose2d(const Graph& graph, const Op& op, const Shape& in, const Shape& out,
+                     const float* x, float* y) {
+  const auto& conv = std::get<model::ConvAttrs>(op.attrs);
+  const model::Window2d& w = conv.window;
+  const std::vector<float>& filter = graph.constants[static_cast<size_t>(conv.filter)].data;
+  const float* bias = conv.bias == model::kInvalidId
+                          ? nullptr
+                          : graph.constants[static_cast<size_t>(conv.bias)].data.data();
+  const int64_t cin_g = in.c / conv.groups;
+  const int64_t cout_g = out.c / conv.groups;
+  for (int64_t oh = 0; oh < out.h; ++oh) {
+    for (int64_t ow = 0; ow < out.w; ++ow) {
+      for (int64_t oc = 0; oc < out.c; ++oc) {
+        const int64_t group = oc / cout_g;
+        double acc = bias ? bias[oc] : 0.0;
+        for (int64_t kh = 0; kh < w.kernel_h; ++kh) {
+          const int64_t th = oh + w.pad_top - kh * w.dilation_h;
+          if (th < 0 || th % w.stride_h != 0 || th / w.stride_h >= in.h) continue;
+          const int64_t ih = th / w.stride_h;
+          for (int64_t kw = 0; kw < w.kernel_w; ++kw) {
+            const int64_t tw = ow + w.pad_left - kw * w.dilation_w;
+            if (tw < 0 || tw % w.stride_w != 0 || tw / w.stride_w >= in.w) continue;
+            const int64_t iw = tw / w.stride_w;
+            const float* px = x + (ih * in.w + iw) * in.c + group * cin_g;
+            const float* pf = filter.data() + ((oc * w.kernel_h + kh) * w.kernel_w + kw) * cin_g;
+            for (int64_t ic = 0; ic < cin_g; ++ic) acc += double{px[ic]} * pf[ic];
+          }
+        }
+        y[(oh * out.w + ow) * out.c + oc] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
 void FullyConnected(const Graph& graph, const Op& op, const Shape& in, const Shape& out,
                     const float* x, float* y) {
   const auto& fc = std::get<model::FullyConnectedAttrs>(op.attrs);
@@ -273,6 +309,9 @@ absl::Status RunOp(const Graph& graph, OpId id, std::span<const float* const> in
   switch (op.kind) {
     case OpKind::kConv2d:
       Conv2d(graph, op, in, out, x, output);
+      break;
+    case OpKind::kConvTranspose2d:
+      ConvTranspose2d(graph, op, in, out, x, output);
       break;
     case OpKind::kFullyConnected:
       FullyConnected(graph, op, in, out, x, output);

@@ -101,6 +101,13 @@ absl::StatusOr<AnalyticParams> AnalyticParamsFromJson(const json& j) {
       p.gflops[static_cast<size_t>(*kind)] = value.get<double>();
       seen[static_cast<size_t>(*kind)] = true;
     }
+    // Files written before transposed convolutions existed cost them as convolutions.
+    const auto conv = static_cast<size_t>(model::OpKind::kConv2d);
+    const auto conv_transpose = static_cast<size_t>(model::OpKind::kConvTranspose2d);
+    if (!seen[conv_transpose] && seen[conv]) {
+      p.gflops[conv_transpose] = p.gflops[conv];
+      seen[conv_transpose] = true;
+    }
     for (int k = 0; k < model::kNumOpKinds; ++k) {
       if (!seen[static_cast<size_t>(k)]) {
         return bad(absl::StrCat("gflops lacks op kind '",

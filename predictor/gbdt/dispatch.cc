@@ -35,6 +35,8 @@ KernelClass TfliteKernel(const OpConfig& c, bool winograd) {
       if (c.groups > 1) return KernelClass::kGrouped;
       return winograd && WinogradSuitable(c) ? KernelClass::kWinograd : KernelClass::kDirect;
     }
+    case OpKind::kConvTranspose2d:
+      return c.groups > 1 ? KernelClass::kGrouped : KernelClass::kDirect;
     case OpKind::kFullyConnected:
       return KernelClass::kFullyConnected;
     case OpKind::kMaxPool:

@@ -91,6 +91,8 @@ OpFamily FamilyOf(const OpConfig& config) {
     case OpKind::kConv2d:
       if (config.IsDepthwise()) return OpFamily::kDepthwiseConv;
       return config.groups > 1 ? OpFamily::kGroupedConv : OpFamily::kConv;
+    case OpKind::kConvTranspose2d:
+      return config.groups > 1 ? OpFamily::kGroupedConv : OpFamily::kConv;
     case OpKind::kFullyConnected:
       return OpFamily::kFullyConnected;
     case OpKind::kMaxPool:

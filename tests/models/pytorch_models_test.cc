@@ -3,7 +3,8 @@
 // executor and the co-execution runtime; all must reproduce PyTorch's output. mixed.onnx:
 // BatchNorm after conv and MatMul, ReLU6, HardSwish, an SE-style broadcast, a flatten with
 // h*w > 1 into an FC, ceil-mode pooling, F.pad, bilinear resize. residual.onnx: two residual
-// blocks, whose adds the executors run inside the conv before them.
+// blocks, whose adds the executors run inside the conv before them. unet_tiny.onnx: strided
+// and grouped dilated ConvTranspose, a skip concat and a bilinear upsample.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -95,7 +96,7 @@ TEST_P(PyTorchModelTest, ClusterDeviceMatchesPyTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Models, PyTorchModelTest,
                          ::testing::Values("mixed", "residual", "shuffle", "encoder", "encoder13",
-                                           "sequence", "pooled_head"));
+                                           "sequence", "pooled_head", "unet_tiny"));
 
 }  // namespace
 }  // namespace psched

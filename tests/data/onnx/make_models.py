@@ -35,6 +35,10 @@ pooled_head.onnx (opset 13): a conv stem, global pooling flattened to [1,C] and 
 LayerNorm, a mean and a slice over the pooled vector, and a concat: ops that index axes on a
 tensor whose pooled [1,C,1,1] storage an identity reshape aliases as [1,C].
 
+unet_tiny.onnx: a small U-Net: a stride-2 conv down, a stride-2 ConvTranspose2d with
+output_padding back up, the skip concat, a grouped dilated ConvTranspose2d with a sigmoid,
+a bilinear nn.Upsample and a 1x1 conv head.
+
 Run with Debian's Python (it has torch and onnx): /usr/bin/python3 make_models.py
 """
 import numpy as np
@@ -180,6 +184,26 @@ class PooledHead(nn.Module):
         return self.fc(torch.cat([v[:, 8:], v[:, :8], v.mean(dim=1, keepdim=True)], dim=1))
 
 
+class UNetTiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Conv2d(3, 8, 3, padding=1)
+        self.down = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1)
+        self.fuse = nn.Conv2d(16, 8, 3, padding=1)
+        self.refine = nn.ConvTranspose2d(8, 8, 3, padding=2, dilation=2, groups=2)
+        self.upsample = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.head = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        e = F.relu(self.enc(x))                                 # 8x16x16
+        d = F.relu(self.down(e))                                # 16x8x8
+        u = F.relu(self.up(d))                                  # 8x16x16
+        x = F.relu(self.fuse(torch.cat([u, e], dim=1)))         # skip concat, 8x16x16
+        x = torch.sigmoid(self.refine(x))
+        return self.head(self.upsample(x))                      # 2x32x32
+
+
 def export(net, x, stem, opset=13):
     with torch.no_grad():
         out = net(x)
@@ -205,6 +229,8 @@ def main():
     export(Sequence().eval(), torch.randn(1, 6, 20), "sequence", opset=17)
     torch.manual_seed(5)
     export(PooledHead().eval(), torch.randn(1, 3, 16, 16), "pooled_head")
+    torch.manual_seed(6)
+    export(UNetTiny().eval(), torch.randn(1, 3, 16, 16), "unet_tiny")
 
 
 if __name__ == "__main__":
