@@ -143,6 +143,18 @@ TEST(OnnxTensorGraphTest, Conv1dIsAHeightOneConv2d) {
   EXPECT_EQ(g->outputs[0].onnx_dims, (std::vector<int64_t>{1, 6, 5}));
 }
 
+TEST(OnnxTensorGraphTest, Pool1dIsRefusedAsPooling) {
+  OnnxBuilder b;
+  b.Input("x", {1, 4, 10});
+  auto& pool = b.Node("MaxPool", {"x"}, {"y"}, "pool1d");
+  OnnxBuilder::AttrInts(pool, "kernel_shape", {2});
+  b.Output("y");
+  absl::Status s = ImportStatus(b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("pool1d"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("only 2-D pooling"));
+}
+
 TEST(OnnxTensorGraphTest, WhereWithAConstantMaskIsArithmetic) {
   OnnxBuilder b;
   b.Input("s", {4});

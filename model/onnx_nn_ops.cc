@@ -154,9 +154,6 @@ absl::Status Importer::ConvertConv(const NodeProto& node) {
 absl::Status Importer::ConvertPool(const NodeProto& node) {
   const bool is_max = node.op_type() == "MaxPool";
   if (absl::Status s = CheckOutputs(node, 1); !s.ok()) return s;
-  if (auto v = ActivationInput(node, 0); v.ok() && (*v)->onnx_dims.size() == 3) {
-    return ConvertConv1d(node, **v);
-  }
   auto image = ImageInput(node, 0);
   if (!image.ok()) return image.status();
   const Value* const x_value = &*image;
