@@ -62,6 +62,18 @@ CREATE TABLE calibrations (
     R"sql(
 ALTER TABLE models ADD COLUMN input_shapes TEXT NOT NULL DEFAULT '';
 )sql",
+    // 4 -> 5: each stored blob becomes chunk 0 of its model (it is under the length limit,
+    // or it could not have been stored).
+    R"sql(
+CREATE TABLE model_chunks (
+  model_id TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  bytes BLOB NOT NULL,
+  PRIMARY KEY (model_id, seq)
+);
+INSERT INTO model_chunks(model_id, seq, bytes) SELECT id, 0, onnx FROM models;
+ALTER TABLE models DROP COLUMN onnx;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -89,7 +101,8 @@ absl::Status Migrate(Connection& db) {
 }
 
 absl::Status CheckSchemaUsable(Connection& db) {
-  for (const char* table : {"models", "plans", "usage", "counters", "calibrations"}) {
+  for (const char* table :
+       {"models", "model_chunks", "plans", "usage", "counters", "calibrations"}) {
     absl::StatusOr<int64_t> found = db.QueryInt(absl::StrCat(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '", table, "'"));
     if (!found.ok()) return found.status();

@@ -16,8 +16,9 @@ namespace psched::cache {
 
 // Version 1: models + plans. Version 2: model flags, per-plan hit counts, usage stats and
 // global hit/miss counters. Version 3: calibrations. Version 4: the input shapes a model
-// was registered with.
-inline constexpr int64_t kSchemaVersion = 4;
+// was registered with. Version 5: model bytes in chunks (model_chunks), so a model is not
+// bounded by SQLite's length limit for one blob.
+inline constexpr int64_t kSchemaVersion = 5;
 
 // Brings the database at `db` up to kSchemaVersion.
 absl::Status Migrate(Connection& db);

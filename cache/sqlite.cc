@@ -93,6 +93,13 @@ std::string Statement::ColumnBlob(int column) const {
   return blob == nullptr ? std::string() : std::string(static_cast<const char*>(blob), size);
 }
 
+absl::string_view Statement::ColumnBlobView(int column) const {
+  const void* blob = sqlite3_column_blob(stmt_.get(), column);
+  int size = sqlite3_column_bytes(stmt_.get(), column);
+  return blob == nullptr ? absl::string_view()
+                         : absl::string_view(static_cast<const char*>(blob), size);
+}
+
 bool Statement::ColumnIsNull(int column) const {
   return sqlite3_column_type(stmt_.get(), column) == SQLITE_NULL;
 }

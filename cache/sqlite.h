@@ -46,6 +46,8 @@ class Statement {
   double ColumnDouble(int column) const;
   std::string ColumnText(int column) const;
   std::string ColumnBlob(int column) const;
+  // The blob without a copy; valid until the next Step() or Reset().
+  absl::string_view ColumnBlobView(int column) const;
   bool ColumnIsNull(int column) const;
 
  private:

@@ -38,6 +38,21 @@ int64_t NowUnixSeconds() {
     return PSCHED_CACHE_CONCAT(statusor_, __LINE__).status(); \
   lhs = std::move(*PSCHED_CACHE_CONCAT(statusor_, __LINE__))
 
+constexpr const char* kModelColumns =
+    "id, name, size_bytes, summary_json, synthesize_weights, created_unix_s, input_shapes";
+
+ModelRecord ReadModel(const Statement& row) {
+  ModelRecord model;
+  model.id = row.ColumnText(0);
+  model.name = row.ColumnText(1);
+  model.size_bytes = row.ColumnInt(2);
+  model.summary_json = row.ColumnText(3);
+  model.synthesize_weights = row.ColumnInt(4) != 0;
+  model.created_unix_s = row.ColumnInt(5);
+  model.input_shapes = row.ColumnText(6);
+  return model;
+}
+
 constexpr const char* kPlanColumns =
     "model_id, platform_fingerprint, predictor_version, scheduler_config, scheduler, "
     "schedule_json, makespan_us, planning_ms, hits, created_unix_s";
@@ -118,97 +133,181 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& state_dir,
     PSCHED_CACHE_RETURN_IF_ERROR(
         Prefixed(db->Exec(absl::StrCat("PRAGMA max_page_count = ", pages)), prefix));
   }
+  const int64_t length_limit = sqlite3_limit(db->raw(), SQLITE_LIMIT_LENGTH, -1);
+  if (options.model_chunk_bytes < 1 || options.model_chunk_bytes > length_limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix, "model chunk size ", options.model_chunk_bytes, " is outside [1, ",
+                     length_limit, "] (SQLite's length limit for one blob)"));
+  }
   PSCHED_CACHE_RETURN_IF_ERROR(Prefixed(Migrate(*db), prefix));
   PSCHED_CACHE_RETURN_IF_ERROR(Prefixed(CheckSchemaUsable(*db), prefix));
-  return std::unique_ptr<Store>(new Store(std::move(*db), std::move(path)));
+  return std::unique_ptr<Store>(
+      new Store(std::move(*db), std::move(path), options.model_chunk_bytes));
 }
 
 absl::Status Store::Annotate(const absl::Status& status) const {
   return Prefixed(status, absl::StrCat("cache ", path_, ": "));
 }
 
-int64_t Store::MaxModelBytes() {
-  sync::MutexLock lock(&mu_);
-  return sqlite3_limit(db_.raw(), SQLITE_LIMIT_LENGTH, -1);
+absl::Status Store::WriteChunks(const std::string& id, absl::string_view onnx) {
+  absl::StatusOr<Statement> stmt =
+      db_.Prepare("INSERT INTO model_chunks(model_id, seq, bytes) VALUES (?, ?, ?)");
+  if (!stmt.ok()) return stmt.status();
+  int64_t seq = 0;
+  for (size_t offset = 0; offset < onnx.size(); offset += model_chunk_bytes_, ++seq) {
+    stmt->Reset();
+    stmt->Bind(1, id).Bind(2, seq).BindBlob(3, onnx.substr(offset, model_chunk_bytes_));
+    PSCHED_CACHE_RETURN_IF_ERROR(stmt->Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Store::ReadChunks(const std::string& id, int64_t size_bytes) {
+  // First the chunk lengths only (SQLite answers length() without reading a blob's pages), so
+  // a missing chunk or a wrong size is reported before anything is allocated.
+  absl::StatusOr<Statement> lengths = db_.Prepare(
+      "SELECT seq, typeof(bytes) = 'blob', length(bytes) FROM model_chunks "
+      "WHERE model_id = ? ORDER BY seq");
+  if (!lengths.ok()) return Annotate(lengths.status());
+  lengths->Bind(1, id);
+  int64_t chunks = 0;
+  int64_t stored = 0;
+  while (true) {
+    absl::StatusOr<bool> row = lengths->Step();
+    if (!row.ok()) return Annotate(row.status());
+    if (!*row) break;
+    if (const int64_t seq = lengths->ColumnInt(0); seq != chunks) {
+      return absl::DataLossError(absl::StrCat("cache ", path_, ": model ", id, ": chunk ", chunks,
+                                              " of its stored bytes is missing (the next is ", seq,
+                                              "); the database was damaged or edited"));
+    }
+    // length() counts the characters of a text value: only a blob's length is its size.
+    if (lengths->ColumnInt(1) == 0) {
+      return absl::DataLossError(absl::StrCat("cache ", path_, ": model ", id, ": chunk ", chunks,
+                                              " of its stored bytes is not a blob; the database "
+                                              "was damaged or edited"));
+    }
+    stored += lengths->ColumnInt(2);
+    ++chunks;
+  }
+  if (stored != size_bytes) {
+    return absl::DataLossError(
+        absl::StrCat("cache ", path_, ": model ", id, ": its ", chunks, " stored chunk(s) hold ",
+                     stored, " bytes, not the ", size_bytes,
+                     " it was registered with; the database was damaged or edited"));
+  }
+  // One buffer of the final size, filled straight from SQLite's copy of each chunk.
+  std::string onnx;
+  onnx.reserve(static_cast<size_t>(size_bytes));
+  absl::StatusOr<Statement> bytes =
+      db_.Prepare("SELECT bytes FROM model_chunks WHERE model_id = ? ORDER BY seq");
+  if (!bytes.ok()) return Annotate(bytes.status());
+  bytes->Bind(1, id);
+  while (true) {
+    absl::StatusOr<bool> row = bytes->Step();
+    if (!row.ok()) return Annotate(row.status());
+    if (!*row) break;
+    const absl::string_view chunk = bytes->ColumnBlobView(0);
+    onnx.append(chunk.data(), chunk.size());
+  }
+  // Inside one transaction both queries see the same rows; this guards the assumption.
+  if (static_cast<int64_t>(onnx.size()) != size_bytes) {
+    return absl::DataLossError(absl::StrCat("cache ", path_, ": model ", id,
+                                            ": its stored chunks changed while being read"));
+  }
+  return onnx;
 }
 
 absl::StatusOr<bool> Store::PutModel(const ModelRecord& model) {
-  const int64_t limit = MaxModelBytes();
-  if (static_cast<int64_t>(model.onnx.size()) > limit) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("model is ", model.onnx.size(), " bytes; the cache ", path_,
-                     " stores models of at most ", limit, " bytes (SQLite's length limit)"));
-  }
   sync::MutexLock lock(&mu_);
+  PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
   absl::StatusOr<Statement> stmt = db_.Prepare(
-      "INSERT OR IGNORE INTO models(id, name, onnx, size_bytes, summary_json, created_unix_s, "
-      "synthesize_weights, input_shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-  if (!stmt.ok()) return Annotate(stmt.status());
+      "INSERT OR IGNORE INTO models(id, name, size_bytes, summary_json, created_unix_s, "
+      "synthesize_weights, input_shapes) VALUES (?, ?, ?, ?, ?, ?, ?)");
+  if (!stmt.ok()) return Rollback(stmt.status());
   stmt->Bind(1, model.id)
       .Bind(2, model.name)
-      .BindBlob(3, model.onnx)
-      .Bind(4, static_cast<int64_t>(model.onnx.size()))
-      .Bind(5, model.summary_json)
-      .Bind(6, model.created_unix_s != 0 ? model.created_unix_s : NowUnixSeconds())
-      .Bind(7, static_cast<int64_t>(model.synthesize_weights))
-      .Bind(8, model.input_shapes);
-  absl::Status status = stmt->Run();
-  if (!status.ok()) return Annotate(status);
-  return db_.Changes() > 0;
+      .Bind(3, static_cast<int64_t>(model.onnx.size()))
+      .Bind(4, model.summary_json)
+      .Bind(5, model.created_unix_s != 0 ? model.created_unix_s : NowUnixSeconds())
+      .Bind(6, static_cast<int64_t>(model.synthesize_weights))
+      .Bind(7, model.input_shapes);
+  if (absl::Status status = stmt->Run(); !status.ok()) return Rollback(status);
+  if (db_.Changes() == 0) {
+    db_.Exec("ROLLBACK").IgnoreError();
+    return false;
+  }
+  if (absl::Status status = WriteChunks(model.id, model.onnx); !status.ok()) {
+    return Rollback(status);
+  }
+  if (absl::Status status = db_.Exec("COMMIT"); !status.ok()) return Rollback(status);
+  return true;
 }
 
 absl::Status Store::RepairModelBytes(const std::string& id, const std::string& onnx) {
   sync::MutexLock lock(&mu_);
-  absl::StatusOr<Statement> stmt =
-      db_.Prepare("UPDATE models SET onnx = ?, size_bytes = ? WHERE id = ?");
-  if (!stmt.ok()) return Annotate(stmt.status());
-  stmt->BindBlob(1, onnx).Bind(2, static_cast<int64_t>(onnx.size())).Bind(3, id);
-  if (absl::Status status = stmt->Run(); !status.ok()) return Annotate(status);
-  if (db_.Changes() == 0) return absl::NotFoundError(absl::StrCat("no model with id ", id));
+  PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
+  absl::StatusOr<Statement> size = db_.Prepare("UPDATE models SET size_bytes = ? WHERE id = ?");
+  if (!size.ok()) return Rollback(size.status());
+  size->Bind(1, static_cast<int64_t>(onnx.size())).Bind(2, id);
+  if (absl::Status status = size->Run(); !status.ok()) return Rollback(status);
+  if (db_.Changes() == 0) {
+    db_.Exec("ROLLBACK").IgnoreError();
+    return absl::NotFoundError(absl::StrCat("no model with id ", id));
+  }
+  absl::StatusOr<Statement> erase = db_.Prepare("DELETE FROM model_chunks WHERE model_id = ?");
+  if (!erase.ok()) return Rollback(erase.status());
+  erase->Bind(1, id);
+  if (absl::Status status = erase->Run(); !status.ok()) return Rollback(status);
+  if (absl::Status status = WriteChunks(id, onnx); !status.ok()) return Rollback(status);
+  if (absl::Status status = db_.Exec("COMMIT"); !status.ok()) return Rollback(status);
   return absl::OkStatus();
 }
 
-absl::StatusOr<ModelRecord> Store::GetModel(const std::string& id) {
-  sync::MutexLock lock(&mu_);
-  absl::StatusOr<Statement> stmt = db_.Prepare(
-      "SELECT id, name, onnx, size_bytes, summary_json, synthesize_weights, created_unix_s, "
-      "input_shapes FROM models WHERE id = ?");
+absl::StatusOr<ModelRecord> Store::ReadModelRow(const std::string& id) {
+  absl::StatusOr<Statement> stmt =
+      db_.Prepare(absl::StrCat("SELECT ", kModelColumns, " FROM models WHERE id = ?"));
   if (!stmt.ok()) return Annotate(stmt.status());
   stmt->Bind(1, id);
   absl::StatusOr<bool> row = stmt->Step();
   if (!row.ok()) return Annotate(row.status());
   if (!*row) return absl::NotFoundError(absl::StrCat("no model with id ", id));
-  ModelRecord model;
-  model.id = stmt->ColumnText(0);
-  model.name = stmt->ColumnText(1);
-  model.onnx = stmt->ColumnBlob(2);
-  model.size_bytes = stmt->ColumnInt(3);
-  model.summary_json = stmt->ColumnText(4);
-  model.synthesize_weights = stmt->ColumnInt(5) != 0;
-  model.created_unix_s = stmt->ColumnInt(6);
-  model.input_shapes = stmt->ColumnText(7);
+  return ReadModel(*stmt);
+}
+
+absl::StatusOr<ModelRecord> Store::GetModelInfo(const std::string& id) {
+  sync::MutexLock lock(&mu_);
+  return ReadModelRow(id);
+}
+
+absl::StatusOr<ModelRecord> Store::GetModel(const std::string& id) {
+  sync::MutexLock lock(&mu_);
+  // One read transaction: the row and its chunks come from the same snapshot.
+  PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN")));
+  absl::StatusOr<ModelRecord> model = ReadModelRow(id);
+  if (model.ok()) {
+    absl::StatusOr<std::string> onnx = ReadChunks(id, model->size_bytes);
+    if (onnx.ok()) {
+      model->onnx = *std::move(onnx);
+    } else {
+      model = onnx.status();
+    }
+  }
+  db_.Exec("COMMIT").IgnoreError();
   return model;
 }
 
 absl::StatusOr<std::vector<ModelRecord>> Store::ListModels() {
   sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(
-      "SELECT id, name, size_bytes, summary_json, synthesize_weights, created_unix_s, "
-      "input_shapes FROM models ORDER BY created_unix_s, rowid");
+      absl::StrCat("SELECT ", kModelColumns, " FROM models ORDER BY created_unix_s, rowid"));
   if (!stmt.ok()) return Annotate(stmt.status());
   std::vector<ModelRecord> models;
   while (true) {
     absl::StatusOr<bool> row = stmt->Step();
     if (!row.ok()) return Annotate(row.status());
     if (!*row) break;
-    ModelRecord& model = models.emplace_back();
-    model.id = stmt->ColumnText(0);
-    model.name = stmt->ColumnText(1);
-    model.size_bytes = stmt->ColumnInt(2);
-    model.summary_json = stmt->ColumnText(3);
-    model.synthesize_weights = stmt->ColumnInt(4) != 0;
-    model.created_unix_s = stmt->ColumnInt(5);
-    model.input_shapes = stmt->ColumnText(6);
+    models.push_back(ReadModel(*stmt));
   }
   return models;
 }

@@ -1,7 +1,7 @@
 // cache::Store: pschedd's persistent state in one SQLite database under the state dir.
 //
-// It holds registered models (their ONNX bytes and a JSON graph summary), computed plans
-// keyed by (model hash, platform fingerprint, predictor version, scheduler config) with the
+// It holds registered models (their ONNX bytes, in chunks, and a JSON graph summary), computed
+// plans keyed by (model hash, platform fingerprint, predictor version, scheduler config) with the
 // schedule as JSON, per-model usage statistics and plan hit/miss counters. The database runs
 // in WAL mode with a busy timeout, is checked with `PRAGMA integrity_check` when opened and
 // migrated to the current schema (cache/schema.h). Errors carry the database path and
@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "cache/sqlite.h"
 #include "sync/mutex.h"
 
@@ -30,9 +31,15 @@ struct StoreOptions {
   // Milliseconds a writer waits for another process holding the database lock before
   // failing with UNAVAILABLE. Long enough for a concurrent pschedctl-side reader.
   int busy_timeout_ms = 5000;
-  // Upper bound of the database size in bytes (models are stored whole, so a few large
+  // Upper bound of the database size in bytes (a model takes its full size, so a few large
   // models fill it quickly). 0: only the disk limits it.
   int64_t max_db_bytes = 0;
+  // Model bytes are stored as rows of at most this many bytes, because SQLite keeps one blob
+  // whole and no longer than its length limit (SQLITE_MAX_LENGTH, a compile-time setting). A
+  // chunk is copied once in memory while it is written, so smaller chunks cost less memory
+  // and larger ones fewer rows. In [1, SQLite's length limit]; changing it leaves stored
+  // models readable.
+  int64_t model_chunk_bytes = int64_t{64} << 20;
 };
 
 struct ModelRecord {
@@ -120,18 +127,19 @@ class Store {
   // The database file name inside the state dir.
   static constexpr const char* kFileName = "psched.db";
 
-  // Inserts the model; returns false (and changes nothing) when its id is already stored.
-  // RESOURCE_EXHAUSTED for bytes longer than MaxModelBytes().
+  // Inserts the model with its bytes in one transaction: a crash leaves either all of it or
+  // nothing. Returns false (and changes nothing) when its id is already stored.
   absl::StatusOr<bool> PutModel(const ModelRecord& model);
-  // The longest model the store can keep: SQLite stores a blob whole, up to its length limit
-  // (SQLITE_MAX_LENGTH, 1 000 000 000 bytes in Debian's build).
-  int64_t MaxModelBytes();
   // Overwrites the stored bytes of model `id` (a stored copy damaged on disk, repaired by
-  // re-adding the original). NOT_FOUND when absent.
+  // re-adding the original) in one transaction. NOT_FOUND when absent.
   // REQUIRES: ModelId(onnx, the model's input_shapes) == id (the caller checked).
   absl::Status RepairModelBytes(const std::string& id, const std::string& onnx);
-  // NOT_FOUND when absent.
+  // The model with its bytes, assembled into one buffer of the recorded size. NOT_FOUND when
+  // absent; DATA_LOSS naming the model when a chunk is missing or the chunks do not add up to
+  // the recorded size.
   absl::StatusOr<ModelRecord> GetModel(const std::string& id);
+  // The model without its bytes (as in ListModels). NOT_FOUND when absent.
+  absl::StatusOr<ModelRecord> GetModelInfo(const std::string& id);
   // Every model, oldest first, without their ONNX bytes.
   absl::StatusOr<std::vector<ModelRecord>> ListModels();
   // Full id for a full id or a unique prefix of at least 8 hex characters. NOT_FOUND when
@@ -168,8 +176,19 @@ class Store {
   const std::string& path() const { return path_; }
 
  private:
-  Store(Connection db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+  Store(Connection db, std::string path, int64_t model_chunk_bytes)
+      : db_(std::move(db)), path_(std::move(path)), model_chunk_bytes_(model_chunk_bytes) {}
   absl::Status Annotate(const absl::Status& status) const;
+  // Inserts `onnx` as the chunks of model `id`. REQUIRES: inside a write transaction.
+  absl::Status WriteChunks(const std::string& id, absl::string_view onnx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The chunks of model `id` joined, checked to be contiguous and `size_bytes` long.
+  // REQUIRES: inside a transaction.
+  absl::StatusOr<std::string> ReadChunks(const std::string& id, int64_t size_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The model's row without its bytes; NOT_FOUND when absent.
+  absl::StatusOr<ModelRecord> ReadModelRow(const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status BumpCounter(const char* name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Rolls back the open transaction and returns `status` annotated.
   absl::Status Rollback(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -177,6 +196,7 @@ class Store {
   sync::Mutex mu_;
   Connection db_ ABSL_GUARDED_BY(mu_);
   const std::string path_;
+  const int64_t model_chunk_bytes_;
 };
 
 }  // namespace psched::cache

@@ -93,12 +93,139 @@ TEST(StoreTest, ModelsRoundTrip) {
   EXPECT_EQ((*store)->GetModel(std::string(64, 'e')).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST(StoreTest, ModelsUpToSqlitesLengthLimitFit) {
+// Bytes that differ from chunk to chunk, so a reordered or repeated chunk shows.
+std::string Pattern(size_t bytes) {
+  std::string out(bytes, '\0');
+  uint32_t state = 12345;
+  for (char& c : out) {
+    state = state * 1664525u + 1013904223u;
+    c = static_cast<char>(state >> 24);
+  }
+  return out;
+}
+
+int64_t CountChunks(const std::string& db_path, const std::string& model_id = "") {
+  auto db = Connection::Open(db_path);
+  if (!db.ok()) return -1;
+  auto count = db->QueryInt("SELECT count(*) FROM model_chunks WHERE '" + model_id +
+                            "' = '' OR model_id = '" + model_id + "'");
+  return count.ok() ? *count : -1;
+}
+
+void EditDatabase(const std::string& db_path, const std::string& sql) {
+  auto db = Connection::Open(db_path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE(db->Exec(sql).ok()) << sql;
+}
+
+constexpr int64_t kMiB = 1 << 20;
+
+TEST(StoreTest, ModelsLargerThanOneChunkRoundTrip) {
   TempDir dir;
-  auto store = Store::Open(dir.path());
-  ASSERT_TRUE(store.ok()) << store.status();
-  // ViT-B/16 (346 MB) and VGG-11 (531 MB) fit under every SQLite build's default limit.
-  EXPECT_GE((*store)->MaxModelBytes(), 1000000000);
+  StoreOptions options;
+  options.model_chunk_bytes = kMiB;
+  ModelRecord model = Model(kIdA, "big");
+  model.onnx = Pattern(3 * kMiB + kMiB / 2);
+  {
+    auto store = Store::Open(dir.path(), options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE(*(*store)->PutModel(model));
+    auto got = (*store)->GetModel(kIdA);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->size_bytes, 3 * kMiB + kMiB / 2);
+    EXPECT_TRUE(got->onnx == model.onnx);
+    EXPECT_EQ(got->onnx.capacity(), got->onnx.size()) << "assembled in one preallocated buffer";
+    auto info = (*store)->GetModelInfo(kIdA);
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_TRUE(info->onnx.empty());
+    EXPECT_EQ(info->size_bytes, 3 * kMiB + kMiB / 2);
+  }
+  EXPECT_EQ(CountChunks(dir.db(), kIdA), 4);
+  // Another chunk size reads what was stored, and stores new models in its own chunks.
+  options.model_chunk_bytes = 3 * kMiB;
+  auto store = *Store::Open(dir.path(), options);
+  EXPECT_TRUE(store->GetModel(kIdA)->onnx == model.onnx);
+  ModelRecord second = Model(kIdB, "b");
+  second.onnx = Pattern(3 * kMiB + 1);
+  ASSERT_TRUE(*store->PutModel(second));
+  EXPECT_EQ(CountChunks(dir.db(), kIdB), 2);
+  EXPECT_TRUE(store->GetModel(kIdB)->onnx == second.onnx);
+}
+
+TEST(StoreTest, ChunkSizeOutsideSqlitesLimitIsRefused) {
+  TempDir dir;
+  for (int64_t bytes : {int64_t{0}, int64_t{1} << 40}) {
+    StoreOptions options;
+    options.model_chunk_bytes = bytes;
+    auto store = Store::Open(dir.path(), options);
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument) << bytes;
+    EXPECT_NE(store.status().message().find("chunk size"), std::string::npos) << store.status();
+  }
+}
+
+TEST(StoreTest, RemovingAModelRemovesItsChunks) {
+  TempDir dir;
+  StoreOptions options;
+  options.model_chunk_bytes = 1000;
+  auto store = *Store::Open(dir.path(), options);
+  ASSERT_TRUE(store->PutModel(Model(kIdA, "a", 3500)).ok());
+  ASSERT_TRUE(store->PutModel(Model(kIdB, "b", 2500)).ok());
+  EXPECT_EQ(CountChunks(dir.db()), 7);
+  ASSERT_TRUE(store->RemoveModel(kIdA).ok());
+  EXPECT_EQ(CountChunks(dir.db(), kIdA), 0);
+  EXPECT_EQ(CountChunks(dir.db(), kIdB), 3);
+  EXPECT_EQ(store->GetModel(kIdB)->onnx.size(), 2500u);
+  ASSERT_TRUE(store->Purge(false).ok());
+  EXPECT_EQ(CountChunks(dir.db()), 3) << "a plan purge keeps the models";
+  ASSERT_TRUE(store->Purge(true).ok());
+  EXPECT_EQ(CountChunks(dir.db()), 0);
+}
+
+TEST(StoreTest, DamagedChunksAreDataLossNamingTheModel) {
+  TempDir dir;
+  StoreOptions options;
+  options.model_chunk_bytes = 1000;
+  const std::string original = Pattern(3500);
+  auto store = *Store::Open(dir.path(), options);
+  ModelRecord model = Model(kIdA, "a");
+  model.onnx = original;
+  ASSERT_TRUE(store->PutModel(model).ok());
+  ASSERT_TRUE(store->PutModel(Model(kIdB, "b", 10)).ok());
+
+  struct Damage {
+    std::string sql;
+    std::string reason;
+  };
+  const std::string model_a = " AND model_id = '" + kIdA + "'";
+  const std::vector<Damage> damage = {
+      {"DELETE FROM model_chunks WHERE seq = 1" + model_a,
+       "chunk 1 of its stored bytes is missing"},
+      {"DELETE FROM model_chunks WHERE seq = 3" + model_a, "hold 3000 bytes, not the 3500"},
+      {"UPDATE model_chunks SET bytes = substr(bytes, 1, 10) WHERE seq = 0" + model_a,
+       "hold 2510 bytes"},
+      {"UPDATE model_chunks SET bytes = bytes || x'00' WHERE seq = 2" + model_a,
+       "chunk 2 of its stored bytes is not a blob"},
+      {"UPDATE model_chunks SET bytes = CAST(bytes || x'00' AS BLOB) WHERE seq = 2" + model_a,
+       "hold 3501 bytes"},
+      {"UPDATE models SET size_bytes = 1000000000000000 WHERE id = '" + kIdA + "'",
+       "not the 1000000000000000"},
+  };
+  for (const Damage& d : damage) {
+    EditDatabase(dir.db(), d.sql);
+    auto got = store->GetModel(kIdA);
+    ASSERT_FALSE(got.ok()) << d.sql;
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss) << d.sql;
+    EXPECT_NE(got.status().message().find(kIdA), std::string::npos) << got.status();
+    EXPECT_NE(got.status().message().find(d.reason), std::string::npos) << got.status();
+    // The other model and the listing are unaffected, and the original repairs it.
+    EXPECT_EQ(store->GetModel(kIdB)->onnx.size(), 10u);
+    EXPECT_EQ(store->ListModels()->size(), 2u);
+    ASSERT_TRUE(store->RepairModelBytes(kIdA, original).ok());
+    EXPECT_TRUE(store->GetModel(kIdA)->onnx == original) << d.sql;
+    EXPECT_EQ(CountChunks(dir.db(), kIdA), 4);
+  }
+  EXPECT_EQ(store->RepairModelBytes(std::string(64, 'e'), original).code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(StoreTest, ResolvesPrefixes) {
@@ -337,6 +464,78 @@ PRAGMA user_version = 1;
   sqlite3_close(db);
 }
 
+// A database exactly as schema version 4 wrote it, with a model's bytes in one blob.
+TEST(StoreTest, MigratesSingleBlobModelsFromVersionFour) {
+  TempDir dir;
+  const std::string old_bytes = Pattern(5000);
+  {
+    auto db = Connection::Open(dir.db());
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE(db->Exec(R"sql(
+CREATE TABLE models (id TEXT PRIMARY KEY, name TEXT NOT NULL, onnx BLOB NOT NULL,
+  size_bytes INTEGER NOT NULL, summary_json TEXT NOT NULL, created_unix_s INTEGER NOT NULL,
+  synthesize_weights INTEGER NOT NULL DEFAULT 0, input_shapes TEXT NOT NULL DEFAULT '');
+CREATE TABLE plans (
+  model_id TEXT NOT NULL REFERENCES models(id) ON DELETE CASCADE,
+  platform_fingerprint TEXT NOT NULL, predictor_version TEXT NOT NULL,
+  scheduler_config TEXT NOT NULL, scheduler TEXT NOT NULL, schedule_json TEXT NOT NULL,
+  makespan_us REAL NOT NULL, planning_ms REAL NOT NULL, created_unix_s INTEGER NOT NULL,
+  hits INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (model_id, platform_fingerprint, predictor_version, scheduler_config));
+CREATE TABLE usage (model_id TEXT PRIMARY KEY REFERENCES models(id) ON DELETE CASCADE,
+  inferences INTEGER NOT NULL DEFAULT 0, total_latency_us REAL NOT NULL DEFAULT 0,
+  last_unix_s INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT INTO counters(name, value) VALUES ('plan_hits', 3), ('plan_misses', 4);
+CREATE TABLE calibrations (platform_key TEXT PRIMARY KEY, predictor_version TEXT NOT NULL,
+  params_json TEXT NOT NULL, report_json TEXT NOT NULL, created_unix_s INTEGER NOT NULL);
+PRAGMA user_version = 4;
+)sql")
+                    .ok());
+    auto insert = db->Prepare(
+        "INSERT INTO models VALUES (?, 'old', ?, ?, '{}', 1700000000, 1, '{\"x\":[1,4]}')");
+    ASSERT_TRUE(insert.ok()) << insert.status();
+    insert->Bind(1, kIdA).BindBlob(2, old_bytes).Bind(3, static_cast<int64_t>(old_bytes.size()));
+    ASSERT_TRUE(insert->Run().ok());
+    insert->Reset();
+    insert->Bind(1, kIdB).BindBlob(2, "ab").Bind(3, int64_t{2});
+    ASSERT_TRUE(insert->Run().ok());
+    ASSERT_TRUE(db->Exec("INSERT INTO plans VALUES ('" + kIdA +
+                         "', 'host:cpu.0,cpu.1', 'analytic-v1', 'heft', 'heft', '{}', 42.0, 1.5, "
+                         "1700000001, 2)")
+                    .ok());
+  }
+
+  StoreOptions options;
+  options.model_chunk_bytes = 1000;
+  auto store = Store::Open(dir.path(), options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto model = (*store)->GetModel(kIdA);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->name, "old");
+  EXPECT_TRUE(model->onnx == old_bytes);
+  EXPECT_EQ(model->size_bytes, 5000);
+  EXPECT_TRUE(model->synthesize_weights);
+  EXPECT_EQ(model->input_shapes, R"({"x":[1,4]})");
+  EXPECT_EQ((*store)->GetModel(kIdB)->onnx, "ab");
+  auto plan = (*store)->LookupPlan(Key(kIdA));
+  ASSERT_TRUE(plan.ok() && plan->has_value());
+  EXPECT_EQ((*plan)->hits, 3);
+  EXPECT_EQ((*store)->Stats()->hits, 4);
+  // A migrated model is one chunk until it is stored again; removal takes its chunk.
+  EXPECT_EQ(CountChunks(dir.db(), kIdA), 1);
+  ASSERT_TRUE((*store)->RemoveModel(kIdB).ok());
+  EXPECT_EQ(CountChunks(dir.db()), 1);
+  (*store).reset();
+
+  auto db = Connection::Open(dir.db());
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(*db->QueryInt("PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(*db->QueryInt("SELECT count(*) FROM pragma_table_info('models') WHERE name = 'onnx'"),
+            0)
+      << "the single-blob column is gone";
+}
+
 TEST(StoreTest, CalibrationsAreKeptPerPlatformAndReplaced) {
   TempDir dir;
   {
@@ -382,12 +581,16 @@ TEST(StoreTest, FullDatabaseIsResourceExhausted) {
   TempDir dir;
   StoreOptions options;
   options.max_db_bytes = 64 * 1024;
+  options.model_chunk_bytes = 16 * 1024;
   auto store = Store::Open(dir.path(), options);
   ASSERT_TRUE(store.ok()) << store.status();
   auto put = (*store)->PutModel(Model(kIdA, "big", 256 * 1024));
   ASSERT_FALSE(put.ok());
   EXPECT_EQ(put.status().code(), absl::StatusCode::kResourceExhausted) << put.status();
   EXPECT_NE(put.status().message().find("disk full"), std::string::npos) << put.status();
+  // The chunks written before the database filled up were rolled back with the model's row.
+  EXPECT_EQ((*store)->GetModelInfo(kIdA).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(CountChunks(dir.db()), 0);
   // The store stays usable for what fits.
   EXPECT_TRUE((*store)->PutModel(Model(kIdB, "small", 100)).ok());
 }

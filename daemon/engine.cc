@@ -242,7 +242,7 @@ ModelInfo Engine::Describe(const cache::ModelRecord& record, const LoadedModel* 
   if (info.summary.contains("inputs")) info.inputs = SpecsFromJson(info.summary["inputs"]);
   if (info.summary.contains("outputs")) info.outputs = SpecsFromJson(info.summary["outputs"]);
   info.has_weights = info.summary.value("has_weights", false);
-  // Checked against the id (CheckModelBytes) before the model is served; a listing shows
+  // Checked against the id (ReadIntactModel) before the model is served; a listing shows
   // what it can read.
   if (absl::StatusOr<model::InputShapes> shapes = model::ParseInputShapesKey(record.input_shapes);
       shapes.ok()) {
@@ -265,22 +265,24 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
         "model is ", onnx.size(), " bytes; this daemon accepts at most ", config_.max_model_bytes));
   }
   if (onnx.empty()) return absl::InvalidArgumentError("model upload is empty");
-  if (const int64_t storable = store_->MaxModelBytes();
-      static_cast<int64_t>(onnx.size()) > storable) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "model is ", onnx.size(), " bytes; this daemon's cache stores models of at most ", storable,
-        " bytes (SQLite's length limit)"));
-  }
   const std::string input_shapes = model::InputShapesKey(options.input_shapes);
   std::string id = model::ModelId(onnx, input_shapes);
-  if (absl::StatusOr<cache::ModelRecord> existing = store_->GetModel(id); existing.ok()) {
+  if (absl::StatusOr<cache::ModelRecord> existing = store_->GetModelInfo(id); existing.ok()) {
     if (synthesize_weights && !existing->synthesize_weights) {
       return absl::FailedPreconditionError(absl::StrCat(
           "model ", id,
           " is already registered without synthetic weights; remove it first to register it "
           "with them"));
     }
-    if (model::ModelId(existing->onnx, existing->input_shapes) != id) {
+    bool intact = false;
+    {
+      absl::StatusOr<cache::ModelRecord> stored = store_->GetModel(id);
+      if (!stored.ok() && stored.status().code() != absl::StatusCode::kDataLoss) {
+        return stored.status();
+      }
+      intact = stored.ok() && model::ModelId(stored->onnx, stored->input_shapes) == id;
+    }
+    if (!intact) {
       // The caller holds the original bytes: they repair the damaged stored copy.
       if (absl::Status repaired = store_->RepairModelBytes(id, onnx); !repaired.ok()) {
         return repaired;
@@ -322,7 +324,7 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
     sync::MutexLock lock(&models_mu_);
     shared = KeepLoaded(id, std::move(shared));
   }
-  absl::StatusOr<cache::ModelRecord> stored = store_->GetModel(id);
+  absl::StatusOr<cache::ModelRecord> stored = store_->GetModelInfo(id);
   if (!stored.ok()) return stored.status();
   spdlog::info("registered model {} ({}, {} bytes)", id, record.name, record.size_bytes);
   return std::make_pair(Describe(*stored, shared.get()), !*inserted);
@@ -337,12 +339,11 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::str
       return it->second.model;
     }
   }
-  absl::StatusOr<cache::ModelRecord> record = store_->GetModel(id);
+  absl::StatusOr<cache::ModelRecord> record = ReadIntactModel(id);
   if (!record.ok()) return record.status();
-  if (absl::Status intact = CheckModelBytes(*record); !intact.ok()) return intact;
   LoadOptions load;
   load.synthesize_weights = record->synthesize_weights;
-  // Checked with the bytes by CheckModelBytes: the id covers both.
+  // Checked with the bytes by ReadIntactModel: the id covers both.
   absl::StatusOr<model::InputShapes> input_shapes =
       model::ParseInputShapesKey(record->input_shapes);
   if (!input_shapes.ok()) {
@@ -375,22 +376,28 @@ std::shared_ptr<const LoadedModel> Engine::KeepLoaded(const std::string& id,
   return kept;
 }
 
-absl::Status Engine::CheckModelBytes(const cache::ModelRecord& record) {
-  const std::string& id = record.id;
-  const std::string actual = model::ModelId(record.onnx, record.input_shapes);
-  if (actual == id) return absl::OkStatus();
+absl::StatusOr<cache::ModelRecord> Engine::ReadIntactModel(const std::string& id) {
+  absl::StatusOr<cache::ModelRecord> record = store_->GetModel(id);
+  std::string damage;
+  if (record.ok()) {
+    const std::string actual = model::ModelId(record->onnx, record->input_shapes);
+    if (actual == id) return record;
+    damage = absl::StrCat("its stored bytes hash to ", actual, ", not to its id");
+  } else if (record.status().code() == absl::StatusCode::kDataLoss) {
+    damage = std::string(record.status().message());
+  } else {
+    return record.status();
+  }
   sync::MutexLock lock(&models_mu_);
   // The copy in memory was checked when loaded, but the one on disk is what a restart
   // serves: drop it, so the model answers the same before and after a restart.
   loaded_.erase(id);
   if (quarantined_.insert(id).second) {
-    spdlog::error("model {} quarantined: its stored bytes hash to {} (damaged on disk)", id,
-                  actual);
+    spdlog::error("model {} quarantined: {} (damaged on disk)", id, damage);
   }
-  return absl::DataLossError(absl::StrCat(
-      "model ", id, " is quarantined: its stored bytes hash to ", actual,
-      ", not to its id (damaged on disk); add the original file again to repair it, or "
-      "remove the model"));
+  return absl::DataLossError(absl::StrCat("model ", id, " is quarantined: ", damage,
+                                          " (damaged on disk); add the original file again to "
+                                          "repair it, or remove the model"));
 }
 
 absl::StatusOr<std::vector<ModelInfo>> Engine::ListModels() {
@@ -404,7 +411,7 @@ absl::StatusOr<std::vector<ModelInfo>> Engine::ListModels() {
 absl::StatusOr<ModelInfo> Engine::GetModel(const std::string& id_or_prefix) {
   absl::StatusOr<std::string> id = Resolve(id_or_prefix);
   if (!id.ok()) return id.status();
-  absl::StatusOr<cache::ModelRecord> record = store_->GetModel(*id);
+  absl::StatusOr<cache::ModelRecord> record = store_->GetModelInfo(*id);
   if (!record.ok()) return record.status();
   return Describe(*record, nullptr);
 }
@@ -893,12 +900,14 @@ absl::StatusOr<CacheVerification> Engine::VerifyCache() {
   CacheVerification report;
   std::set<std::string> damaged;
   for (const cache::ModelRecord& listed : *records) {
-    absl::StatusOr<cache::ModelRecord> record = store_->GetModel(listed.id);
-    if (!record.ok()) return record.status();
+    absl::StatusOr<cache::ModelRecord> record = ReadIntactModel(listed.id);
+    if (!record.ok() && record.status().code() != absl::StatusCode::kDataLoss) {
+      return record.status();
+    }
     ++report.models_checked;
-    if (absl::Status intact = CheckModelBytes(*record); !intact.ok()) {
+    if (!record.ok()) {
       damaged.insert(listed.id);
-      report.problems.push_back({listed.id, "", std::string(intact.message())});
+      report.problems.push_back({listed.id, "", std::string(record.status().message())});
     }
   }
   absl::StatusOr<std::vector<cache::PlanRecord>> plans = store_->ListPlans();

@@ -219,9 +219,9 @@ class Engine {
   // The imported model for a full id, importing it from the stored bytes on first use.
   absl::StatusOr<std::shared_ptr<const LoadedModel>> Loaded(const std::string& id);
   absl::StatusOr<std::string> Resolve(const std::string& id_or_prefix);
-  // OK when the record's bytes and input shapes hash to its id; otherwise quarantines the
-  // model (logged once) and returns DATA_LOSS naming it.
-  absl::Status CheckModelBytes(const cache::ModelRecord& record);
+  // The stored model with its bytes when they are complete and, with its input shapes, hash
+  // to its id; otherwise quarantines the model (logged once) and returns DATA_LOSS naming it.
+  absl::StatusOr<cache::ModelRecord> ReadIntactModel(const std::string& id);
   ModelInfo Describe(const cache::ModelRecord& record, const LoadedModel* loaded) const;
   absl::StatusOr<std::shared_ptr<const ReadyPlan>> ComputePlan(
       const std::string& id, const cache::PlanKey& key, const std::string& scheduler,

@@ -442,7 +442,7 @@ TEST_F(EngineTest, DamagedModelBytesAreQuarantinedUntilTheOriginalIsAddedAgain) 
     id = engine->RegisterModel("model bytes", "m", {})->first.id;
     engine->Shutdown();
   }
-  EditDatabase(dir_, "UPDATE models SET onnx = CAST('model bytez' AS BLOB)");
+  EditDatabase(dir_, "UPDATE model_chunks SET bytes = CAST('model bytez' AS BLOB)");
   auto engine = MakeEngine();
   const int loads_before = counters_->loads.load();
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -462,6 +462,36 @@ TEST_F(EngineTest, DamagedModelBytesAreQuarantinedUntilTheOriginalIsAddedAgain) 
   auto result = engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "", {});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->outputs[0].data, (std::vector<float>{2.0f, 4.0f}));
+}
+
+TEST_F(EngineTest, MissingModelChunksAreQuarantinedUntilTheOriginalIsAddedAgain) {
+  std::string id;
+  {
+    auto engine = MakeEngine();
+    id = engine->RegisterModel("model bytes", "m", {})->first.id;
+    engine->Shutdown();
+  }
+  EditDatabase(dir_, "DELETE FROM model_chunks");
+  auto engine = MakeEngine();
+  auto result = engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "", {});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(result.status().message().find(id), std::string::npos) << result.status();
+  EXPECT_NE(result.status().message().find("quarantined"), std::string::npos);
+  EXPECT_NE(result.status().message().find("hold 0 bytes, not the 11"), std::string::npos)
+      << result.status();
+  // The listing and the model's description do not need its bytes.
+  EXPECT_TRUE(engine->GetModel(id).ok());
+  absl::StatusOr<CacheVerification> report = engine->VerifyCache();
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->problems.size(), 1u);
+  EXPECT_EQ(report->problems[0].model_id, id);
+
+  auto readded = engine->RegisterModel("model bytes", "m", {});
+  ASSERT_TRUE(readded.ok()) << readded.status();
+  EXPECT_TRUE(engine->Infer(id, {{"x", {1, 2}, {1.0f, 2.0f}}}, "", {}).ok());
+  report = engine->VerifyCache();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->problems.empty());
 }
 
 TEST_F(EngineTest, DamagedCachedPlansAreDroppedAndRecomputed) {
@@ -515,7 +545,9 @@ TEST_F(EngineTest, VerifyCacheFindsDamagedModelsAndPlansWhileServing) {
   EXPECT_TRUE(clean->problems.empty());
 
   // Damaged on disk while the daemon runs: one model's bytes, the other's plan.
-  EditDatabase(dir_, "UPDATE models SET onnx = CAST('bad modeL' AS BLOB) WHERE name = 'b'");
+  EditDatabase(
+      dir_,
+      "UPDATE model_chunks SET bytes = CAST('bad modeL' AS BLOB) WHERE model_id = '" + bad + "'");
   EditDatabase(dir_,
                "UPDATE plans SET schedule_json = replace(schedule_json, 'cpu.0', 'gpu.9') "
                "WHERE model_id = '" +

@@ -441,7 +441,8 @@ TEST_F(DaemonTest, DamagedStoreIsDetectedRepairedAndNeverServed) {
   ASSERT_EQ(Stop(), 0) << Log();
 
   // One byte of the stored model changed.
-  edit("UPDATE models SET onnx = substr(onnx, 1, length(onnx) - 1) || x'00'");
+  edit(
+      "UPDATE model_chunks SET bytes = CAST(substr(bytes, 1, length(bytes) - 1) || x'00' AS BLOB)");
   Start();
   std::string err;
   auto [bad_rc, bad_text] = Ctl(infer, &err);
@@ -1631,7 +1632,8 @@ TEST_F(DaemonTest, CacheVerifyFindsDamageWhileServing) {
   EXPECT_FALSE(json::parse(replan)["cached"].get<bool>());
   EXPECT_EQ(Ctl("cache verify").first, 0);
 
-  edit("UPDATE models SET onnx = substr(onnx, 1, length(onnx) - 1) || x'00'");
+  edit(
+      "UPDATE model_chunks SET bytes = CAST(substr(bytes, 1, length(bytes) - 1) || x'00' AS BLOB)");
   auto [model_rc, model_report] = Ctl("cache verify", &err);
   EXPECT_EQ(model_rc, 1);
   EXPECT_TRUE(Contains(model_report, "(model bytes)") && Contains(model_report, "quarantined"))

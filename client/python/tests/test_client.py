@@ -422,7 +422,9 @@ class LimitsTest(unittest.TestCase):
         model = daemon.client().add_model(TINY + ".onnx")
         self.assertEqual(daemon.stop(), 0)
         with sqlite3.connect(os.path.join(daemon.state, "psched.db")) as db:
-            db.execute("UPDATE models SET onnx = CAST(onnx || x'00' AS BLOB) WHERE id = ?",
+            db.execute("UPDATE model_chunks SET bytes = CAST(bytes || x'00' AS BLOB) "
+                       "WHERE model_id = ?1 AND seq = "
+                       "(SELECT max(seq) FROM model_chunks WHERE model_id = ?1)",
                        (model.id,))
         db.close()
         daemon.start()
