@@ -12,9 +12,10 @@
 // non-depthwise conv's utilisation is further scaled by k / (k + half_reduction) for its
 // reduction length k = input channels per group x kernel window: the GEMM inner loop of a
 // conv with few input channels (a first layer over RGB, a 1x1 over 16 channels) spends
-// more of its time loading and storing outputs than multiplying. A concat costs the fixed
-// `concat_us`: the executors make its producers write straight into their channel slices
-// of the output (executor/common/arena_plan.h), so nothing is copied.
+// more of its time loading and storing outputs than multiplying. A channel concat costs the
+// fixed `concat_us`: the executors make its producers write straight into their channel
+// slices of the output (executor/common/arena_plan.h), so nothing is copied; a concat along
+// another axis copies its inputs and is costed by its bytes like any other op.
 //
 // These parameters are analytic stand-ins until a measured (GBDT) predictor exists.
 // AnalyticModel is immutable after construction; all methods are thread-safe.
