@@ -35,6 +35,7 @@ bool IsPointwiseConv(const OpConfig& config) {
 }
 
 double ReductionLength(const OpConfig& config) {
+  if (config.kind == model::OpKind::kMatMul) return static_cast<double>(config.matmul.k);
   if (config.kind != model::OpKind::kConv2d || config.inputs.empty()) return 0;
   return static_cast<double>(config.inputs[0].c) / std::max(config.groups, 1) *
          config.window.kernel_h * config.window.kernel_w;

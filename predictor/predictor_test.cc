@@ -332,6 +332,13 @@ TEST(AnalyticModelTest, HalfReductionSlowsConvsWithFewInputChannels) {
   const OpConfig deep = ConvConfig(14, 256, 256, 3);  // reduction 2304
   EXPECT_DOUBLE_EQ(ReductionLength(first), 27.0);
   EXPECT_DOUBLE_EQ(ReductionLength(deep), 2304.0);
+  OpConfig scores;
+  scores.kind = OpKind::kMatMul;
+  scores.inputs = {Shape{12 * 197, 1, 64}, Shape{12 * 64, 1, 197}};
+  scores.output = Shape{12 * 197, 1, 197};
+  scores.matmul = MatMulDims{12, 197, 197, 64, 12, 12};
+  ComputeCost(scores);
+  EXPECT_DOUBLE_EQ(ReductionLength(scores), 64.0);
   EXPECT_NEAR(model.PredictUs(first, 0) - 3.0, 2.0 * first.flops / 40e3, 1e-6);
   EXPECT_NEAR(model.PredictUs(deep, 0) - 3.0, deep.flops / 40e3 * (2304.0 + 27.0) / 2304.0, 1e-6);
   // Off (0), as in parameters written before the term existed: the plain roofline.
