@@ -33,6 +33,7 @@ std::string Category(const predictor::OpConfig& c) {
     case OpKind::kAdd:
     case OpKind::kMul:
     case OpKind::kSub:
+    case OpKind::kDiv:
     case OpKind::kActivation:
       return "elementwise";
     case OpKind::kConcat:

@@ -183,6 +183,9 @@ TEST(TransformerShapesTest, EveryGraphIsValidAndEveryNewFamilyHasCases) {
   // outputs, its qkv layer).
   EXPECT_EQ(per_category["fully_connected"], 24);
   EXPECT_EQ(per_category["fully_connected/slice"], 24 * 2 - 4);
+  // With a GELU, a residual add and a division per block: docs/calibration.md's count.
+  EXPECT_EQ(per_category["elementwise"], 6 * 3);
+  EXPECT_EQ(cases.size(), 154u);
   const CalibrationCase* scores = nullptr;
   for (const CalibrationCase& c : cases) {
     if (c.source.starts_with("shapes_vit_b16/") && c.source.ends_with("'block/scores'")) {
