@@ -209,7 +209,7 @@ absl::StatusOr<PlanOutput> GraphBackend::PlanWith(const LoadedModel& model, cons
   out.scheduler = (*method)->name();
   out.makespan_us = run->makespan_us();
   out.schedule = ScheduleToJson(graph, profile_.platform.name, DeviceNames(profile_.platform),
-                                out.scheduler, *schedule);
+                                out.scheduler, *schedule, &latency_model);
   return out;
 }
 

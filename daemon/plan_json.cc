@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/split.h"
+#include "predictor/op_config.h"
 
 namespace psched::daemon {
 namespace {
@@ -24,7 +25,8 @@ absl::Status Malformed(absl::string_view what) {
 
 nlohmann::json ScheduleToJson(const model::Graph& graph, const std::string& platform,
                               const std::vector<std::string>& devices, const std::string& scheduler,
-                              const scheduler::Schedule& schedule) {
+                              const scheduler::Schedule& schedule,
+                              const predictor::LatencyModel* model) {
   std::vector<scheduler::ScheduledSubtask> ordered(schedule.subtasks().begin(),
                                                    schedule.subtasks().end());
   std::stable_sort(ordered.begin(), ordered.end(),
@@ -38,6 +40,11 @@ nlohmann::json ScheduleToJson(const model::Graph& graph, const std::string& plat
                         {"work", {s.begin, s.end}},
                         {"start_us", s.start_us},
                         {"end_us", s.end_us}});
+    if (model != nullptr &&
+        model->PredictsWithFallback(predictor::SubtaskConfig(graph, s.op, s.axis, s.begin, s.end),
+                                    s.device)) {
+      subtasks.back()["fallback"] = true;
+    }
   }
   return {{"scheduler", scheduler},
           {"makespan_us", schedule.makespan_us()},

@@ -58,6 +58,35 @@ TEST_F(PlanJsonTest, WritingAScheduleAndReadingItBackGivesTheSameSubtasks) {
   EXPECT_DOUBLE_EQ(again->makespan_us(), schedule->makespan_us());
 }
 
+// Says every prediction on device 1 came from a stand-in.
+class FallbackOnSecondDevice final : public predictor::LatencyModel {
+ public:
+  int num_devices() const override { return 2; }
+  double PredictUs(const predictor::OpConfig&, int) const override { return 1; }
+  bool PredictsWithFallback(const predictor::OpConfig&, int device) const override {
+    return device == 1;
+  }
+  std::string Version() const override { return "test"; }
+};
+
+TEST_F(PlanJsonTest, SubtasksPredictedByAFallbackAreMarked) {
+  absl::StatusOr<scheduler::Schedule> schedule = Read(plan_);
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  const FallbackOnSecondDevice model;
+  const nlohmann::json written =
+      ScheduleToJson(graph_, "host", {"cpu.0", "cpu.1"}, "iterative:heft", *schedule, &model);
+  int marked = 0;
+  for (const nlohmann::json& s : written["subtasks"]) {
+    EXPECT_EQ(s.contains("fallback"), s["device"] == "cpu.1") << s;
+    marked += s.value("fallback", false) ? 1 : 0;
+  }
+  EXPECT_GT(marked, 0);
+  // A plan with the marks reads back as the same schedule.
+  absl::StatusOr<scheduler::Schedule> again = Read(written);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->subtasks().size(), schedule->subtasks().size());
+}
+
 // fuzz_plan_json's finding: a float op id far outside int was converted to int (undefined).
 TEST_F(PlanJsonTest, NonIntegerOrOutOfRangeOpIdsAreErrors) {
   for (const nlohmann::json& op_id :

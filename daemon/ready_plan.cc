@@ -25,6 +25,7 @@ std::vector<PlanSubtaskInfo> SubtasksOf(const nlohmann::json& schedule) {
     }
     info.start_us = s.value("start_us", 0.0);
     info.end_us = s.value("end_us", 0.0);
+    info.fallback = s.value("fallback", false);
     subtasks.push_back(std::move(info));
   }
   return subtasks;

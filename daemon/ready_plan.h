@@ -23,6 +23,7 @@ struct PlanSubtaskInfo {
   int64_t work_end = 1;
   double start_us = 0;
   double end_us = 0;
+  bool fallback = false;  // the latency model had no data of its own for the op
 };
 
 // What a GetPlan of the plan answers, formatted once when the plan becomes ready: a cached

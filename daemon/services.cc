@@ -171,6 +171,7 @@ void FillPlan(const PlanResult& plan, pb::Plan* out) {
     subtask->set_work_end(s.work_end);
     subtask->set_start_us(s.start_us);
     subtask->set_end_us(s.end_us);
+    subtask->set_fallback(s.fallback);
     auto it = measured.find({s.op, s.device, s.work_begin});
     if (it != measured.end()) subtask->set_measured_us(it->second);
   }

@@ -37,7 +37,10 @@ int64_t WorkSize(const Graph& graph, OpId id, SplitAxis axis) {
     const Shape& in = graph.tensor(op.inputs[0]).shape;
     switch (axis) {
       case SplitAxis::kOutputChannels: return out.c;
-      case SplitAxis::kInputChannels: return in.Elements();
+      // The kernels slice the weight's input features; over token rows that is the channels,
+      // which a flattened input's elements are.
+      case SplitAxis::kInputChannels:
+        return in.h == out.h && in.w == out.w ? in.c : in.Elements();
       default: return 0;
     }
   }

@@ -36,6 +36,7 @@ bool IsPointwiseConv(const OpConfig& config) {
 }
 
 double ReductionLength(const OpConfig& config) {
+  if (config.kind == model::OpKind::kMatMul) return static_cast<double>(config.matmul.k);
   const bool conv = config.kind == model::OpKind::kConv2d ||
                     config.kind == model::OpKind::kConvTranspose2d;
   if (!conv || config.inputs.empty()) return 0;
@@ -53,12 +54,14 @@ AnalyticModel::AnalyticModel(std::string name, std::vector<AnalyticDeviceParams>
                     d.concat_us);
     for (double g : d.gflops) absl::StrAppend(&params, ",", g);
   }
-  version_ = absl::StrCat("analytic-v2/", name_, "/", absl::Hex(StableHash(params)));
+  version_ = absl::StrCat("analytic-v3/", name_, "/", absl::Hex(StableHash(params)));
 }
 
 double AnalyticModel::PredictUs(const OpConfig& config, int device_index) const {
   const AnalyticDeviceParams& d = devices_[static_cast<size_t>(device_index)];
-  if (config.kind == model::OpKind::kConcat) return d.concat_us + d.dispatch_us;
+  if (config.kind == model::OpKind::kConcat && !config.concat_copies) {
+    return d.concat_us + d.dispatch_us;
+  }
   const bool depthwise = config.IsDepthwise();
   const double peak = depthwise                 ? d.depthwise_gflops
                       : IsPointwiseConv(config) ? d.pointwise_gflops

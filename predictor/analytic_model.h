@@ -8,13 +8,15 @@
 // paper sec. 2.1). A cin subtask additionally reads back the output it accumulates into.
 //
 // Convs get three peaks: depthwise, pointwise (1x1, not depthwise) and the rest, because
-// XNNPACK runs them through different micro-kernels with very different efficiency. A
-// non-depthwise conv's utilisation is further scaled by k / (k + half_reduction) for its
-// reduction length k = input channels per group x kernel window: the GEMM inner loop of a
-// conv with few input channels (a first layer over RGB, a 1x1 over 16 channels) spends
-// more of its time loading and storing outputs than multiplying. A concat costs the fixed
-// `concat_us`: the executors make its producers write straight into their channel slices
-// of the output (executor/common/arena_plan.h), so nothing is copied.
+// XNNPACK runs them through different micro-kernels with very different efficiency. The
+// utilisation of a non-depthwise conv or a MatMul is further scaled by k / (k +
+// half_reduction) for its reduction length k (input channels per group x kernel window; K):
+// the GEMM inner loop of a conv with few input channels (a first layer over RGB, a 1x1 over
+// 16 channels) or of attention's products over a 32- or 64-channel head spends more of its
+// time loading and storing outputs than multiplying. A channel concat costs the fixed
+// `concat_us`: the executors make its producers write straight into their channel slices of
+// the output (executor/common/arena_plan.h), so nothing is copied; a concat along another
+// axis copies its inputs and is costed by its bytes like any other op.
 //
 // These parameters are analytic stand-ins until a measured (GBDT) predictor exists.
 // AnalyticModel is immutable after construction; all methods are thread-safe.
@@ -53,7 +55,7 @@ struct AnalyticDeviceParams {
 
 // A 1x1 conv that is not depthwise: the convs that use `pointwise_gflops`.
 bool IsPointwiseConv(const OpConfig& config);
-// Input channels per group times the kernel window of a conv; 0 for other ops.
+// Input channels per group times the kernel window of a conv, K of a MatMul; 0 for other ops.
 double ReductionLength(const OpConfig& config);
 
 class AnalyticModel final : public LatencyModel {

@@ -38,6 +38,9 @@ class DeviceSubsetModel final : public LatencyModel {
     return base_->SubtaskGapUs(devices_[static_cast<size_t>(device)], synced);
   }
   double RunOverheadUs() const override { return base_->RunOverheadUs(); }
+  bool PredictsWithFallback(const OpConfig& config, int device_index) const override {
+    return base_->PredictsWithFallback(config, devices_[static_cast<size_t>(device_index)]);
+  }
   std::string Version() const override { return version_; }
 
  private:

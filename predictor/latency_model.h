@@ -68,6 +68,13 @@ class LatencyModel {
   // CoRunFactor.
   // REQUIRES: 0 <= device < num_devices().
   virtual double SubtaskGapUs(int device, bool synced) const { return 0; }
+  // True when the model has nothing of its own for `config` on the device and its prediction
+  // comes from a stand-in (a GBDT model file without a family for the op: the analytic
+  // roofline predicts it); plans report such ops. False by default.
+  // REQUIRES: 0 <= device_index < num_devices().
+  virtual bool PredictsWithFallback(const OpConfig& config, int device_index) const {
+    return false;
+  }
   // Microseconds a run of any plan takes beyond its makespan; 0 by default.
   virtual double RunOverheadUs() const { return 0; }
   // Identifies the model and its parameters; part of the plan cache key.

@@ -12,6 +12,60 @@ bool OpConfig::IsDepthwise() const {
   return kind == OpKind::kConv2d && groups > 1 && !inputs.empty() && inputs[0].c == groups;
 }
 
+double ActivationFlopsPerElement(model::ActivationKind kind) {
+  using model::ActivationKind;
+  constexpr double kExp = 10;  // a range reduction and a degree-5 polynomial
+  switch (kind) {
+    case ActivationKind::kNone:
+      return 0;
+    case ActivationKind::kRelu:
+    case ActivationKind::kClip:
+    case ActivationKind::kNeg:
+    case ActivationKind::kAbs:
+      return 1;
+    case ActivationKind::kHardSigmoid:
+      return 3;
+    case ActivationKind::kHardSwish:
+      return 4;
+    case ActivationKind::kSqrt:
+    case ActivationKind::kReciprocal:
+      return 4;
+    case ActivationKind::kExp:
+    case ActivationKind::kLog:
+      return kExp;
+    case ActivationKind::kSigmoid:
+    case ActivationKind::kTanh:
+      return kExp + 2;
+    case ActivationKind::kSilu:
+      return kExp + 3;
+    case ActivationKind::kErf:
+      return kExp + 4;
+    case ActivationKind::kGelu:
+      return kExp + 7;
+    case ActivationKind::kPow:
+      return 2 * kExp;  // exp(alpha * log(x))
+  }
+  return 1;
+}
+
+namespace {
+
+// A fully-connected op over rows (tokens): its input has the output's rows.
+bool HasOutputRows(const OpConfig& config) {
+  return !config.inputs.empty() && config.inputs[0].h == config.output.h &&
+         config.inputs[0].w == config.output.w;
+}
+
+// Fills the MatMul extents a hand-made config left at zero from its three-axis view.
+void DeriveMatMulDims(OpConfig& config) {
+  MatMulDims& d = config.matmul;
+  if (d.batch > 0 && d.m > 0 && d.n > 0 && d.k > 0 && d.lhs_batch > 0 && d.rhs_batch > 0) return;
+  d = MatMulDims{1, config.output.h * config.output.w, config.output.c,
+                 config.inputs.empty() ? 1 : config.inputs[0].c, 1, 1};
+}
+
+}  // namespace
+
 void ComputeCost(OpConfig& config) {
   const double out = static_cast<double>(config.output.Elements());
   double in = 0;
@@ -38,22 +92,63 @@ void ComputeCost(OpConfig& config) {
       break;
     }
     case OpKind::kFullyConnected:
-      weights = in * static_cast<double>(config.output.c);
-      config.flops = 2.0 * weights;
+      // Rows of a token matrix share one [out_c, in_c] weight; an input with other rows than
+      // the output is read as one flattened vector.
+      weights = (HasOutputRows(config) ? static_cast<double>(config.inputs[0].c) : in) *
+                static_cast<double>(config.output.c);
+      config.flops = 2.0 * in * static_cast<double>(config.output.c);
       break;
+    case OpKind::kMatMul: {
+      DeriveMatMulDims(config);
+      const MatMulDims& d = config.matmul;
+      const double m = static_cast<double>(d.m), n = static_cast<double>(d.n),
+                   k = static_cast<double>(d.k);
+      config.flops = 2.0 * static_cast<double>(d.batch) * m * n * k;
+      // Both operands are read whole, computed or constant; `in` (activation inputs) would
+      // miss a constant operand and count a shared one once per use.
+      in = static_cast<double>(d.lhs_batch) * m * k + static_cast<double>(d.rhs_batch) * k * n;
+      break;
+    }
     case OpKind::kMaxPool:
     case OpKind::kAvgPool:
       config.flops = out * config.window.kernel_h * config.window.kernel_w;
       break;
     case OpKind::kGlobalAvgPool:
+    case OpKind::kReduce:
       config.flops = in;
+      break;
+    case OpKind::kLayerNorm:
+      // Mean, variance, normalise, scale and shift: about 8 per element.
+      weights = config.inputs.empty() ? 0.0 : 2.0 * static_cast<double>(config.inputs[0].c);
+      config.flops = 8.0 * out;
+      break;
+    case OpKind::kSoftmax:
+      // Max, subtract, exp, sum, scale.
+      config.flops = out * (ActivationFlopsPerElement(model::ActivationKind::kExp) + 4.0);
+      break;
+    case OpKind::kActivation:
+      config.flops = out * ActivationFlopsPerElement(config.activation);
+      break;
+    case OpKind::kDiv:
+      // A vector divide issues at a quarter of the rate of an add.
+      config.flops = 4.0 * out;
+      break;
+    case OpKind::kSlice:
+      // Reads only the elements it takes.
+      in = out;
+      config.flops = 0;
       break;
     case OpKind::kConcat:
     case OpKind::kPad:
     case OpKind::kFlatten:
+    case OpKind::kTranspose:
+    case OpKind::kReshape:
       config.flops = 0;
       break;
-    default:
+    case OpKind::kAdd:
+    case OpKind::kMul:
+    case OpKind::kSub:
+    case OpKind::kResize:
       config.flops = out;
       break;
   }
@@ -82,6 +177,21 @@ OpConfig WholeOpConfig(const model::Graph& graph, model::OpId id,
     config.window = pool->window;
   }
   config.output_pixel_stride = model::OutputPixelStride(graph, aliasing, id);
+  if (op.kind == OpKind::kMatMul && op.inputs.size() == 2) {
+    const std::vector<int64_t> a = model::PhysicalDims(graph.tensor(op.inputs[0]));
+    const std::vector<int64_t> b = model::PhysicalDims(graph.tensor(op.inputs[1]));
+    const std::vector<int64_t> out = model::PhysicalDims(graph.tensor(op.output));
+    if (a.size() >= 2 && b.size() >= 2 && out.size() >= 2) {
+      auto batch = [](const std::vector<int64_t>& d) {
+        return model::ElementsOf(std::vector<int64_t>(d.begin(), d.end() - 2));
+      };
+      config.matmul = MatMulDims{batch(out), a[a.size() - 2], b.back(), a.back(),
+                                 batch(a),   batch(b)};
+    }
+  } else if (const auto* concat = std::get_if<model::ConcatAttrs>(&op.attrs)) {
+    // The importer keeps axis -1 for the concats the aliasing rule may lay out in place.
+    config.concat_copies = concat->axis != -1;
+  }
   ComputeCost(config);
   return config;
 }
@@ -129,7 +239,7 @@ OpConfig SubtaskConfig(const OpConfig& whole, model::SplitAxis axis, int64_t beg
       break;
     case model::SplitAxis::kInputChannels:
       c.accumulate = true;
-      if (conv) {
+      if (conv || HasOutputRows(c)) {
         c.inputs[0].c = n;
       } else {
         c.inputs[0] = Shape{1, 1, n};

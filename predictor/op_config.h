@@ -7,7 +7,10 @@
 // (halo included), a cin slice is a conv over fewer input channels whose result is
 // accumulated into the output (`accumulate`). An op whose output is written in place inside a
 // concat's output (model/concat_in_place.h) stores strided pixels, which some kernels pay for
-// with a staging copy; `output_pixel_stride` says so. OpConfig is a small value type.
+// with a staging copy; `output_pixel_stride` says so. A batched MatMul between computed
+// tensors carries its GEMM extents (`matmul`), which the three-axis view folds together. A
+// concat along another axis than the channels copies its inputs (`concat_copies`); a channel
+// concat is written in place by its producers. OpConfig is a small value type.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +21,15 @@
 #include "model/split.h"
 
 namespace psched::predictor {
+
+// kMatMul: `batch` products of [m, k] x [k, n]; the operands hold lhs_batch and rhs_batch of
+// their matrices (1 when broadcast over the batch, e.g. a weight shared by every token row).
+// Zeros: derived from the three-axis view by ComputeCost (batch 1, m = output rows).
+struct MatMulDims {
+  int64_t batch = 0, m = 0, n = 0, k = 0;
+  int64_t lhs_batch = 0, rhs_batch = 0;
+  bool operator==(const MatMulDims&) const = default;
+};
 
 struct OpConfig {
   model::OpKind kind = model::OpKind::kActivation;
@@ -31,6 +43,8 @@ struct OpConfig {
   // a wider concat output; 0 when it is the op's own. (A cout subtask of an op writes its
   // channel slice of the op's output either way; that stride is implied.)
   int64_t output_pixel_stride = 0;
+  MatMulDims matmul;           // kMatMul only
+  bool concat_copies = false;  // kConcat not along the channels (ConcatAttrs::axis != -1)
   double flops = 0;  // multiply-add counted as 2
   double bytes = 0;  // activations read + written + weights read, f32
 
@@ -51,7 +65,16 @@ OpConfig SubtaskConfig(const OpConfig& whole, model::SplitAxis axis, int64_t beg
 OpConfig SubtaskConfig(const model::Graph& graph, model::OpId id, model::SplitAxis axis,
                        int64_t begin, int64_t end);
 
-// Recomputes `flops` and `bytes` from the shapes; used after editing a config by hand.
+// Recomputes `flops` and `bytes` from the shapes; used after editing a config by hand. Data
+// movement (transpose, reshape, slice, pad, flatten, concat) counts no flops; a MatMul reads
+// both operands; a layer norm reads its scale and bias; a standalone activation costs
+// ActivationFlopsPerElement per element.
 void ComputeCost(OpConfig& config);
+
+// Flops per element charged for an activation: 1 for a compare or sign flip, a few for the
+// piecewise-linear hard sigmoid/swish, a square root or a reciprocal, and the ~10-20 of the
+// polynomial evaluations vectorised exp, log, erf and tanh take (sigmoid, SiLU and GELU
+// build on them). Relative costs, so a GELU is not predicted as cheap as a ReLU.
+double ActivationFlopsPerElement(model::ActivationKind kind);
 
 }  // namespace psched::predictor

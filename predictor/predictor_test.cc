@@ -332,6 +332,13 @@ TEST(AnalyticModelTest, HalfReductionSlowsConvsWithFewInputChannels) {
   const OpConfig deep = ConvConfig(14, 256, 256, 3);  // reduction 2304
   EXPECT_DOUBLE_EQ(ReductionLength(first), 27.0);
   EXPECT_DOUBLE_EQ(ReductionLength(deep), 2304.0);
+  OpConfig scores;
+  scores.kind = OpKind::kMatMul;
+  scores.inputs = {Shape{12 * 197, 1, 64}, Shape{12 * 64, 1, 197}};
+  scores.output = Shape{12 * 197, 1, 197};
+  scores.matmul = MatMulDims{12, 197, 197, 64, 12, 12};
+  ComputeCost(scores);
+  EXPECT_DOUBLE_EQ(ReductionLength(scores), 64.0);
   EXPECT_NEAR(model.PredictUs(first, 0) - 3.0, 2.0 * first.flops / 40e3, 1e-6);
   EXPECT_NEAR(model.PredictUs(deep, 0) - 3.0, deep.flops / 40e3 * (2304.0 + 27.0) / 2304.0, 1e-6);
   // Off (0), as in parameters written before the term existed: the plain roofline.
@@ -357,7 +364,153 @@ TEST(AnalyticModelTest, ConcatCostsConcatUsWhateverItsSize) {
   ComputeCost(big);
   EXPECT_DOUBLE_EQ(model.PredictUs(small, 0), 10.5);
   EXPECT_DOUBLE_EQ(model.PredictUs(big, 0), 10.5);
-  EXPECT_THAT(model.Version(), ::testing::StartsWith("analytic-v2/t/"));
+  EXPECT_THAT(model.Version(), ::testing::StartsWith("analytic-v3/t/"));
+}
+
+// One op over row-major tensors of the given physical dims (inputs first, output last).
+model::Graph TensorOpGraph(OpKind kind, const std::vector<std::vector<int64_t>>& dims,
+                           model::OpAttrs attrs = {},
+                           model::ActivationKind activation = model::ActivationKind::kNone) {
+  model::Graph g;
+  model::Op op;
+  op.name = "op";
+  op.kind = kind;
+  op.attrs = std::move(attrs);
+  op.activation.kind = activation;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    model::Tensor t;
+    t.name = "t" + std::to_string(i);
+    t.dims = dims[i];
+    t.channels_last = false;
+    t.shape = model::ViewOf(dims[i], false);
+    t.onnx_rank = static_cast<int32_t>(dims[i].size());
+    if (i + 1 < dims.size()) {
+      op.inputs.push_back(static_cast<model::TensorId>(i));
+    } else {
+      t.producer = 0;
+      op.output = static_cast<model::TensorId>(i);
+    }
+    g.tensors.push_back(std::move(t));
+  }
+  g.ops.push_back(std::move(op));
+  return g;
+}
+
+TEST(ComputeCostTest, BatchedMatMulOfTwoComputedOperands) {
+  // ViT-B/16 attention scores: 12 heads of [197, 64] x [64, 197].
+  const OpConfig c = WholeOpConfig(
+      TensorOpGraph(OpKind::kMatMul, {{1, 12, 197, 64}, {1, 12, 64, 197}, {1, 12, 197, 197}}), 0);
+  EXPECT_EQ(c.matmul, (MatMulDims{12, 197, 197, 64, 12, 12}));
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 12 * 197 * 197 * 64);  // 59.6 MFLOP
+  EXPECT_DOUBLE_EQ(c.bytes, 4.0 * (12 * 197 * 64 * 2 + 12 * 197 * 197));
+}
+
+TEST(ComputeCostTest, MatMulReadsASharedOperandOnce) {
+  // [4, 49, 32] x [32, 49]: the right operand broadcasts over the batch.
+  const OpConfig c =
+      WholeOpConfig(TensorOpGraph(OpKind::kMatMul, {{4, 49, 32}, {32, 49}, {4, 49, 49}}), 0);
+  EXPECT_EQ(c.matmul, (MatMulDims{4, 49, 49, 32, 4, 1}));
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 4 * 49 * 49 * 32);
+  EXPECT_DOUBLE_EQ(c.bytes, 4.0 * (4 * 49 * 32 + 32 * 49 + 4 * 49 * 49));
+}
+
+TEST(ComputeCostTest, HandMadeMatMulDerivesItsExtentsFromTheView) {
+  OpConfig c;
+  c.kind = OpKind::kMatMul;
+  c.inputs = {Shape{197, 1, 768}, Shape{768, 1, 3072}};
+  c.output = Shape{197, 1, 3072};
+  ComputeCost(c);
+  EXPECT_EQ(c.matmul, (MatMulDims{1, 197, 3072, 768, 1, 1}));
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 197 * 3072 * 768);
+}
+
+TEST(ComputeCostTest, FullyConnectedOverTokenRowsReadsItsWeightOnce) {
+  // ViT-B/16's MLP expansion: 197 tokens of 768 -> 3072.
+  OpConfig fc;
+  fc.kind = OpKind::kFullyConnected;
+  fc.inputs = {Shape{197, 1, 768}};
+  fc.output = Shape{197, 1, 3072};
+  ComputeCost(fc);
+  EXPECT_DOUBLE_EQ(fc.flops, 2.0 * 197 * 768 * 3072);
+  EXPECT_DOUBLE_EQ(fc.bytes, 4.0 * (197 * 768 + 197 * 3072 + 768 * 3072));
+  const OpConfig cin = SubtaskConfig(fc, SplitAxis::kInputChannels, 0, 256);
+  EXPECT_EQ(cin.inputs[0], (Shape{197, 1, 256}));
+  EXPECT_DOUBLE_EQ(cin.flops, 2.0 * 197 * 256 * 3072);
+}
+
+TEST(ComputeCostTest, LayerNormReadsScaleAndBias) {
+  model::LayerNormAttrs ln;
+  const OpConfig c =
+      WholeOpConfig(TensorOpGraph(OpKind::kLayerNorm, {{1, 197, 768}, {1, 197, 768}}, ln), 0);
+  EXPECT_DOUBLE_EQ(c.flops, 8.0 * 197 * 768);
+  EXPECT_DOUBLE_EQ(c.bytes, 4.0 * (2 * 197 * 768 + 2 * 768));
+}
+
+TEST(ComputeCostTest, DataMovementCountsNoFlops) {
+  model::TransposeAttrs t{{1, 197, 12, 64}, {0, 2, 1, 3}};
+  const OpConfig transpose = WholeOpConfig(
+      TensorOpGraph(OpKind::kTranspose, {{1, 197, 768}, {1, 12, 197, 64}}, t), 0);
+  EXPECT_DOUBLE_EQ(transpose.flops, 0);
+  EXPECT_DOUBLE_EQ(transpose.bytes, 4.0 * 2 * 197 * 768);
+  const OpConfig reshape =
+      WholeOpConfig(TensorOpGraph(OpKind::kReshape, {{1, 197, 768}, {197, 768}}), 0);
+  EXPECT_DOUBLE_EQ(reshape.flops, 0);
+  EXPECT_DOUBLE_EQ(reshape.bytes, 4.0 * 2 * 197 * 768);
+  // The class token of ViT: one row of 197 read, one written.
+  model::SliceAttrs cls{{0, 0, 0}, {1, 1, 1}, {1, 1, 768}};
+  const OpConfig slice =
+      WholeOpConfig(TensorOpGraph(OpKind::kSlice, {{1, 197, 768}, {1, 768}}, cls), 0);
+  EXPECT_DOUBLE_EQ(slice.flops, 0);
+  EXPECT_DOUBLE_EQ(slice.bytes, 4.0 * 2 * 768);
+  model::ConcatAttrs tokens{1};
+  const OpConfig concat = WholeOpConfig(
+      TensorOpGraph(OpKind::kConcat, {{1, 1, 768}, {1, 196, 768}, {1, 197, 768}}, tokens), 0);
+  EXPECT_TRUE(concat.concat_copies);
+  EXPECT_DOUBLE_EQ(concat.flops, 0);
+  EXPECT_DOUBLE_EQ(concat.bytes, 4.0 * 2 * 197 * 768);
+}
+
+TEST(ComputeCostTest, NormalisationAndDivision) {
+  const OpConfig softmax = WholeOpConfig(
+      TensorOpGraph(OpKind::kSoftmax, {{12, 197, 197}, {12, 197, 197}}), 0);
+  EXPECT_DOUBLE_EQ(softmax.flops, 14.0 * 12 * 197 * 197);
+  model::ReduceAttrs mean{model::ReduceKind::kMean, {1}};
+  const OpConfig reduce =
+      WholeOpConfig(TensorOpGraph(OpKind::kReduce, {{1, 197, 768}, {1, 768}}, mean), 0);
+  EXPECT_DOUBLE_EQ(reduce.flops, 197.0 * 768);
+  EXPECT_DOUBLE_EQ(reduce.bytes, 4.0 * (197 * 768 + 768));
+  const OpConfig div =
+      WholeOpConfig(TensorOpGraph(OpKind::kDiv, {{197, 768}, {197, 768}, {197, 768}}), 0);
+  EXPECT_DOUBLE_EQ(div.flops, 4.0 * 197 * 768);
+  EXPECT_DOUBLE_EQ(div.bytes, 4.0 * 3 * 197 * 768);
+}
+
+TEST(ComputeCostTest, TranscendentalActivationsCostMoreThanRelu) {
+  auto flops = [](model::ActivationKind a) {
+    return WholeOpConfig(
+               TensorOpGraph(OpKind::kActivation, {{197, 3072}, {197, 3072}}, {}, a), 0)
+        .flops;
+  };
+  const double n = 197.0 * 3072;
+  EXPECT_DOUBLE_EQ(flops(model::ActivationKind::kRelu), n);
+  EXPECT_DOUBLE_EQ(flops(model::ActivationKind::kGelu), 17 * n);
+  EXPECT_DOUBLE_EQ(flops(model::ActivationKind::kSilu), 13 * n);
+  EXPECT_DOUBLE_EQ(flops(model::ActivationKind::kExp), 10 * n);
+  EXPECT_DOUBLE_EQ(flops(model::ActivationKind::kSqrt), 4 * n);
+  EXPECT_DOUBLE_EQ(flops(model::ActivationKind::kNeg), n);
+}
+
+TEST(AnalyticModelTest, AConcatThatCopiesIsCostedByItsBytes) {
+  AnalyticDeviceParams p = PlainCpu();
+  p.bandwidth_gbps = 1.0;
+  p.concat_us = 0.5;
+  const AnalyticModel model("t", {p});
+  const OpConfig concat = WholeOpConfig(
+      TensorOpGraph(OpKind::kConcat, {{1, 1, 768}, {1, 196, 768}, {1, 197, 768}},
+                    model::ConcatAttrs{1}),
+      0);
+  // 1.21 MB at 1 GB/s.
+  EXPECT_DOUBLE_EQ(model.PredictUs(concat, 0), concat.bytes / 1e3 + p.overhead_us);
 }
 
 }  // namespace

@@ -70,6 +70,9 @@ class ResidualCorrectedModel final : public LatencyModel {
     return inner_->SubtaskGapUs(device, synced);
   }
   double RunOverheadUs() const override { return inner_->RunOverheadUs(); }
+  bool PredictsWithFallback(const OpConfig& config, int device_index) const override {
+    return inner_->PredictsWithFallback(config, device_index);
+  }
   std::string Version() const override { return version_; }
 
   const std::shared_ptr<const LatencyModel>& inner() const { return inner_; }

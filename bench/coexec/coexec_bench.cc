@@ -253,9 +253,10 @@ absl::StatusOr<std::unique_ptr<ModelBench>> BuildModelBench(const std::string& n
   if (!graph.ok()) return graph.status();
   mb->graph = *std::move(graph);
   const model::Graph& g = mb->graph;
-  const model::Shape in_shape = g.tensor(g.inputs[0].tensor).shape;
   mb->out_shape = g.tensor(g.outputs[0].tensor).shape;
-  mb->input = {std::vector<float>(static_cast<size_t>(in_shape.Elements()), 0.5f)};
+  for (const model::GraphIO& in : g.inputs) {
+    mb->input.emplace_back(static_cast<size_t>(g.tensor(in.tensor).shape.Elements()), 0.5f);
+  }
   const std::vector<std::vector<float>>& input = mb->input;
 
   if (ort_peer != nullptr) {
@@ -588,6 +589,30 @@ void Report(const ModelBench& mb, const std::map<std::string, double>& torch_ms,
   std::fflush(stdout);
 }
 
+// Measured over predicted latency of every plan that has a prediction: per model the median
+// over its plans, then the median over models, each with its spread (min, max).
+void ReportPredictionRatios(const std::vector<std::unique_ptr<ModelBench>>& benches) {
+  std::vector<double> model_medians;
+  std::printf("\nmeasured / predicted (median over runs / plan prediction)\n");
+  for (const auto& mb : benches) {
+    std::vector<double> ratios;
+    for (const Config& c : mb->configs) {
+      if (c.predicted_ms > 0 && c.ok && !c.ms.empty()) ratios.push_back(c.median_ms() / c.predicted_ms);
+    }
+    if (ratios.empty()) continue;
+    const double median = Median(ratios);
+    model_medians.push_back(median);
+    std::printf("%-20s %.3f (min %.3f, max %.3f) over %zu plans\n", mb->name.c_str(), median,
+                *std::min_element(ratios.begin(), ratios.end()),
+                *std::max_element(ratios.begin(), ratios.end()), ratios.size());
+  }
+  if (model_medians.empty()) return;
+  std::printf("%-20s %.3f (min %.3f, max %.3f) over %zu models\n", "median over models",
+              Median(model_medians),
+              *std::min_element(model_medians.begin(), model_medians.end()),
+              *std::max_element(model_medians.begin(), model_medians.end()), model_medians.size());
+}
+
 int Main(int argc, char** argv) {
   // Before OpenCL loads: PoCL keeps one worker thread, the "GPU" of platform B.
   setenv("POCL_MAX_PTHREAD_COUNT", "1", 0);
@@ -604,7 +629,9 @@ int Main(int argc, char** argv) {
   std::string ort_venv = PSCHED_ORT_VENV_DEFAULT;
   std::string ort_dir = PSCHED_ORT_WORK_DIR_DEFAULT;
   std::string opencl = "pthread";
-  app.add_option("--models", models, "model names (graph-only, synthetic weights)");
+  app.add_option("--models", models,
+                 "model names (graph-only models in --models-dir, synthetic weights) or paths of "
+                 "ONNX files (ending in .onnx; reported by their file name without it)");
   app.add_option("--models-dir", models_dir);
   app.add_option("--methods", methods, "co-execution methods besides single:<device>");
   app.add_option("--runs", runs, "timed runs per configuration (median reported)");
@@ -761,7 +788,14 @@ int Main(int argc, char** argv) {
                                                .c_str());
 
   std::vector<std::string> paths;
-  for (const std::string& m : models) paths.push_back(models_dir + "/" + m + ".onnx");
+  for (std::string& m : models) {
+    if (m.ends_with(".onnx")) {
+      paths.push_back(m);
+      m = std::filesystem::path(m).stem().string();
+    } else {
+      paths.push_back(models_dir + "/" + m + ".onnx");
+    }
+  }
   std::map<std::string, double> torch_ms;
   if (torch) torch_ms = TorchPeer(PSCHED_TORCH_PEER, paths, runs);
   std::unique_ptr<bench::OrtPeerProcess> ort_peer;
@@ -809,6 +843,7 @@ int Main(int argc, char** argv) {
     if (!settings.per_op_dir.empty()) WritePerOpFiles(*mb, ort_peer.get(), settings.per_op_dir);
     Report(*mb, torch_ms, settings);
   }
+  ReportPredictionRatios(benches);
   return 0;
 }
 

@@ -95,7 +95,8 @@ json PlanJson(const v1::Plan& plan) {
                         {"work", {s.work_begin(), s.work_end()}},
                         {"start_us", s.start_us()},
                         {"end_us", s.end_us()},
-                        {"measured_us", s.measured_us()}});
+                        {"measured_us", s.measured_us()},
+                        {"fallback", s.fallback()}});
   }
   return {{"model_id", plan.model_id()},
           {"scheduler", plan.scheduler()},

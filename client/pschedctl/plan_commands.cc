@@ -46,15 +46,23 @@ void CmdPlanShow(const Globals& g, const std::string& id, const std::string& sch
     std::cout << "predicted " << Fixed(plan.makespan_us()) << " us, not measured yet\n";
   }
   std::vector<std::vector<std::string>> rows;
+  int fallbacks = 0;
   for (const auto& s : plan.subtasks()) {
+    fallbacks += s.fallback() ? 1 : 0;
     rows.push_back({s.op(), s.device(), s.strategy(),
                     absl::StrCat("[", s.work_begin(), ", ", s.work_end(), ")"), Fixed(s.start_us()),
-                    Fixed(s.end_us()), Fixed(s.end_us() - s.start_us()),
+                    Fixed(s.end_us()),
+                    absl::StrCat(Fixed(s.end_us() - s.start_us()), s.fallback() ? "*" : ""),
                     s.measured_us() > 0 ? Fixed(s.measured_us()) : "-"});
   }
   PrintTable(
       {"OP", "DEVICE", "STRATEGY", "WORK", "START_US", "END_US", "PREDICTED_US", "MEASURED_US"},
       rows);
+  if (fallbacks > 0) {
+    std::cout << "* " << fallbacks << " subtask" << (fallbacks == 1 ? "" : "s")
+              << " predicted by the analytic fallback: the predictor has no data for their op "
+                 "family\n";
+  }
 }
 
 }  // namespace psched::pschedctl

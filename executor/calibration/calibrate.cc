@@ -104,10 +104,14 @@ absl::StatusOr<double> TimeRuns(int warmup, int runs, bool fastest, size_t evict
 // Whether op 0 is a concat the executors run in place: every input was produced straight
 // into its channel slice of the output (executor/common/arena_plan.h), so the case is timed
 // that way too and measures what a scheduled concat really costs. Constant or repeated
-// inputs cannot be placed so.
+// inputs, and a concat along another axis than the channels, cannot be placed so.
 bool IsInPlaceConcat(const model::Graph& graph) {
   const model::Op& op = graph.op(0);
   if (op.kind != model::OpKind::kConcat) return false;
+  if (const auto* attrs = std::get_if<model::ConcatAttrs>(&op.attrs);
+      attrs != nullptr && attrs->axis != -1) {
+    return false;
+  }
   std::set<model::TensorId> distinct;
   for (model::TensorId t : op.inputs) {
     if (graph.tensor(t).constant != model::kInvalidId || !distinct.insert(t).second) return false;

@@ -124,6 +124,28 @@ TEST(CalibrateTest, TinyRunOnOneCoreFitsAUsefulModel) {
   EXPECT_GT(fit->model->PredictUs(Conv3x3(28, 128), 0), fit->model->PredictUs(Conv3x3(28, 32), 0));
 }
 
+// Every kind of the transformer shapes runs on a CPU core (the small model's whole ops and
+// FC slices: each new kernel at least once, quickly).
+TEST(CalibrateTest, TransformerShapeCasesRunOnACore) {
+  std::vector<CalibrationCase> cases;
+  std::set<model::OpKind> kinds;
+  for (CalibrationCase& c : BuildCases(std::vector<model::Graph>{})) {
+    if (!c.source.starts_with("shapes_small/op")) continue;
+    kinds.insert(c.config.kind);
+    cases.push_back(std::move(c));
+  }
+  // layer_norm, fully_connected, transpose, slice, matmul, softmax, reshape, add, activation
+  // (GELU), div, concat (along the tokens), reduce.
+  EXPECT_EQ(kinds.size(), 12u);
+  absl::StatusOr<CalibrationRun> run = CalibrateOnCore0(cases, 600, 1);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->devices[0].cases_skipped, 0);
+  EXPECT_EQ(run->devices[0].cases_done, static_cast<int>(cases.size()));
+  for (const CalibrationSample& s : run->samples.samples) {
+    EXPECT_TRUE(std::isfinite(s.measured_us) && s.measured_us > 0) << s.source;
+  }
+}
+
 // A core cluster is timed on its own pinned threadpool and its samples say so.
 // One thread: the median unless asked for the fastest; several: always the fastest.
 TEST(CalibrateTest, MultiThreadSamplesAreTheFastestRun) {

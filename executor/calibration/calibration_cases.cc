@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "executor/calibration/transformer_shapes.h"
 #include "predictor/calibration/calibration_samples.h"
 
 namespace psched::executor::calibration {
@@ -34,10 +35,21 @@ std::string Category(const predictor::OpConfig& c) {
     case OpKind::kAdd:
     case OpKind::kMul:
     case OpKind::kSub:
+    case OpKind::kDiv:
     case OpKind::kActivation:
       return "elementwise";
     case OpKind::kConcat:
-      return "concat";
+      return c.concat_copies ? "data_movement" : "concat";
+    case OpKind::kMatMul:
+      return "matmul";
+    case OpKind::kTranspose:
+    case OpKind::kReshape:
+    case OpKind::kSlice:
+      return "data_movement";
+    case OpKind::kLayerNorm:
+    case OpKind::kSoftmax:
+    case OpKind::kReduce:
+      return "normalization";
     default:
       return "other";
   }
@@ -50,6 +62,7 @@ model::ConstantId CopyConstant(const model::Graph& from, model::ConstantId id, m
 }
 
 std::vector<int64_t> OnnxDims(const model::Tensor& t) {
+  if (!t.channels_last && !t.dims.empty()) return t.dims;
   if (t.onnx_rank == 2) return {1, t.shape.c};
   return {1, t.shape.c, t.shape.h, t.shape.w};
 }
@@ -78,6 +91,8 @@ model::Graph ExtractOp(const model::Graph& graph, model::OpId id) {
     tensor.name = src.name;
     tensor.shape = src.shape;
     tensor.onnx_rank = src.onnx_rank;
+    tensor.dims = src.dims;
+    tensor.channels_last = src.channels_last;
     const model::TensorId new_id = static_cast<model::TensorId>(g.tensors.size());
     if (src.constant != model::kInvalidId) {
       tensor.constant = CopyConstant(graph, src.constant, g);
@@ -94,12 +109,17 @@ model::Graph ExtractOp(const model::Graph& graph, model::OpId id) {
   } else if (auto* fc = std::get_if<model::FullyConnectedAttrs>(&copy.attrs)) {
     fc->weight = CopyConstant(graph, fc->weight, g);
     fc->bias = CopyConstant(graph, fc->bias, g);
+  } else if (auto* ln = std::get_if<model::LayerNormAttrs>(&copy.attrs)) {
+    ln->scale = CopyConstant(graph, ln->scale, g);
+    ln->bias = CopyConstant(graph, ln->bias, g);
   }
   const model::Tensor& out = graph.tensor(op.output);
   model::Tensor output;
   output.name = out.name;
   output.shape = out.shape;
   output.onnx_rank = out.onnx_rank;
+  output.dims = out.dims;
+  output.channels_last = out.channels_last;
   output.producer = 0;
   copy.output = static_cast<model::TensorId>(g.tensors.size());
   g.outputs.push_back(model::GraphIO{copy.output, out.name, OnnxDims(out)});
@@ -127,6 +147,9 @@ std::vector<CalibrationCase> BuildCases(std::span<const model::Graph> models,
   for (const model::Graph& g : models) {
     if (!priority_names.contains(g.name)) ordered.push_back(&g);
   }
+  const std::vector<model::Graph> shapes =
+      options.transformer_shapes ? TransformerShapeGraphs() : std::vector<model::Graph>{};
+  for (const model::Graph& g : shapes) ordered.push_back(&g);
   for (const model::Graph* graph_ptr : ordered) {
     const model::Graph& graph = *graph_ptr;
     const bool priority = priority_names.contains(graph.name);

@@ -9,6 +9,11 @@
 // shuffled within a category with a fixed seed and interleaved round-robin, so any prefix
 // of the list - what a time budget allows - covers every category.
 //
+// Beside the given graphs BuildCases takes the transformer shape graphs of
+// transformer_shapes.h (CaseOptions::transformer_shapes), so the matmul, data-movement and
+// normalisation families always have cases; their categories are "matmul", "data_movement"
+// and "normalization".
+//
 // Priority models (the workloads that will be scheduled) come first: their ops claim the
 // configurations they share with other models, each of their partitionable ops gets all
 // three slice sizes on every axis, and their cases lead every category, so a short budget
@@ -47,6 +52,9 @@ struct CaseOptions {
   bool include_slices = true;
   // Graph names (model::Graph::name) of the priority models.
   std::vector<std::string> priority_models;
+  // Also take TransformerShapeGraphs() (transformer_shapes.h), after the given models: the
+  // transformer kinds' families get samples whatever models are registered.
+  bool transformer_shapes = true;
 };
 
 // What makes two cases the same: BuildCases keeps one case per key, and a sample of a

@@ -9,7 +9,11 @@
 #include <set>
 #include <string>
 
+#include "executor/calibration/transformer_shapes.h"
 #include "model/onnx_import.h"
+#include "model/op_validation.h"
+#include "model/synthetic_weights.h"
+#include "predictor/gbdt/features.h"
 #include "predictor/calibration/calibration_samples.h"
 
 namespace psched::executor::calibration {
@@ -108,7 +112,7 @@ TEST(BuildCasesTest, SeededAndOptionalSlices) {
       BuildCases(models, {.seed = 3, .include_slices = false, .priority_models = {}});
   EXPECT_LT(whole.size(), a.size());
   for (const CalibrationCase& c : whole) EXPECT_EQ(c.axis, model::SplitAxis::kNone);
-  EXPECT_TRUE(BuildCases(std::vector<model::Graph>{}).empty());
+  EXPECT_TRUE(BuildCases(std::vector<model::Graph>{}, {.transformer_shapes = false}).empty());
 }
 
 TEST(BuildCasesTest, PriorityModelsLeadEveryCategoryWithAllSliceSizes) {
@@ -142,6 +146,54 @@ TEST(BuildCasesTest, PriorityModelsLeadEveryCategoryWithAllSliceSizes) {
   EXPECT_GT(with_three, 20);
   // Without priorities the same models give one slice per axis and op.
   for (const CalibrationCase& c : BuildCases(models)) EXPECT_FALSE(c.priority) << c.source;
+}
+
+TEST(TransformerShapesTest, EveryGraphIsValidAndEveryNewFamilyHasCases) {
+  const std::vector<model::Graph> graphs = TransformerShapeGraphs();
+  ASSERT_EQ(graphs.size(), 4u);
+  for (model::Graph g : graphs) {
+    model::SynthesizeWeights(1, &g);  // as the runner does
+    for (model::OpId id = 0; id < static_cast<model::OpId>(g.ops.size()); ++id) {
+      EXPECT_TRUE(model::ValidateOp(g, id).ok()) << g.name << ": " << model::ValidateOp(g, id);
+    }
+  }
+  const std::vector<CalibrationCase> cases = BuildCases(std::vector<model::Graph>{});
+  std::map<std::string, int> per_category;
+  std::map<predictor::gbdt::OpFamily, int> per_family;
+  std::set<std::string> groups;
+  for (const CalibrationCase& c : cases) {
+    ++per_category[c.category];
+    ++per_family[predictor::gbdt::FamilyOf(c.config)];
+    groups.insert(c.source.substr(0, c.source.find('/')));
+    // The one-op graph keeps the tensors' dims, so its configuration is the same.
+    EXPECT_EQ(Key(predictor::SubtaskConfig(*c.graph, 0, c.axis, c.begin, c.end)), Key(c.config))
+        << c.source;
+  }
+  EXPECT_EQ(groups, (std::set<std::string>{"shapes_small", "shapes_swin_t", "shapes_vit_b16",
+                                           "shapes_vit_b32"}));
+  // Per attention block (6 of them): Q.K^T and A.V; the softmax and layer norm; the qkv
+  // transpose, slice, K^T, head merge and reshape. Per ViT head (4): a copying concat, a slice
+  // and a mean; Swin adds its window partition and a mean.
+  EXPECT_EQ(per_family[predictor::gbdt::OpFamily::kMatMul], 6 * 2);
+  EXPECT_EQ(per_category["matmul"], 6 * 2);
+  EXPECT_EQ(per_family[predictor::gbdt::OpFamily::kNormalization], 6 * 2 + 4 + 1);
+  EXPECT_EQ(per_family[predictor::gbdt::OpFamily::kDataMovement], 6 * 5 + 4 * 2 + 1);
+  // 24 token-matrix FCs, each with a cout and a cin slice (rows are not a split axis of an FC),
+  // less 4 slices equal to a whole op (seed 1 cuts Swin stage 1's 96 -> 384 MLP to 288
+  // outputs, its qkv layer).
+  EXPECT_EQ(per_category["fully_connected"], 24);
+  EXPECT_EQ(per_category["fully_connected/slice"], 24 * 2 - 4);
+  // With a GELU, a residual add and a division per block: docs/calibration.md's count.
+  EXPECT_EQ(per_category["elementwise"], 6 * 3);
+  EXPECT_EQ(cases.size(), 154u);
+  const CalibrationCase* scores = nullptr;
+  for (const CalibrationCase& c : cases) {
+    if (c.source.starts_with("shapes_vit_b16/") && c.source.ends_with("'block/scores'")) {
+      scores = &c;
+    }
+  }
+  ASSERT_NE(scores, nullptr);
+  EXPECT_EQ(scores->config.matmul, (predictor::MatMulDims{12, 197, 197, 64, 12, 12}));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "executor/calibration/calibrate.h"
+#include "scheduler/device_capability.h"
 
 namespace psched::executor::run_calibration {
 
@@ -54,12 +55,18 @@ absl::StatusOr<std::vector<ProbePlan>> PlanProbes(std::span<const model::Graph> 
                                                   const PlanFn& plan,
                                                   std::span<const std::string> methods,
                                                   absl::string_view what) {
-  std::vector<std::string> all;
-  for (const platform::DeviceSpec& d : platform.devices) all.push_back("single:" + d.name);
-  if (platform.devices.size() >= 2) all.insert(all.end(), methods.begin(), methods.end());
   std::vector<ProbePlan> out;
   for (size_t g = 0; g < graphs.size(); ++g) {
     const model::Graph& graph = graphs[g];
+    std::vector<std::string> all;
+    for (const platform::DeviceSpec& d : platform.devices) {
+      bool runs_all = true;
+      for (model::OpId op = 0; op < static_cast<model::OpId>(graph.ops.size()) && runs_all; ++op) {
+        runs_all = scheduler::DeviceRunsOp(d.kind, graph, op);
+      }
+      if (runs_all) all.push_back("single:" + d.name);
+    }
+    if (platform.devices.size() >= 2) all.insert(all.end(), methods.begin(), methods.end());
     absl::StatusOr<scheduler::Problem> problem =
         scheduler::Problem::FromGraph(graph, platform, model);
     if (!problem.ok()) {

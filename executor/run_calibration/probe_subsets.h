@@ -52,7 +52,8 @@ struct ProbePlan {
 };
 
 // Each of `graphs` planned for `platform` with `model`'s predictions: on every device alone
-// ("single:<name>"), then, with two or more devices, with each of `methods`; graph by graph, in
+// ("single:<name>", left out for a device without a kernel for one of the graph's ops: the
+// GPU and a transformer), then, with two or more devices, with each of `methods`; graph by graph, in
 // that order. Errors name the graph and method after `what` ("run costs: planning chain with
 // single:cpu.0: ...").
 absl::StatusOr<std::vector<ProbePlan>> PlanProbes(std::span<const model::Graph> graphs,

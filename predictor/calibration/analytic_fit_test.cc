@@ -349,6 +349,30 @@ TEST(AnalyticParamsJsonTest, FilesWithoutTheNewFieldsLoadWithTheirOldPredictions
   }
 }
 
+TEST(AnalyticParamsJsonTest, FilesWithoutTheTensorKindsLoadWithStandIns) {
+  nlohmann::json file = AnalyticParamsToJson(AnalyticParams{"host", {TruthCpu()}});
+  nlohmann::json& gflops = file["devices"][0]["gflops"];
+  gflops["fully_connected"] = 12.0;
+  gflops["add"] = 3.0;
+  for (const char* kind :
+       {"transpose", "reshape", "matmul", "layer_norm", "reduce", "div", "slice"}) {
+    gflops.erase(kind);
+  }
+  absl::StatusOr<AnalyticParams> loaded = AnalyticParamsFromJson(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_DOUBLE_EQ(Gflops(loaded->devices[0], OpKind::kMatMul), 12.0);
+  EXPECT_DOUBLE_EQ(Gflops(loaded->devices[0], OpKind::kLayerNorm), 3.0);
+  EXPECT_DOUBLE_EQ(Gflops(loaded->devices[0], OpKind::kTranspose), 3.0);
+  OpConfig matmul;
+  matmul.kind = OpKind::kMatMul;
+  matmul.inputs = {Shape{197, 1, 64}, Shape{64, 1, 197}};
+  matmul.output = Shape{197, 1, 197};
+  ComputeCost(matmul);
+  const double us = loaded->MakeModel()->PredictUs(matmul, 0);
+  EXPECT_TRUE(std::isfinite(us));
+  EXPECT_GT(us, 0);
+}
+
 TEST(AnalyticParamsJsonTest, RejectsBadInput) {
   const nlohmann::json good = AnalyticParamsToJson(AnalyticParams{"host", {TruthCpu()}});
   EXPECT_FALSE(AnalyticParamsFromJson(nlohmann::json::array()).ok());

@@ -1,7 +1,7 @@
 // The JSON form of analytic-model parameters: what calibration stores (the daemon keeps it
 // in its SQLite cache) and loads back into an AnalyticModel.
 //
-//   {"platform": "host", "model_version": "analytic-v2/...", "devices": [{"name": "cpu.0",
+//   {"platform": "host", "model_version": "analytic-v3/...", "devices": [{"name": "cpu.0",
 //    "gpu": false, "gflops": {"conv2d": 30.5, ...}, "depthwise_gflops": x,
 //    "pointwise_gflops": x, "half_reduction": x, "concat_us": x,
 //    "bandwidth_gbps": x, "overhead_us": x, "dispatch_us": x, "half_parallelism": x}, ...]}

@@ -13,13 +13,24 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::pair<model::ActivationKind, std::string_view>, 6> kActivationNames = {{
+constexpr std::array<std::pair<model::ActivationKind, std::string_view>, 17> kActivationNames = {{
     {model::ActivationKind::kNone, "none"},
     {model::ActivationKind::kRelu, "relu"},
     {model::ActivationKind::kClip, "clip"},
     {model::ActivationKind::kSigmoid, "sigmoid"},
     {model::ActivationKind::kHardSigmoid, "hard_sigmoid"},
     {model::ActivationKind::kHardSwish, "hard_swish"},
+    {model::ActivationKind::kSilu, "silu"},
+    {model::ActivationKind::kGelu, "gelu"},
+    {model::ActivationKind::kTanh, "tanh"},
+    {model::ActivationKind::kErf, "erf"},
+    {model::ActivationKind::kExp, "exp"},
+    {model::ActivationKind::kLog, "log"},
+    {model::ActivationKind::kSqrt, "sqrt"},
+    {model::ActivationKind::kReciprocal, "reciprocal"},
+    {model::ActivationKind::kNeg, "neg"},
+    {model::ActivationKind::kAbs, "abs"},
+    {model::ActivationKind::kPow, "pow"},
 }};
 
 std::string_view ActivationName(model::ActivationKind kind) {
@@ -95,6 +106,11 @@ json OpConfigToJson(const OpConfig& c) {
          {"bytes", c.bytes}};
   // Only when strided, so configurations stored before the field existed keep their keys.
   if (c.output_pixel_stride != 0) j["output_pixel_stride"] = c.output_pixel_stride;
+  if (c.kind == model::OpKind::kMatMul) {
+    const MatMulDims& d = c.matmul;
+    j["matmul"] = {d.batch, d.m, d.n, d.k, d.lhs_batch, d.rhs_batch};
+  }
+  if (c.concat_copies) j["concat_copies"] = true;
   return j;
 }
 
@@ -160,6 +176,32 @@ absl::StatusOr<OpConfig> OpConfigFromJson(const json& j) {
                               "inside"));
     }
     c.output_pixel_stride = s->get<int64_t>();
+  }
+  if (const auto m = j.find("matmul"); m != j.end()) {
+    if (c.kind != model::OpKind::kMatMul) return Bad("matmul", "only a matmul has GEMM extents");
+    constexpr int64_t kMax = int64_t{1} << 24;
+    if (!m->is_array() || m->size() != 6) {
+      return Bad("matmul", "expected [batch, m, n, k, lhs_batch, rhs_batch]");
+    }
+    int64_t v[6];
+    for (size_t i = 0; i < 6; ++i) {
+      if (!(*m)[i].is_number_integer() || (*m)[i].get<int64_t>() < 1 ||
+          (*m)[i].get<int64_t>() > kMax) {
+        return Bad("matmul", "extents must be integers in [1, 2^24]");
+      }
+      v[i] = (*m)[i].get<int64_t>();
+    }
+    // In doubles: the product of three extents up to 2^24 overflows an int64.
+    if (v[4] > v[0] || v[5] > v[0] ||
+        static_cast<double>(v[0]) * static_cast<double>(v[1]) * static_cast<double>(v[2]) !=
+            static_cast<double>(c.output.Elements())) {
+      return Bad("matmul", "extents do not match the output");
+    }
+    c.matmul = MatMulDims{v[0], v[1], v[2], v[3], v[4], v[5]};
+  }
+  if (const auto a = j.find("concat_copies"); a != j.end()) {
+    if (!a->is_boolean()) return Bad("concat_copies", "expected true or false");
+    c.concat_copies = a->get<bool>() && c.kind == model::OpKind::kConcat;
   }
   ComputeCost(c);
   return c;

@@ -70,6 +70,40 @@ TEST(CalibrationSamplesTest, JsonRoundTripKeepsEverything) {
   EXPECT_EQ(SamplesToJson(*back).dump(), text);
 }
 
+TEST(CalibrationSamplesTest, TensorKindsRoundTripWithTheirExtents) {
+  OpConfig scores;
+  scores.kind = OpKind::kMatMul;
+  scores.inputs = {Shape{12 * 197, 1, 64}, Shape{12 * 64, 1, 197}};
+  scores.output = Shape{12 * 197, 1, 197};
+  scores.matmul = MatMulDims{12, 197, 197, 64, 12, 12};
+  ComputeCost(scores);
+  OpConfig concat;
+  concat.kind = OpKind::kConcat;
+  concat.inputs = {Shape{1, 1, 768}, Shape{196, 1, 768}};
+  concat.output = Shape{197, 1, 768};
+  concat.concat_copies = true;
+  ComputeCost(concat);
+  OpConfig gelu;
+  gelu.kind = OpKind::kActivation;
+  gelu.activation = model::ActivationKind::kGelu;
+  gelu.inputs = {Shape{197, 1, 3072}};
+  gelu.output = gelu.inputs[0];
+  ComputeCost(gelu);
+  for (const OpConfig& c : {scores, concat, gelu}) {
+    absl::StatusOr<OpConfig> back = OpConfigFromJson(OpConfigToJson(c));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->matmul, c.matmul);
+    EXPECT_EQ(back->concat_copies, c.concat_copies);
+    EXPECT_EQ(back->activation, c.activation);
+    EXPECT_DOUBLE_EQ(back->flops, c.flops);
+    EXPECT_DOUBLE_EQ(back->bytes, c.bytes);
+    EXPECT_EQ(OpConfigToJson(*back).dump(), OpConfigToJson(c).dump());
+  }
+  // Fields written only where they apply: older keys stay as they were.
+  EXPECT_FALSE(OpConfigToJson(gelu).contains("matmul"));
+  EXPECT_FALSE(OpConfigToJson(gelu).contains("concat_copies"));
+}
+
 TEST(CalibrationSamplesTest, RejectsBadInputNamingTheSampleAndField) {
   CalibrationSamples samples;
   samples.samples = {{"cpu.0", StridedConv(), 10.0, 3, "", 1, ""},
@@ -112,8 +146,23 @@ TEST(CalibrationSamplesTest, RejectsBadInputNamingTheSampleAndField) {
   j["samples"][0].erase("device");
   EXPECT_THAT(message(j), ::testing::HasSubstr("sample 0: 'device' missing"));
   j = good;
-  j["samples"][0]["config"]["activation"] = "gelu";
+  j["samples"][0]["config"]["activation"] = "swish2";
   EXPECT_THAT(message(j), ::testing::HasSubstr("unknown activation"));
+  // GEMM extents only on a matmul, six positive integers matching the output.
+  j = good;
+  j["samples"][0]["config"]["matmul"] = {1, 28, 28, 32, 1, 1};
+  EXPECT_THAT(message(j), ::testing::HasSubstr("only a matmul has GEMM extents"));
+  nlohmann::json matmul = good;
+  matmul["samples"][0]["config"]["kind"] = "matmul";
+  matmul["samples"][0]["config"]["groups"] = 1;
+  for (const nlohmann::json& bad :
+       {nlohmann::json({1, 2, 3}), nlohmann::json({1, 28, 28, 0, 1, 1}),
+        nlohmann::json({2, 28, 28, 32, 1, 1}), nlohmann::json({1, 28, 28, 32, 2, 1}),
+        nlohmann::json({16777216, 16777216, 16777216, 1, 1, 1})}) {
+    j = matmul;
+    j["samples"][0]["config"]["matmul"] = bad;
+    EXPECT_THAT(message(j), ::testing::HasSubstr("sample 0: op config field 'matmul'")) << bad;
+  }
   // A stride must be wider than the output it holds.
   for (const nlohmann::json& bad :
        {nlohmann::json(-1), nlohmann::json("wide"), nlohmann::json(StridedConv().output.c)}) {

@@ -149,7 +149,7 @@ absl::StatusOr<std::unique_ptr<HostLatencyModel>> HostLatencyModel::Create(
     // Anchors enter the identity only when present: calibrations without them keep their keys.
     absl::StrAppend(&identity, "|anchors:", d, "=", model->anchors_.back()->digest());
   }
-  // The analytic fit's name (its version is "analytic-v2/<name>/<hash>"), e.g. host+calibrated.
+  // The analytic fit's name (its version is "analytic-v3/<name>/<hash>"), e.g. host+calibrated.
   const std::vector<std::string> parts = absl::StrSplit(model->analytic_->Version(), '/');
   model->version_ = absl::StrCat("calibrated-v1/", parts.size() >= 3 ? parts[1] : "host", "/",
                                  gbdt::ModelFileHash(identity));
@@ -182,6 +182,13 @@ double HostLatencyModel::TrainedUs(const OpConfig& config, int device_index) con
   const double us =
       use ? device.gbdt->PredictUs(config, 0) : analytic_->PredictUs(config, device_index);
   return us * device.contention * device.in_run;
+}
+
+bool HostLatencyModel::PredictsWithFallback(const OpConfig& config, int device_index) const {
+  const Device& device = devices_[static_cast<size_t>(device_index)];
+  return !AnchoredUs(config, device_index).has_value() &&
+         device.use_gbdt[static_cast<size_t>(gbdt::FamilyOf(config))] &&
+         device.gbdt->PredictsWithFallback(config, 0);
 }
 
 double HostLatencyModel::PredictUs(const OpConfig& config, int device_index) const {

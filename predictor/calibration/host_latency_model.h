@@ -121,6 +121,9 @@ class HostLatencyModel final : public LatencyModel {
     return synced ? d.synced_gap_us : d.gap_us;
   }
   double RunOverheadUs() const override { return run_overhead_us_; }
+  // The analytic fit is a calibrated choice here, not a stand-in: only the GBDT part's own
+  // fallback counts.
+  bool PredictsWithFallback(const OpConfig& config, int device_index) const override;
   std::string Version() const override { return version_; }
 
   const AnalyticModel& analytic() const { return *analytic_; }

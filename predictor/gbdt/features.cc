@@ -9,8 +9,8 @@ namespace {
 using model::OpKind;
 
 constexpr std::array<absl::string_view, kNumFamilies> kFamilyNames = {
-    "conv", "grouped_conv", "depthwise_conv", "fully_connected",
-    "pool", "global_pool",  "concat",         "elementwise"};
+    "conv",        "grouped_conv", "depthwise_conv", "fully_connected", "pool",         "global_pool",
+    "concat",      "elementwise",  "matmul",         "data_movement",   "normalization"};
 
 std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -38,6 +38,15 @@ const std::vector<std::string>& BaseNames(OpFamily family) {
   static const std::vector<std::string> other = {"in_h",       "in_w",   "out_h",   "out_w",
                                                  "in_c",       "out_c",  "in_size", "out_size",
                                                  "num_inputs", "op_kind"};
+  static const std::vector<std::string> matmul = {"batch",    "m",        "n",        "k",
+                                                  "lhs_size", "rhs_size", "out_size", "flops",
+                                                  "bytes",    "rhs_shared"};
+  // The extents plus the bytes moved (a slice reads only what it takes).
+  static const std::vector<std::string> movement = {"in_h",    "in_w",     "out_h",      "out_w",
+                                                    "in_c",    "out_c",    "in_size",    "out_size",
+                                                    "bytes",   "num_inputs", "op_kind"};
+  static const std::vector<std::string> normalization = {"rows", "reduced_length", "in_size",
+                                                         "out_size", "flops", "op_kind"};
   switch (family) {
     case OpFamily::kConv:
     case OpFamily::kGroupedConv:
@@ -47,6 +56,12 @@ const std::vector<std::string>& BaseNames(OpFamily family) {
       return fc;
     case OpFamily::kPool:
       return pool;
+    case OpFamily::kMatMul:
+      return matmul;
+    case OpFamily::kDataMovement:
+      return movement;
+    case OpFamily::kNormalization:
+      return normalization;
     default:
       return other;
   }
@@ -77,6 +92,8 @@ Extents ExtentsOf(const OpConfig& c) {
 
 }  // namespace
 
+bool IsClassicFamily(OpFamily family) { return static_cast<int>(family) < kNumClassicFamilies; }
+
 absl::string_view FamilyName(OpFamily family) { return kFamilyNames[static_cast<size_t>(family)]; }
 
 std::optional<OpFamily> FamilyFromName(absl::string_view name) {
@@ -102,10 +119,28 @@ OpFamily FamilyOf(const OpConfig& config) {
     case OpKind::kGlobalAvgPool:
       return OpFamily::kGlobalPool;
     case OpKind::kConcat:
-      return OpFamily::kConcat;
-    default:
+      return config.concat_copies ? OpFamily::kDataMovement : OpFamily::kConcat;
+    case OpKind::kMatMul:
+      return OpFamily::kMatMul;
+    case OpKind::kTranspose:
+    case OpKind::kReshape:
+    case OpKind::kSlice:
+      return OpFamily::kDataMovement;
+    case OpKind::kLayerNorm:
+    case OpKind::kSoftmax:
+    case OpKind::kReduce:
+      return OpFamily::kNormalization;
+    case OpKind::kAdd:
+    case OpKind::kMul:
+    case OpKind::kSub:
+    case OpKind::kDiv:
+    case OpKind::kPad:
+    case OpKind::kResize:
+    case OpKind::kActivation:
+    case OpKind::kFlatten:
       return OpFamily::kElementwise;
   }
+  return OpFamily::kElementwise;
 }
 
 bool HasDispatchFeatures(OpFamily family) {
@@ -135,6 +170,40 @@ void ExtractFeatures(const OpConfig& c, OpFamily family, const DispatchFeatures*
   const Extents e = ExtentsOf(c);
   size_t i = 0;
   auto put = [&](double v) { out[i++] = static_cast<float>(v); };
+  if (family == OpFamily::kMatMul) {
+    // A hand-made config without extents reads as one [rows, k] x [k, n] product.
+    const MatMulDims d = c.matmul.batch > 0 ? c.matmul
+                                            : MatMulDims{1, c.output.h * c.output.w, c.output.c,
+                                                         c.inputs.empty() ? 1 : c.inputs[0].c,
+                                                         1, 1};
+    const double m = static_cast<double>(d.m), n = static_cast<double>(d.n),
+                 k = static_cast<double>(d.k);
+    put(static_cast<double>(d.batch));
+    put(m);
+    put(n);
+    put(k);
+    put(static_cast<double>(d.lhs_batch) * m * k);
+    put(static_cast<double>(d.rhs_batch) * k * n);
+    put(e.out_size);
+    put(c.flops);
+    put(c.bytes);
+    put(d.rhs_batch == 1 && d.batch > 1 ? 1.0 : 0.0);
+    return;
+  }
+  if (family == OpFamily::kNormalization) {
+    // Layer norm and softmax reduce the last axis (the view's channels); a reduce maps its
+    // input onto its output.
+    const double reduced = c.kind == OpKind::kReduce
+                               ? e.in_size / std::max(e.out_size, 1.0)
+                               : (c.inputs.empty() ? 1.0 : static_cast<double>(c.inputs[0].c));
+    put(e.in_size / std::max(reduced, 1.0));
+    put(reduced);
+    put(e.in_size);
+    put(e.out_size);
+    put(c.flops);
+    put(static_cast<double>(c.kind));
+    return;
+  }
   put(e.in_h);
   put(e.in_w);
   put(e.out_h);
@@ -177,6 +246,13 @@ void ExtractFeatures(const OpConfig& c, OpFamily family, const DispatchFeatures*
       put(c.window.stride_h);
       put(c.window.stride_w);
       put(c.kind == OpKind::kMaxPool ? 1.0 : 0.0);
+      break;
+    case OpFamily::kDataMovement:
+      put(e.in_size);
+      put(e.out_size);
+      put(c.bytes);
+      put(static_cast<double>(c.inputs.size()));
+      put(static_cast<double>(c.kind));
       break;
     default:
       put(e.in_size);

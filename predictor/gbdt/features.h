@@ -12,6 +12,15 @@
 // `accumulate` (an input-channel partial sum, which also reads the output back) and, for
 // families that pool several op kinds, the kind itself.
 //
+// The transformer kinds get three families. A MatMul between computed tensors (attention's
+// Q.K^T and A.V) is a batched GEMM whose cost follows batch, M, N and K, which no other
+// family's layout carries. Data movement (transpose, reshape, slice, a concat that copies)
+// does no arithmetic: its time is bytes moved and the access pattern. Normalisation (layer
+// norm, softmax, reduce) makes two or three passes over rows of a reduced length, which sets
+// its cost beside the element count. Model files written before these families existed have
+// no section for them; a family a file lacks is predicted by an analytic roofline
+// (gbdt_latency_model.h), so `kClassicFamilies` are the ones every file must cover.
+//
 // Heights and widths of inputs are the *padded* extents (input rows + top and bottom
 // padding): the phone data records convolutions after an explicit PAD op, so the input a
 // kernel reads is the padded one either way.
@@ -43,15 +52,23 @@ enum class OpFamily : uint8_t {
   kPool,            // max_pool, avg_pool with a sliding window
   kGlobalPool,      // global_avg_pool, and an avg_pool over the whole input
   kConcat,          // concat
-  kElementwise,     // add, mul, sub, pad, resize, activation, softmax, flatten
+  kElementwise,     // add, mul, sub, div, pad, resize, activation, flatten
+  kMatMul,          // matmul (both operands computed, or a constant one)
+  kDataMovement,    // transpose, reshape, slice, concat along another axis than the channels
+  kNormalization,   // layer_norm, softmax, reduce
 };
-inline constexpr int kNumFamilies = 8;
+inline constexpr int kNumFamilies = 11;
 inline constexpr OpFamily kAllFamilies[] = {
-    OpFamily::kConv, OpFamily::kGroupedConv, OpFamily::kDepthwiseConv, OpFamily::kFullyConnected,
-    OpFamily::kPool, OpFamily::kGlobalPool,  OpFamily::kConcat,        OpFamily::kElementwise};
+    OpFamily::kConv,          OpFamily::kGroupedConv,  OpFamily::kDepthwiseConv,
+    OpFamily::kFullyConnected, OpFamily::kPool,        OpFamily::kGlobalPool,
+    OpFamily::kConcat,        OpFamily::kElementwise,  OpFamily::kMatMul,
+    OpFamily::kDataMovement,  OpFamily::kNormalization};
+// The families of the CNN kinds: a model file covers each with a model or a fallback.
+inline constexpr int kNumClassicFamilies = 8;
+bool IsClassicFamily(OpFamily family);
 
 // "conv", "grouped_conv", "depthwise_conv", "fully_connected", "pool", "global_pool", "concat",
-// "elementwise".
+// "elementwise", "matmul", "data_movement", "normalization".
 absl::string_view FamilyName(OpFamily family);
 std::optional<OpFamily> FamilyFromName(absl::string_view name);
 OpFamily FamilyOf(const OpConfig& config);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "predictor/gbdt/baseline_roofline.h"
 
 namespace psched::predictor::gbdt {
 
@@ -10,6 +11,7 @@ absl::StatusOr<std::unique_ptr<GbdtLatencyModel>> GbdtLatencyModel::Create(
     std::string platform, std::vector<DeviceSource> devices, const DispatchSchemes& schemes) {
   auto model = std::unique_ptr<GbdtLatencyModel>(new GbdtLatencyModel());
   std::string identity;
+  std::vector<AnalyticDeviceParams> rooflines;
   for (DeviceSource& source : devices) {
     if (!(std::isfinite(source.extra_us) && source.extra_us >= 0)) {
       return absl::InvalidArgumentError(absl::StrCat("device '", source.name, "': extra_us ",
@@ -33,14 +35,21 @@ absl::StatusOr<std::unique_ptr<GbdtLatencyModel>> GbdtLatencyModel::Create(
     device.extra_us = source.extra_us;
     for (OpFamily f : kAllFamilies) {
       const auto i = static_cast<size_t>(f);
+      if (device.model.For(f) == nullptr) {
+        device.families[i] = Resolved{f, false, true};
+        continue;
+      }
       const OpFamily layout = device.model.families[i].has_value() ? f : *device.model.fallback[i];
-      device.families[i] = Resolved{layout, device.model.gpu && HasDispatchFeatures(layout)};
+      device.families[i] = Resolved{layout, device.model.gpu && HasDispatchFeatures(layout), false};
     }
+    rooflines.push_back(RooflineFromBaselines(device.model, source.name));
     absl::StrAppend(&identity, source.name, "=", ModelFileHash(source.text), "+", source.extra_us,
                     ";");
     model->devices_.push_back(std::move(device));
   }
-  model->version_ = absl::StrCat("gbdt-v1/", platform, "/", ModelFileHash(identity).substr(0, 16));
+  model->roofline_ = std::make_shared<AnalyticModel>(absl::StrCat(platform, "+baselines"),
+                                                     std::move(rooflines));
+  model->version_ = absl::StrCat("gbdt-v2/", platform, "/", ModelFileHash(identity).substr(0, 16));
   return model;
 }
 
@@ -62,6 +71,13 @@ void GbdtLatencyModel::PredictBatch(std::span<const OpConfig> configs, int devic
     size_t end = begin + 1;
     while (end < configs.size() && FamilyOf(configs[end]) == family) ++end;
     const Resolved& r = device.families[static_cast<size_t>(family)];
+    if (r.roofline) {
+      for (size_t i = begin; i < end; ++i) {
+        out[i] = roofline_->PredictUs(configs[i], device_index) + device.extra_us;
+      }
+      begin = end;
+      continue;
+    }
     const FamilyModel& model = *device.model.families[static_cast<size_t>(r.model)];
     const size_t width = FeatureNames(r.model, r.dispatch).size();
     const size_t rows = end - begin;
@@ -84,6 +100,12 @@ void GbdtLatencyModel::PredictBatch(std::span<const OpConfig> configs, int devic
     }
     begin = end;
   }
+}
+
+bool GbdtLatencyModel::PredictsWithFallback(const OpConfig& config, int device_index) const {
+  return devices_[static_cast<size_t>(device_index)]
+      .families[static_cast<size_t>(FamilyOf(config))]
+      .roofline;
 }
 
 }  // namespace psched::predictor::gbdt

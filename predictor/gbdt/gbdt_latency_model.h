@@ -7,8 +7,12 @@
 // scheme their file names; the phone schemes are built in, others (the host OpenCL
 // backend's) are passed to Create.
 //
+// A family a device's file has no model for (the transformer families in a file that predates
+// them, features.h) is predicted by the roofline its own baselines imply
+// (baseline_roofline.h), plus extra_us; PredictsWithFallback says so.
+//
 // A model set is the list of device files; a host-trained set is just another one. Version()
-// is "gbdt-v1/<platform>/<hash>", the hash covering every file's SHA-256, its device name and
+// is "gbdt-v2/<platform>/<hash>", the hash covering every file's SHA-256, its device name and
 // extra_us, so retraining any file changes every plan-cache key that used it.
 //
 // Immutable after Create; all methods are thread-safe.
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "predictor/analytic_model.h"
 #include "predictor/gbdt/model_file.h"
 #include "predictor/latency_model.h"
 
@@ -50,6 +55,7 @@ class GbdtLatencyModel final : public LatencyModel {
   double PredictUs(const OpConfig& config, int device_index) const override;
   void PredictBatch(std::span<const OpConfig> configs, int device_index,
                     std::span<double> out) const override;
+  bool PredictsWithFallback(const OpConfig& config, int device_index) const override;
   std::string Version() const override { return version_; }
 
   const DeviceModel& device_model(int index) const {
@@ -61,6 +67,7 @@ class GbdtLatencyModel final : public LatencyModel {
   struct Resolved {
     OpFamily model = OpFamily::kConv;  // index into DeviceModel::families; also the layout
     bool dispatch = false;             // whether its features include dispatch features
+    bool roofline = false;             // no model: `roofline_` predicts the family
   };
   struct Device {
     DeviceModel model;
@@ -71,6 +78,8 @@ class GbdtLatencyModel final : public LatencyModel {
   GbdtLatencyModel() = default;
 
   std::vector<Device> devices_;
+  // Device i's roofline from its file's baselines; predicts the families a file lacks.
+  std::shared_ptr<const AnalyticModel> roofline_;
   std::string version_;
 };
 

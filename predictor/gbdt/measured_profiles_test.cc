@@ -34,7 +34,7 @@ TEST(MeasuredProfilesTest, EveryMeasuredPlatformLoadsFromTheBuiltInFiles) {
     ASSERT_EQ(p->platform.num_devices(), 3);
     EXPECT_EQ(p->platform.devices[0].name, "gpu");
     EXPECT_EQ(p->platform.devices[0].kind, platform::DeviceKind::kGpu);
-    EXPECT_THAT(p->model->Version(), StartsWith("gbdt-v1/" + m.name + "/"));
+    EXPECT_THAT(p->model->Version(), StartsWith("gbdt-v2/" + m.name + "/"));
     // A 56x56 3x3 conv of 128 -> 128 channels (0.92 GFLOP): the GPU beats both CPU clusters,
     // as on every phone of the data, and every device needs well over 1 ms.
     const OpConfig conv = Conv(56, 128, 128, 3);
@@ -42,6 +42,44 @@ TEST(MeasuredProfilesTest, EveryMeasuredPlatformLoadsFromTheBuiltInFiles) {
     EXPECT_LT(gpu, p->model->PredictUs(conv, 1)) << m.name;
     EXPECT_LT(gpu, p->model->PredictUs(conv, 2)) << m.name;
     EXPECT_GT(gpu, 1000.0) << m.name;
+  }
+}
+
+// The phone files predate the transformer families: the roofline of each file's conv
+// baseline predicts them, finite and growing with the work.
+TEST(MeasuredProfilesTest, TransformerOpsArePredictedByTheRooflineFallback) {
+  OpConfig small;
+  small.kind = model::OpKind::kMatMul;
+  small.inputs = {model::Shape{4 * 49, 1, 32}, model::Shape{4 * 32, 1, 49}};
+  small.output = model::Shape{4 * 49, 1, 49};
+  small.matmul = MatMulDims{4, 49, 49, 32, 4, 4};
+  ComputeCost(small);
+  OpConfig big = small;
+  big.inputs = {model::Shape{12 * 197, 1, 64}, model::Shape{12 * 64, 1, 197}};
+  big.output = model::Shape{12 * 197, 1, 197};
+  big.matmul = MatMulDims{12, 197, 197, 64, 12, 12};
+  ComputeCost(big);
+  OpConfig transpose;
+  transpose.kind = model::OpKind::kTranspose;
+  transpose.inputs = {model::Shape{197, 1, 768}};
+  transpose.output = model::Shape{12 * 197, 1, 64};
+  ComputeCost(transpose);
+  for (const MeasuredPlatform& m : MeasuredPlatforms()) {
+    absl::StatusOr<Profile> p = LoadProfile(m.name);
+    ASSERT_TRUE(p.ok()) << p.status();
+    for (int d = 0; d < 3; ++d) {
+      const double s = p->model->PredictUs(small, d), b = p->model->PredictUs(big, d);
+      const double t = p->model->PredictUs(transpose, d);
+      EXPECT_TRUE(std::isfinite(s) && std::isfinite(b) && std::isfinite(t)) << m.name << d;
+      EXPECT_GT(s, 0) << m.name << d;
+      EXPECT_GT(t, 0) << m.name << d;
+      EXPECT_GT(b, 5 * s) << m.name << d;  // 47x the flops
+      EXPECT_TRUE(p->model->PredictsWithFallback(big, d));
+      EXPECT_FALSE(p->model->PredictsWithFallback(Conv(14, 64, 64, 1), d));
+    }
+    // On the big core the 59.6 MFLOP product takes 0.3-20 ms (3-200 GFLOP/s).
+    EXPECT_GT(p->model->PredictUs(big, 1), 300.0) << m.name;
+    EXPECT_LT(p->model->PredictUs(big, 1), 20000.0) << m.name;
   }
 }
 

@@ -308,7 +308,7 @@ absl::StatusOr<DeviceModel> ParseModelFile(absl::string_view text, absl::string_
   if (!end.ok()) return end.status();
   if (!in.AtEnd()) return in.ErrorAtNext("content after 'end'");
   for (OpFamily f : kAllFamilies) {
-    if (model.For(f) == nullptr) {
+    if (IsClassicFamily(f) && model.For(f) == nullptr) {
       return in.Error(absl::StrCat("no model or fallback for family ", FamilyName(f)));
     }
   }

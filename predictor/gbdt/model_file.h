@@ -18,6 +18,11 @@
 //   fallback elementwise concat    a family without data predicted by another family's model
 //   end
 //
+// Every family of kClassicFamilies has a model or a fallback. The transformer families
+// (matmul, data_movement, normalization) may have neither: files written before they existed
+// have no such section, and a trainer without rows for them writes none; GbdtLatencyModel
+// predicts such a family with an analytic roofline.
+//
 // Numbers are written with enough digits to read back exactly (floats %.9g, doubles %.17g),
 // so writing a parsed file reproduces it byte for byte. The file's SHA-256 is its identity:
 // GbdtLatencyModel::Version() is built from it.
@@ -53,7 +58,8 @@ struct DeviceModel {
   // For a family without its own model: the family whose model predicts it.
   std::array<std::optional<OpFamily>, kNumFamilies> fallback;
 
-  // The family model that predicts `family` (its own or its fallback's); null if none.
+  // The family model that predicts `family` (its own or its fallback's); null if none (only
+  // for a family outside kClassicFamilies in a parsed file).
   const FamilyModel* For(OpFamily family) const;
 };
 
@@ -72,7 +78,7 @@ struct ModelExpectation {
 // `source` names the bytes in errors (a path, or "embedded:pixel4-measured/gpu.gbdt").
 // Refuses: a wrong magic or version, unknown keys or families, a feature list that differs
 // from this build's layout, malformed numbers, invalid trees (TreeEnsemble::Validate), a
-// fallback to a family without a model, a family neither modelled nor covered by a
+// fallback to a family without a model, a classic family neither modelled nor covered by a
 // fallback, a file that ends early, and a file that does not meet `expect` (trained for
 // another device or device kind, an unknown dispatch scheme).
 absl::StatusOr<DeviceModel> ParseModelFile(absl::string_view text, absl::string_view source,

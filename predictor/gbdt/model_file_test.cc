@@ -13,7 +13,8 @@ namespace {
 using ::testing::HasSubstr;
 
 // A GPU model with a conv family (a split on out_c) and a concat family that every other
-// family falls back to.
+// classic family falls back to; like a file written before the transformer families, it has
+// nothing for them.
 DeviceModel SmallGpuModel() {
   DeviceModel m;
   m.device = "phone/gpu";
@@ -33,7 +34,7 @@ DeviceModel SmallGpuModel() {
       TreeEnsemble(0, static_cast<int>(FeatureNames(OpFamily::kConcat, true).size()), {});
   m.families[static_cast<size_t>(OpFamily::kConcat)] = concat;
   for (OpFamily f : kAllFamilies) {
-    if (!m.families[static_cast<size_t>(f)].has_value())
+    if (IsClassicFamily(f) && !m.families[static_cast<size_t>(f)].has_value())
       m.fallback[static_cast<size_t>(f)] = OpFamily::kConcat;
   }
   m.fallback[static_cast<size_t>(OpFamily::kGroupedConv)] = OpFamily::kConv;
@@ -145,6 +146,63 @@ TEST(GbdtLatencyModelTest, PredictsBaselineTimesExpOfTheTreesPlusExtra) {
   EXPECT_NEAR((*model)->PredictUs(add, 0), 1.5 * add.bytes / 1e6 + 20.0 + 10.0, 1e-9);
 }
 
+TEST(ModelFileTest, TransformerFamiliesMayBeAbsentOrFallBack) {
+  DeviceModel m = SmallGpuModel();
+  absl::StatusOr<DeviceModel> parsed = ParseModelFile(FormatModelFile(m), "old.gbdt");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->For(OpFamily::kMatMul), nullptr);
+  EXPECT_EQ(parsed->For(OpFamily::kDataMovement), nullptr);
+  EXPECT_EQ(parsed->For(OpFamily::kNormalization), nullptr);
+  // A file may also name a fallback for them, and it round-trips.
+  m.fallback[static_cast<size_t>(OpFamily::kMatMul)] = OpFamily::kConv;
+  const std::string text = FormatModelFile(m);
+  EXPECT_THAT(text, HasSubstr("fallback matmul conv\n"));
+  parsed = ParseModelFile(text, "new.gbdt");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->For(OpFamily::kMatMul), &*parsed->families[0]);
+  EXPECT_EQ(FormatModelFile(*parsed), text);
+}
+
+TEST(GbdtLatencyModelTest, AFamilyTheFileLacksIsPredictedByTheBaselineRoofline) {
+  GbdtLatencyModel::DeviceSource gpu{"gpu",       "small.gbdt", FormatModelFile(SmallGpuModel()),
+                                     "phone/gpu", true,         10.0};
+  absl::StatusOr<std::unique_ptr<GbdtLatencyModel>> model = GbdtLatencyModel::Create("p", {gpu});
+  ASSERT_TRUE(model.ok()) << model.status();
+  // [12, 197, 64] x [12, 64, 197]: 59.6 MFLOP, 2.47 MB.
+  OpConfig matmul;
+  matmul.kind = model::OpKind::kMatMul;
+  matmul.inputs = {model::Shape{12 * 197, 1, 64}, model::Shape{12 * 64, 1, 197}};
+  matmul.output = model::Shape{12 * 197, 1, 197};
+  matmul.matmul = MatMulDims{12, 197, 197, 64, 12, 12};
+  ComputeCost(matmul);
+  // The conv baseline: 0.01 us/MFLOP is 100 TFLOP/s, 2 us/MB is 500 GB/s, 5 us per op; the
+  // memory term dominates.
+  const double expected = std::max(matmul.flops / 100e6, matmul.bytes / 500e3) + 5.0 + 10.0;
+  EXPECT_NEAR((*model)->PredictUs(matmul, 0), expected, 1e-9);
+  EXPECT_TRUE((*model)->PredictsWithFallback(matmul, 0));
+  OpConfig ln;
+  ln.kind = model::OpKind::kLayerNorm;
+  ln.inputs = {model::Shape{197, 1, 768}};
+  ln.output = model::Shape{197, 1, 768};
+  ComputeCost(ln);
+  const double ln_us = (*model)->PredictUs(ln, 0);
+  EXPECT_TRUE(std::isfinite(ln_us));
+  EXPECT_GT(ln_us, 15.0);
+  OpConfig add;
+  add.kind = model::OpKind::kAdd;
+  add.inputs = {model::Shape{8, 8, 4}, model::Shape{8, 8, 4}};
+  add.output = model::Shape{8, 8, 4};
+  ComputeCost(add);
+  EXPECT_FALSE((*model)->PredictsWithFallback(add, 0));
+  // A batch mixing families gives what one prediction at a time gives.
+  const std::vector<OpConfig> batch = {add, matmul, ln, add};
+  std::vector<double> out(batch.size());
+  (*model)->PredictBatch(batch, 0, out);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_DOUBLE_EQ(out[i], (*model)->PredictUs(batch[i], 0)) << i;
+  }
+}
+
 TEST(GbdtLatencyModelTest, VersionIsTheContentHash) {
   const std::string text = FormatModelFile(SmallGpuModel());
   auto version = [](const std::string& t, double extra) {
@@ -154,7 +212,7 @@ TEST(GbdtLatencyModelTest, VersionIsTheContentHash) {
     return m.ok() ? (*m)->Version() : std::string();
   };
   const std::string v = version(text, 10);
-  EXPECT_THAT(v, ::testing::MatchesRegex("gbdt-v1/p/[0-9a-f]{16}"));
+  EXPECT_THAT(v, ::testing::MatchesRegex("gbdt-v2/p/[0-9a-f]{16}"));
   EXPECT_EQ(version(text, 10), v);
   EXPECT_NE(version(absl::StrReplaceAll(text, {{"l 0.375", "l 0.376"}}), 10), v);
   EXPECT_NE(version(absl::StrReplaceAll(text, {{"a test model", "a test modeL"}}), 10), v);

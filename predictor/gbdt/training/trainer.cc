@@ -15,9 +15,11 @@
 namespace psched::predictor::gbdt::training {
 namespace {
 
-// Which modelled family predicts a family without rows, nearest first.
+// Which modelled family predicts a classic family without rows, nearest first. The transformer
+// families get no fallback: GbdtLatencyModel predicts them with its analytic roofline, which
+// a conv's or an add's trees would not beat.
 using F = OpFamily;
-constexpr OpFamily kFallbackOrder[kNumFamilies][kNumFamilies - 1] = {
+constexpr OpFamily kFallbackOrder[kNumClassicFamilies][kNumClassicFamilies - 1] = {
     /*conv*/ {F::kGroupedConv, F::kDepthwiseConv, F::kFullyConnected, F::kPool, F::kGlobalPool,
               F::kConcat, F::kElementwise},
     /*grouped_conv*/
@@ -164,7 +166,7 @@ absl::Status FillFallbacks(DeviceModel& model) {
   if (!any) return absl::InvalidArgumentError("no family has training rows");
   for (OpFamily f : kAllFamilies) {
     const auto i = static_cast<size_t>(f);
-    if (model.families[i].has_value()) continue;
+    if (model.families[i].has_value() || !IsClassicFamily(f)) continue;
     for (OpFamily target : kFallbackOrder[i]) {
       if (model.families[static_cast<size_t>(target)].has_value()) {
         model.fallback[i] = target;
