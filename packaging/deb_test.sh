@@ -91,7 +91,8 @@ listing() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ { print $6 }' | sort; }
 } | sort >"$work/want-psched"
 py=./usr/lib/python3/dist-packages/psched
 {
-  printf "$py/%s\n" __init__.py _version.py client.py errors.py external_data.py py.typed tensors.py \
+  printf "$py/%s\n" __init__.py _version.py client.py errors.py external_data.py py.typed session.py \
+    tensors.py \
     v1/__init__.py
   for proto in "$src"/proto/psched/v1/*.proto; do
     stem="$(basename "$proto" .proto)"

@@ -5,6 +5,9 @@
     model = client.add_model("squeezenet_v1_1.onnx")
     outputs = client.infer(model, {"input": np.zeros((1, 3, 224, 224), np.float32)})
 
+or, for code written against ONNX Runtime, ``psched.InferenceSession(path)`` with
+``get_inputs()`` and ``run(None, {name: array})``.
+
 See docs/python.md. The psched.v1 protobuf modules (``psched.v1.model_pb2``, ...) are
 generated from proto/psched/v1 when the package is built.
 """
@@ -27,6 +30,7 @@ from psched.errors import (
     UnimplementedError,
 )
 from psched.external_data import ExternalDataError
+from psched.session import InferenceSession, ModelMetadata, NodeArg
 
 __all__ = [
     "__version__",
@@ -36,6 +40,9 @@ __all__ = [
     "ModelSource",
     "Outputs",
     "ExternalDataError",
+    "InferenceSession",
+    "ModelMetadata",
+    "NodeArg",
     "CancelledError",
     "DataLossError",
     "DeadlineExceededError",
