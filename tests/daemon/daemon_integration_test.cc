@@ -34,6 +34,7 @@
 #include "absl/strings/str_cat.h"
 #include "cache/sqlite.h"
 #include "client/client.h"
+#include "client/session.h"
 #include "executor/npy.h"
 #include "executor/testing/tensor_compare.h"
 #include "gmock/gmock.h"
@@ -401,6 +402,62 @@ TEST_F(DaemonTest, SqueezenetPlanCachedAcrossRestartAndInferenceMatchesReference
   EXPECT_EQ(got.shape, want.shape);
   EXPECT_LT(MaxDiff(got.data, want.data), 1e-4);
   EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// client::Session: the tiny CNN run by input name matches PyTorch, outputs come in the order
+// asked, a bad feed is refused before it is sent, and the example program runs as documented.
+TEST_F(DaemonTest, SessionRunsByNameRefusesBadFeedsAndTheExampleRuns) {
+  Start();
+  client::ClientOptions options;
+  options.socket = socket_;
+  absl::StatusOr<client::Session> session = client::Session::Create(kTinyModel, options);
+  ASSERT_TRUE(session.ok()) << session.status() << Log();
+  ASSERT_EQ(session->inputs().size(), 1u);
+  ASSERT_EQ(session->outputs().size(), 1u);
+  const client::TensorSpec& input = session->inputs()[0];
+  executor::NpyArray x = *executor::ReadNpy(kTinyInput);
+  executor::NpyArray want = *executor::ReadNpy(kTinyOutput);
+  client::Tensor tensor{{x.shape.begin(), x.shape.end()}, x.data};
+  EXPECT_EQ(tensor.dims, input.dims);
+
+  absl::StatusOr<std::vector<client::Tensor>> out = session->Run({{input.name, tensor}});
+  ASSERT_TRUE(out.ok()) << out.status() << Log();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].dims, std::vector<int64_t>(want.shape.begin(), want.shape.end()));
+  EXPECT_LT(RelativeL2((*out)[0].data, want.data), 1e-4);
+  absl::StatusOr<std::vector<client::Tensor>> named =
+      session->Run({{input.name, tensor}}, {session->outputs()[0].name});
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ((*named)[0].data, (*out)[0].data);
+
+  auto refused = [&](const std::map<std::string, client::Tensor>& feed,
+                     const std::vector<std::string>& names, const std::string& message) {
+    absl::StatusOr<std::vector<client::Tensor>> r = session->Run(feed, names);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr(message));
+  };
+  refused({{"nope", tensor}}, {}, "required inputs missing from the feed: " + input.name);
+  refused({{input.name, tensor}, {"nope", tensor}}, {}, "invalid input name: nope");
+  refused({{input.name, tensor}}, {"nope"}, "invalid output name: nope");
+  client::Tensor short_data = tensor;
+  short_data.data.pop_back();
+  refused({{input.name, short_data}}, {}, "values for dims");
+  client::Tensor wrong_dims = tensor;
+  wrong_dims.dims.back() += 1;
+  refused({{input.name, wrong_dims}}, {}, "the model declares");
+  EXPECT_EQ(client::Session::Create(dir_ + "/missing.onnx", options).status().code(),
+            absl::StatusCode::kNotFound);
+
+  const std::string command =
+      absl::StrCat(SESSION_EXAMPLE_PATH, " ", kTinyModel, " ", socket_, " 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string printed;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) printed.append(buffer, n);
+  ASSERT_EQ(pclose(pipe), 0) << printed;
+  EXPECT_THAT(printed, ::testing::MatchesRegex(session->outputs()[0].name +
+                                               ": dims [0-9 ]+, argmax [0-9]+\n"));
 }
 
 // The store edited behind the daemon's back: a cached plan missing an op and a model whose
