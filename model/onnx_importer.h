@@ -222,6 +222,9 @@ class Importer {
   absl::StatusOr<const Value*> InputValue(const NodeProto& node, int index) const;
   absl::StatusOr<const Value*> ActivationInput(const NodeProto& node, int index) const;
   absl::StatusOr<ConstPtr> ConstantInput(const NodeProto& node, int index, bool need_data) const;
+  // The `axes` of a Reduce*/Squeeze/Unsqueeze node: its constant input 1 when the opset moved
+  // them there (`as_input`), else its attribute; empty when absent.
+  absl::StatusOr<std::vector<int64_t>> Axes(const NodeProto& node, bool as_input) const;
   absl::Status CheckOutputs(const NodeProto& node, int max_used) const;
 
   // Shapes and limits.

@@ -357,19 +357,9 @@ absl::Status Importer::ConvertSqueeze(const NodeProto& node) {
   const bool unsqueeze = node.op_type() == "Unsqueeze";
   auto x = InputValue(node, 0);
   if (!x.ok()) return x.status();
-  std::vector<int64_t> axes;
-  if (opset_ >= 13) {
-    if (HasInput(node, 1)) {
-      auto a = ConstantInput(node, 1, true);
-      if (!a.ok()) return a.status();
-      if (!(*a)->IsInteger()) return NodeError(node, "axes must be integers");
-      axes = (*a)->ints;
-    }
-  } else {
-    auto a = AttrInts(node, "axes", {});
-    if (!a.ok()) return a.status();
-    axes = *a;
-  }
+  auto given_axes = Axes(node, opset_ >= 13);
+  if (!given_axes.ok()) return given_axes.status();
+  const std::vector<int64_t> axes = *std::move(given_axes);
   std::vector<int64_t> in = (*x)->is_constant() ? (*x)->constant->dims : (*x)->onnx_dims;
   std::vector<int64_t> out;
   if (unsqueeze) {

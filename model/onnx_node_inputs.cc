@@ -109,6 +109,16 @@ absl::StatusOr<ConstPtr> Importer::ConstantInput(const NodeProto& node, int inde
   return (*value)->constant;
 }
 
+absl::StatusOr<std::vector<int64_t>> Importer::Axes(const NodeProto& node,
+                                                    bool as_input) const {
+  if (!as_input) return AttrInts(node, "axes", {});
+  if (!HasInput(node, 1)) return std::vector<int64_t>{};
+  auto axes = ConstantInput(node, 1, true);
+  if (!axes.ok()) return axes.status();
+  if (!(*axes)->IsInteger()) return NodeError(node, "axes must be integers");
+  return (*axes)->ints;
+}
+
 absl::Status Importer::CheckOutputs(const NodeProto& node, int max_used) const {
   if (node.output_size() == 0 || node.output(0).empty()) {
     return NodeError(node, "has no output");

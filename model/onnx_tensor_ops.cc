@@ -468,20 +468,9 @@ absl::Status Importer::ConvertReduce(const NodeProto& node) {
   auto noop = AttrInt(node, "noop_with_empty_axes", 0);
   if (!keepdims.ok()) return keepdims.status();
   if (!noop.ok()) return noop.status();
-  std::vector<int64_t> axes;
-  const bool axes_as_input = type == "ReduceSum" ? opset_ >= 13 : opset_ >= 18;
-  if (axes_as_input) {
-    if (HasInput(node, 1)) {
-      auto a = ConstantInput(node, 1, true);
-      if (!a.ok()) return a.status();
-      if (!(*a)->IsInteger()) return NodeError(node, "axes must be integers");
-      axes = (*a)->ints;
-    }
-  } else {
-    auto a = AttrInts(node, "axes", {});
-    if (!a.ok()) return a.status();
-    axes = *a;
-  }
+  auto given_axes = Axes(node, type == "ReduceSum" ? opset_ >= 13 : opset_ >= 18);
+  if (!given_axes.ok()) return given_axes.status();
+  std::vector<int64_t> axes = *std::move(given_axes);
   const std::vector<int64_t>& in = (*x)->onnx_dims;
   if (axes.empty()) {
     if (*noop != 0) {
