@@ -21,8 +21,10 @@ configure: $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job end to end: start pschedd, add a model, plan it, run it, stop.
-demo: build
+# The main job end to end: start pschedd, add a model, plan it, run it, stop. Builds only
+# the two programs it runs.
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target pschedd pschedctl
 	./scripts/demo.sh $(BUILD)
 
 # Run pschedd in the foreground on a private socket and state dir.
