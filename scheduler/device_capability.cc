@@ -17,6 +17,9 @@ bool DeviceRunsOp(platform::DeviceKind kind, const model::Graph& graph, model::O
     case model::OpKind::kFlatten:
     case model::OpKind::kActivation:
       return true;
+    case model::OpKind::kMatMul:
+      // psched_matmul: batched, broadcast over up to four batch dims (any canonical rank).
+      return true;
     case model::OpKind::kFullyConnected:
       return out.shape.h * out.shape.w == 1;
     case model::OpKind::kSoftmax:

@@ -402,6 +402,69 @@ TEST(ElementwiseKernelTest, ActivationsAndSoftmaxMatchReference) {
                    "softmax_clip");
 }
 
+// One op over row-major tensors of the given physical dims; input `constant_input` (-1: none)
+// is a seeded random constant.
+Graph RowMajorOp(OpKind kind, const std::vector<std::vector<int64_t>>& inputs,
+                 const std::vector<int64_t>& out, model::OpAttrs attrs = {}, Activation act = {},
+                 int constant_input = -1) {
+  GraphBuilder b(std::string(model::OpKindName(kind)));
+  std::vector<model::TensorId> ids;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Shape view = model::ViewOf(inputs[i], /*channels_last=*/false);
+    ids.push_back(static_cast<int>(i) == constant_input
+                      ? b.AddConstantTensor(view, RandomVector(static_cast<size_t>(
+                                                                   view.Elements()),
+                                                               23))
+                      : b.AddInput(view));
+  }
+  b.MarkOutput(b.AddOp(kind, ids, model::ViewOf(out, false), std::move(attrs), act));
+  Graph g = b.Build();
+  std::vector<std::vector<int64_t>> all = inputs;
+  all.push_back(out);
+  for (size_t t = 0; t < all.size(); ++t) {
+    model::Tensor& tensor = g.tensors[t];
+    tensor.dims = all[t];
+    tensor.channels_last = false;
+    tensor.onnx_rank = static_cast<int32_t>(all[t].size());
+    if (tensor.constant != model::kInvalidId) {
+      g.constants[static_cast<size_t>(tensor.constant)].dims = all[t];
+    }
+  }
+  return g;
+}
+
+// Sizes straddle the 32-wide output tile and the 16-deep k step; batches broadcast either
+// operand, across ranks, and a constant operand comes from the op's weights.
+TEST(MatMulKernelTest, BatchedBroadcastAndOddSizesMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kMatMul, {{1, 1}, {1, 1}}, {1, 1}), "1x1x1");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kMatMul, {{37, 19}, {19, 45}}, {37, 45}),
+                   "37x19x45");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kMatMul, {{64, 32}, {32, 64}}, {64, 64}),
+                   "64x32x64 exact tiles");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{3, 33, 17}, {3, 17, 31}}, {3, 33, 31}),
+                   "batched 3");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{2, 3, 5, 7}, {3, 7, 9}}, {2, 3, 5, 9}),
+                   "b broadcast over the leading dim");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{2, 1, 5, 7}, {1, 4, 7, 6}}, {2, 4, 5, 6}),
+                   "both broadcast");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{1, 2, 1, 3, 1, 40}, {2, 1, 2, 1, 40, 3}},
+                              {2, 2, 2, 3, 1, 3}),
+                   "rank 6");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{2, 50, 70}, {70, 33}}, {2, 50, 33}, {},
+                              Act(ActivationKind::kGelu), /*constant_input=*/1),
+                   "constant b, gelu");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{9, 21}, {4, 21, 10}}, {4, 9, 10}, {},
+                              Act(ActivationKind::kRelu), /*constant_input=*/0),
+                   "constant a broadcast, relu");
+}
+
 TEST(KernelProfilingTest, EnqueueReturnsAProfiledEvent) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   const ConvCase c{"profiled", {6, 7, 5}, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}};
