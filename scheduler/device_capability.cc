@@ -23,7 +23,10 @@ bool DeviceRunsOp(platform::DeviceKind kind, const model::Graph& graph, model::O
     case model::OpKind::kFullyConnected:
       return out.shape.h * out.shape.w == 1;
     case model::OpKind::kSoftmax:
-      return out.shape.h * out.shape.w == 1 || out.channels_last;
+      // Over the last axis: psched_softmax per pixel of an image, psched_softmax_rows per
+      // row of a row-major tensor.
+    case model::OpKind::kLayerNorm:
+      return true;
     case model::OpKind::kAdd:
     case model::OpKind::kMul:
     case model::OpKind::kSub:

@@ -24,6 +24,8 @@ using model::SplitAxis;
 constexpr int32_t kStore = 0;
 constexpr int32_t kAdd = 1;
 constexpr int32_t kAtomicAdd = 2;
+// PSCHED_ROW_WG in kernels/tensor.cl: the work-group of the per-row kernels.
+constexpr size_t kRowGroup = 64;
 
 std::string ComputeProgramSource() {
   using namespace embedded;  // NOLINT(build/namespaces): the generated constants
@@ -272,8 +274,21 @@ absl::StatusOr<std::shared_ptr<SvmArena>> KernelFactory::Weights(OpId id) {
       if (!bias.ok()) return bias.status();
       packed.insert(packed.end(), (*bias)->begin(), (*bias)->end());
     }
+  } else if (op.kind == OpKind::kLayerNorm) {
+    const auto& ln = std::get<model::LayerNormAttrs>(op.attrs);
+    const int64_t n = graph_->output_shape(id).c;
+    auto scale = constant(ln.scale, n, "scale");
+    if (!scale.ok()) return scale.status();
+    packed = **scale;
+    if (ln.bias != model::kInvalidId) {
+      auto bias = constant(ln.bias, n, "bias");
+      if (!bias.ok()) return bias.status();
+      packed.insert(packed.end(), (*bias)->begin(), (*bias)->end());
+    } else {
+      packed.resize(static_cast<size_t>(2 * n), 0.0f);
+    }
   } else {
-    // Binary ops: constant operands, concatenated in input order.
+    // Binary ops and matmul: constant operands, concatenated in input order.
     for (model::TensorId t : op.inputs) {
       const model::Tensor& tensor = graph_->tensor(t);
       if (tensor.constant == model::kInvalidId) continue;
@@ -668,12 +683,41 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
     }
     case OpKind::kSoftmax: {
       if (in != out) return OpError(*graph_, id, "input and output shapes differ");
+      if (!graph_->tensor(op.output).channels_last) {
+        // Row-major (transformer) rows are long: a work-group per row.
+        auto k = add_launch("psched_softmax_rows", 1,
+                            static_cast<size_t>(out.h * out.w) * kRowGroup, 1, 1);
+        if (!k.ok()) return k.status();
+        kernel.launches_.back().local[0] = kRowGroup;
+        ArgBinder args(*k);
+        args.Tensor(*arena_, in_off->offset, in_off->stride);
+        args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.c);
+        args.Activation(op.activation);
+        return args.status();
+      }
       auto k = add_launch("psched_softmax", 1, static_cast<size_t>(out.h * out.w), 1, 1);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
       args.Tensor(*arena_, in_off->offset, in_off->stride);
       args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.h * out.w);
       args.Int(out.c).Activation(op.activation);
+      return args.status();
+    }
+    case OpKind::kLayerNorm: {
+      const auto* ln = std::get_if<model::LayerNormAttrs>(&op.attrs);
+      if (ln == nullptr) return OpError(*graph_, id, "expects LayerNormAttrs");
+      if (in != out) return OpError(*graph_, id, "input and output shapes differ");
+      absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
+      if (!weights.ok()) return weights.status();
+      kernel.weights_ = *weights;
+      auto k = add_launch("psched_layer_norm", 1,
+                          static_cast<size_t>(out.h * out.w) * kRowGroup, 1, 1);
+      if (!k.ok()) return k.status();
+      kernel.launches_.back().local[0] = kRowGroup;
+      ArgBinder args(*k);
+      args.Tensor(*arena_, in_off->offset, in_off->stride);
+      args.Tensor(*arena_, out_off->offset, out_off->stride);
+      args.Memory(**weights).Int(out.c).Float(ln->epsilon).Activation(op.activation);
       return args.status();
     }
     default:

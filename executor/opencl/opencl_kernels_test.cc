@@ -465,6 +465,39 @@ TEST(MatMulKernelTest, BatchedBroadcastAndOddSizesMatchReference) {
                    "constant a broadcast, relu");
 }
 
+// A layer norm over the last of `dims` with seeded random scale (and bias, when `bias`).
+Graph LayerNormGraph(const std::vector<int64_t>& dims, bool bias, float epsilon,
+                     Activation act = {}) {
+  Graph g = RowMajorOp(OpKind::kLayerNorm, {dims}, dims, model::LayerNormAttrs{}, act);
+  const int64_t n = dims.back();
+  auto& ln = std::get<model::LayerNormAttrs>(g.ops[0].attrs);
+  ln.epsilon = epsilon;
+  ln.scale = static_cast<model::ConstantId>(g.constants.size());
+  g.constants.push_back({"scale", {n}, RandomVector(static_cast<size_t>(n), 31, 0.5f, 1.5f)});
+  if (bias) {
+    ln.bias = static_cast<model::ConstantId>(g.constants.size());
+    g.constants.push_back({"bias", {n}, RandomVector(static_cast<size_t>(n), 37)});
+  }
+  return g;
+}
+
+// Rows shorter and longer than the 64-wide work-group, and not a multiple of it.
+TEST(RowKernelTest, RowMajorSoftmaxAndLayerNormMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kSoftmax, {{2, 4, 17, 17}}, {2, 4, 17, 17}),
+                   "softmax rows 17");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kSoftmax, {{3, 197}}, {3, 197}), "softmax rows 197");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kSoftmax, {{5, 1}}, {5, 1}, {},
+                              Act(ActivationKind::kClip, 0.0f, 0.5f)),
+                   "softmax rows 1, clip");
+  CheckOpAllSlices(device, LayerNormGraph({17, 32}, true, 1e-5f), "layer norm 17x32");
+  CheckOpAllSlices(device, LayerNormGraph({2, 5, 131}, false, 1e-6f), "layer norm no bias");
+  CheckOpAllSlices(device, LayerNormGraph({3, 7}, true, 1e-3f, Act(ActivationKind::kGelu)),
+                   "layer norm 7, gelu");
+  CheckOpAllSlices(device, LayerNormGraph({1, 768}, true, 1e-5f), "layer norm 768");
+}
+
 TEST(KernelProfilingTest, EnqueueReturnsAProfiledEvent) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   const ConvCase c{"profiled", {6, 7, 5}, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}};

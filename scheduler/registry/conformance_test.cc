@@ -318,7 +318,7 @@ TEST_F(MethodConformanceTest, EighteenModelsOnAThreeDeviceProfile) {
 }
 
 // Transformer graphs hold op kinds the GPU has no kernel for (transpose, reshape, slice, ...)
-// beside ones it has (matmul): every method keeps the former off the GPU (ValidateSchedule
+// beside ones it has (matmul, softmax, layer norm): every method keeps the former off the GPU (ValidateSchedule
 // checks each subtask's device), and single:gpu refuses the graph instead of placing them there.
 TEST_F(MethodConformanceTest, OpsWithoutAGpuKernelNeverLandOnTheGpu) {
   for (const char* name : {"sequence", "encoder"}) {
@@ -334,6 +334,8 @@ TEST_F(MethodConformanceTest, OpsWithoutAGpuKernelNeverLandOnTheGpu) {
       cpu_only += runs ? 0 : 1;
       switch (graph->op(op).kind) {
         case model::OpKind::kMatMul:
+        case model::OpKind::kSoftmax:
+        case model::OpKind::kLayerNorm:
           EXPECT_TRUE(runs) << name << " op " << op;
           break;
         case model::OpKind::kTranspose:

@@ -67,3 +67,79 @@ void psched_matmul(__global const float* a, int a_off, __global const float* b, 
     }
   }
 }
+
+// Row kernels: one work-group of PSCHED_ROW_WG work-items per row of `n` floats (row r at
+// off + r * ps), each work-item striding over the row, combined in local memory. Rows of
+// transformer tensors are few and long (tokens x features), so a row is spread over a group
+// instead of one work-item.
+#define PSCHED_ROW_WG 64
+
+inline float psched_group_sum(float v, __local float* part) {
+  const int lid = get_local_id(0);
+  part[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = PSCHED_ROW_WG / 2; s > 0; s >>= 1) {
+    if (lid < s) part[lid] += part[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float r = part[0];
+  barrier(CLK_LOCAL_MEM_FENCE);  // part is reused by the next reduction
+  return r;
+}
+
+inline float psched_group_max(float v, __local float* part) {
+  const int lid = get_local_id(0);
+  part[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = PSCHED_ROW_WG / 2; s > 0; s >>= 1) {
+    if (lid < s) part[lid] = fmax(part[lid], part[lid + s]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float r = part[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+// Softmax over each row, max-subtracted.
+__kernel __attribute__((reqd_work_group_size(PSCHED_ROW_WG, 1, 1)))
+void psched_softmax_rows(__global const float* in, int in_off, int in_ps, __global float* out,
+                         int out_off, int out_ps, int n, int act_kind, float4 act) {
+  __local float part[PSCHED_ROW_WG];
+  const int row = get_group_id(0), lid = get_local_id(0);
+  __global const float* x = in + in_off + row * in_ps;
+  __global float* y = out + out_off + row * out_ps;
+  float m = -INFINITY;
+  for (int i = lid; i < n; i += PSCHED_ROW_WG) m = fmax(m, x[i]);
+  m = psched_group_max(m, part);
+  float s = 0.0f;
+  for (int i = lid; i < n; i += PSCHED_ROW_WG) s += exp(x[i] - m);
+  const float inv = 1.0f / psched_group_sum(s, part);
+  for (int i = lid; i < n; i += PSCHED_ROW_WG) {
+    y[i] = psched_activate(exp(x[i] - m) * inv, act_kind, act);
+  }
+}
+
+// Layer norm over each row: (x - mean) / sqrt(variance + epsilon) * scale + bias, the
+// variance from a second pass over x - mean. weights holds scale [n] then bias [n].
+__kernel __attribute__((reqd_work_group_size(PSCHED_ROW_WG, 1, 1)))
+void psched_layer_norm(__global const float* in, int in_off, int in_ps, __global float* out,
+                       int out_off, int out_ps, __global const float* weights, int n,
+                       float epsilon, int act_kind, float4 act) {
+  __local float part[PSCHED_ROW_WG];
+  const int row = get_group_id(0), lid = get_local_id(0);
+  __global const float* x = in + in_off + row * in_ps;
+  __global float* y = out + out_off + row * out_ps;
+  float s = 0.0f;
+  for (int i = lid; i < n; i += PSCHED_ROW_WG) s += x[i];
+  const float mean = psched_group_sum(s, part) / n;
+  float q = 0.0f;
+  for (int i = lid; i < n; i += PSCHED_ROW_WG) {
+    const float d = x[i] - mean;
+    q = fma(d, d, q);
+  }
+  const float inv = 1.0f / sqrt(psched_group_sum(q, part) / n + epsilon);
+  for (int i = lid; i < n; i += PSCHED_ROW_WG) {
+    const float v = (x[i] - mean) * inv * weights[i] + weights[n + i];
+    y[i] = psched_activate(v, act_kind, act);
+  }
+}
