@@ -729,7 +729,8 @@ absl::Status KernelFactory::BuildMatMul(OpId id, OpKernel& kernel) {
   const model::Op& op = graph_->op(id);
   const std::vector<int64_t> out = model::PhysicalDims(graph_->tensor(op.output));
   // psched_matmul's tile and work-group shape (kernels/tensor.cl).
-  constexpr int64_t kTile = 32;
+  constexpr int64_t kTileM = 32;
+  constexpr int64_t kTileN = 64;
   constexpr int64_t kGroup = 8;
   constexpr size_t kMaxBatchDims = 4;
   if (out.size() - 2 > kMaxBatchDims) {
@@ -784,8 +785,8 @@ absl::Status KernelFactory::BuildMatMul(OpId id, OpKernel& kernel) {
   OpKernel::Launch launch;
   launch.kernel = *k_or;
   launch.dims = 3;
-  launch.global[0] = static_cast<size_t>((n + kTile - 1) / kTile * kGroup);
-  launch.global[1] = static_cast<size_t>((m + kTile - 1) / kTile * kGroup);
+  launch.global[0] = static_cast<size_t>((n + kTileN - 1) / kTileN * kGroup);
+  launch.global[1] = static_cast<size_t>((m + kTileM - 1) / kTileM * kGroup);
   launch.global[2] = static_cast<size_t>(std::max<int64_t>(model::ElementsOf(batch), 1));
   launch.local[0] = kGroup;
   launch.local[1] = kGroup;

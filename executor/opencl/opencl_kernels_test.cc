@@ -433,8 +433,9 @@ Graph RowMajorOp(OpKind kind, const std::vector<std::vector<int64_t>>& inputs,
   return g;
 }
 
-// Sizes straddle the 32-wide output tile and the 16-deep k step; batches broadcast either
-// operand, across ranks, and a constant operand comes from the op's weights.
+// Sizes straddle the 32x64 output tile, a work-item's 8 columns and the 16-deep k step;
+// batches broadcast either operand, across ranks, and a constant operand comes from the op's
+// weights.
 TEST(MatMulKernelTest, BatchedBroadcastAndOddSizesMatchReference) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   CheckOpAllSlices(device, RowMajorOp(OpKind::kMatMul, {{1, 1}, {1, 1}}, {1, 1}), "1x1x1");
@@ -442,6 +443,8 @@ TEST(MatMulKernelTest, BatchedBroadcastAndOddSizesMatchReference) {
                    "37x19x45");
   CheckOpAllSlices(device, RowMajorOp(OpKind::kMatMul, {{64, 32}, {32, 64}}, {64, 64}),
                    "64x32x64 exact tiles");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kMatMul, {{33, 70}, {70, 131}}, {33, 131}),
+                   "33x70x131");
   CheckOpAllSlices(device,
                    RowMajorOp(OpKind::kMatMul, {{3, 33, 17}, {3, 17, 31}}, {3, 33, 31}),
                    "batched 3");

@@ -1,24 +1,26 @@
 // Kernels of the general tensor kinds over contiguous row-major buffers.
 
 // MatMul: C[b] = act(A[b] x B[b]) with A[b] [m][k], B[b] [k][n] and C[b] [m][n] row-major.
-// Work-group (8, 8) computes a 32x32 tile of C, each work-item a 4x4 block (rows ly + 8i,
-// columns lx + 8j), stepping through k 16 at a time via tiles of A and B staged in local
-// memory; loads outside the matrices read 0, so any m, n, k works. Dimension 2 is the batch:
-// its index is decomposed over `batch` (up to four dims, innermost in .w) and the operands'
-// matrix strides `a_batch` / `b_batch` (0 along broadcast dims) pick each operand's matrix.
-#define PSCHED_MM_TILE 32
+// Work-group (8, 8) computes a 32x64 tile of C, each work-item a 4x8 block (rows 4 ly + i,
+// columns 8 lx + j, one float8 accumulator per row), stepping through k PSCHED_MM_TK at a time
+// via tiles of A and B staged in local memory; loads outside the matrices read 0, so any m, n,
+// k works. Dimension 2 is the batch: its index is decomposed over `batch` (up to four dims,
+// innermost in .w) and the operands' matrix strides `a_batch` / `b_batch` (0 along broadcast
+// dims) pick each operand's matrix.
+#define PSCHED_MM_TILE_M 32
+#define PSCHED_MM_TILE_N 64
 #define PSCHED_MM_TK 16
 #define PSCHED_MM_WG 8
 __kernel __attribute__((reqd_work_group_size(PSCHED_MM_WG, PSCHED_MM_WG, 1)))
 void psched_matmul(__global const float* a, int a_off, __global const float* b, int b_off,
                    __global float* c, int c_off, int m, int n, int k, int4 batch,
                    int4 a_batch, int4 b_batch, int act_kind, float4 act) {
-  __local float ta[PSCHED_MM_TK][PSCHED_MM_TILE];
-  __local float tb[PSCHED_MM_TK][PSCHED_MM_TILE];
+  __local float ta[PSCHED_MM_TK][PSCHED_MM_TILE_M];  // [k][row]
+  __local float tb[PSCHED_MM_TK][PSCHED_MM_TILE_N];  // [k][column]
   const int lx = get_local_id(0), ly = get_local_id(1);
   const int lid = ly * PSCHED_MM_WG + lx;
-  const int col0 = get_group_id(0) * PSCHED_MM_TILE;
-  const int row0 = get_group_id(1) * PSCHED_MM_TILE;
+  const int col0 = get_group_id(0) * PSCHED_MM_TILE_N;
+  const int row0 = get_group_id(1) * PSCHED_MM_TILE_M;
   const int z = get_global_id(2);
   int rest = z;
   const int i3 = rest % batch.w; rest /= batch.w;
@@ -31,39 +33,46 @@ void psched_matmul(__global const float* a, int a_off, __global const float* b, 
   __global const float* pb = b + b_off + bm * k * n;
   __global float* pc = c + c_off + z * m * n;
 
-  float acc[4][4];
-  for (int i = 0; i < 4; ++i) {
-    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
-  }
+  float8 acc0 = (float8)(0.0f), acc1 = (float8)(0.0f), acc2 = (float8)(0.0f),
+         acc3 = (float8)(0.0f);
   for (int k0 = 0; k0 < k; k0 += PSCHED_MM_TK) {
-    // 512 floats of each tile, 8 per work-item; consecutive work-items read consecutive
+    // Both tiles spread over the 64 work-items; consecutive work-items read consecutive
     // addresses (along k in A, along n in B).
-    for (int l = 0; l < 8; ++l) {
-      const int e = lid + l * PSCHED_MM_WG * PSCHED_MM_WG;
+    for (int e = lid; e < PSCHED_MM_TILE_M * PSCHED_MM_TK; e += PSCHED_MM_WG * PSCHED_MM_WG) {
       const int ar = e / PSCHED_MM_TK, ak = e % PSCHED_MM_TK;
       const int gr = row0 + ar, gk = k0 + ak;
       ta[ak][ar] = gr < m && gk < k ? pa[gr * k + gk] : 0.0f;
-      const int bk = e / PSCHED_MM_TILE, bc = e % PSCHED_MM_TILE;
+    }
+    for (int e = lid; e < PSCHED_MM_TILE_N * PSCHED_MM_TK; e += PSCHED_MM_WG * PSCHED_MM_WG) {
+      const int bk = e / PSCHED_MM_TILE_N, bc = e % PSCHED_MM_TILE_N;
       const int gbk = k0 + bk, gc = col0 + bc;
       tb[bk][bc] = gbk < k && gc < n ? pb[gbk * n + gc] : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int kk = 0; kk < PSCHED_MM_TK; ++kk) {
-      float av[4], bv[4];
-      for (int i = 0; i < 4; ++i) av[i] = ta[kk][ly + i * PSCHED_MM_WG];
-      for (int j = 0; j < 4; ++j) bv[j] = tb[kk][lx + j * PSCHED_MM_WG];
-      for (int i = 0; i < 4; ++i) {
-        for (int j = 0; j < 4; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
-      }
+      const float4 av = vload4(ly, ta[kk]);
+      const float8 bv = vload8(lx, tb[kk]);
+      acc0 = fma((float8)(av.x), bv, acc0);
+      acc1 = fma((float8)(av.y), bv, acc1);
+      acc2 = fma((float8)(av.z), bv, acc2);
+      acc3 = fma((float8)(av.w), bv, acc3);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+  const int col = col0 + 8 * lx;
+  const float8 rows[4] = {acc0, acc1, acc2, acc3};
   for (int i = 0; i < 4; ++i) {
-    const int r = row0 + ly + i * PSCHED_MM_WG;
-    if (r >= m) continue;
-    for (int j = 0; j < 4; ++j) {
-      const int col = col0 + lx + j * PSCHED_MM_WG;
-      if (col < n) pc[r * n + col] = psched_activate(acc[i][j], act_kind, act);
+    const int r = row0 + 4 * ly + i;
+    if (r >= m || col >= n) continue;
+    __global float* dst = pc + r * n + col;
+    const float4 lo = psched_activate4(rows[i].lo, act_kind, act);
+    const float4 hi = psched_activate4(rows[i].hi, act_kind, act);
+    if (col + 8 <= n) {
+      vstore4(lo, 0, dst);
+      vstore4(hi, 1, dst);
+    } else {
+      const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      for (int j = 0; col + j < n; ++j) dst[j] = v[j];
     }
   }
 }
