@@ -737,14 +737,15 @@ absl::Status KernelFactory::BuildMatMul(OpId id, OpKernel& kernel) {
     return OpError(*graph_, id, "more than four batch dims");
   }
   const std::vector<int64_t> batch(out.begin(), out.end() - 2);
-  // Each operand: its buffer (the arena, or the op's packed constants) and offset there, and
-  // its matrix index stride per output batch dim (0 where it broadcasts).
+  // Each operand: its buffer (the arena, or the op's packed constants), offset and row stride
+  // there, and its matrix index stride per output batch dim (0 where it broadcasts).
   absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
   if (!weights.ok()) return weights.status();
   kernel.weights_ = *weights;
   struct Operand {
     const SvmArena* memory;
     int64_t offset;
+    int64_t row_stride;
     std::vector<int64_t> matrix_strides;
   };
   std::vector<Operand> operands;
@@ -755,22 +756,18 @@ absl::Status KernelFactory::BuildMatMul(OpId id, OpKernel& kernel) {
     std::vector<int64_t> strides =
         BroadcastStrides(std::vector<int64_t>(dims.begin(), dims.end() - 2), batch);
     if (tensor.constant != model::kInvalidId) {
-      operands.push_back({kernel.weights_.get(), constant_offset, std::move(strides)});
+      operands.push_back({kernel.weights_.get(), constant_offset, dims.back(), std::move(strides)});
       constant_offset += tensor.shape.Elements();
       continue;
     }
     absl::StatusOr<Bound> in_off = Place(id, t);
     if (!in_off.ok()) return in_off.status();
-    if (in_off->stride != tensor.shape.c) {
-      return OpError(*graph_, id, absl::StrCat("operand '", tensor.name, "' is not contiguous"));
-    }
-    operands.push_back({arena_, in_off->offset, std::move(strides)});
+    // In either layout a tensor's pixels are its last-axis rows, so the pixel stride is the
+    // row stride.
+    operands.push_back({arena_, in_off->offset, in_off->stride, std::move(strides)});
   }
   absl::StatusOr<Bound> out_off = Place(id, op.output);
   if (!out_off.ok()) return out_off.status();
-  if (out_off->stride != graph_->tensor(op.output).shape.c) {
-    return OpError(*graph_, id, "the output is not contiguous");
-  }
   const std::vector<int64_t> a = model::PhysicalDims(graph_->tensor(op.inputs[0]));
   const int64_t m = a[a.size() - 2], k = a.back(), n = out.back();
   // Batch dims right-aligned in the int4 (leading lanes extent 1, stride 0).
@@ -793,9 +790,9 @@ absl::Status KernelFactory::BuildMatMul(OpId id, OpKernel& kernel) {
   launch.local[2] = 1;
   kernel.launches_.push_back(launch);
   ArgBinder args(*k_or);
-  args.Memory(*operands[0].memory).Int(operands[0].offset);
-  args.Memory(*operands[1].memory).Int(operands[1].offset);
-  args.Memory(*arena_).Int(out_off->offset).Int(m).Int(n).Int(k);
+  args.Memory(*operands[0].memory).Int(operands[0].offset).Int(operands[0].row_stride);
+  args.Memory(*operands[1].memory).Int(operands[1].offset).Int(operands[1].row_stride);
+  args.Memory(*arena_).Int(out_off->offset).Int(out_off->stride).Int(m).Int(n).Int(k);
   args.Int4(batch4, 1).Int4(a4, 0).Int4(b4, 0).Activation(op.activation);
   return args.status();
 }

@@ -749,6 +749,54 @@ TEST(StridedPlacementTest, ConvsWriteAndReadConcatSlicesInPlace) {
   ExpectNear(gather(e, 11), (*want)[1], "activation over the in-place concat");
 }
 
+// A matmul reads operands and writes its product with rows further apart than their length,
+// as in the channel slices of an in-place concat.
+TEST(StridedPlacementTest, MatMulReadsAndWritesPaddedRows) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  const int64_t m = 37, k = 19, n = 70, batch = 2;
+  Graph graph = RowMajorOp(OpKind::kMatMul, {{batch, m, k}, {k, n}}, {batch, m, n});
+  const int64_t a_rs = k + 3, b_rs = n + 5, c_rs = n + 2;
+  std::vector<TensorPlacement> placements(3);
+  placements[0] = {1, a_rs};
+  placements[1] = {placements[0].offset + batch * m * a_rs, b_rs};
+  placements[2] = {placements[1].offset + k * b_rs, c_rs};
+  const int64_t size = placements[2].offset + batch * m * c_rs;
+  absl::StatusOr<std::unique_ptr<SvmArena>> arena = SvmArena::Create(device, size);
+  ASSERT_TRUE(arena.ok()) << arena.status();
+  std::vector<float> all = RandomVector(static_cast<size_t>(size), 80);
+  ASSERT_TRUE((*arena)->Write(0, all).ok());
+  auto gather = [&](const std::vector<float>& from, model::TensorId t) {
+    std::vector<float> dense;
+    const model::Shape& s = graph.tensor(t).shape;
+    for (int64_t r = 0; r < s.h * s.w; ++r) {
+      for (int64_t i = 0; i < s.c; ++i) {
+        dense.push_back(
+            from[static_cast<size_t>(placements[t].offset + r * placements[t].pixel_stride + i)]);
+      }
+    }
+    return dense;
+  };
+  absl::StatusOr<std::vector<std::vector<float>>> want =
+      reference::RunGraph(graph, {gather(all, 0), gather(all, 1)});
+  ASSERT_TRUE(want.ok()) << want.status();
+  absl::StatusOr<std::unique_ptr<KernelFactory>> factory =
+      KernelFactory::Create(device, &graph, arena->get(), placements);
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  absl::StatusOr<std::unique_ptr<OpKernel>> kernel = (*factory)->Create(0);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  ASSERT_TRUE((*kernel)->Enqueue().ok());
+  std::vector<float> got(static_cast<size_t>(size));
+  ASSERT_TRUE((*arena)->Read(0, got).ok());
+  ExpectNear(gather(got, 2), (*want)[0], "matmul over padded rows");
+  // The padding between the product's rows is untouched.
+  for (int64_t r = 0; r < batch * m; ++r) {
+    for (int64_t i = n; i < c_rs; ++i) {
+      const size_t at = static_cast<size_t>(placements[2].offset + r * c_rs + i);
+      ASSERT_EQ(got[at], all[at]) << "padding after row " << r;
+    }
+  }
+}
+
 TEST(StridedPlacementTest, StrideBelowChannelsIsRejected) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   Graph graph = OneOp(OpKind::kActivation, {{2, 2, 4}}, {2, 2, 4}, {}, Act(ActivationKind::kRelu));

@@ -1,6 +1,8 @@
 // Kernels of the general tensor kinds over contiguous row-major buffers.
 
-// MatMul: C[b] = act(A[b] x B[b]) with A[b] [m][k], B[b] [k][n] and C[b] [m][n] row-major.
+// MatMul: C[b] = act(A[b] x B[b]) with A[b] [m][k], B[b] [k][n] and C[b] [m][n] row-major,
+// consecutive rows of each `*_rs` floats apart (the pixel stride: more than the row inside a
+// concat slice).
 // Work-group (8, 8) computes a 32x64 tile of C, each work-item a 4x8 block (rows 4 ly + i,
 // columns 8 lx + j, one float8 accumulator per row), stepping through k PSCHED_MM_TK at a time
 // via tiles of A and B staged in local memory; loads outside the matrices read 0, so any m, n,
@@ -12,8 +14,9 @@
 #define PSCHED_MM_TK 16
 #define PSCHED_MM_WG 8
 __kernel __attribute__((reqd_work_group_size(PSCHED_MM_WG, PSCHED_MM_WG, 1)))
-void psched_matmul(__global const float* a, int a_off, __global const float* b, int b_off,
-                   __global float* c, int c_off, int m, int n, int k, int4 batch,
+void psched_matmul(__global const float* a, int a_off, int a_rs, __global const float* b,
+                   int b_off, int b_rs, __global float* c, int c_off, int c_rs, int m, int n,
+                   int k, int4 batch,
                    int4 a_batch, int4 b_batch, int act_kind, float4 act) {
   __local float ta[PSCHED_MM_TK][PSCHED_MM_TILE_M];  // [k][row]
   __local float tb[PSCHED_MM_TK][PSCHED_MM_TILE_N];  // [k][column]
@@ -29,9 +32,9 @@ void psched_matmul(__global const float* a, int a_off, __global const float* b, 
   const int i0 = rest;
   const int am = i0 * a_batch.x + i1 * a_batch.y + i2 * a_batch.z + i3 * a_batch.w;
   const int bm = i0 * b_batch.x + i1 * b_batch.y + i2 * b_batch.z + i3 * b_batch.w;
-  __global const float* pa = a + a_off + am * m * k;
-  __global const float* pb = b + b_off + bm * k * n;
-  __global float* pc = c + c_off + z * m * n;
+  __global const float* pa = a + a_off + am * m * a_rs;
+  __global const float* pb = b + b_off + bm * k * b_rs;
+  __global float* pc = c + c_off + z * m * c_rs;
 
   float8 acc0 = (float8)(0.0f), acc1 = (float8)(0.0f), acc2 = (float8)(0.0f),
          acc3 = (float8)(0.0f);
@@ -41,12 +44,12 @@ void psched_matmul(__global const float* a, int a_off, __global const float* b, 
     for (int e = lid; e < PSCHED_MM_TILE_M * PSCHED_MM_TK; e += PSCHED_MM_WG * PSCHED_MM_WG) {
       const int ar = e / PSCHED_MM_TK, ak = e % PSCHED_MM_TK;
       const int gr = row0 + ar, gk = k0 + ak;
-      ta[ak][ar] = gr < m && gk < k ? pa[gr * k + gk] : 0.0f;
+      ta[ak][ar] = gr < m && gk < k ? pa[gr * a_rs + gk] : 0.0f;
     }
     for (int e = lid; e < PSCHED_MM_TILE_N * PSCHED_MM_TK; e += PSCHED_MM_WG * PSCHED_MM_WG) {
       const int bk = e / PSCHED_MM_TILE_N, bc = e % PSCHED_MM_TILE_N;
       const int gbk = k0 + bk, gc = col0 + bc;
-      tb[bk][bc] = gbk < k && gc < n ? pb[gbk * n + gc] : 0.0f;
+      tb[bk][bc] = gbk < k && gc < n ? pb[gbk * b_rs + gc] : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int kk = 0; kk < PSCHED_MM_TK; ++kk) {
@@ -64,7 +67,7 @@ void psched_matmul(__global const float* a, int a_off, __global const float* b, 
   for (int i = 0; i < 4; ++i) {
     const int r = row0 + 4 * ly + i;
     if (r >= m || col >= n) continue;
-    __global float* dst = pc + r * n + col;
+    __global float* dst = pc + r * c_rs + col;
     const float4 lo = psched_activate4(rows[i].lo, act_kind, act);
     const float4 hi = psched_activate4(rows[i].hi, act_kind, act);
     if (col + 8 <= n) {
