@@ -599,7 +599,8 @@ INSTANTIATE_TEST_SUITE_P(Models, PaperModelTest,
 
 // The small vision transformer of tests/data/onnx with every op the GPU has a kernel for
 // (its matmuls, softmaxes and layer norms among them) on the GPU and the rest (transposes,
-// reshapes, slices, ...) on a CPU: the output matches the CPU executor's.
+// reshapes, slices, ...) on a CPU, and as schedulers plan it: the output matches the CPU
+// executor's.
 TEST_F(CoExecOpenClTest, EncoderWithAttentionOnTheGpuMatchesTheCpu) {
   auto graph = model::ImportOnnxFile(PSCHED_SOURCE_DIR "/tests/data/onnx/encoder.onnx", {});
   ASSERT_TRUE(graph.ok()) << graph.status();
@@ -631,6 +632,17 @@ TEST_F(CoExecOpenClTest, EncoderWithAttentionOnTheGpuMatchesTheCpu) {
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_EQ((*out)[0].size(), (*expected)[0].size());
     EXPECT_LE(RelativeL2((*out)[0], (*expected)[0]), 1e-4) << "run " << run;
+  }
+  // Schedulers' plans, free to place those kinds on either device.
+  for (const auto* devices : {&two_, &three_}) {
+    const predictor::Profile profile = Profile(static_cast<int>(devices->size()) - 1);
+    for (const std::string method : {"heft", "pa-heft", "iterative"}) {
+      const std::vector<float> out =
+          PlanAndRun(*graph, profile, method, *devices, Options(), inputs[0]);
+      ASSERT_EQ(out.size(), (*expected)[0].size()) << method;
+      EXPECT_LE(RelativeL2(out, (*expected)[0]), 1e-4)
+          << method << " on " << devices->size() << " devices";
+    }
   }
 }
 
