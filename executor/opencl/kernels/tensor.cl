@@ -1,4 +1,5 @@
-// Kernels of the general tensor kinds over contiguous row-major buffers.
+// Kernels of the general tensor kinds over row-major rows of the last axis, consecutive rows a
+// row stride (the pixel stride) apart.
 
 // MatMul: C[b] = act(A[b] x B[b]) with A[b] [m][k], B[b] [k][n] and C[b] [m][n] row-major,
 // consecutive rows of each `*_rs` floats apart (the pixel stride: more than the row inside a
