@@ -17,10 +17,16 @@ bool DeviceRunsOp(platform::DeviceKind kind, const model::Graph& graph, model::O
     case model::OpKind::kFlatten:
     case model::OpKind::kActivation:
       return true;
+    case model::OpKind::kMatMul:
+      // psched_matmul: batched, broadcast over up to four batch dims (any canonical rank).
+      return true;
     case model::OpKind::kFullyConnected:
       return out.shape.h * out.shape.w == 1;
     case model::OpKind::kSoftmax:
-      return out.shape.h * out.shape.w == 1 || out.channels_last;
+      // Over the last axis: psched_softmax per pixel of an image, psched_softmax_rows per
+      // row of a row-major tensor.
+    case model::OpKind::kLayerNorm:
+      return true;
     case model::OpKind::kAdd:
     case model::OpKind::kMul:
     case model::OpKind::kSub:

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "executor/common/nd_index.h"
 #include "executor/opencl/embedded_kernels.h"
 #include "executor/opencl/launch_geometry.h"
 #include "model/op_validation.h"
@@ -23,11 +24,13 @@ using model::SplitAxis;
 constexpr int32_t kStore = 0;
 constexpr int32_t kAdd = 1;
 constexpr int32_t kAtomicAdd = 2;
+// PSCHED_ROW_WG in kernels/tensor.cl: the work-group of the per-row kernels.
+constexpr size_t kRowGroup = 64;
 
 std::string ComputeProgramSource() {
   using namespace embedded;  // NOLINT(build/namespaces): the generated constants
   return absl::StrCat(kCommonClSource, kConv2dClSource, kFullyConnectedClSource, kPoolClSource,
-                      kElementwiseClSource, kLayoutClSource);
+                      kElementwiseClSource, kLayoutClSource, kTensorClSource);
 }
 
 void SetGlobal(OpKernel::Launch& launch, const NdRange& range) {
@@ -53,6 +56,14 @@ class ArgBinder {
     return Raw(&v, sizeof(v));
   }
   ArgBinder& Float(float value) { return Raw(&value, sizeof(value)); }
+  // Up to four ints as an OpenCL int4; missing trailing lanes are `fill`.
+  ArgBinder& Int4(const std::vector<int64_t>& values, int32_t fill) {
+    cl_int4 v;
+    for (size_t i = 0; i < 4; ++i) {
+      v.s[i] = i < values.size() ? static_cast<cl_int>(values[i]) : fill;
+    }
+    return Raw(&v, sizeof(v));
+  }
   ArgBinder& Activation(const model::Activation& act) {
     Int(static_cast<int32_t>(act.kind));
     cl_float4 params;
@@ -99,7 +110,8 @@ absl::Status OpKernel::Enqueue(cl_event* event, cl_event* first) const {
     cl_event* out = last ? event : (i == 0 ? first : nullptr);
     cl_int err = clEnqueueNDRangeKernel(device_->queue(), launch.kernel,
                                         static_cast<cl_uint>(launch.dims), nullptr, launch.global,
-                                        nullptr, 0, nullptr, out);
+                                        launch.local[0] == 0 ? nullptr : launch.local, 0, nullptr,
+                                        out);
     if (err != CL_SUCCESS) return ClStatus(err, absl::StrCat("enqueueing ", name_));
   }
   if (launches_.empty() && event != nullptr) {
@@ -262,8 +274,21 @@ absl::StatusOr<std::shared_ptr<SvmArena>> KernelFactory::Weights(OpId id) {
       if (!bias.ok()) return bias.status();
       packed.insert(packed.end(), (*bias)->begin(), (*bias)->end());
     }
+  } else if (op.kind == OpKind::kLayerNorm) {
+    const auto& ln = std::get<model::LayerNormAttrs>(op.attrs);
+    const int64_t n = graph_->output_shape(id).c;
+    auto scale = constant(ln.scale, n, "scale");
+    if (!scale.ok()) return scale.status();
+    packed = **scale;
+    if (ln.bias != model::kInvalidId) {
+      auto bias = constant(ln.bias, n, "bias");
+      if (!bias.ok()) return bias.status();
+      packed.insert(packed.end(), (*bias)->begin(), (*bias)->end());
+    } else {
+      packed.resize(static_cast<size_t>(2 * n), 0.0f);
+    }
   } else {
-    // Binary ops: constant operands, concatenated in input order.
+    // Binary ops and matmul: constant operands, concatenated in input order.
     for (model::TensorId t : op.inputs) {
       const model::Tensor& tensor = graph_->tensor(t);
       if (tensor.constant == model::kInvalidId) continue;
@@ -319,6 +344,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::Create(OpId id, WorkSli
     case OpKind::kFullyConnected:
       status = BuildFullyConnected(id, slice, options, *kernel);
       break;
+    case OpKind::kMatMul: status = BuildMatMul(id, *kernel); break;
     default: status = BuildUnsliced(id, *kernel); break;
   }
   if (!status.ok()) return status;
@@ -657,6 +683,18 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
     }
     case OpKind::kSoftmax: {
       if (in != out) return OpError(*graph_, id, "input and output shapes differ");
+      if (!graph_->tensor(op.output).channels_last) {
+        // Row-major (transformer) rows are long: a work-group per row.
+        auto k = add_launch("psched_softmax_rows", 1,
+                            static_cast<size_t>(out.h * out.w) * kRowGroup, 1, 1);
+        if (!k.ok()) return k.status();
+        kernel.launches_.back().local[0] = kRowGroup;
+        ArgBinder args(*k);
+        args.Tensor(*arena_, in_off->offset, in_off->stride);
+        args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.c);
+        args.Activation(op.activation);
+        return args.status();
+      }
       auto k = add_launch("psched_softmax", 1, static_cast<size_t>(out.h * out.w), 1, 1);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
@@ -665,9 +703,98 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
       args.Int(out.c).Activation(op.activation);
       return args.status();
     }
+    case OpKind::kLayerNorm: {
+      const auto* ln = std::get_if<model::LayerNormAttrs>(&op.attrs);
+      if (ln == nullptr) return OpError(*graph_, id, "expects LayerNormAttrs");
+      if (in != out) return OpError(*graph_, id, "input and output shapes differ");
+      absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
+      if (!weights.ok()) return weights.status();
+      kernel.weights_ = *weights;
+      auto k = add_launch("psched_layer_norm", 1,
+                          static_cast<size_t>(out.h * out.w) * kRowGroup, 1, 1);
+      if (!k.ok()) return k.status();
+      kernel.launches_.back().local[0] = kRowGroup;
+      ArgBinder args(*k);
+      args.Tensor(*arena_, in_off->offset, in_off->stride);
+      args.Tensor(*arena_, out_off->offset, out_off->stride);
+      args.Memory(**weights).Int(out.c).Float(ln->epsilon).Activation(op.activation);
+      return args.status();
+    }
     default:
       return OpError(*graph_, id, "no OpenCL kernel for this op kind");
   }
+}
+
+absl::Status KernelFactory::BuildMatMul(OpId id, OpKernel& kernel) {
+  const model::Op& op = graph_->op(id);
+  const std::vector<int64_t> out = model::PhysicalDims(graph_->tensor(op.output));
+  // psched_matmul's tile and work-group shape (kernels/tensor.cl).
+  constexpr int64_t kTileM = 32;
+  constexpr int64_t kTileN = 64;
+  constexpr int64_t kGroup = 8;
+  constexpr size_t kMaxBatchDims = 4;
+  if (out.size() - 2 > kMaxBatchDims) {
+    return OpError(*graph_, id, "more than four batch dims");
+  }
+  const std::vector<int64_t> batch(out.begin(), out.end() - 2);
+  // Each operand: its buffer (the arena, or the op's packed constants), offset and row stride
+  // there, and its matrix index stride per output batch dim (0 where it broadcasts).
+  absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
+  if (!weights.ok()) return weights.status();
+  kernel.weights_ = *weights;
+  struct Operand {
+    const SvmArena* memory;
+    int64_t offset;
+    int64_t row_stride;
+    std::vector<int64_t> matrix_strides;
+  };
+  std::vector<Operand> operands;
+  int64_t constant_offset = 0;
+  for (model::TensorId t : op.inputs) {
+    const model::Tensor& tensor = graph_->tensor(t);
+    const std::vector<int64_t> dims = model::PhysicalDims(tensor);
+    std::vector<int64_t> strides =
+        BroadcastStrides(std::vector<int64_t>(dims.begin(), dims.end() - 2), batch);
+    if (tensor.constant != model::kInvalidId) {
+      operands.push_back({kernel.weights_.get(), constant_offset, dims.back(), std::move(strides)});
+      constant_offset += tensor.shape.Elements();
+      continue;
+    }
+    absl::StatusOr<Bound> in_off = Place(id, t);
+    if (!in_off.ok()) return in_off.status();
+    // In either layout a tensor's pixels are its last-axis rows, so the pixel stride is the
+    // row stride.
+    operands.push_back({arena_, in_off->offset, in_off->stride, std::move(strides)});
+  }
+  absl::StatusOr<Bound> out_off = Place(id, op.output);
+  if (!out_off.ok()) return out_off.status();
+  const std::vector<int64_t> a = model::PhysicalDims(graph_->tensor(op.inputs[0]));
+  const int64_t m = a[a.size() - 2], k = a.back(), n = out.back();
+  // Batch dims right-aligned in the int4 (leading lanes extent 1, stride 0).
+  const size_t pad = kMaxBatchDims - batch.size();
+  std::vector<int64_t> batch4(pad, 1), a4(pad, 0), b4(pad, 0);
+  batch4.insert(batch4.end(), batch.begin(), batch.end());
+  a4.insert(a4.end(), operands[0].matrix_strides.begin(), operands[0].matrix_strides.end());
+  b4.insert(b4.end(), operands[1].matrix_strides.begin(), operands[1].matrix_strides.end());
+
+  absl::StatusOr<cl_kernel> k_or = NewKernel("psched_matmul");
+  if (!k_or.ok()) return k_or.status();
+  OpKernel::Launch launch;
+  launch.kernel = *k_or;
+  launch.dims = 3;
+  launch.global[0] = static_cast<size_t>((n + kTileN - 1) / kTileN * kGroup);
+  launch.global[1] = static_cast<size_t>((m + kTileM - 1) / kTileM * kGroup);
+  launch.global[2] = static_cast<size_t>(std::max<int64_t>(model::ElementsOf(batch), 1));
+  launch.local[0] = kGroup;
+  launch.local[1] = kGroup;
+  launch.local[2] = 1;
+  kernel.launches_.push_back(launch);
+  ArgBinder args(*k_or);
+  args.Memory(*operands[0].memory).Int(operands[0].offset).Int(operands[0].row_stride);
+  args.Memory(*operands[1].memory).Int(operands[1].offset).Int(operands[1].row_stride);
+  args.Memory(*arena_).Int(out_off->offset).Int(out_off->stride).Int(m).Int(n).Int(k);
+  args.Int4(batch4, 1).Int4(a4, 0).Int4(b4, 0).Activation(op.activation);
+  return args.status();
 }
 
 absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::CreateZeroFill(OpId id) {

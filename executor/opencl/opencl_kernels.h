@@ -7,6 +7,9 @@
 // offsets. An OpKernel is then a fixed list of launches with every argument set; Enqueue only
 // puts them on the device's in-order queue.
 //
+// MatMul, layer norm and softmax are never split (model::WorkSize is 0 on every axis), so they
+// take the whole-op slice only.
+//
 // Slices (model/split.h): conv2d and fully_connected accept kOutputChannels (conv: channel
 // range when groups == 1, group range otherwise), kInputChannels (groups == 1 only) and, for
 // conv2d, kRows. Input-channel slices write partial sums without activation onto an output
@@ -58,6 +61,9 @@ class OpKernel {
     cl_kernel kernel = nullptr;  // owned
     size_t dims = 1;
     size_t global[3] = {1, 1, 1};
+    // Work-group size; local[0] == 0 leaves it to the runtime. When set, each global extent
+    // is a multiple of it.
+    size_t local[3] = {0, 0, 0};
   };
 
   ~OpKernel();
@@ -136,6 +142,7 @@ class KernelFactory {
   absl::Status BuildFullyConnected(model::OpId id, const WorkSlice& slice,
                                    const KernelOptions& options, OpKernel& kernel);
   absl::Status BuildUnsliced(model::OpId id, OpKernel& kernel);
+  absl::Status BuildMatMul(model::OpId id, OpKernel& kernel);
 
   OpenClDevice* device_;
   const model::Graph* graph_;

@@ -1,5 +1,6 @@
 // Throughput of the OpenCL conv kernel against XNNPACK on the same core, the cost of each split
-// kind (what a split adds beyond its share of the work) and the sync dispatch overhead.
+// kind (what a split adds beyond its share of the work), the sync dispatch overhead, and the
+// OpenCL matmul against the CPU executor's at a ViT-B/16 shape.
 //
 //   POCL_MAX_PTHREAD_COUNT=1 psched_opencl_benchmark [--benchmark_filter=...]
 //
@@ -13,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "executor/cpu/cpu_graph_executor.h"
 #include "executor/opencl/opencl_kernels.h"
 #include "executor/opencl/sync_kernels.h"
 #include "executor/testing/graph_builder.h"
@@ -207,6 +209,65 @@ void BM_SyncDispatchOverhead(benchmark::State& state) {
   state.counters["overhead_us"] = us;
 }
 
+// ViT-B/16 token x feature product: [197, 768] x [768, 768], both operands activations.
+constexpr int64_t kTokens = 197, kDim = 768;
+constexpr double kMatMulFlops = 2.0 * kTokens * kDim * kDim;
+
+model::Graph MatMulGraph() {
+  executor::testing::GraphBuilder b("matmul_vit_b16");
+  const std::vector<std::vector<int64_t>> dims{{kTokens, kDim}, {kDim, kDim}, {kTokens, kDim}};
+  model::TensorId x = b.AddInput(model::ViewOf(dims[0], false));
+  model::TensorId w = b.AddInput(model::ViewOf(dims[1], false));
+  b.MarkOutput(b.AddOp(model::OpKind::kMatMul, {x, w}, model::ViewOf(dims[2], false)));
+  model::Graph g = b.Build();
+  for (size_t t = 0; t < dims.size(); ++t) {
+    g.tensors[t].dims = dims[t];
+    g.tensors[t].channels_last = false;
+    g.tensors[t].onnx_rank = 2;
+  }
+  return g;
+}
+
+void BM_OpenClMatMulVit(benchmark::State& state) {
+  Setup* s = Shared();
+  if (s->device == nullptr) return state.SkipWithError("no OpenCL device");
+  const model::Graph graph = MatMulGraph();
+  const int64_t a = kTokens * kDim, b = kDim * kDim;
+  auto arena = SvmArena::Create(s->device.get(), static_cast<size_t>(2 * a + b));
+  if (!arena.ok()) return state.SkipWithError("arena failed");
+  (void)(*arena)->Write(0, executor::testing::RandomVector(static_cast<size_t>(a + b), 4));
+  auto factory = KernelFactory::Create(s->device.get(), &graph, arena->get(), {0, a, a + b});
+  if (!factory.ok()) return state.SkipWithError("factory failed");
+  auto kernel = (*factory)->Create(0);
+  if (!kernel.ok()) return state.SkipWithError("kernel failed");
+  (void)(*kernel)->Enqueue();
+  (void)s->device->Finish();
+  for (auto _ : state) {
+    if (!(*kernel)->Enqueue().ok()) state.SkipWithError("enqueue failed");
+    if (!s->device->Finish().ok()) state.SkipWithError("finish failed");
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(
+      kMatMulFlops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+// The CPU executor's matmul kernel (oneDNN where built) on one thread; the run includes
+// copying the operands in and the product out.
+void BM_CpuMatMulVit(benchmark::State& state) {
+  const model::Graph graph = MatMulGraph();
+  auto cpu = cpu::CpuGraphExecutor::Create(graph, {.cores = {0}, .threads = 1});
+  if (!cpu.ok()) return state.SkipWithError("CPU executor failed");
+  const std::vector<std::vector<float>> inputs{
+      executor::testing::RandomVector(static_cast<size_t>(kTokens * kDim), 4),
+      executor::testing::RandomVector(static_cast<size_t>(kDim * kDim), 5)};
+  for (auto _ : state) {
+    auto out = (*cpu)->Run(inputs);
+    if (!out.ok()) state.SkipWithError("run failed");
+    benchmark::DoNotOptimize(out);
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(
+      kMatMulFlops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
 BENCHMARK(BM_XnnpackConv)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenClConv)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenClConvCout)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -214,6 +275,8 @@ BENCHMARK(BM_OpenClConvRows)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->Use
 BENCHMARK(BM_OpenClConvCinAtomic)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenClConvCinPlain)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenClCombineCost)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_CpuMatMulVit)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpenClMatMulVit)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SyncDispatchOverhead)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -402,6 +402,105 @@ TEST(ElementwiseKernelTest, ActivationsAndSoftmaxMatchReference) {
                    "softmax_clip");
 }
 
+// One op over row-major tensors of the given physical dims; input `constant_input` (-1: none)
+// is a seeded random constant.
+Graph RowMajorOp(OpKind kind, const std::vector<std::vector<int64_t>>& inputs,
+                 const std::vector<int64_t>& out, model::OpAttrs attrs = {}, Activation act = {},
+                 int constant_input = -1) {
+  GraphBuilder b(std::string(model::OpKindName(kind)));
+  std::vector<model::TensorId> ids;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Shape view = model::ViewOf(inputs[i], /*channels_last=*/false);
+    ids.push_back(static_cast<int>(i) == constant_input
+                      ? b.AddConstantTensor(view, RandomVector(static_cast<size_t>(
+                                                                   view.Elements()),
+                                                               23))
+                      : b.AddInput(view));
+  }
+  b.MarkOutput(b.AddOp(kind, ids, model::ViewOf(out, false), std::move(attrs), act));
+  Graph g = b.Build();
+  std::vector<std::vector<int64_t>> all = inputs;
+  all.push_back(out);
+  for (size_t t = 0; t < all.size(); ++t) {
+    model::Tensor& tensor = g.tensors[t];
+    tensor.dims = all[t];
+    tensor.channels_last = false;
+    tensor.onnx_rank = static_cast<int32_t>(all[t].size());
+    if (tensor.constant != model::kInvalidId) {
+      g.constants[static_cast<size_t>(tensor.constant)].dims = all[t];
+    }
+  }
+  return g;
+}
+
+// Sizes straddle the 32x64 output tile, a work-item's 8 columns and the 16-deep k step;
+// batches broadcast either operand, across ranks, and a constant operand comes from the op's
+// weights.
+TEST(MatMulKernelTest, BatchedBroadcastAndOddSizesMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kMatMul, {{1, 1}, {1, 1}}, {1, 1}), "1x1x1");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kMatMul, {{37, 19}, {19, 45}}, {37, 45}),
+                   "37x19x45");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kMatMul, {{64, 32}, {32, 64}}, {64, 64}),
+                   "64x32x64 exact tiles");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kMatMul, {{33, 70}, {70, 131}}, {33, 131}),
+                   "33x70x131");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{3, 33, 17}, {3, 17, 31}}, {3, 33, 31}),
+                   "batched 3");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{2, 3, 5, 7}, {3, 7, 9}}, {2, 3, 5, 9}),
+                   "b broadcast over the leading dim");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{2, 1, 5, 7}, {1, 4, 7, 6}}, {2, 4, 5, 6}),
+                   "both broadcast");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{1, 2, 1, 3, 1, 40}, {2, 1, 2, 1, 40, 3}},
+                              {2, 2, 2, 3, 1, 3}),
+                   "rank 6");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{2, 50, 70}, {70, 33}}, {2, 50, 33}, {},
+                              Act(ActivationKind::kGelu), /*constant_input=*/1),
+                   "constant b, gelu");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMatMul, {{9, 21}, {4, 21, 10}}, {4, 9, 10}, {},
+                              Act(ActivationKind::kRelu), /*constant_input=*/0),
+                   "constant a broadcast, relu");
+}
+
+// A layer norm over the last of `dims` with seeded random scale (and bias, when `bias`).
+Graph LayerNormGraph(const std::vector<int64_t>& dims, bool bias, float epsilon,
+                     Activation act = {}) {
+  Graph g = RowMajorOp(OpKind::kLayerNorm, {dims}, dims, model::LayerNormAttrs{}, act);
+  const int64_t n = dims.back();
+  auto& ln = std::get<model::LayerNormAttrs>(g.ops[0].attrs);
+  ln.epsilon = epsilon;
+  ln.scale = static_cast<model::ConstantId>(g.constants.size());
+  g.constants.push_back({"scale", {n}, RandomVector(static_cast<size_t>(n), 31, 0.5f, 1.5f)});
+  if (bias) {
+    ln.bias = static_cast<model::ConstantId>(g.constants.size());
+    g.constants.push_back({"bias", {n}, RandomVector(static_cast<size_t>(n), 37)});
+  }
+  return g;
+}
+
+// Rows shorter and longer than the 64-wide work-group, and not a multiple of it.
+TEST(RowKernelTest, RowMajorSoftmaxAndLayerNormMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kSoftmax, {{2, 4, 17, 17}}, {2, 4, 17, 17}),
+                   "softmax rows 17");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kSoftmax, {{3, 197}}, {3, 197}), "softmax rows 197");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kSoftmax, {{5, 1}}, {5, 1}, {},
+                              Act(ActivationKind::kClip, 0.0f, 0.5f)),
+                   "softmax rows 1, clip");
+  CheckOpAllSlices(device, LayerNormGraph({17, 32}, true, 1e-5f), "layer norm 17x32");
+  CheckOpAllSlices(device, LayerNormGraph({2, 5, 131}, false, 1e-6f), "layer norm no bias");
+  CheckOpAllSlices(device, LayerNormGraph({3, 7}, true, 1e-3f, Act(ActivationKind::kGelu)),
+                   "layer norm 7, gelu");
+  CheckOpAllSlices(device, LayerNormGraph({1, 768}, true, 1e-5f), "layer norm 768");
+}
+
 TEST(KernelProfilingTest, EnqueueReturnsAProfiledEvent) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   const ConvCase c{"profiled", {6, 7, 5}, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}};
@@ -648,6 +747,54 @@ TEST(StridedPlacementTest, ConvsWriteAndReadConcatSlicesInPlace) {
   ASSERT_TRUE(want.ok()) << want.status();
   ExpectNear(gather(d, 4), (*want)[0], "conv reading a strided slice");
   ExpectNear(gather(e, 11), (*want)[1], "activation over the in-place concat");
+}
+
+// A matmul reads operands and writes its product with rows further apart than their length,
+// as in the channel slices of an in-place concat.
+TEST(StridedPlacementTest, MatMulReadsAndWritesPaddedRows) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  const int64_t m = 37, k = 19, n = 70, batch = 2;
+  Graph graph = RowMajorOp(OpKind::kMatMul, {{batch, m, k}, {k, n}}, {batch, m, n});
+  const int64_t a_rs = k + 3, b_rs = n + 5, c_rs = n + 2;
+  std::vector<TensorPlacement> placements(3);
+  placements[0] = {1, a_rs};
+  placements[1] = {placements[0].offset + batch * m * a_rs, b_rs};
+  placements[2] = {placements[1].offset + k * b_rs, c_rs};
+  const int64_t size = placements[2].offset + batch * m * c_rs;
+  absl::StatusOr<std::unique_ptr<SvmArena>> arena = SvmArena::Create(device, size);
+  ASSERT_TRUE(arena.ok()) << arena.status();
+  std::vector<float> all = RandomVector(static_cast<size_t>(size), 80);
+  ASSERT_TRUE((*arena)->Write(0, all).ok());
+  auto gather = [&](const std::vector<float>& from, model::TensorId t) {
+    std::vector<float> dense;
+    const model::Shape& s = graph.tensor(t).shape;
+    for (int64_t r = 0; r < s.h * s.w; ++r) {
+      for (int64_t i = 0; i < s.c; ++i) {
+        dense.push_back(
+            from[static_cast<size_t>(placements[t].offset + r * placements[t].pixel_stride + i)]);
+      }
+    }
+    return dense;
+  };
+  absl::StatusOr<std::vector<std::vector<float>>> want =
+      reference::RunGraph(graph, {gather(all, 0), gather(all, 1)});
+  ASSERT_TRUE(want.ok()) << want.status();
+  absl::StatusOr<std::unique_ptr<KernelFactory>> factory =
+      KernelFactory::Create(device, &graph, arena->get(), placements);
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  absl::StatusOr<std::unique_ptr<OpKernel>> kernel = (*factory)->Create(0);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  ASSERT_TRUE((*kernel)->Enqueue().ok());
+  std::vector<float> got(static_cast<size_t>(size));
+  ASSERT_TRUE((*arena)->Read(0, got).ok());
+  ExpectNear(gather(got, 2), (*want)[0], "matmul over padded rows");
+  // The padding between the product's rows is untouched.
+  for (int64_t r = 0; r < batch * m; ++r) {
+    for (int64_t i = n; i < c_rs; ++i) {
+      const size_t at = static_cast<size_t>(placements[2].offset + r * c_rs + i);
+      ASSERT_EQ(got[at], all[at]) << "padding after row " << r;
+    }
+  }
 }
 
 TEST(StridedPlacementTest, StrideBelowChannelsIsRejected) {

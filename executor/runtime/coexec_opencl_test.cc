@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -28,6 +29,7 @@
 #include "gtest/gtest.h"
 #include "model/onnx_import.h"
 #include "predictor/profiles.h"
+#include "scheduler/device_capability.h"
 #include "scheduler/problem.h"
 #include "scheduler/registry/registry.h"
 #include "source_dir.h"
@@ -594,6 +596,55 @@ TEST_P(PaperModelTest, PlansMatchTheSingleDeviceOutput) {
 
 INSTANTIATE_TEST_SUITE_P(Models, PaperModelTest,
                          ::testing::Values("squeezenet_v1_1", "inceptionv3"));
+
+// The small vision transformer of tests/data/onnx with every op the GPU has a kernel for
+// (its matmuls, softmaxes and layer norms among them) on the GPU and the rest (transposes,
+// reshapes, slices, ...) on a CPU, and as schedulers plan it: the output matches the CPU
+// executor's.
+TEST_F(CoExecOpenClTest, EncoderWithAttentionOnTheGpuMatchesTheCpu) {
+  auto graph = model::ImportOnnxFile(PSCHED_SOURCE_DIR "/tests/data/onnx/encoder.onnx", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto input = ReadNpy(PSCHED_SOURCE_DIR "/tests/data/onnx/encoder.input.npy");
+  ASSERT_TRUE(input.ok()) << input.status();
+  const model::Shape in_shape = graph->tensor(graph->inputs[0].tensor).shape;
+  const std::vector<std::vector<float>> inputs{NchwToNhwc(in_shape, input->data)};
+  auto cpu = cpu::CpuGraphExecutor::Create(*graph, {.cores = {0}, .threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  auto expected = (*cpu)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  ExecutionPlan plan;
+  plan.device_steps.resize(2);  // two_: cpu.0, gpu
+  std::map<OpKind, int> on_gpu;
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph->ops.size()); ++id) {
+    const bool gpu = scheduler::DeviceRunsOp(platform::DeviceKind::kGpu, *graph, id);
+    plan.device_steps[gpu ? 1 : 0].push_back({id});
+    if (gpu) ++on_gpu[graph->op(id).kind];
+  }
+  EXPECT_GE(on_gpu[OpKind::kMatMul], 4);  // Q.K^T and A.V per layer, two layers
+  EXPECT_GE(on_gpu[OpKind::kSoftmax], 2);
+  EXPECT_GE(on_gpu[OpKind::kLayerNorm], 5);  // two per layer and the final norm
+  EXPECT_FALSE(plan.device_steps[0].empty());
+  auto rt = CoExecutionRuntime::Create(*graph, two_, plan, Options());
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  for (int run = 0; run < 2; ++run) {
+    auto out = (*rt)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].size(), (*expected)[0].size());
+    EXPECT_LE(RelativeL2((*out)[0], (*expected)[0]), 1e-4) << "run " << run;
+  }
+  // Schedulers' plans, free to place those kinds on either device.
+  for (const auto* devices : {&two_, &three_}) {
+    const predictor::Profile profile = Profile(static_cast<int>(devices->size()) - 1);
+    for (const std::string method : {"heft", "pa-heft", "iterative"}) {
+      const std::vector<float> out =
+          PlanAndRun(*graph, profile, method, *devices, Options(), inputs[0]);
+      ASSERT_EQ(out.size(), (*expected)[0].size()) << method;
+      EXPECT_LE(RelativeL2(out, (*expected)[0]), 1e-4)
+          << method << " on " << devices->size() << " devices";
+    }
+  }
+}
 
 TEST_F(CoExecOpenClTest, TraceShowsMeasuredAndPredictedSubtasks) {
   const model::Graph graph = TestGraph();
