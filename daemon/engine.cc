@@ -631,6 +631,11 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
                                             ", which is not registered here; register the model "
                                             "first (pschedctl model add)"));
   }
+  // A model that cannot be loaded (quarantined) is the model's problem, not the bundle's.
+  if (absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(bundle->model_id);
+      !loaded.ok()) {
+    return loaded.status();
+  }
   // All or none: every plan is checked before any is stored.
   for (size_t i = 0; i < bundle->plans.size(); ++i) {
     const cache::PlanRecord& record = bundle->plans[i];
@@ -638,7 +643,6 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
     absl::Status valid =
         CheckCachedPlan(bundle->model_id, record.key, record.schedule_json, schedule);
     if (!valid.ok()) {
-      if (valid.code() == absl::StatusCode::kDataLoss) return valid;  // the model, not the plan
       return absl::InvalidArgumentError(absl::StrCat(
           "plan bundle: plans[", i, "] (", record.key.scheduler_config,
           ") does not fit model ", bundle->model_id, ": ", valid.message()));

@@ -3,10 +3,12 @@ it without planning; another platform's, an altered and an unknown model's bundl
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import unittest
+from typing import Any, Callable
 
 import psched
 from daemon import SOURCE, Daemon
@@ -20,6 +22,16 @@ name = "cpu.0"
 kind = "cpu"
 cores = [0]
 """
+
+
+def resealed(bundle: bytes, edit: Callable[[dict[str, Any]], None]) -> bytes:
+    """`bundle` with `edit` applied to its first plan and the checksum recomputed."""
+    parsed = json.loads(bundle)
+    edit(parsed["plans"][0])
+    canonical = json.dumps(parsed["plans"], separators=(",", ":"), sort_keys=True,
+                           ensure_ascii=False)
+    parsed["sha256"] = hashlib.sha256(canonical.encode()).hexdigest()
+    return json.dumps(parsed).encode()
 
 
 class PlanBundleTest(unittest.TestCase):
@@ -117,6 +129,41 @@ class PlanBundleTest(unittest.TestCase):
             client.import_plans(bundle[:len(bundle) // 2])
         self.assertIn("not valid JSON (truncated or not a bundle)", caught.exception.message)
         self.assertEqual(client.cache_stats().plans, 0)
+
+    def test_plan_that_does_not_fit_the_graph_is_refused_even_when_resealed(self) -> None:
+        _, model_id, bundle = self.planned_bundle()
+        self.assertEqual(resealed(bundle, lambda plan: None), json.dumps(json.loads(bundle)).encode())
+        client = self.start("").client()
+        client.add_model(TINY + ".onnx")
+        client.import_plans(resealed(bundle, lambda plan: None))
+
+        def unknown_device(plan: dict[str, Any]) -> None:
+            plan["schedule"]["subtasks"][0]["device"] = "npu.7"
+
+        def missing_op(plan: dict[str, Any]) -> None:
+            plan["schedule"]["subtasks"].pop()
+
+        for edit in (unknown_device, missing_op):
+            with self.assertRaises(psched.InvalidArgumentError) as caught:
+                client.import_plans(resealed(bundle, edit))
+            self.assertIn(f"plans[0] (heft) does not fit model {model_id}",
+                          caught.exception.message)
+
+    def test_plan_of_another_predictor_is_stored_but_not_served(self) -> None:
+        _, model_id, bundle = self.planned_bundle()
+        second = self.start("")
+        client = second.client()
+        client.add_model(TINY + ".onnx")
+
+        def other_predictor(plan: dict[str, Any]) -> None:
+            plan["key"]["predictor_version"] = "analytic-v0/elsewhere"
+
+        imported = client.import_plans(resealed(bundle, other_predictor))
+        self.assertEqual([(p.predictor_version, p.served) for p in imported.plans],
+                         [("analytic-v0/elsewhere", False)])
+        client.infer(model_id, scheduler="heft")
+        self.assertIn("planned " + model_id, second.log())
+        self.assertFalse(client.plan(model_id, "heft").imported)
 
     def test_bundle_of_an_unregistered_model_is_refused(self) -> None:
         _, model_id, bundle = self.planned_bundle()
