@@ -451,7 +451,7 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
   result.scheduler = plan.output.scheduler;
   result.makespan_us = plan.output.makespan_us;
   result.cached = found->cached;
-  result.imported = IsImported(plan.key, plan.output.id);
+  result.imported = plan.imported;
   result.planning_ms = plan.planning_ms;
   result.platform_fingerprint = plan.key.platform_fingerprint;
   result.predictor_version = plan.key.predictor_version;
@@ -519,13 +519,14 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
       if (usable.ok()) {
         PlanOutput output{record.scheduler, record.makespan_us, std::move(schedule),
                           model::ModelHash(record.schedule_json)};
-        if (IsImported(key, output.id)) {
+        const bool imported = IsImported(key, output.id);
+        if (imported) {
           spdlog::info("serving the imported {} plan for {} (makespan {:.1f} us); no planning",
                        record.key.scheduler_config, id, record.makespan_us);
         }
-        return PlanLookup{
-            KeepReady({key, std::move(output), record.planning_ms, "", scheduler, options, {}}),
-            true};
+        return PlanLookup{KeepReady({key, std::move(output), record.planning_ms, "", scheduler,
+                                     options, {}, imported}),
+                          true};
       }
       if (usable.code() != absl::StatusCode::kDataLoss) return usable;
       spdlog::warn("cached {} plan for {} dropped and recomputed: {}", scheduler, id,
@@ -711,7 +712,8 @@ absl::StatusOr<PlanFeedback::Candidate> Engine::Replan(const ReadyPlan& served,
                                                       served.slot,
                                                       served.requested_scheduler,
                                                       served.options,
-                                                      {}});
+                                                      {},
+                                                      false});
   return PlanFeedback::Candidate{std::move(ready), *std::move(corrected)};
 }
 
@@ -771,7 +773,8 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
           spdlog::info("planned {} with {}: makespan {:.1f} us in {:.1f} ms", key.model_id,
                        plan->scheduler, plan->makespan_us, planning_ms);
           plan->id = model::ModelHash(record.schedule_json);
-          result = KeepReady({key, *std::move(plan), planning_ms, "", scheduler, options, {}});
+          result = KeepReady(
+              {key, *std::move(plan), planning_ms, "", scheduler, options, {}, false});
         }
         {
           sync::MutexLock guard(&flight->mu);

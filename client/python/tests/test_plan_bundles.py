@@ -77,8 +77,9 @@ class PlanBundleTest(unittest.TestCase):
         self.assertTrue(plan.cached)
         self.assertTrue(plan.imported)
         self.assertEqual(plan.makespan_us, planned.makespan_us)
-        self.assertEqual(plan.schedule_json and json.loads(plan.schedule_json)["subtasks"],
+        self.assertEqual(json.loads(plan.schedule_json)["subtasks"],
                          json.loads(planned.schedule_json)["subtasks"])
+        self.assertTrue(json.loads(plan.schedule_json)["imported"])
         self.assertFalse(first.client().plan(model_id, "heft").imported)
 
     @unittest.skipUnless(PSCHEDCTL, "PSCHEDCTL not set")
