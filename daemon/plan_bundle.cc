@@ -12,8 +12,14 @@ namespace {
 
 using nlohmann::json;
 
+// `where` is a path into the bundle ("plans[2].key"); empty: the top level.
 absl::Status Bad(absl::string_view where, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("plan bundle: ", where, ": ", why));
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan bundle: ", where.empty() ? "top level" : where, ": ", why));
+}
+
+std::string Member(const std::string& where, const char* name) {
+  return where.empty() ? name : absl::StrCat(where, ".", name);
 }
 
 std::string Hex(const std::array<uint8_t, 32>& digest) {
@@ -33,19 +39,19 @@ absl::StatusOr<std::string> StringAt(const json& object, const char* name,
                                      const std::string& where, bool allow_empty = false) {
   auto it = object.find(name);
   if (it == object.end()) return Bad(where, absl::StrCat("'", name, "' is missing"));
-  if (!it->is_string()) return Bad(absl::StrCat(where, ".", name), "not a string");
+  if (!it->is_string()) return Bad(Member(where, name), "not a string");
   std::string value = it->get<std::string>();
-  if (value.empty() && !allow_empty) return Bad(absl::StrCat(where, ".", name), "is empty");
+  if (value.empty() && !allow_empty) return Bad(Member(where, name), "is empty");
   return value;
 }
 
 absl::StatusOr<double> NumberAt(const json& object, const char* name, const std::string& where) {
   auto it = object.find(name);
   if (it == object.end()) return Bad(where, absl::StrCat("'", name, "' is missing"));
-  if (!it->is_number()) return Bad(absl::StrCat(where, ".", name), "not a number");
+  if (!it->is_number()) return Bad(Member(where, name), "not a number");
   const double value = it->get<double>();
   if (!std::isfinite(value) || value < 0) {
-    return Bad(absl::StrCat(where, ".", name), "must be a finite number >= 0");
+    return Bad(Member(where, name), "must be a finite number >= 0");
   }
   return value;
 }
@@ -140,10 +146,10 @@ absl::StatusOr<PlanBundle> ParseBundle(absl::string_view text) {
   absl::StatusOr<std::string> fingerprint = StringAt(*platform, "fingerprint", "platform");
   if (!fingerprint.ok()) return fingerprint.status();
   bundle.platform_fingerprint = *fingerprint;
-  absl::StatusOr<std::string> model_id = StringAt(root, "model_id", "top level");
+  absl::StatusOr<std::string> model_id = StringAt(root, "model_id", "");
   if (!model_id.ok()) return model_id.status();
   bundle.model_id = *model_id;
-  absl::StatusOr<std::string> sha256 = StringAt(root, "sha256", "top level");
+  absl::StatusOr<std::string> sha256 = StringAt(root, "sha256", "");
   if (!sha256.ok()) return sha256.status();
   auto plans = root.find("plans");
   if (plans == root.end() || !plans->is_array()) return Bad("plans", "missing or not an array");

@@ -85,7 +85,7 @@ TEST(PlanBundleTest, WrongFieldsAreNamed) {
   EXPECT_THAT(ErrorOf(no_platform.dump()), HasSubstr("platform: missing or not an object"));
   nlohmann::json no_model = bundle;
   no_model["model_id"] = 7;
-  EXPECT_THAT(ErrorOf(no_model.dump()), HasSubstr("top level.model_id: not a string"));
+  EXPECT_THAT(ErrorOf(no_model.dump()), HasSubstr("plan bundle: model_id: not a string"));
 }
 
 TEST(PlanBundleTest, PlansOfAnotherModelOrPlatformAreRefused) {
