@@ -3,12 +3,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <string_view>
 
+#include "absl/strings/string_view.h"
 #include "daemon/plan_bundle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string_view text(reinterpret_cast<const char*>(data), size);
+  absl::string_view text(reinterpret_cast<const char*>(data), size);
   absl::StatusOr<psched::daemon::PlanBundle> bundle = psched::daemon::ParseBundle(text);
   if (!bundle.ok()) return 0;
   absl::StatusOr<psched::daemon::PlanBundle> again =
