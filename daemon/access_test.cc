@@ -45,9 +45,8 @@ TEST(AccessTest, OnlyRemovePurgeCalibrateVerifyAndImportNeedAdmin) {
     if (ChangesState(rpc)) changing.insert(RpcName(rpc));
     EXPECT_NE(RequiredRole(rpc), Role::kNone) << RpcName(rpc) << " must need a role";
   }
-  EXPECT_EQ(admin_only,
-            (std::set<std::string>{"RemoveModel", "PurgeCache", "Calibrate", "VerifyCache",
-                                   "ImportPlans"}));
+  EXPECT_EQ(admin_only, (std::set<std::string>{"RemoveModel", "PurgeCache", "Calibrate",
+                                               "VerifyCache", "ImportPlans"}));
   EXPECT_EQ(changing, (std::set<std::string>{"RegisterModel", "RemoveModel", "PurgeCache",
                                              "Calibrate", "VerifyCache", "ImportPlans"}));
 }

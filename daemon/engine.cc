@@ -524,9 +524,10 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
           spdlog::info("serving the imported {} plan for {} (makespan {:.1f} us); no planning",
                        record.key.scheduler_config, id, record.makespan_us);
         }
-        return PlanLookup{KeepReady({key, std::move(output), record.planning_ms, "", scheduler,
-                                     options, {}, imported}),
-                          true};
+        return PlanLookup{
+            KeepReady(
+                {key, std::move(output), record.planning_ms, "", scheduler, options, {}, imported}),
+            true};
       }
       if (usable.code() != absl::StatusCode::kDataLoss) return usable;
       spdlog::warn("cached {} plan for {} dropped and recomputed: {}", scheduler, id,
@@ -607,10 +608,10 @@ absl::StatusOr<std::pair<std::string, int>> Engine::ExportPlans(const std::strin
     bundle.plans.push_back(std::move(record));
   }
   if (bundle.plans.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "no cached plan of model ", *id, scheduler.empty() ? "" : " with scheduler ", scheduler,
-        " for this platform (fingerprint ", platform.fingerprint,
-        "); plan it first (pschedctl plan show)"));
+    return absl::NotFoundError(
+        absl::StrCat("no cached plan of model ", *id, scheduler.empty() ? "" : " with scheduler ",
+                     scheduler, " for this platform (fingerprint ", platform.fingerprint,
+                     "); plan it first (pschedctl plan show)"));
   }
   return std::make_pair(FormatBundle(bundle), static_cast<int>(bundle.plans.size()));
 }
@@ -620,10 +621,10 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
   if (!bundle.ok()) return bundle.status();
   const PlatformInfo platform = backend_->platform();
   if (bundle->platform_fingerprint != platform.fingerprint) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "plan bundle is for platform fingerprint ", bundle->platform_fingerprint, " (",
-        bundle->platform_name, "); this daemon's platform has fingerprint ",
-        platform.fingerprint, " (", platform.name, "): it plans for itself"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("plan bundle is for platform fingerprint ", bundle->platform_fingerprint, " (",
+                     bundle->platform_name, "); this daemon's platform has fingerprint ",
+                     platform.fingerprint, " (", platform.name, "): it plans for itself"));
   }
   if (absl::StatusOr<cache::ModelRecord> model = store_->GetModelInfo(bundle->model_id);
       !model.ok()) {
@@ -644,9 +645,9 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
     absl::Status valid =
         CheckCachedPlan(bundle->model_id, record.key, record.schedule_json, schedule);
     if (!valid.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "plan bundle: plans[", i, "] (", record.key.scheduler_config,
-          ") does not fit model ", bundle->model_id, ": ", valid.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("plan bundle: plans[", i, "] (", record.key.scheduler_config,
+                       ") does not fit model ", bundle->model_id, ": ", valid.message()));
     }
   }
   ImportResult result;
@@ -773,8 +774,8 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
           spdlog::info("planned {} with {}: makespan {:.1f} us in {:.1f} ms", key.model_id,
                        plan->scheduler, plan->makespan_us, planning_ms);
           plan->id = model::ModelHash(record.schedule_json);
-          result = KeepReady(
-              {key, *std::move(plan), planning_ms, "", scheduler, options, {}, false});
+          result =
+              KeepReady({key, *std::move(plan), planning_ms, "", scheduler, options, {}, false});
         }
         {
           sync::MutexLock guard(&flight->mu);

@@ -35,8 +35,8 @@ std::string Hex(const std::array<uint8_t, 32>& digest) {
 std::string Checksum(const json& plans) { return Hex(model::Sha256(plans.dump())); }
 
 // The string member `name` of `object`, or an error naming `where`.
-absl::StatusOr<std::string> StringAt(const json& object, const char* name,
-                                     const std::string& where, bool allow_empty = false) {
+absl::StatusOr<std::string> StringAt(const json& object, const char* name, const std::string& where,
+                                     bool allow_empty = false) {
   auto it = object.find(name);
   if (it == object.end()) return Bad(where, absl::StrCat("'", name, "' is missing"));
   if (!it->is_string()) return Bad(Member(where, name), "not a string");
@@ -103,13 +103,13 @@ std::string FormatBundle(const PlanBundle& bundle) {
                      {"planning_ms", record.planning_ms},
                      {"schedule", json::parse(record.schedule_json)}});
   }
-  json out = {{"format", kBundleFormat},
-              {"version", kBundleVersion},
-              {"platform",
-               {{"name", bundle.platform_name}, {"fingerprint", bundle.platform_fingerprint}}},
-              {"model_id", bundle.model_id},
-              {"sha256", Checksum(plans)},
-              {"plans", std::move(plans)}};
+  json out = {
+      {"format", kBundleFormat},
+      {"version", kBundleVersion},
+      {"platform", {{"name", bundle.platform_name}, {"fingerprint", bundle.platform_fingerprint}}},
+      {"model_id", bundle.model_id},
+      {"sha256", Checksum(plans)},
+      {"plans", std::move(plans)}};
   return out.dump(1) + "\n";
 }
 
@@ -163,8 +163,9 @@ absl::StatusOr<PlanBundle> ParseBundle(absl::string_view text) {
     absl::StatusOr<cache::PlanRecord> record = PlanFromJson((*plans)[i], where);
     if (!record.ok()) return record.status();
     if (record->key.model_id != bundle.model_id) {
-      return Bad(where + ".key.model_id",
-                 absl::StrCat(record->key.model_id, " is not the bundle's model ", bundle.model_id));
+      return Bad(
+          where + ".key.model_id",
+          absl::StrCat(record->key.model_id, " is not the bundle's model ", bundle.model_id));
     }
     if (record->key.platform_fingerprint != bundle.platform_fingerprint) {
       return Bad(where + ".key.platform_fingerprint",

@@ -374,8 +374,8 @@ grpc::Status PlanServiceImpl::ImportPlans(grpc::ServerContext* context,
       plan->set_predictor_version(info.predictor_version);
       plan->set_served(info.served);
     }
-    detail = absl::StrCat(detail, ", model ", result->model_id, ", ", result->plans.size(),
-                          " plan(s)");
+    detail =
+        absl::StrCat(detail, ", model ", result->model_id, ", ", result->plans.size(), " plan(s)");
     return grpc::Status::OK;
   });
 }

@@ -91,8 +91,7 @@ int Main(int argc, char** argv) {
   plan_export->add_option("ID", id, "model id or unique prefix")->required();
   plan_export->add_option("--scheduler", scheduler, "only this scheduler's plans (default: all)");
   plan_export->add_option("--out", bundle_path, "bundle file to write")->required();
-  plan_export->callback(
-      [&] { action = [&] { CmdPlanExport(g, id, scheduler, bundle_path); }; });
+  plan_export->callback([&] { action = [&] { CmdPlanExport(g, id, scheduler, bundle_path); }; });
   CLI::App* plan_import =
       plan->add_subcommand("import", "store a plan bundle's plans in the daemon's cache (admin)");
   plan_import->add_option("FILE", bundle_path, "plan bundle file")

@@ -38,7 +38,10 @@ void CmdPlanShow(const Globals& g, const std::string& id, const std::string& sch
   }
   std::cout << "model " << plan.model_id() << "\nscheduler " << plan.scheduler() << ", makespan "
             << Fixed(plan.makespan_us()) << " us, planned in " << Fixed(plan.planning_ms(), 2)
-            << " ms" << (plan.imported() ? " (imported)" : plan.cached() ? " (cached)" : "")
+            << " ms"
+            << (plan.imported() ? " (imported)"
+                : plan.cached() ? " (cached)"
+                                : "")
             << "\n";
   if (plan.measured_runs() > 0) {
     std::cout << "predicted " << Fixed(plan.makespan_us()) << " us, measured "
@@ -99,8 +102,8 @@ void CmdPlanImport(const Globals& g, const std::string& path) {
     PrintJson({{"model_id", imported.model_id()}, {"plans", plans}});
     return;
   }
-  std::cout << "model " << imported.model_id() << ": imported " << imported.plans_size()
-            << " plan" << (imported.plans_size() == 1 ? "" : "s") << "\n";
+  std::cout << "model " << imported.model_id() << ": imported " << imported.plans_size() << " plan"
+            << (imported.plans_size() == 1 ? "" : "s") << "\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& p : imported.plans()) {
     rows.push_back({p.scheduler_config(), p.predictor_version(),

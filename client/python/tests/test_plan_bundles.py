@@ -133,9 +133,9 @@ class PlanBundleTest(unittest.TestCase):
 
     def test_plan_that_does_not_fit_the_graph_is_refused_even_when_resealed(self) -> None:
         _, model_id, bundle = self.planned_bundle()
-        self.assertEqual(resealed(bundle, lambda plan: None), json.dumps(json.loads(bundle)).encode())
         client = self.start("").client()
         client.add_model(TINY + ".onnx")
+        # Resealing as such keeps a bundle valid: what follows is refused for its plan alone.
         client.import_plans(resealed(bundle, lambda plan: None))
 
         def unknown_device(plan: dict[str, Any]) -> None:
