@@ -129,6 +129,20 @@ absl::StatusOr<v1::VerifyCacheResponse> Client::VerifyCache() {
                v1::VerifyCacheRequest());
 }
 
+absl::StatusOr<v1::ExportPlansResponse> Client::ExportPlans(const std::string& model_id,
+                                                            const std::string& scheduler) {
+  v1::ExportPlansRequest request;
+  request.set_model_id(model_id);
+  request.set_scheduler(scheduler);
+  PSCHED_UNARY(plans_, ExportPlans, v1::ExportPlansRequest, v1::ExportPlansResponse, request);
+}
+
+absl::StatusOr<v1::ImportPlansResponse> Client::ImportPlans(const std::string& bundle) {
+  v1::ImportPlansRequest request;
+  request.set_bundle(bundle);
+  PSCHED_UNARY(plans_, ImportPlans, v1::ImportPlansRequest, v1::ImportPlansResponse, request);
+}
+
 absl::StatusOr<v1::ListModelsResponse> Client::ListModels() {
   PSCHED_UNARY(models_, ListModels, v1::ListModelsRequest, v1::ListModelsResponse,
                v1::ListModelsRequest());

@@ -74,6 +74,13 @@ class Client {
 
   absl::StatusOr<v1::InferResponse> Infer(const v1::InferRequest& request);
 
+  // A plan bundle of the model's cached plans for the daemon's platform (empty scheduler:
+  // every scheduler's).
+  absl::StatusOr<v1::ExportPlansResponse> ExportPlans(const std::string& model_id,
+                                                      const std::string& scheduler = "");
+  // Stores a bundle's plans in the daemon's cache (admin role).
+  absl::StatusOr<v1::ImportPlansResponse> ImportPlans(const std::string& bundle);
+
   const ClientOptions& options() const { return options_; }
 
  private:

@@ -48,6 +48,11 @@ RpcRule Rule(Rpc rpc) {
       return {"Calibrate", Role::kAdmin, true};
     case Rpc::kVerifyCache:
       return {"VerifyCache", Role::kAdmin, true};
+    case Rpc::kExportPlans:
+      return {"ExportPlans", Role::kUser, false};
+    // Writes the plan cache every caller is served from, as PurgeCache removes from it.
+    case Rpc::kImportPlans:
+      return {"ImportPlans", Role::kAdmin, true};
   }
   return {"unknown", Role::kAdmin, true};
 }

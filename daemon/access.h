@@ -43,6 +43,8 @@ enum class Rpc {
   kPurgeCache,
   kCalibrate,
   kVerifyCache,
+  kExportPlans,
+  kImportPlans,
 };
 const char* RpcName(Rpc rpc);
 Role RequiredRole(Rpc rpc);

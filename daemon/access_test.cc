@@ -37,18 +37,18 @@ AccessPolicy Policy(const AccessConfig& config = {},
 uid_t NobodyUid() { return getpwnam("nobody")->pw_uid; }
 gid_t NogroupGid() { return getgrnam("nogroup")->gr_gid; }
 
-TEST(AccessTest, OnlyRemovePurgeCalibrateAndVerifyNeedAdmin) {
+TEST(AccessTest, OnlyRemovePurgeCalibrateVerifyAndImportNeedAdmin) {
   std::set<std::string> admin_only, changing;
-  for (int i = 0; i <= static_cast<int>(Rpc::kVerifyCache); ++i) {
+  for (int i = 0; i <= static_cast<int>(Rpc::kImportPlans); ++i) {
     const Rpc rpc = static_cast<Rpc>(i);
     if (RequiredRole(rpc) == Role::kAdmin) admin_only.insert(RpcName(rpc));
     if (ChangesState(rpc)) changing.insert(RpcName(rpc));
     EXPECT_NE(RequiredRole(rpc), Role::kNone) << RpcName(rpc) << " must need a role";
   }
-  EXPECT_EQ(admin_only,
-            (std::set<std::string>{"RemoveModel", "PurgeCache", "Calibrate", "VerifyCache"}));
+  EXPECT_EQ(admin_only, (std::set<std::string>{"RemoveModel", "PurgeCache", "Calibrate",
+                                               "VerifyCache", "ImportPlans"}));
   EXPECT_EQ(changing, (std::set<std::string>{"RegisterModel", "RemoveModel", "PurgeCache",
-                                             "Calibrate", "VerifyCache"}));
+                                             "Calibrate", "VerifyCache", "ImportPlans"}));
 }
 
 TEST(AccessTest, DefaultsRootAndTheDaemonsUserAreAdminsTheSocketGroupUsers) {
@@ -124,7 +124,7 @@ TEST(AccessTest, RefusalsNameTheRpcTheMissingRoleAndTheCaller) {
   EXPECT_NE(denied.message().find("has role none"), std::string::npos) << denied;
 
   const Caller admin = policy.Identify(Peer(0, 0));
-  for (int i = 0; i <= static_cast<int>(Rpc::kVerifyCache); ++i) {
+  for (int i = 0; i <= static_cast<int>(Rpc::kImportPlans); ++i) {
     EXPECT_TRUE(policy.Permit(admin, static_cast<Rpc>(i)).ok());
   }
 }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/plan_bundle.h"
 #include "model/model_hash.h"
 #include "spdlog/spdlog.h"
 
@@ -450,6 +451,7 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
   result.scheduler = plan.output.scheduler;
   result.makespan_us = plan.output.makespan_us;
   result.cached = found->cached;
+  result.imported = plan.imported;
   result.planning_ms = plan.planning_ms;
   result.platform_fingerprint = plan.key.platform_fingerprint;
   result.predictor_version = plan.key.predictor_version;
@@ -517,8 +519,14 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
       if (usable.ok()) {
         PlanOutput output{record.scheduler, record.makespan_us, std::move(schedule),
                           model::ModelHash(record.schedule_json)};
+        const bool imported = IsImported(key, output.id);
+        if (imported) {
+          spdlog::info("serving the imported {} plan for {} (makespan {:.1f} us); no planning",
+                       record.key.scheduler_config, id, record.makespan_us);
+        }
         return PlanLookup{
-            KeepReady({key, std::move(output), record.planning_ms, "", scheduler, options, {}}),
+            KeepReady(
+                {key, std::move(output), record.planning_ms, "", scheduler, options, {}, imported}),
             true};
       }
       if (usable.code() != absl::StatusCode::kDataLoss) return usable;
@@ -571,6 +579,97 @@ absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey
   return absl::OkStatus();
 }
 
+bool Engine::IsImported(const cache::PlanKey& key, const std::string& plan_hash) {
+  sync::MutexLock lock(&models_mu_);
+  return imported_plans_.contains(absl::StrCat(key.Joined(), "|", plan_hash));
+}
+
+absl::StatusOr<std::pair<std::string, int>> Engine::ExportPlans(const std::string& id_or_prefix,
+                                                                const std::string& scheduler) {
+  absl::StatusOr<std::string> id = Resolve(id_or_prefix);
+  if (!id.ok()) return id.status();
+  absl::StatusOr<std::vector<cache::PlanRecord>> plans = store_->ListPlans(*id);
+  if (!plans.ok()) return plans.status();
+  const PlatformInfo platform = backend_->platform();
+  PlanBundle bundle{platform.name, platform.fingerprint, *id, {}};
+  for (cache::PlanRecord& record : *plans) {
+    if (record.key.platform_fingerprint != platform.fingerprint) continue;
+    const std::string& config = record.key.scheduler_config;
+    if (!scheduler.empty() && config != scheduler && !config.starts_with(scheduler + ";")) {
+      continue;
+    }
+    // A damaged row is not shipped to other boards.
+    if (nlohmann::json::parse(record.schedule_json, nullptr, false).is_discarded()) {
+      spdlog::warn("cached {} plan of {} not exported: not valid JSON", config, *id);
+      continue;
+    }
+    record.hits = 0;
+    record.created_unix_s = 0;
+    bundle.plans.push_back(std::move(record));
+  }
+  if (bundle.plans.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no cached plan of model ", *id, scheduler.empty() ? "" : " with scheduler ",
+                     scheduler, " for this platform (fingerprint ", platform.fingerprint,
+                     "); plan it first (pschedctl plan show)"));
+  }
+  return std::make_pair(FormatBundle(bundle), static_cast<int>(bundle.plans.size()));
+}
+
+absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
+  absl::StatusOr<PlanBundle> bundle = ParseBundle(text);
+  if (!bundle.ok()) return bundle.status();
+  const PlatformInfo platform = backend_->platform();
+  if (bundle->platform_fingerprint != platform.fingerprint) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("plan bundle is for platform fingerprint ", bundle->platform_fingerprint, " (",
+                     bundle->platform_name, "); this daemon's platform has fingerprint ",
+                     platform.fingerprint, " (", platform.name, "): it plans for itself"));
+  }
+  if (absl::StatusOr<cache::ModelRecord> model = store_->GetModelInfo(bundle->model_id);
+      !model.ok()) {
+    if (model.status().code() != absl::StatusCode::kNotFound) return model.status();
+    return absl::NotFoundError(absl::StrCat("plan bundle is for model ", bundle->model_id,
+                                            ", which is not registered here; register the model "
+                                            "first (pschedctl model add)"));
+  }
+  // A model that cannot be loaded (quarantined) is the model's problem, not the bundle's.
+  if (absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(bundle->model_id);
+      !loaded.ok()) {
+    return loaded.status();
+  }
+  // All or none: every plan is checked before any is stored.
+  for (size_t i = 0; i < bundle->plans.size(); ++i) {
+    const cache::PlanRecord& record = bundle->plans[i];
+    nlohmann::json schedule = nlohmann::json::parse(record.schedule_json);
+    absl::Status valid =
+        CheckCachedPlan(bundle->model_id, record.key, record.schedule_json, schedule);
+    if (!valid.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plan bundle: plans[", i, "] (", record.key.scheduler_config,
+                       ") does not fit model ", bundle->model_id, ": ", valid.message()));
+    }
+  }
+  ImportResult result;
+  result.model_id = bundle->model_id;
+  for (const cache::PlanRecord& record : bundle->plans) {
+    if (absl::Status stored = store_->PutPlan(record); !stored.ok()) return stored;
+    {
+      sync::MutexLock lock(&models_mu_);
+      imported_plans_.insert(
+          absl::StrCat(record.key.Joined(), "|", model::ModelHash(record.schedule_json)));
+    }
+    result.plans.push_back({record.key.scheduler_config, record.key.predictor_version,
+                            record.key.predictor_version == platform.predictor_version});
+    spdlog::info("imported the {} plan for {} (predictor {}{})", record.key.scheduler_config,
+                 result.model_id, record.key.predictor_version,
+                 result.plans.back().served ? "" : ", not the one this daemon plans with");
+  }
+  // Served from the store from now on, in place of any plan kept in memory.
+  ForgetReadyPlans(result.model_id);
+  return result;
+}
+
 absl::StatusOr<PlanFeedback::Candidate> Engine::Replan(const ReadyPlan& served,
                                                        const LatencyCorrection* correction,
                                                        const std::vector<MeasuredSubtask>& measured,
@@ -614,7 +713,8 @@ absl::StatusOr<PlanFeedback::Candidate> Engine::Replan(const ReadyPlan& served,
                                                       served.slot,
                                                       served.requested_scheduler,
                                                       served.options,
-                                                      {}});
+                                                      {},
+                                                      false});
   return PlanFeedback::Candidate{std::move(ready), *std::move(corrected)};
 }
 
@@ -674,7 +774,8 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
           spdlog::info("planned {} with {}: makespan {:.1f} us in {:.1f} ms", key.model_id,
                        plan->scheduler, plan->makespan_us, planning_ms);
           plan->id = model::ModelHash(record.schedule_json);
-          result = KeepReady({key, *std::move(plan), planning_ms, "", scheduler, options, {}});
+          result =
+              KeepReady({key, *std::move(plan), planning_ms, "", scheduler, options, {}, false});
         }
         {
           sync::MutexLock guard(&flight->mu);

@@ -66,6 +66,8 @@ struct PlanResult {
   std::string scheduler;
   double makespan_us = 0;
   bool cached = false;
+  // The plan came from a plan bundle (ImportPlans) and no planning ran for it here.
+  bool imported = false;
   double planning_ms = 0;
   std::string platform_fingerprint;
   std::string predictor_version;
@@ -100,6 +102,20 @@ struct CacheVerification {
   int64_t plans_checked = 0;
   int64_t plans_skipped = 0;  // other platform or predictor, or the model is damaged
   std::vector<CacheProblemInfo> problems;
+};
+
+// One plan ImportPlans stored.
+struct ImportedPlanInfo {
+  std::string scheduler_config;
+  std::string predictor_version;
+  // Whether this daemon serves it now: it plans with the same predictor version. A plan of
+  // another version is stored but never served until the daemon plans with that version.
+  bool served = false;
+};
+
+struct ImportResult {
+  std::string model_id;
+  std::vector<ImportedPlanInfo> plans;
 };
 
 struct EngineStatus {
@@ -152,6 +168,19 @@ class Engine {
                                               const CallContext& context);
   // Per device: longer runs would trip the stuck-inference watchdog.
   static constexpr double kMaxCalibrationBudgetS = 15;
+
+  // A plan bundle (daemon/plan_bundle.h) of the cached plans of the model for this platform,
+  // all predictor versions; only those of `scheduler`'s configs when it is not empty.
+  // NOT_FOUND for an unknown model or when no plan is cached.
+  // Returns the bundle's text and its number of plans.
+  absl::StatusOr<std::pair<std::string, int>> ExportPlans(const std::string& id_or_prefix,
+                                                          const std::string& scheduler);
+  // Stores the plans of a bundle in the cache, all or none: INVALID_ARGUMENT for a malformed
+  // or altered bundle or a plan that does not fit the model's graph (checked exactly as a
+  // plan read from the cache), FAILED_PRECONDITION naming both fingerprints for another
+  // platform's bundle, NOT_FOUND naming the model when it is not registered. A stored plan
+  // replaces this daemon's plan under the same key and is served without planning.
+  absl::StatusOr<ImportResult> ImportPlans(const std::string& bundle);
 
   EngineStatus Status();
   absl::StatusOr<cache::CacheStats> CacheStats();
@@ -261,6 +290,10 @@ class Engine {
   // memo only: a removed model's entries go with it, and past kMaxCheckedPlans it starts over.
   std::set<std::string> checked_plans_ ABSL_GUARDED_BY(models_mu_);
   static constexpr size_t kMaxCheckedPlans = 4096;
+  // Plans stored by ImportPlans since the daemon started: "<plan key>|<hash of the plan
+  // JSON>". A plan replaced in the store (refresh, replanning) no longer matches.
+  std::set<std::string> imported_plans_ ABSL_GUARDED_BY(models_mu_);
+  bool IsImported(const cache::PlanKey& key, const std::string& plan_hash);
 
   mutable sync::Mutex plans_mu_;
   // By PlanKey::Joined(); a model's plans sort together. Past kMaxReadyPlans it starts over

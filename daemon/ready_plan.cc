@@ -44,6 +44,7 @@ std::shared_ptr<const ReadyPlan> MakeReady(ReadyPlan plan) {
 std::string PlanAnswerJson(const ReadyPlan& plan, bool cached) {
   nlohmann::json answer = plan.output.schedule;
   answer["cached"] = cached;
+  answer["imported"] = plan.imported;
   answer["planning_ms"] = plan.planning_ms;
   answer["scheduler"] = plan.output.scheduler;
   answer["makespan_us"] = plan.output.makespan_us;

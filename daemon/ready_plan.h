@@ -47,13 +47,15 @@ struct ReadyPlan {
   std::map<std::string, std::string> options;
   // Set by MakeReady.
   std::shared_ptr<const PlanAnswer> answer;
+  // Read from the cache where ImportPlans stored it: planned on another board.
+  bool imported = false;
 };
 
 // `plan` with its answer formatted: every ReadyPlan the engine serves is made here.
 std::shared_ptr<const ReadyPlan> MakeReady(ReadyPlan plan);
 
 // The schedule JSON GetPlan answers with (docs/api.md): the plan JSON plus the answer's
-// `cached`, `planning_ms`, `scheduler` and `makespan_us`.
+// `cached`, `imported`, `planning_ms`, `scheduler` and `makespan_us`.
 std::string PlanAnswerJson(const ReadyPlan& plan, bool cached);
 
 }  // namespace psched::daemon

@@ -46,6 +46,7 @@ TEST(ReadyPlanTest, CachedAnswerJsonIsThePlanWithTheAnswerFields) {
   std::shared_ptr<const ReadyPlan> ready = MakeReady(StoredTinyCnnPlan());
   const nlohmann::json cached = nlohmann::json::parse(ready->answer->cached_schedule_json);
   EXPECT_EQ(cached["cached"], true);
+  EXPECT_EQ(cached["imported"], false);
   EXPECT_DOUBLE_EQ(cached["planning_ms"].get<double>(), 1.5);
   EXPECT_EQ(cached["scheduler"], "iterative:heft");
   EXPECT_DOUBLE_EQ(cached["makespan_us"].get<double>(), 23.98);

@@ -148,6 +148,7 @@ void FillPlan(const PlanResult& plan, pb::Plan* out) {
   out->set_scheduler(plan.scheduler);
   out->set_makespan_us(plan.makespan_us);
   out->set_cached(plan.cached);
+  out->set_imported(plan.imported);
   out->set_planning_ms(plan.planning_ms);
   out->set_platform_fingerprint(plan.platform_fingerprint);
   out->set_predictor_version(plan.predictor_version);
@@ -342,6 +343,39 @@ grpc::Status PlanServiceImpl::Answer(
                          request.refresh(), ContextOf(context, cancelled), on_progress);
     if (!plan.ok()) return ToGrpc(plan.status());
     FillPlan(*plan, last->mutable_plan());
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status PlanServiceImpl::ExportPlans(grpc::ServerContext* context,
+                                          const pb::ExportPlansRequest* request,
+                                          pb::ExportPlansResponse* response) {
+  return Guarded(*callers_, context, Rpc::kExportPlans, "", [&]() -> grpc::Status {
+    absl::StatusOr<std::pair<std::string, int>> bundle =
+        engine_->ExportPlans(request->model_id(), request->scheduler());
+    if (!bundle.ok()) return ToGrpc(bundle.status());
+    response->set_plans(bundle->second);
+    response->set_bundle(std::move(bundle->first));
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status PlanServiceImpl::ImportPlans(grpc::ServerContext* context,
+                                          const pb::ImportPlansRequest* request,
+                                          pb::ImportPlansResponse* response) {
+  std::string detail = absl::StrCat(request->bundle().size(), " bytes");
+  return Guarded(*callers_, context, Rpc::kImportPlans, detail, [&]() -> grpc::Status {
+    absl::StatusOr<ImportResult> result = engine_->ImportPlans(request->bundle());
+    if (!result.ok()) return ToGrpc(result.status());
+    response->set_model_id(result->model_id);
+    for (const ImportedPlanInfo& info : result->plans) {
+      pb::ImportedPlan* plan = response->add_plans();
+      plan->set_scheduler_config(info.scheduler_config);
+      plan->set_predictor_version(info.predictor_version);
+      plan->set_served(info.served);
+    }
+    detail =
+        absl::StrCat(detail, ", model ", result->model_id, ", ", result->plans.size(), " plan(s)");
     return grpc::Status::OK;
   });
 }

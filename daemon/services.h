@@ -59,6 +59,12 @@ class PlanServiceImpl final
                       const psched::v1::GetPlanRequest& request,
                       const std::function<void(const psched::v1::GetPlanResponse&)>& progress,
                       psched::v1::GetPlanResponse* last);
+  grpc::Status ExportPlans(grpc::ServerContext* context,
+                           const psched::v1::ExportPlansRequest* request,
+                           psched::v1::ExportPlansResponse* response) override;
+  grpc::Status ImportPlans(grpc::ServerContext* context,
+                           const psched::v1::ImportPlansRequest* request,
+                           psched::v1::ImportPlansResponse* response) override;
 
  private:
   Engine* engine_;

@@ -13,6 +13,7 @@ seconds="$2"
 seed="${3:-1}"
 runs_limit="${4:-0}"
 targets="${FUZZ_TARGETS:-fuzz_onnx_import fuzz_npy fuzz_config fuzz_taskgraph_json fuzz_plan_json
+  fuzz_plan_bundle
   fuzz_gbdt_model_file fuzz_measurements_csv fuzz_input_shapes}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="${PSCHED_SHARED_DIR:-$root/../shared}"
@@ -26,6 +27,7 @@ seed_dirs() {  # target -> the folders holding its seeds
     fuzz_config) echo "$root/fuzz/seeds/config" ;;
     fuzz_taskgraph_json) echo "$root/bench/psched_bench/examples" ;;
     fuzz_plan_json) echo "$root/fuzz/seeds/plan_json" ;;
+    fuzz_plan_bundle) echo "$root/fuzz/seeds/plan_bundle" ;;
     fuzz_gbdt_model_file) echo "$root/fuzz/seeds/gbdt_model_file" ;;
     fuzz_measurements_csv) echo "$root/predictor/gbdt/training/testdata" ;;
     fuzz_input_shapes) echo "$root/fuzz/seeds/input_shapes" ;;

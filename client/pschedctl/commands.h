@@ -43,6 +43,11 @@ void CmdModelInspect(const Globals& g, const std::string& target,
 void CmdPlanShow(const Globals& g, const std::string& id, const std::string& scheduler,
                  const std::vector<std::string>& option_list, bool refresh,
                  const std::string& svg_path);
+// Writes the model's cached plans for the daemon's platform as a plan bundle to `out_path`.
+void CmdPlanExport(const Globals& g, const std::string& id, const std::string& scheduler,
+                   const std::string& out_path);
+// Sends a plan bundle file to the daemon, which stores its plans (admin role).
+void CmdPlanImport(const Globals& g, const std::string& path);
 
 // infer_commands.cc: inference, its outputs and its trace.
 void CmdInfer(const Globals& g, const std::string& id, const std::string& input_path,

@@ -85,6 +85,19 @@ int Main(int argc, char** argv) {
   show->add_option("--svg", svg, "also write a Gantt chart of the plan");
   show->callback(
       [&] { action = [&] { CmdPlanShow(g, id, scheduler, plan_options, refresh, svg); }; });
+  std::string bundle_path;
+  CLI::App* plan_export =
+      plan->add_subcommand("export", "write the model's cached plans as a plan bundle");
+  plan_export->add_option("ID", id, "model id or unique prefix")->required();
+  plan_export->add_option("--scheduler", scheduler, "only this scheduler's plans (default: all)");
+  plan_export->add_option("--out", bundle_path, "bundle file to write")->required();
+  plan_export->callback([&] { action = [&] { CmdPlanExport(g, id, scheduler, bundle_path); }; });
+  CLI::App* plan_import =
+      plan->add_subcommand("import", "store a plan bundle's plans in the daemon's cache (admin)");
+  plan_import->add_option("FILE", bundle_path, "plan bundle file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  plan_import->callback([&] { action = [&] { CmdPlanImport(g, bundle_path); }; });
 
   std::string input, output, trace;
   int repeat = 1;

@@ -102,6 +102,7 @@ json PlanJson(const v1::Plan& plan) {
           {"scheduler", plan.scheduler()},
           {"makespan_us", plan.makespan_us()},
           {"cached", plan.cached()},
+          {"imported", plan.imported()},
           {"planning_ms", plan.planning_ms()},
           {"platform_fingerprint", plan.platform_fingerprint()},
           {"predictor_version", plan.predictor_version()},

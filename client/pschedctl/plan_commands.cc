@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -37,7 +38,11 @@ void CmdPlanShow(const Globals& g, const std::string& id, const std::string& sch
   }
   std::cout << "model " << plan.model_id() << "\nscheduler " << plan.scheduler() << ", makespan "
             << Fixed(plan.makespan_us()) << " us, planned in " << Fixed(plan.planning_ms(), 2)
-            << " ms" << (plan.cached() ? " (cached)" : "") << "\n";
+            << " ms"
+            << (plan.imported() ? " (imported)"
+                : plan.cached() ? " (cached)"
+                                : "")
+            << "\n";
   if (plan.measured_runs() > 0) {
     std::cout << "predicted " << Fixed(plan.makespan_us()) << " us, measured "
               << Fixed(plan.measured_makespan_us()) << " us (median of the last runs; "
@@ -63,6 +68,48 @@ void CmdPlanShow(const Globals& g, const std::string& id, const std::string& sch
               << " predicted by the analytic fallback: the predictor has no data for their op "
                  "family\n";
   }
+}
+
+void CmdPlanExport(const Globals& g, const std::string& id, const std::string& scheduler,
+                   const std::string& out_path) {
+  auto client = Connect(g);
+  v1::ExportPlansResponse exported = Check(client.ExportPlans(id, scheduler));
+  {
+    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+    out << exported.bundle();
+    out.close();
+    if (!out) throw CommandError{absl::StrCat("cannot write ", out_path)};
+  }
+  if (g.json()) {
+    PrintJson({{"file", out_path}, {"plans", exported.plans()}});
+    return;
+  }
+  std::cout << "wrote " << exported.plans() << " plan" << (exported.plans() == 1 ? "" : "s")
+            << " to " << out_path << "\n";
+}
+
+void CmdPlanImport(const Globals& g, const std::string& path) {
+  const std::string bundle = ReadFile(path);
+  auto client = Connect(g);
+  v1::ImportPlansResponse imported = Check(client.ImportPlans(bundle));
+  if (g.json()) {
+    json plans = json::array();
+    for (const auto& p : imported.plans()) {
+      plans.push_back({{"scheduler_config", p.scheduler_config()},
+                       {"predictor_version", p.predictor_version()},
+                       {"served", p.served()}});
+    }
+    PrintJson({{"model_id", imported.model_id()}, {"plans", plans}});
+    return;
+  }
+  std::cout << "model " << imported.model_id() << ": imported " << imported.plans_size() << " plan"
+            << (imported.plans_size() == 1 ? "" : "s") << "\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : imported.plans()) {
+    rows.push_back({p.scheduler_config(), p.predictor_version(),
+                    p.served() ? "yes" : "no (another predictor version)"});
+  }
+  PrintTable({"SCHEDULER_CONFIG", "PREDICTOR", "SERVED"}, rows);
 }
 
 }  // namespace psched::pschedctl

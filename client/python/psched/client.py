@@ -249,6 +249,26 @@ class Client:
         response = self._call(self._inference.Infer, request, inference_pb2.InferResponse, timeout)
         return Outputs(response)
 
+    def export_plans(self, model: ModelRef, scheduler: str = "") -> bytes:
+        """A plan bundle of ``model``'s cached plans for the daemon's platform (docs/api.md).
+
+        ``scheduler`` keeps only that scheduler's plans (empty: all). NotFoundError when no
+        plan is cached.
+        """
+        request = plan_pb2.ExportPlansRequest(model_id=_model_id(model), scheduler=scheduler)
+        return bytes(
+            self._call(self._plans.ExportPlans, request, plan_pb2.ExportPlansResponse).bundle
+        )
+
+    def import_plans(self, bundle: bytes) -> plan_pb2.ImportPlansResponse:
+        """Stores a bundle's plans in the daemon's cache, served from then on (admin role).
+
+        FailedPreconditionError for another platform's bundle, NotFoundError when its model
+        is not registered, InvalidArgumentError for a damaged or altered bundle.
+        """
+        request = plan_pb2.ImportPlansRequest(bundle=bundle)
+        return self._call(self._plans.ImportPlans, request, plan_pb2.ImportPlansResponse)
+
     # -- administration ------------------------------------------------------------------
 
     def status(self) -> admin_pb2.StatusResponse:

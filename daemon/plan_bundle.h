@@ -1,0 +1,46 @@
+// Plan bundles: a model's cached plans for one platform in one versioned JSON file, so a fleet
+// of identical boards plans once (docs/api.md, "Plan bundles").
+//
+//   {"format": "psched-plan-bundle", "version": 1,
+//    "platform": {"name": ..., "fingerprint": ...}, "model_id": ...,
+//    "plans": [{"key": {"model_id", "platform_fingerprint", "predictor_version",
+//                       "scheduler_config"},
+//               "scheduler", "makespan_us", "planning_ms", "schedule": {plan JSON}}, ...],
+//    "sha256": hex SHA-256 of the canonical text of "plans"}
+//
+// The canonical text is nlohmann's compact dump (object keys sorted), so a bundle reformatted
+// by hand still verifies while any change to a plan's values does not. ParseBundle checks the
+// shape, the checksum and that every plan belongs to the bundle's model and platform; it does
+// not check a plan against a model's graph (the engine does, as for a plan read from its
+// cache). Nothing in the text is trusted: every problem is INVALID_ARGUMENT naming where it is.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "cache/store.h"
+
+namespace psched::daemon {
+
+inline constexpr const char* kBundleFormat = "psched-plan-bundle";
+inline constexpr int kBundleVersion = 1;
+
+struct PlanBundle {
+  std::string platform_name;
+  std::string platform_fingerprint;
+  std::string model_id;
+  // schedule_json is the plan JSON's compact dump; hits and created_unix_s are 0.
+  std::vector<cache::PlanRecord> plans;
+};
+
+// The bundle's text (pretty-printed, with its checksum).
+// REQUIRES: every plan's schedule_json is valid JSON.
+std::string FormatBundle(const PlanBundle& bundle);
+
+// The bundle in `text`, its checksum verified.
+absl::StatusOr<PlanBundle> ParseBundle(absl::string_view text);
+
+}  // namespace psched::daemon
