@@ -121,6 +121,9 @@ absl::StatusOr<PlanBundle> ParseBundle(absl::string_view text) {
   } catch (const json::parse_error& e) {
     return Bad(absl::StrCat("byte ", e.byte),
                absl::StrCat("not valid JSON (truncated or not a bundle): ", e.what()));
+  } catch (const json::exception& e) {
+    // A number beyond double's range, say: valid JSON syntax, not a bundle.
+    return Bad("input", absl::StrCat("not a plan bundle: ", e.what()));
   }
   if (!root.is_object()) return Bad("top level", "not a JSON object");
   auto format = root.find("format");

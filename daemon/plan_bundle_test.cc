@@ -64,6 +64,9 @@ TEST(PlanBundleTest, GarbageIsNotABundle) {
               HasSubstr("format: must be \"psched-plan-bundle\" (not a plan bundle)"));
   EXPECT_THAT(ErrorOf(R"({"format": "psched-plan-bundle", "version": 2})"),
               HasSubstr("version: 2 is not supported; this pschedd reads 1"));
+  // Valid JSON syntax whose number no double holds.
+  EXPECT_THAT(ErrorOf(R"({"format": "psched-plan-bundle", "version": 1e999})"),
+              HasSubstr("not a plan bundle"));
 }
 
 TEST(PlanBundleTest, AlteredPlanFailsTheChecksum) {
