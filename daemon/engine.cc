@@ -579,9 +579,14 @@ absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey
   return absl::OkStatus();
 }
 
+// What imported_plans_ holds for a plan: its key and the hash of its schedule.
+static std::string ImportedPlanKey(const cache::PlanKey& key, const std::string& plan_hash) {
+  return absl::StrCat(key.Joined(), "|", plan_hash);
+}
+
 bool Engine::IsImported(const cache::PlanKey& key, const std::string& plan_hash) {
   sync::MutexLock lock(&models_mu_);
-  return imported_plans_.contains(absl::StrCat(key.Joined(), "|", plan_hash));
+  return imported_plans_.contains(ImportedPlanKey(key, plan_hash));
 }
 
 absl::StatusOr<std::pair<std::string, int>> Engine::ExportPlans(const std::string& id_or_prefix,
@@ -656,8 +661,7 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
     if (absl::Status stored = store_->PutPlan(record); !stored.ok()) return stored;
     {
       sync::MutexLock lock(&models_mu_);
-      imported_plans_.insert(
-          absl::StrCat(record.key.Joined(), "|", model::ModelHash(record.schedule_json)));
+      imported_plans_.insert(ImportedPlanKey(record.key, model::ModelHash(record.schedule_json)));
     }
     result.plans.push_back({record.key.scheduler_config, record.key.predictor_version,
                             record.key.predictor_version == platform.predictor_version});
