@@ -74,6 +74,10 @@ CREATE TABLE model_chunks (
 INSERT INTO model_chunks(model_id, seq, bytes) SELECT id, 0, onnx FROM models;
 ALTER TABLE models DROP COLUMN onnx;
 )sql",
+    // 5 -> 6
+    R"sql(
+ALTER TABLE plans ADD COLUMN imported INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -17,8 +17,9 @@ namespace psched::cache {
 // Version 1: models + plans. Version 2: model flags, per-plan hit counts, usage stats and
 // global hit/miss counters. Version 3: calibrations. Version 4: the input shapes a model
 // was registered with. Version 5: model bytes in chunks (model_chunks), so a model is not
-// bounded by SQLite's length limit for one blob.
-inline constexpr int64_t kSchemaVersion = 5;
+// bounded by SQLite's length limit for one blob. Version 6: whether a plan came from a
+// plan bundle (plans.imported), so the daemon says so after a restart too.
+inline constexpr int64_t kSchemaVersion = 6;
 
 // Brings the database at `db` up to kSchemaVersion.
 absl::Status Migrate(Connection& db);

@@ -55,7 +55,7 @@ ModelRecord ReadModel(const Statement& row) {
 
 constexpr const char* kPlanColumns =
     "model_id, platform_fingerprint, predictor_version, scheduler_config, scheduler, "
-    "schedule_json, makespan_us, planning_ms, hits, created_unix_s";
+    "schedule_json, makespan_us, planning_ms, hits, created_unix_s, imported";
 
 PlanRecord ReadPlan(const Statement& row) {
   PlanRecord plan;
@@ -69,6 +69,7 @@ PlanRecord ReadPlan(const Statement& row) {
   plan.planning_ms = row.ColumnDouble(7);
   plan.hits = row.ColumnInt(8);
   plan.created_unix_s = row.ColumnInt(9);
+  plan.imported = row.ColumnInt(10) != 0;
   return plan;
 }
 
@@ -419,7 +420,7 @@ absl::StatusOr<std::optional<PlanRecord>> Store::LookupPlan(const PlanKey& key) 
 absl::Status Store::PutPlan(const PlanRecord& record) {
   sync::MutexLock lock(&mu_);
   absl::StatusOr<Statement> stmt = db_.Prepare(absl::StrCat(
-      "INSERT OR REPLACE INTO plans(", kPlanColumns, ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+      "INSERT OR REPLACE INTO plans(", kPlanColumns, ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   if (!stmt.ok()) return Annotate(stmt.status());
   stmt->Bind(1, record.key.model_id)
       .Bind(2, record.key.platform_fingerprint)
@@ -430,7 +431,8 @@ absl::Status Store::PutPlan(const PlanRecord& record) {
       .Bind(7, record.makespan_us)
       .Bind(8, record.planning_ms)
       .Bind(9, record.hits)
-      .Bind(10, record.created_unix_s != 0 ? record.created_unix_s : NowUnixSeconds());
+      .Bind(10, record.created_unix_s != 0 ? record.created_unix_s : NowUnixSeconds())
+      .Bind(11, static_cast<int64_t>(record.imported ? 1 : 0));
   absl::Status status = stmt->Run();
   if (status.code() == absl::StatusCode::kAlreadyExists) {
     return absl::NotFoundError(absl::StrCat("cache ", path_, ": cannot store a plan for model ",

@@ -75,6 +75,7 @@ struct PlanRecord {
   double planning_ms = 0;
   int64_t hits = 0;
   int64_t created_unix_s = 0;
+  bool imported = false;  // stored by a plan bundle's import, not planned here
 };
 
 struct UsageRecord {

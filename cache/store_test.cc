@@ -521,6 +521,7 @@ PRAGMA user_version = 4;
   auto plan = (*store)->LookupPlan(Key(kIdA));
   ASSERT_TRUE(plan.ok() && plan->has_value());
   EXPECT_EQ((*plan)->hits, 3);
+  EXPECT_FALSE((*plan)->imported) << "plans before version 6 were all planned here";
   EXPECT_EQ((*store)->Stats()->hits, 4);
   // A migrated model is one chunk until it is stored again; removal takes its chunk.
   EXPECT_EQ(CountChunks(dir.db(), kIdA), 1);
@@ -534,6 +535,21 @@ PRAGMA user_version = 4;
   EXPECT_EQ(*db->QueryInt("SELECT count(*) FROM pragma_table_info('models') WHERE name = 'onnx'"),
             0)
       << "the single-blob column is gone";
+}
+
+TEST(StoreTest, ImportedFlagIsStoredAndClearedWhenThePlanIsReplaced) {
+  TempDir dir;
+  auto store = Store::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->PutModel(Model(kIdA, "a")).ok());
+  PlanRecord plan = Plan(Key(kIdA), 10);
+  plan.imported = true;
+  ASSERT_TRUE((*store)->PutPlan(plan).ok());
+  EXPECT_TRUE((*(*store)->LookupPlan(plan.key))->imported);
+  EXPECT_TRUE((*store)->ListPlans(kIdA)->at(0).imported);
+  plan.imported = false;  // replanned here under the same key
+  ASSERT_TRUE((*store)->PutPlan(plan).ok());
+  EXPECT_FALSE((*(*store)->LookupPlan(plan.key))->imported);
 }
 
 TEST(StoreTest, CalibrationsAreKeptPerPlatformAndReplaced) {

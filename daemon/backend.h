@@ -206,7 +206,11 @@ class Backend {
   // Checks a stored plan against the model's graph and this platform (known devices, one
   // plan per op tiling its work, durations as predicted, dependencies, no overlap).
   // DATA_LOSS naming the first violation; the engine then drops and recomputes the plan.
-  virtual absl::Status CheckPlan(const LoadedModel& model, const nlohmann::json& schedule) = 0;
+  // With `calibration` (a document UseCalibration takes), durations are checked against the
+  // latency model it describes instead of the one in use: a plan made with another board's
+  // calibration (INVALID_ARGUMENT when that cannot be loaded here).
+  virtual absl::Status CheckPlan(const LoadedModel& model, const nlohmann::json& schedule,
+                                 const nlohmann::json* calibration = nullptr) = 0;
   // REQUIRES: inputs match model.inputs (the engine validates them); plan is null when
   // !RunUsesPlan().
   virtual absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput* plan,

@@ -207,7 +207,8 @@ absl::StatusOr<CalibrationOutput> CoExecBackend::Calibrate(
   return out;
 }
 
-absl::Status CoExecBackend::UseCalibration(const nlohmann::json& json) {
+absl::StatusOr<std::shared_ptr<const predictor::LatencyModel>> CoExecBackend::CalibratedModel(
+    const nlohmann::json& json) const {
   absl::StatusOr<executor::calibration::LoadedHostModel> loaded =
       executor::calibration::HostModelFromJson(json);
   if (!loaded.ok()) return loaded.status();
@@ -217,7 +218,13 @@ absl::Status CoExecBackend::UseCalibration(const nlohmann::json& json) {
         absl::StrCat("calibration is for devices [", absl::StrJoin(names, ", "),
                      "], the platform has [", absl::StrJoin(device_names_, ", "), "]"));
   }
-  SetLatencyModel(loaded->model);
+  return loaded->model;
+}
+
+absl::Status CoExecBackend::UseCalibration(const nlohmann::json& json) {
+  absl::StatusOr<std::shared_ptr<const predictor::LatencyModel>> model = CalibratedModel(json);
+  if (!model.ok()) return model.status();
+  SetLatencyModel(*model);
   return absl::OkStatus();
 }
 

@@ -40,6 +40,8 @@ class CoExecBackend final : public GraphBackend {
       const std::vector<std::shared_ptr<const LoadedModel>>& models, double budget_s,
       const CalibrationProgressFn& progress) override;
   absl::Status UseCalibration(const nlohmann::json& params) override;
+  absl::StatusOr<std::shared_ptr<const predictor::LatencyModel>> CalibratedModel(
+      const nlohmann::json& calibration) const override;
 
   // Plans of one model compiled at once; more distinct plans than this evict the oldest.
   static constexpr size_t kCompiledPlansPerModel = 4;

@@ -519,7 +519,7 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
       if (usable.ok()) {
         PlanOutput output{record.scheduler, record.makespan_us, std::move(schedule),
                           model::ModelHash(record.schedule_json)};
-        const bool imported = IsImported(key, output.id);
+        const bool imported = record.imported;
         if (imported) {
           spdlog::info("serving the imported {} plan for {} (makespan {:.1f} us); no planning",
                        record.key.scheduler_config, id, record.makespan_us);
@@ -562,7 +562,8 @@ void Engine::ForgetReadyPlans(const std::string& model_id) {
 
 absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
                                      const std::string& schedule_json,
-                                     const nlohmann::json& schedule) {
+                                     const nlohmann::json& schedule,
+                                     const nlohmann::json* calibration) {
   const std::string memo =
       absl::StrCat(key.model_id, "|", key.platform_fingerprint, "|", key.predictor_version, "|",
                    key.scheduler_config, "|", std::hash<std::string>{}(schedule_json));
@@ -572,21 +573,13 @@ absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey
   }
   absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
   if (!loaded.ok()) return loaded.status();
-  if (absl::Status valid = backend_->CheckPlan(**loaded, schedule); !valid.ok()) return valid;
+  if (absl::Status valid = backend_->CheckPlan(**loaded, schedule, calibration); !valid.ok()) {
+    return valid;
+  }
   sync::MutexLock lock(&models_mu_);
   if (checked_plans_.size() >= kMaxCheckedPlans) checked_plans_.clear();
   checked_plans_.insert(memo);
   return absl::OkStatus();
-}
-
-// What imported_plans_ holds for a plan: its key and the hash of its schedule.
-static std::string ImportedPlanKey(const cache::PlanKey& key, const std::string& plan_hash) {
-  return absl::StrCat(key.Joined(), "|", plan_hash);
-}
-
-bool Engine::IsImported(const cache::PlanKey& key, const std::string& plan_hash) {
-  sync::MutexLock lock(&models_mu_);
-  return imported_plans_.contains(ImportedPlanKey(key, plan_hash));
 }
 
 absl::StatusOr<std::pair<std::string, int>> Engine::ExportPlans(const std::string& id_or_prefix,
@@ -612,13 +605,36 @@ absl::StatusOr<std::pair<std::string, int>> Engine::ExportPlans(const std::strin
     record.created_unix_s = 0;
     bundle.plans.push_back(std::move(record));
   }
+  // The calibration the plans were made with travels with them.
+  const std::string key = platform.calibration_key;
+  if (!key.empty()) {
+    absl::StatusOr<std::optional<cache::CalibrationRecord>> calibration =
+        store_->LookupCalibration(key);
+    if (!calibration.ok()) return calibration.status();
+    const bool used = calibration->has_value() &&
+                      std::any_of(bundle.plans.begin(), bundle.plans.end(), [&](const auto& plan) {
+                        return plan.key.predictor_version == (*calibration)->predictor_version;
+                      });
+    if (used && !nlohmann::json::parse((*calibration)->params_json, nullptr, false).is_discarded()) {
+      bundle.calibration = **calibration;
+      bundle.calibration->report_json.clear();
+      bundle.calibration->created_unix_s = 0;
+    }
+  }
   if (bundle.plans.empty()) {
     return absl::NotFoundError(
         absl::StrCat("no cached plan of model ", *id, scheduler.empty() ? "" : " with scheduler ",
                      scheduler, " for this platform (fingerprint ", platform.fingerprint,
                      "); plan it first (pschedctl plan show)"));
   }
-  return std::make_pair(FormatBundle(bundle), static_cast<int>(bundle.plans.size()));
+  std::string text = FormatBundle(bundle);
+  if (text.size() > kMaxBundleBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the bundle of model ", *id, "'s ", bundle.plans.size(), " plans would take ",
+        text.size() >> 20, " MiB, over the ", kMaxBundleBytes >> 20,
+        " MiB a bundle may have; export one scheduler's plans at a time (--scheduler)"));
+  }
+  return std::make_pair(std::move(text), static_cast<int>(bundle.plans.size()));
 }
 
 absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
@@ -643,12 +659,26 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
       !loaded.ok()) {
     return loaded.status();
   }
+  // A plan made with the bundle's calibration is checked against it, not the model in use.
+  std::optional<nlohmann::json> calibration;
+  if (bundle->calibration.has_value()) {
+    if (bundle->calibration->platform_key != platform.calibration_key) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("plan bundle: calibration is for devices '",
+                       bundle->calibration->platform_key, "', this daemon's are '",
+                       platform.calibration_key, "'"));
+    }
+    calibration = nlohmann::json::parse(bundle->calibration->params_json);
+  }
   // All or none: every plan is checked before any is stored.
   for (size_t i = 0; i < bundle->plans.size(); ++i) {
     const cache::PlanRecord& record = bundle->plans[i];
     nlohmann::json schedule = nlohmann::json::parse(record.schedule_json);
-    absl::Status valid =
-        CheckCachedPlan(bundle->model_id, record.key, record.schedule_json, schedule);
+    const bool calibrated = calibration.has_value() &&
+                            record.key.predictor_version == bundle->calibration->predictor_version &&
+                            record.key.predictor_version != platform.predictor_version;
+    absl::Status valid = CheckCachedPlan(bundle->model_id, record.key, record.schedule_json,
+                                         schedule, calibrated ? &*calibration : nullptr);
     if (!valid.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("plan bundle: plans[", i, "] (", record.key.scheduler_config,
@@ -657,14 +687,17 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
   }
   ImportResult result;
   result.model_id = bundle->model_id;
-  for (const cache::PlanRecord& record : bundle->plans) {
+  if (bundle->calibration.has_value()) {
+    absl::StatusOr<std::string> adopted = AdoptBundleCalibration(*bundle->calibration);
+    if (!adopted.ok()) return adopted.status();
+    result.calibration = *adopted;
+  }
+  const std::string predictor_version = backend_->platform().predictor_version;
+  for (cache::PlanRecord& record : bundle->plans) {
+    record.imported = true;
     if (absl::Status stored = store_->PutPlan(record); !stored.ok()) return stored;
-    {
-      sync::MutexLock lock(&models_mu_);
-      imported_plans_.insert(ImportedPlanKey(record.key, model::ModelHash(record.schedule_json)));
-    }
     result.plans.push_back({record.key.scheduler_config, record.key.predictor_version,
-                            record.key.predictor_version == platform.predictor_version});
+                            record.key.predictor_version == predictor_version});
     spdlog::info("imported the {} plan for {} (predictor {}{})", record.key.scheduler_config,
                  result.model_id, record.key.predictor_version,
                  result.plans.back().served ? "" : ", not the one this daemon plans with");
@@ -672,6 +705,40 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
   // Served from the store from now on, in place of any plan kept in memory.
   ForgetReadyPlans(result.model_id);
   return result;
+}
+
+absl::StatusOr<std::string> Engine::AdoptBundleCalibration(
+    const cache::CalibrationRecord& calibration) {
+  const PlatformInfo platform = backend_->platform();
+  if (calibration.predictor_version == platform.predictor_version) return "already in use";
+  absl::StatusOr<std::optional<cache::CalibrationRecord>> own =
+      store_->LookupCalibration(platform.calibration_key);
+  if (!own.ok()) return own.status();
+  if (own->has_value()) {
+    // Measured on this very board: better than any other board's, however alike.
+    spdlog::info("kept this board's calibration {}; the bundle's {} was not adopted",
+                 platform.predictor_version, calibration.predictor_version);
+    return absl::StrCat("not adopted: this board has its own calibration (",
+                        platform.predictor_version, ")");
+  }
+  nlohmann::json params = nlohmann::json::parse(calibration.params_json, nullptr, false);
+  absl::Status usable = params.is_discarded()
+                            ? absl::InvalidArgumentError("parameters are not valid JSON")
+                            : backend_->UseCalibration(params);
+  if (!usable.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan bundle: calibration: not usable here: ", usable.message()));
+  }
+  cache::CalibrationRecord record = calibration;
+  record.report_json = "{}";
+  if (absl::Status stored = store_->PutCalibration(record); !stored.ok()) {
+    spdlog::warn("the bundle's calibration is in use but not stored: {}",
+                 std::string(stored.message()));
+  }
+  ForgetReadyPlans("");  // planned with the previous predictor: no longer asked for
+  spdlog::info("adopted the bundle's calibration: planning with {}",
+               backend_->platform().predictor_version);
+  return "adopted";
 }
 
 absl::StatusOr<PlanFeedback::Candidate> Engine::Replan(const ReadyPlan& served,

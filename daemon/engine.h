@@ -116,6 +116,9 @@ struct ImportedPlanInfo {
 struct ImportResult {
   std::string model_id;
   std::vector<ImportedPlanInfo> plans;
+  // What became of the bundle's calibration: "" (it had none), "adopted", "already in use",
+  // or "not adopted: <why>".
+  std::string calibration;
 };
 
 struct EngineStatus {
@@ -179,7 +182,9 @@ class Engine {
   // or altered bundle or a plan that does not fit the model's graph (checked exactly as a
   // plan read from the cache), FAILED_PRECONDITION naming both fingerprints for another
   // platform's bundle, NOT_FOUND naming the model when it is not registered. A stored plan
-  // replaces this daemon's plan under the same key and is served without planning.
+  // replaces this daemon's plan under the same key and is served without planning. The
+  // bundle's calibration is adopted when this board has none of its own, so the plans made
+  // with it are served too.
   absl::StatusOr<ImportResult> ImportPlans(const std::string& bundle);
 
   EngineStatus Status();
@@ -263,9 +268,11 @@ class Engine {
   InferenceQueue queue_;
   const absl::Time started_ = absl::Now();
 
-  // Checks a cached plan against its model and platform once per (key, plan bytes).
+  // Checks a cached plan against its model and platform once per (key, plan bytes); with
+  // `calibration`, its durations against that calibration's model (Backend::CheckPlan).
   absl::Status CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
-                               const std::string& schedule_json, const nlohmann::json& schedule);
+                               const std::string& schedule_json, const nlohmann::json& schedule,
+                               const nlohmann::json* calibration = nullptr);
 
   // Keeps `model` loaded as `id`, unloading the least recently used beyond
   // config_.max_loaded_models; returns the handle every caller shares (the first one kept
@@ -289,11 +296,10 @@ class Engine {
   // Cached plans that passed Backend::CheckPlan: "<plan key>|<hash of the plan JSON>". A
   // memo only: a removed model's entries go with it, and past kMaxCheckedPlans it starts over.
   std::set<std::string> checked_plans_ ABSL_GUARDED_BY(models_mu_);
+  // ImportPlans' step for the bundle's calibration: ImportResult::calibration, or an error
+  // when it cannot be used here (nothing is stored then).
+  absl::StatusOr<std::string> AdoptBundleCalibration(const cache::CalibrationRecord& calibration);
   static constexpr size_t kMaxCheckedPlans = 4096;
-  // Plans stored by ImportPlans since the daemon started: "<plan key>|<hash of the plan
-  // JSON>". A plan replaced in the store (refresh, replanning) no longer matches.
-  std::set<std::string> imported_plans_ ABSL_GUARDED_BY(models_mu_);
-  bool IsImported(const cache::PlanKey& key, const std::string& plan_hash);
 
   mutable sync::Mutex plans_mu_;
   // By PlanKey::Joined(); a model's plans sort together. Past kMaxReadyPlans it starts over

@@ -105,7 +105,8 @@ class FakeBackend final : public Backend {
     return out;
   }
   // A plan is usable when every subtask runs on cpu.0, the fake's only device.
-  absl::Status CheckPlan(const LoadedModel&, const nlohmann::json& schedule) override {
+  absl::Status CheckPlan(const LoadedModel&, const nlohmann::json& schedule,
+                         const nlohmann::json* /*calibration*/) override {
     if (!schedule.contains("subtasks") || !schedule["subtasks"].is_array()) {
       return absl::DataLossError("no subtasks");
     }

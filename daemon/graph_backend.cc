@@ -213,12 +213,23 @@ absl::StatusOr<PlanOutput> GraphBackend::PlanWith(const LoadedModel& model, cons
   return out;
 }
 
-absl::Status GraphBackend::CheckPlan(const LoadedModel& model, const nlohmann::json& schedule) {
+absl::Status GraphBackend::CheckPlan(const LoadedModel& model, const nlohmann::json& schedule,
+                                     const nlohmann::json* calibration) {
   const model::Graph& graph = GraphOf(model);
   absl::StatusOr<scheduler::Schedule> parsed =
       ScheduleFromJson(graph, DeviceNames(profile_.platform), schedule);
   if (!parsed.ok()) return absl::DataLossError(std::string(parsed.status().message()));
-  absl::StatusOr<scheduler::Problem> problem = ProblemOf(graph);
+  std::shared_ptr<const predictor::LatencyModel> latency = latency_model();
+  if (calibration != nullptr) {
+    absl::StatusOr<std::shared_ptr<const predictor::LatencyModel>> calibrated =
+        CalibratedModel(*calibration);
+    if (!calibrated.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("its calibration is not usable here: ", calibrated.status().message()));
+    }
+    latency = *calibrated;
+  }
+  absl::StatusOr<scheduler::Problem> problem = ProblemOf(graph, *latency);
   if (!problem.ok()) return problem.status();
   if (absl::Status valid = scheduler::ValidateSchedule(*problem, *parsed); !valid.ok()) {
     return absl::DataLossError(std::string(valid.message()));
@@ -232,7 +243,17 @@ std::shared_ptr<const predictor::LatencyModel> GraphBackend::latency_model() con
 }
 
 absl::StatusOr<scheduler::Problem> GraphBackend::ProblemOf(const model::Graph& graph) const {
-  return scheduler::Problem::FromGraph(graph, profile_.platform, *latency_model());
+  return ProblemOf(graph, *latency_model());
+}
+
+absl::StatusOr<scheduler::Problem> GraphBackend::ProblemOf(
+    const model::Graph& graph, const predictor::LatencyModel& model) const {
+  return scheduler::Problem::FromGraph(graph, profile_.platform, model);
+}
+
+absl::StatusOr<std::shared_ptr<const predictor::LatencyModel>> GraphBackend::CalibratedModel(
+    const nlohmann::json& /*calibration*/) const {
+  return absl::UnimplementedError("this platform is simulated and cannot be calibrated");
 }
 
 absl::StatusOr<std::vector<std::vector<float>>> GraphBackend::InputsNhwc(

@@ -51,7 +51,8 @@ class GraphBackend : public Backend {
   absl::StatusOr<PlanOutput> Plan(const LoadedModel& model, const std::string& scheduler,
                                   const std::map<std::string, std::string>& options,
                                   const ProgressFn& progress, const CancelledFn& cancelled) final;
-  absl::Status CheckPlan(const LoadedModel& model, const nlohmann::json& schedule) final;
+  absl::Status CheckPlan(const LoadedModel& model, const nlohmann::json& schedule,
+                         const nlohmann::json* calibration) final;
   // Wraps the latency model in use in a predictor::ResidualCorrectedModel.
   absl::StatusOr<std::shared_ptr<const LatencyCorrection>> Correct(
       const LoadedModel& model, const LatencyCorrection* previous,
@@ -69,6 +70,10 @@ class GraphBackend : public Backend {
   const platform::Platform& target() const { return profile_.platform; }
   // Plans from now on use `model` (its Version() becomes the predictor version).
   void SetLatencyModel(std::shared_ptr<const predictor::LatencyModel> model);
+  // The latency model a calibration document describes, checked against this platform's
+  // devices; UNIMPLEMENTED for a backend that cannot be calibrated.
+  virtual absl::StatusOr<std::shared_ptr<const predictor::LatencyModel>> CalibratedModel(
+      const nlohmann::json& calibration) const;
 
   // `inputs` (model order, NCHW) in the executors' NHWC layout; FAILED_PRECONDITION for a
   // model without weights.
@@ -83,6 +88,8 @@ class GraphBackend : public Backend {
   std::shared_ptr<const predictor::LatencyModel> latency_model() const;
   // The scheduling instance of `graph` under the latency model in use now.
   absl::StatusOr<scheduler::Problem> ProblemOf(const model::Graph& graph) const;
+  absl::StatusOr<scheduler::Problem> ProblemOf(const model::Graph& graph,
+                                               const predictor::LatencyModel& model) const;
   // Plan with `latency_model`.
   absl::StatusOr<PlanOutput> PlanWith(const LoadedModel& model, const std::string& scheduler,
                                       const std::map<std::string, std::string>& options,

@@ -32,7 +32,11 @@ std::string Hex(const std::array<uint8_t, 32>& digest) {
   return out;
 }
 
-std::string Checksum(const json& plans) { return Hex(model::Sha256(plans.dump())); }
+// Version 1 covers the plans alone; version 2 the plans and the calibration.
+std::string Checksum(int version, const json& plans, const json& calibration) {
+  if (version == 1) return Hex(model::Sha256(plans.dump()));
+  return Hex(model::Sha256(json{{"calibration", calibration}, {"plans", plans}}.dump()));
+}
 
 // The string member `name` of `object`, or an error naming `where`.
 absl::StatusOr<std::string> StringAt(const json& object, const char* name, const std::string& where,
@@ -88,6 +92,23 @@ absl::StatusOr<cache::PlanRecord> PlanFromJson(const json& plan, const std::stri
   return record;
 }
 
+absl::StatusOr<cache::CalibrationRecord> CalibrationFromJson(const json& calibration) {
+  const std::string where = "calibration";
+  if (!calibration.is_object()) return Bad(where, "not an object or null");
+  cache::CalibrationRecord record;
+  absl::StatusOr<std::string> key = StringAt(calibration, "platform_key", where);
+  if (!key.ok()) return key.status();
+  record.platform_key = *key;
+  absl::StatusOr<std::string> version = StringAt(calibration, "predictor_version", where);
+  if (!version.ok()) return version.status();
+  record.predictor_version = *version;
+  auto params = calibration.find("params");
+  if (params == calibration.end()) return Bad(where, "'params' is missing");
+  if (!params->is_object()) return Bad(where + ".params", "not an object");
+  record.params_json = params->dump();
+  return record;
+}
+
 }  // namespace
 
 std::string FormatBundle(const PlanBundle& bundle) {
@@ -103,18 +124,30 @@ std::string FormatBundle(const PlanBundle& bundle) {
                      {"planning_ms", record.planning_ms},
                      {"schedule", json::parse(record.schedule_json)}});
   }
+  json calibration = nullptr;
+  if (bundle.calibration.has_value()) {
+    calibration = {{"platform_key", bundle.calibration->platform_key},
+                   {"predictor_version", bundle.calibration->predictor_version},
+                   {"params", json::parse(bundle.calibration->params_json)}};
+  }
   json out = {
       {"format", kBundleFormat},
       {"version", kBundleVersion},
       {"platform", {{"name", bundle.platform_name}, {"fingerprint", bundle.platform_fingerprint}}},
       {"model_id", bundle.model_id},
-      {"sha256", Checksum(plans)},
-      {"plans", std::move(plans)}};
+      {"sha256", Checksum(kBundleVersion, plans, calibration)},
+      {"plans", std::move(plans)},
+      {"calibration", std::move(calibration)}};
   return out.dump(1) + "\n";
 }
 
 absl::StatusOr<PlanBundle> ParseBundle(absl::string_view text) {
   if (text.empty()) return Bad("input", "empty (no bundle)");
+  if (text.size() > kMaxBundleBytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("plan bundle: ", text.size(), " bytes; a bundle is at most ",
+                     kMaxBundleBytes >> 20, " MiB"));
+  }
   json root;
   try {
     root = json::parse(text.begin(), text.end());
@@ -134,10 +167,11 @@ absl::StatusOr<PlanBundle> ParseBundle(absl::string_view text) {
   if (version == root.end() || !version->is_number_integer()) {
     return Bad("version", "missing or not an integer");
   }
-  if (*version != kBundleVersion) {
-    return Bad("version", absl::StrCat(version->dump(), " is not supported; this pschedd reads ",
+  if (*version != 1 && *version != kBundleVersion) {
+    return Bad("version", absl::StrCat(version->dump(), " is not supported; this pschedd reads 1 to ",
                                        kBundleVersion));
   }
+  const int format_version = version->get<int>();
   PlanBundle bundle;
   auto platform = root.find("platform");
   if (platform == root.end() || !platform->is_object()) {
@@ -156,10 +190,21 @@ absl::StatusOr<PlanBundle> ParseBundle(absl::string_view text) {
   if (!sha256.ok()) return sha256.status();
   auto plans = root.find("plans");
   if (plans == root.end() || !plans->is_array()) return Bad("plans", "missing or not an array");
-  const std::string actual = Checksum(*plans);
+  json calibration = nullptr;
+  if (auto it = root.find("calibration"); it != root.end()) {
+    if (format_version == 1) return Bad("calibration", "a version 1 bundle has no calibration");
+    calibration = *it;
+  }
+  const std::string actual = Checksum(format_version, *plans, calibration);
   if (actual != *sha256) {
-    return Bad("sha256", absl::StrCat("the plans hash to ", actual, ", the bundle says ", *sha256,
-                                      " (changed after export)"));
+    return Bad("sha256",
+               absl::StrCat(format_version == 1 ? "the plans hash to " : "the plans and calibration hash to ",
+                            actual, ", the bundle says ", *sha256, " (changed after export)"));
+  }
+  if (!calibration.is_null()) {
+    absl::StatusOr<cache::CalibrationRecord> record = CalibrationFromJson(calibration);
+    if (!record.ok()) return record.status();
+    bundle.calibration = *std::move(record);
   }
   for (size_t i = 0; i < plans->size(); ++i) {
     const std::string where = absl::StrCat("plans[", i, "]");

@@ -368,6 +368,7 @@ grpc::Status PlanServiceImpl::ImportPlans(grpc::ServerContext* context,
     absl::StatusOr<ImportResult> result = engine_->ImportPlans(request->bundle());
     if (!result.ok()) return ToGrpc(result.status());
     response->set_model_id(result->model_id);
+    response->set_calibration(result->calibration);
     for (const ImportedPlanInfo& info : result->plans) {
       pb::ImportedPlan* plan = response->add_plans();
       plan->set_scheduler_config(info.scheduler_config);

@@ -14,6 +14,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<psched::daemon::PlanBundle> again =
       psched::daemon::ParseBundle(psched::daemon::FormatBundle(*bundle));
   if (!again.ok() || again->plans.size() != bundle->plans.size()) std::abort();
+  if (again->calibration.has_value() != bundle->calibration.has_value() ||
+      (bundle->calibration.has_value() &&
+       again->calibration->params_json != bundle->calibration->params_json)) {
+    std::abort();
+  }
   for (size_t i = 0; i < bundle->plans.size(); ++i) {
     if (!(again->plans[i].key == bundle->plans[i].key) ||
         again->plans[i].schedule_json != bundle->plans[i].schedule_json) {

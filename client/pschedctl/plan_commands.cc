@@ -90,6 +90,12 @@ void CmdPlanExport(const Globals& g, const std::string& id, const std::string& s
 
 void CmdPlanImport(const Globals& g, const std::string& path) {
   const std::string bundle = ReadFile(path);
+  // pschedd's limit (docs/api.md, Plan bundles), checked here so no 64 MiB message is sent.
+  constexpr size_t kMaxBundleBytes = size_t{48} << 20;
+  if (bundle.size() > kMaxBundleBytes) {
+    throw CommandError{absl::StrCat(path, ": ", bundle.size(), " bytes; a plan bundle is at most ",
+                                    kMaxBundleBytes >> 20, " MiB")};
+  }
   auto client = Connect(g);
   v1::ImportPlansResponse imported = Check(client.ImportPlans(bundle));
   if (g.json()) {
@@ -99,11 +105,16 @@ void CmdPlanImport(const Globals& g, const std::string& path) {
                        {"predictor_version", p.predictor_version()},
                        {"served", p.served()}});
     }
-    PrintJson({{"model_id", imported.model_id()}, {"plans", plans}});
+    PrintJson({{"model_id", imported.model_id()},
+               {"plans", plans},
+               {"calibration", imported.calibration()}});
     return;
   }
   std::cout << "model " << imported.model_id() << ": imported " << imported.plans_size() << " plan"
             << (imported.plans_size() == 1 ? "" : "s") << "\n";
+  if (!imported.calibration().empty()) {
+    std::cout << "calibration: " << imported.calibration() << "\n";
+  }
   std::vector<std::vector<std::string>> rows;
   for (const auto& p : imported.plans()) {
     rows.push_back({p.scheduler_config(), p.predictor_version(),

@@ -1505,6 +1505,7 @@ TEST_F(DaemonTest, RolesFromPeerCredentialsGuardEveryAdminCall) {
         {"model", "ls"},
         {"plan", "show", id, "--scheduler", "heft"},
         {"infer", id, "--input", kTinyInput, "--output", out_dir + "/y.npy"},
+        {"plan", "export", id, "--out", out_dir + "/bundle.json"},
         {"cache", "stats"},
         {"cache", "ls"}}) {
     CtlRun run = CtlAs(user, socket_, allowed);
@@ -1519,6 +1520,7 @@ TEST_F(DaemonTest, RolesFromPeerCredentialsGuardEveryAdminCall) {
       {"PurgeCache", {"cache", "purge", "--all"}},
       {"Calibrate", {"calibrate", "--budget-s", "0.2"}},
       {"VerifyCache", {"cache", "verify"}},
+      {"ImportPlans", {"plan", "import", out_dir + "/bundle.json"}},
   };
   for (const auto& [rpc, args] : admin_calls) {
     CtlRun run = CtlAs(user, socket_, args);
@@ -1546,6 +1548,9 @@ TEST_F(DaemonTest, RolesFromPeerCredentialsGuardEveryAdminCall) {
   CtlRun verify = CtlAs(Root(), socket_, {"cache", "verify"});
   EXPECT_EQ(verify.code, 0) << verify.err;
   EXPECT_TRUE(Contains(verify.out, "checked 1 models and 2 plans")) << verify.out;
+  CtlRun import = CtlAs(Root(), socket_, {"plan", "import", out_dir + "/bundle.json"});
+  EXPECT_EQ(import.code, 0) << import.err;
+  EXPECT_TRUE(Contains(import.out, absl::StrCat("model ", id, ": imported 2 plans"))) << import.out;
   CtlRun rm = CtlAs(Root(), socket_, {"model", "rm", id});
   EXPECT_EQ(rm.code, 0) << rm.err;
   EXPECT_TRUE(

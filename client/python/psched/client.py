@@ -263,8 +263,10 @@ class Client:
     def import_plans(self, bundle: bytes) -> plan_pb2.ImportPlansResponse:
         """Stores a bundle's plans in the daemon's cache, served from then on (admin role).
 
-        FailedPreconditionError for another platform's bundle, NotFoundError when its model
-        is not registered, InvalidArgumentError for a damaged or altered bundle.
+        The bundle's calibration is adopted when this board has none of its own (the
+        response's `calibration` says what became of it). FailedPreconditionError for another
+        platform's bundle, NotFoundError when its model is not registered,
+        InvalidArgumentError for a damaged or altered bundle.
         """
         request = plan_pb2.ImportPlansRequest(bundle=bundle)
         return self._call(self._plans.ImportPlans, request, plan_pb2.ImportPlansResponse)

@@ -28,8 +28,8 @@ def resealed(bundle: bytes, edit: Callable[[dict[str, Any]], None]) -> bytes:
     """`bundle` with `edit` applied to its first plan and the checksum recomputed."""
     parsed = json.loads(bundle)
     edit(parsed["plans"][0])
-    canonical = json.dumps(parsed["plans"], separators=(",", ":"), sort_keys=True,
-                           ensure_ascii=False)
+    covered = {"calibration": parsed["calibration"], "plans": parsed["plans"]}
+    canonical = json.dumps(covered, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
     parsed["sha256"] = hashlib.sha256(canonical.encode()).hexdigest()
     return json.dumps(parsed).encode()
 
@@ -51,7 +51,8 @@ class PlanBundleTest(unittest.TestCase):
     def test_second_board_serves_the_imported_plan_without_planning(self) -> None:
         first, model_id, bundle = self.planned_bundle()
         parsed = json.loads(bundle)
-        self.assertEqual((parsed["format"], parsed["version"]), ("psched-plan-bundle", 1))
+        self.assertEqual((parsed["format"], parsed["version"]), ("psched-plan-bundle", 2))
+        self.assertIsNone(parsed["calibration"], "the first board plans uncalibrated")
         self.assertEqual(parsed["model_id"], model_id)
         self.assertEqual([p["key"]["scheduler_config"] for p in parsed["plans"]], ["heft"])
         planned = first.client().plan(model_id, "heft")
@@ -64,6 +65,7 @@ class PlanBundleTest(unittest.TestCase):
         self.assertEqual(imported.model_id, model_id)
         self.assertEqual([(p.scheduler_config, p.served) for p in imported.plans],
                          [("heft", True)])
+        self.assertEqual(imported.calibration, "")
         self.assertEqual(client.cache_stats().plans, before.plans + 1)
 
         client.infer(model_id, scheduler="heft")
@@ -81,6 +83,78 @@ class PlanBundleTest(unittest.TestCase):
                          json.loads(planned.schedule_json)["subtasks"])
         self.assertTrue(json.loads(plan.schedule_json)["imported"])
         self.assertFalse(first.client().plan(model_id, "heft").imported)
+
+        # The cache remembers where the plan came from across a restart.
+        self.assertEqual(second.stop(), 0)
+        second.start()
+        self.assertTrue(second.client().plan(model_id, "heft").imported)
+
+    def test_calibration_travels_with_its_plans_to_an_uncalibrated_board(self) -> None:
+        first = self.start("")
+        client = first.client()
+        model = client.add_model(TINY + ".onnx")
+        calibrated = client.calibrate(0.2).predictor_version
+        self.assertIn("+calibrated", calibrated)
+        planned = client.plan(model, "heft")
+        self.assertEqual(planned.predictor_version, calibrated)
+        bundle = client.export_plans(model, "heft")
+        carried = json.loads(bundle)["calibration"]
+        self.assertEqual(carried["predictor_version"], calibrated)
+        self.assertIn("params", carried)
+
+        second = self.start("")
+        fresh = second.client()
+        fresh.add_model(TINY + ".onnx")
+        self.assertNotEqual(fresh.devices().predictor_version, calibrated)
+        imported = fresh.import_plans(bundle)
+        self.assertEqual(imported.calibration, "adopted")
+        self.assertEqual([(p.predictor_version, p.served) for p in imported.plans],
+                         [(calibrated, True)])
+        self.assertEqual(fresh.devices().predictor_version, calibrated)
+        fresh.infer(model.id, scheduler="heft")
+        log = second.log()
+        self.assertIn("adopted the bundle's calibration: planning with " + calibrated, log)
+        self.assertIn("serving the imported heft plan for " + model.id, log)
+        self.assertNotIn("planned " + model.id, log)
+        # Stored like a calibration made here: it is still used after a restart.
+        self.assertEqual(second.stop(), 0)
+        second.start()
+        self.assertEqual(second.client().devices().predictor_version, calibrated)
+        self.assertTrue(second.client().plan(model.id, "heft").imported)
+
+        # A board with its own calibration keeps it; the bundle's plans are stored, not served.
+        third = self.start("")
+        own = third.client()
+        own.add_model(TINY + ".onnx")
+        own_version = own.calibrate(0.2).predictor_version
+        imported = own.import_plans(bundle)
+        if own_version == calibrated:
+            self.assertEqual(imported.calibration, "already in use")
+        else:
+            self.assertEqual(imported.calibration,
+                             f"not adopted: this board has its own calibration ({own_version})")
+            self.assertEqual([p.served for p in imported.plans], [False])
+        self.assertEqual(own.devices().predictor_version, own_version)
+
+    def test_calibration_for_other_devices_is_refused_and_nothing_is_stored(self) -> None:
+        first = self.start("")
+        client = first.client()
+        model = client.add_model(TINY + ".onnx")
+        client.calibrate(0.2)
+        client.plan(model, "heft")
+        bundle = json.loads(client.export_plans(model, "heft"))
+        bundle["calibration"]["platform_key"] = "npu.0:npu"
+        covered = {"calibration": bundle["calibration"], "plans": bundle["plans"]}
+        bundle["sha256"] = hashlib.sha256(json.dumps(
+            covered, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+        second = self.start("")
+        fresh = second.client()
+        fresh.add_model(TINY + ".onnx")
+        with self.assertRaises(psched.FailedPreconditionError) as caught:
+            fresh.import_plans(json.dumps(bundle).encode())
+        self.assertIn("calibration is for devices 'npu.0:npu'", caught.exception.message)
+        self.assertEqual(fresh.cache_stats().plans, 0)
 
     @unittest.skipUnless(PSCHEDCTL, "PSCHEDCTL not set")
     def test_pschedctl_export_and_import(self) -> None:
@@ -125,7 +199,7 @@ class PlanBundleTest(unittest.TestCase):
         altered = bundle[:at] + (b"7" if digit != b"7" else b"8") + bundle[at + 1:]
         with self.assertRaises(psched.InvalidArgumentError) as caught:
             client.import_plans(altered)
-        self.assertRegex(caught.exception.message, r"sha256: the plans hash to [0-9a-f]{64}")
+        self.assertRegex(caught.exception.message, r"sha256: the plans and calibration hash to [0-9a-f]{64}")
         with self.assertRaises(psched.InvalidArgumentError) as caught:
             client.import_plans(bundle[:len(bundle) // 2])
         self.assertIn("not valid JSON (truncated or not a bundle)", caught.exception.message)
