@@ -183,6 +183,12 @@ max_loaded_models = 16
 # Runs per measurement window of a served plan; a plan measured more than 15% off its
 # prediction over a window is replanned with corrected latencies (0 = off).
 feedback_window = 16
+# Without a stored calibration for its devices, calibrate them once in the background when
+# the first model is registered (the inference queue waits meanwhile, about this budget per
+# device plus the fit); plans made before are replanned with it. `pschedctl calibrate` runs
+# a longer one at any time.
+auto_calibrate = true
+auto_calibrate_budget_ms = 2000
 # Seconds SIGTERM waits for in-flight requests.
 shutdown_grace_s = 30
 # An inference running longer than this is stuck: the systemd watchdog stops being fed.
@@ -241,7 +247,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
       {"socket", "state_dir", "log_level", "max_model_bytes", "queue_capacity", "default_scheduler",
        "cache_max_bytes", "max_loaded_models", "shutdown_grace_s", "stuck_inference_s", "platform",
        "allow_non_finite_inputs", "devices", "access", "cpu_topology_root", "feedback_window",
-       "call_pollers", "poll_spin_us", "brief_infer_us"},
+       "call_pollers", "poll_spin_us", "brief_infer_us", "auto_calibrate",
+       "auto_calibrate_budget_ms"},
       origin, ""));
   DaemonConfig config;
   PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
@@ -270,6 +277,9 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
       ReadInRange(table, "max_loaded_models", origin, 1, 100000, config.max_loaded_models));
   PSCHED_RETURN_IF_ERROR(
       ReadInRange(table, "feedback_window", origin, 0, 100000, config.feedback_window));
+  PSCHED_RETURN_IF_ERROR(Read(table, "auto_calibrate", origin, config.auto_calibrate));
+  PSCHED_RETURN_IF_ERROR(ReadInRange(table, "auto_calibrate_budget_ms", origin, 100, 15000,
+                                     config.auto_calibrate_budget_ms));
   if (config.max_model_bytes < 1 || config.max_model_bytes > kMaxOnnxProtobufBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": max_model_bytes must be in [1, ", kMaxOnnxProtobufBytes,

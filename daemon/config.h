@@ -81,6 +81,11 @@ struct DaemonConfig {
   // measured makespan over a window is more than 15% off its prediction is replanned with
   // the latency model corrected by the measurements. 0 turns the correction off.
   int feedback_window = 16;
+  // A platform that has no calibration stored calibrates itself once, in the background,
+  // when the first model is registered (daemon/first_start_calibration.h), timing each
+  // device for this many milliseconds.
+  bool auto_calibrate = true;
+  int auto_calibrate_budget_ms = 2000;
   // Seconds SIGTERM waits for in-flight requests before cancelling them.
   int shutdown_grace_s = 30;
   // An inference running longer than this counts as stuck: the watchdog stops pinging

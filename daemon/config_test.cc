@@ -24,6 +24,8 @@ TEST(ConfigTest, DefaultTomlParsesToDefaults) {
   EXPECT_EQ(parsed->stuck_inference_s, defaults.stuck_inference_s);
   EXPECT_EQ(parsed->platform, defaults.platform);
   EXPECT_EQ(parsed->cpu_topology_root, defaults.cpu_topology_root);
+  EXPECT_EQ(parsed->auto_calibrate, defaults.auto_calibrate);
+  EXPECT_EQ(parsed->auto_calibrate_budget_ms, defaults.auto_calibrate_budget_ms);
   EXPECT_TRUE(parsed->devices.empty());
   EXPECT_TRUE(parsed->access.admin_users.empty());
   EXPECT_TRUE(parsed->access.admin_groups.empty());
@@ -118,6 +120,9 @@ TEST(ConfigTest, RejectsBadInputWithLocation) {
       {"max_model_bytes = 0", "max_model_bytes must be in [1, 2147483647]"},
       {"max_model_bytes = 2147483648", "an ONNX protobuf holds at most 2 GiB - 1"},
       {"allow_non_finite_inputs = 1", "'allow_non_finite_inputs' has the wrong type"},
+      {"auto_calibrate = \"yes\"", "test.toml:1: 'auto_calibrate' has the wrong type"},
+      {"auto_calibrate_budget_ms = 50",
+       "test.toml: auto_calibrate_budget_ms 50 is outside [100, 15000]"},
       {"[[devices]]\nname = \"c\"\nkind = \"cpu\"\ncores = [1e30]", "cores must be integers"},
       {"[[devices]]\nname = \"c\"\nkind = \"cpu\"\ncores = [4294967296]",
        "cores must be integers in [0, 1024)"},

@@ -136,13 +136,17 @@ Engine::Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
             ready_plans_[plan->slot] = plan;
           }) {
   const std::string key = backend_->platform().calibration_key;
-  if (key.empty()) return;
-  absl::StatusOr<std::optional<cache::CalibrationRecord>> stored = store_->LookupCalibration(key);
+  absl::StatusOr<std::optional<cache::CalibrationRecord>> stored =
+      key.empty() ? std::optional<cache::CalibrationRecord>() : store_->LookupCalibration(key);
   if (!stored.ok()) {
     spdlog::warn("stored calibration not read: {}", std::string(stored.status().message()));
-    return;
   }
-  if (!stored->has_value()) return;
+  StartFirstStartCalibration(key.empty()            ? "the platform is simulated"
+                             : !config.auto_calibrate ? "auto_calibrate = false"
+                             : !stored.ok()           ? "the stored calibration could not be read"
+                             : stored->has_value()    ? "calibrated before"
+                                                      : "");
+  if (!stored.ok() || !stored->has_value()) return;
   nlohmann::json params = nlohmann::json::parse((*stored)->params_json, nullptr, false);
   absl::Status used = params.is_discarded()
                           ? absl::DataLossError("stored parameters are not valid JSON")
@@ -215,6 +219,21 @@ Engine::~Engine() {
 void Engine::Shutdown() {
   feedback_.Stop();
   queue_.Drain();
+  first_start_calibration_->Join();
+}
+
+void Engine::StartFirstStartCalibration(const std::string& off_reason) {
+  const double budget_s = config_.auto_calibrate_budget_ms / 1000.0;
+  first_start_calibration_ = std::make_unique<FirstStartCalibration>(
+      off_reason, [this, budget_s](const CalibrationProgressFn& progress)
+                      -> absl::StatusOr<std::string> {
+        absl::StatusOr<CalibrationOutput> output = Calibrate(budget_s, progress, CallContext{});
+        if (!output.ok()) return output.status();
+        return output->predictor_version;
+      });
+  if (!off_reason.empty()) return;
+  absl::StatusOr<cache::CacheStats> stats = store_->Stats();
+  if (stats.ok() && stats->models > 0) first_start_calibration_->Start();
 }
 
 std::string Engine::SchedulerConfigKey(const std::string& scheduler,
@@ -328,6 +347,7 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
   absl::StatusOr<cache::ModelRecord> stored = store_->GetModelInfo(id);
   if (!stored.ok()) return stored.status();
   spdlog::info("registered model {} ({}, {} bytes)", id, record.name, record.size_bytes);
+  first_start_calibration_->Start();  // something to time now
   return std::make_pair(Describe(*stored, shared.get()), !*inserted);
 }
 
@@ -589,7 +609,7 @@ absl::StatusOr<std::pair<std::string, int>> Engine::ExportPlans(const std::strin
   absl::StatusOr<std::vector<cache::PlanRecord>> plans = store_->ListPlans(*id);
   if (!plans.ok()) return plans.status();
   const PlatformInfo platform = backend_->platform();
-  PlanBundle bundle{platform.name, platform.fingerprint, *id, {}};
+  PlanBundle bundle{platform.name, platform.fingerprint, *id, {}, std::nullopt};
   for (cache::PlanRecord& record : *plans) {
     if (record.key.platform_fingerprint != platform.fingerprint) continue;
     const std::string& config = record.key.scheduler_config;
@@ -1025,6 +1045,7 @@ EngineStatus Engine::Status() {
   status.queue_depth = progress.depth;
   status.queue_capacity = queue_.capacity();
   status.inferences = progress.completed;
+  status.calibration = first_start_calibration_->State();
   usage_.Flush();
   if (absl::StatusOr<cache::CacheStats> stats = store_->Stats(); stats.ok()) {
     status.cache = *stats;

@@ -25,6 +25,7 @@
 #include "cache/store.h"
 #include "daemon/backend.h"
 #include "daemon/config.h"
+#include "daemon/first_start_calibration.h"
 #include "daemon/inference_queue.h"
 #include "daemon/plan_feedback.h"
 #include "daemon/ready_plan.h"
@@ -132,6 +133,8 @@ struct EngineStatus {
   int64_t queue_capacity = 0;
   int64_t inferences = 0;
   cache::CacheStats cache;
+  // The first-start calibration (FirstStartCalibration::State).
+  std::string calibration;
 };
 
 class Engine {
@@ -267,6 +270,10 @@ class Engine {
   std::unique_ptr<Backend> backend_;
   InferenceQueue queue_;
   const absl::Time started_ = absl::Now();
+
+  // Set once in the constructor, started there (a model is stored) or by RegisterModel.
+  void StartFirstStartCalibration(const std::string& off_reason);
+  std::unique_ptr<FirstStartCalibration> first_start_calibration_;
 
   // Checks a cached plan against its model and platform once per (key, plan bytes); with
   // `calibration`, its durations against that calibration's model (Backend::CheckPlan).

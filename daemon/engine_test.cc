@@ -176,7 +176,12 @@ class EngineTest : public ::testing::Test {
   }
 
   std::string dir_;
-  DaemonConfig config_;
+  // No background first-start calibration under the tests' plans.
+  DaemonConfig config_ = [] {
+    DaemonConfig config;
+    config.auto_calibrate = false;
+    return config;
+  }();
   std::shared_ptr<FakeBackend::Counters> counters_ = std::make_shared<FakeBackend::Counters>();
 };
 

@@ -119,7 +119,12 @@ class FeedbackEngineTest : public ::testing::Test {
   }
 
   std::string dir_;
-  DaemonConfig config_;
+  // No background first-start calibration under the tests' plans.
+  DaemonConfig config_ = [] {
+    DaemonConfig config;
+    config.auto_calibrate = false;
+    return config;
+  }();
   cpu_set_t saved_affinity_;
 };
 

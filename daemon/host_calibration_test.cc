@@ -83,7 +83,12 @@ class HostCalibrationTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  DaemonConfig config_;
+  // No background first-start calibration under the tests' plans.
+  DaemonConfig config_ = [] {
+    DaemonConfig config;
+    config.auto_calibrate = false;
+    return config;
+  }();
 };
 
 TEST_F(HostCalibrationTest, StoredGbdtCalibrationIsLoadedAtStart) {

@@ -51,11 +51,14 @@ int main(int argc, char** argv) {
   CLI::App app{"pschedd: partition-aware scheduling daemon for heterogeneous inference"};
   std::string config_file, socket, state_dir, log_level;
   bool print_default_config = false;
+  bool no_auto_calibrate = false;
   app.add_option("--config", config_file, "TOML config file (see --print-default-config)");
   app.add_option("--socket", socket, "unix socket to serve on [/run/pschedd/pschedd.sock]");
   app.add_option("--state-dir", state_dir, "directory for the SQLite cache [/var/lib/pschedd]");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|critical|off [info]")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_flag("--no-auto-calibrate", no_auto_calibrate,
+               "do not calibrate the devices in the background at first start (auto_calibrate)");
   app.add_flag("--print-default-config", print_default_config,
                "print the default configuration (TOML) and exit");
   app.set_version_flag("--version", PSCHED_VERSION);
@@ -83,6 +86,7 @@ int main(int argc, char** argv) {
   if (!socket.empty()) config.socket = socket;
   if (!state_dir.empty()) config.state_dir = state_dir;
   if (!log_level.empty()) config.log_level = log_level;
+  if (no_auto_calibrate) config.auto_calibrate = false;
   SetupLogging(config.log_level);
 
   // Signals are taken synchronously by this thread; every thread started later inherits

@@ -442,6 +442,7 @@ grpc::Status AdminServiceImpl::Status(grpc::ServerContext* context, const pb::St
     response->set_platform(status.platform.name);
     response->set_executor(status.executor);
     response->set_default_scheduler(status.default_scheduler);
+    response->set_calibration(status.calibration);
     return grpc::Status::OK;
   });
 }

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphan daemon if the bench dies
     if (getppid() != bench_pid) _exit(127);
     execl(pschedd.c_str(), pschedd.c_str(), "--config", config.c_str(), "--socket", socket.c_str(),
-          "--state-dir", (dir + "/state").c_str(), "--log-level", "warn",
+          "--state-dir", (dir + "/state").c_str(), "--log-level", "warn", "--no-auto-calibrate",
           static_cast<char*>(nullptr));
     _exit(127);
   }

@@ -22,6 +22,7 @@ void CmdStatus(const Globals& g) {
                {"queue_depth", status.queue_depth()},
                {"queue_capacity", status.queue_capacity()},
                {"inferences", status.inferences()},
+               {"calibration", status.calibration()},
                {"cache", CacheJson(status.cache())}});
     return;
   }
@@ -36,7 +37,8 @@ void CmdStatus(const Globals& g) {
             << " / " << status.queue_capacity() << " (" << status.inferences()
             << " inferences served)\ncache:     " << status.cache().plans() << " plans, "
             << status.cache().hits() << " hits, " << status.cache().misses() << " misses, "
-            << status.cache().db_bytes() << " bytes in " << status.cache().path() << "\n";
+            << status.cache().db_bytes() << " bytes in " << status.cache().path() << "\n"
+            << "calibration: " << status.calibration() << "\n";
 }
 
 void CmdCalibrate(const Globals& g, double budget_s) {

@@ -173,6 +173,9 @@ class DaemonTest : public ::testing::Test {
     if (!has_socket) args.insert(args.end(), {"--socket", socket_});
     if (!has_state) args.insert(args.end(), {"--state-dir", state_});
     if (!has_level) args.insert(args.end(), {"--log-level", "debug"});
+    // A background calibration would change plans under most tests' feet; the tests of it
+    // set auto_calibrate_.
+    if (!auto_calibrate_) args.push_back("--no-auto-calibrate");
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
@@ -357,6 +360,7 @@ cores = [1]
 
   std::string dir_, socket_, state_;
   pid_t pid_ = -1;
+  bool auto_calibrate_ = false;  // leave out --no-auto-calibrate
 };
 
 TEST_F(DaemonTest, SqueezenetPlanCachedAcrossRestartAndInferenceMatchesReference) {
@@ -570,6 +574,47 @@ TEST_F(DaemonTest, CoexecutionOnTwoDevicesMatchesPyTorchAndTraces) {
   EXPECT_GT(trace["otherData"]["measured_makespan_us"].get<double>(), 0);
   EXPECT_DOUBLE_EQ(trace["otherData"]["predicted_makespan_us"].get<double>(),
                    plan["makespan_us"].get<double>());
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// A daemon with no calibration calibrates itself once, in the background, when the first
+// model arrives; its plans from then on use the calibrated model, also after a restart.
+TEST_F(DaemonTest, FirstStartCalibrationRunsInTheBackgroundOnce) {
+  Start();  // as the tests run it: --no-auto-calibrate
+  EXPECT_EQ(Client().Status()->calibration(), "off (auto_calibrate = false)");
+  ASSERT_EQ(Stop(), 0) << Log();
+
+  auto_calibrate_ = true;
+  StartWithDevices("auto_calibrate_budget_ms = 300\n" + kCpu0Toml + kCpu1Toml);
+  auto before = Client().Devices();
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(Client().Status()->calibration(), "waiting for a model to time");
+  auto [add_rc, id_line] = Ctl("model add " + kTinyModel);
+  ASSERT_EQ(add_rc, 0) << id_line << Log();
+  const std::string id = id_line.substr(0, id_line.find('\n'));
+
+  std::string state;
+  for (int i = 0; i < 600 && !state.starts_with("done: ") && !state.starts_with("failed"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    state = Client().Status()->calibration();
+  }
+  ASSERT_TRUE(state.starts_with("done: ")) << state << Log();
+  const std::string version = state.substr(6);
+  EXPECT_NE(version.find("+calibrated"), std::string::npos) << version;
+  EXPECT_EQ(Client().Devices()->predictor_version(), version);
+  EXPECT_TRUE(Contains(Log(), "first-start calibration done: planning with " + version)) << Log();
+  auto [plan_rc, plan_text] = Ctl("-o json plan show " + id);
+  ASSERT_EQ(plan_rc, 0) << plan_text;
+  EXPECT_EQ(json::parse(plan_text)["predictor_version"], version);
+  auto [status_rc, status_text] = Ctl("status");
+  EXPECT_TRUE(Contains(status_text, "calibration: done: " + version)) << status_text;
+
+  // Stored: a restart plans with it and does not calibrate again.
+  ASSERT_EQ(Stop(), 0) << Log();
+  pid_ = Spawn({"--config", dir_ + "/devices.toml"});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  EXPECT_EQ(Client().Devices()->predictor_version(), version);
+  EXPECT_EQ(Client().Status()->calibration(), "off (calibrated before)");
   EXPECT_EQ(Stop(), 0) << Log();
 }
 

@@ -56,8 +56,10 @@ class Daemon:
             f.write(self.config_text)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
+            # The table is about import and numerics: no background calibration competing.
             [self.binary, "--config", config, "--socket", self.socket, "--state-dir",
-             os.path.join(self.work, "state"), "--log-level", self.log_level],
+             os.path.join(self.work, "state"), "--log-level", self.log_level,
+             "--no-auto-calibrate"],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + wait_s

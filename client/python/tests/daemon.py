@@ -44,8 +44,9 @@ class Daemon:
                if not k.startswith(("NOTIFY_SOCKET", "LISTEN_", "WATCHDOG_"))}
         with open(os.path.join(self.dir, "pschedd.log"), "ab") as log:
             self.process = subprocess.Popen(
+                # A background calibration would change plans under the tests' feet.
                 [binary, "--config", self.config, "--socket", self.socket,
-                 "--state-dir", self.state, "--log-level", "debug"],
+                 "--state-dir", self.state, "--log-level", "debug", "--no-auto-calibrate"],
                 stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
