@@ -211,6 +211,13 @@ class Backend {
   // calibration (INVALID_ARGUMENT when that cannot be loaded here).
   virtual absl::Status CheckPlan(const LoadedModel& model, const nlohmann::json& schedule,
                                  const nlohmann::json* calibration = nullptr) = 0;
+  // Does ahead what the first Run of `plan` would do first (compile it: kernels created,
+  // weights packed, OpenCL programs built) and runs it once on zeros, so the first inference
+  // served runs as fast as the later ones. REQUIRES: called as Run is, from the inference
+  // queue (never beside a Run).
+  virtual absl::Status Warm(const LoadedModel& /*model*/, const PlanOutput& /*plan*/) {
+    return absl::OkStatus();
+  }
   // REQUIRES: inputs match model.inputs (the engine validates them); plan is null when
   // !RunUsesPlan().
   virtual absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput* plan,

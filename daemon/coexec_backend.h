@@ -40,6 +40,7 @@ class CoExecBackend final : public GraphBackend {
       const std::vector<std::shared_ptr<const LoadedModel>>& models, double budget_s,
       const CalibrationProgressFn& progress) override;
   absl::Status UseCalibration(const nlohmann::json& params) override;
+  absl::Status Warm(const LoadedModel& model, const PlanOutput& plan) override;
   absl::StatusOr<std::shared_ptr<const predictor::LatencyModel>> CalibratedModel(
       const nlohmann::json& calibration) const override;
 

@@ -477,7 +477,28 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
   result.predictor_version = plan.key.predictor_version;
   result.ready = found->plan;
   result.measured = feedback_.Measured(plan);
+  WarmOnce(*id, found->plan);
   return result;
+}
+
+void Engine::WarmOnce(const std::string& id, std::shared_ptr<const ReadyPlan> plan) {
+  if (!backend_->RunUsesPlan()) return;
+  {
+    sync::MutexLock lock(&warm_mu_);
+    if (warmed_.size() >= kMaxReadyPlans) warmed_.clear();
+    if (!warmed_.insert(absl::StrCat(id, "|", plan->output.id)).second) return;
+  }
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
+  if (!loaded.ok()) return;
+  auto work = [this, model = *loaded, plan] {
+    if (absl::Status warmed = backend_->Warm(*model, plan->output); !warmed.ok()) {
+      spdlog::warn("the {} plan of {} was not compiled ahead: {}", plan->output.scheduler,
+                   plan->key.model_id, std::string(warmed.message()));
+    }
+    warmups_.fetch_add(1);
+  };
+  // A full queue has work enough: the plan then compiles on its first Infer.
+  queue_.Submit(std::move(work), absl::InfiniteFuture()).IgnoreError();
 }
 
 cache::PlanKey Engine::PlanKeyOf(const std::string& id, const std::string& scheduler,
@@ -1044,7 +1065,7 @@ EngineStatus Engine::Status() {
   InferenceQueue::ProgressInfo progress = queue_.Progress();
   status.queue_depth = progress.depth;
   status.queue_capacity = queue_.capacity();
-  status.inferences = progress.completed;
+  status.inferences = progress.completed - warmups_.load();
   status.calibration = first_start_calibration_->State();
   usage_.Flush();
   if (absl::StatusOr<cache::CacheStats> stats = store_->Stats(); stats.ok()) {

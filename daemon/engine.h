@@ -11,6 +11,7 @@
 // backend's platform is installed at construction.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -270,6 +271,13 @@ class Engine {
   std::unique_ptr<Backend> backend_;
   InferenceQueue queue_;
   const absl::Time started_ = absl::Now();
+
+  // Compiles `plan` of model `id` ahead and runs it once (Backend::Warm), as a job of the
+  // inference queue, the first time GetPlan hands it out; its first Infer then runs warm.
+  void WarmOnce(const std::string& id, std::shared_ptr<const ReadyPlan> plan);
+  sync::Mutex warm_mu_;
+  std::set<std::string> warmed_ ABSL_GUARDED_BY(warm_mu_);  // "<model id>|<plan id>"
+  std::atomic<int64_t> warmups_{0};  // queue jobs that were warm-ups, not inferences
 
   // Set once in the constructor, started there (a model is stored) or by RegisterModel.
   void StartFirstStartCalibration(const std::string& off_reason);

@@ -73,7 +73,7 @@ step "plan again (from the SQLite cache)"
 ctl -o json plan show "$id" --scheduler "$scheduler" |
   grep -E '"(cached|makespan_us|planning_ms|scheduler)"'
 
-step "inference on $(basename "$input") through the co-execution engine (first run compiles)"
+step "inference on $(basename "$input") through the co-execution engine (compiled ahead by plan show)"
 ctl infer "$id" --scheduler "$scheduler" --input "$input" --output "$work/output.npy"
 step "10 more: measured vs predicted latency; Chrome trace of the last in $work/trace.json"
 ctl infer "$id" --scheduler "$scheduler" --input "$input" --repeat 10 --trace "$work/trace.json"

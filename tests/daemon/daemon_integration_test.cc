@@ -577,6 +577,33 @@ TEST_F(DaemonTest, CoexecutionOnTwoDevicesMatchesPyTorchAndTraces) {
   EXPECT_EQ(Stop(), 0) << Log();
 }
 
+// A plan handed out by GetPlan is compiled and run once on zeros through the inference queue,
+// so its first Infer finds it compiled; the warm-up is not counted as an inference.
+TEST_F(DaemonTest, APlanHandedOutIsCompiledAheadOfItsFirstInfer) {
+  Start();
+  auto [add_rc, id_line] = Ctl("model add " + kTinyModel);
+  ASSERT_EQ(add_rc, 0) << id_line << Log();
+  const std::string id = id_line.substr(0, id_line.find('\n'));
+  auto [plan_rc, plan_text] = Ctl("plan show " + id + " --scheduler heft");
+  ASSERT_EQ(plan_rc, 0) << plan_text;
+  for (int i = 0; i < 300 && !Contains(Log(), "warmed the heft plan of"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(Contains(Log(), "warmed the heft plan of 'tiny_cnn'")) << Log();
+  EXPECT_EQ(Client().Status()->inferences(), 0);
+  auto [infer_rc, infer_text] = Ctl("infer " + id + " --scheduler heft --input " + kTinyInput);
+  ASSERT_EQ(infer_rc, 0) << infer_text << Log();
+  EXPECT_EQ(Client().Status()->inferences(), 1);
+  const std::string log = Log();
+  size_t compiles = 0;
+  for (size_t at = log.find("compiled the heft plan"); at != std::string::npos;
+       at = log.find("compiled the heft plan", at + 1)) {
+    ++compiles;
+  }
+  EXPECT_EQ(compiles, 1u) << "the Infer ran the plan compiled ahead" << log;
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
 // A daemon with no calibration calibrates itself once, in the background, when the first
 // model arrives; its plans from then on use the calibrated model, also after a restart.
 TEST_F(DaemonTest, FirstStartCalibrationRunsInTheBackgroundOnce) {
