@@ -8,6 +8,8 @@
 #include <functional>
 #include <thread>
 
+#include "absl/strings/str_split.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/plan_bundle.h"
@@ -135,14 +137,19 @@ Engine::Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
             sync::MutexLock lock(&plans_mu_);
             ready_plans_[plan->slot] = plan;
           }) {
+  InstallStoredCalibration();
+  warm_at_start_ = std::thread([this] { WarmRecentPlans(); });
+}
+
+void Engine::InstallStoredCalibration() {
   const std::string key = backend_->platform().calibration_key;
   absl::StatusOr<std::optional<cache::CalibrationRecord>> stored =
       key.empty() ? std::optional<cache::CalibrationRecord>() : store_->LookupCalibration(key);
   if (!stored.ok()) {
     spdlog::warn("stored calibration not read: {}", std::string(stored.status().message()));
   }
-  StartFirstStartCalibration(key.empty()            ? "the platform is simulated"
-                             : !config.auto_calibrate ? "auto_calibrate = false"
+  StartFirstStartCalibration(key.empty()             ? "the platform is simulated"
+                             : !config_.auto_calibrate ? "auto_calibrate = false"
                              : !stored.ok()           ? "the stored calibration could not be read"
                              : stored->has_value()    ? "calibrated before"
                                                       : "");
@@ -218,6 +225,10 @@ Engine::~Engine() {
 
 void Engine::Shutdown() {
   feedback_.Stop();
+  {
+    sync::MutexLock lock(&warm_join_mu_);
+    if (warm_at_start_.joinable()) warm_at_start_.join();
+  }
   queue_.Drain();
   first_start_calibration_->Join();
 }
@@ -479,6 +490,54 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
   result.measured = feedback_.Measured(plan);
   WarmOnce(*id, found->plan);
   return result;
+}
+
+void Engine::WarmRecentPlans() {
+  if (!backend_->RunUsesPlan()) return;
+  absl::StatusOr<std::vector<cache::ModelRecord>> models = store_->ListModels();
+  if (!models.ok()) return;
+  // The most recently used models first, those never used not at all.
+  std::vector<std::pair<int64_t, std::string>> recent;
+  for (const cache::ModelRecord& model : *models) {
+    absl::StatusOr<cache::UsageRecord> usage = store_->GetUsage(model.id);
+    if (usage.ok() && usage->inferences > 0) recent.emplace_back(usage->last_unix_s, model.id);
+  }
+  std::sort(recent.rbegin(), recent.rend());
+  if (recent.size() > kWarmAtStart) recent.resize(kWarmAtStart);
+  const PlatformInfo platform = backend_->platform();
+  for (const auto& [last_used, id] : recent) {
+    // Its most used plan this daemon would serve.
+    absl::StatusOr<std::vector<cache::PlanRecord>> plans = store_->ListPlans(id);
+    if (!plans.ok()) continue;
+    const cache::PlanRecord* best = nullptr;
+    for (const cache::PlanRecord& plan : *plans) {
+      if (plan.key.platform_fingerprint != platform.fingerprint ||
+          plan.key.predictor_version != platform.predictor_version) {
+        continue;
+      }
+      if (best == nullptr || plan.hits > best->hits) best = &plan;
+    }
+    if (best == nullptr) continue;
+    // Only an intact plan: a damaged one is replanned when asked for, not at start.
+    nlohmann::json schedule = nlohmann::json::parse(best->schedule_json, nullptr, false);
+    if (schedule.is_discarded() ||
+        !CheckCachedPlan(id, best->key, best->schedule_json, schedule).ok()) {
+      continue;
+    }
+    const std::vector<std::string> parts = absl::StrSplit(best->key.scheduler_config, ';');
+    std::map<std::string, std::string> options;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      const std::vector<std::string> kv = absl::StrSplit(parts[i], absl::MaxSplits('=', 1));
+      if (kv.size() == 2) options[kv[0]] = kv[1];
+    }
+    absl::StatusOr<PlanLookup> found =
+        PlanFor(id, parts[0], options, false, CallContext{}, [](const PlanProgressEvent&) {});
+    if (!found.ok()) {
+      spdlog::debug("not warmed at start: {}: {}", id, std::string(found.status().message()));
+      continue;
+    }
+    WarmOnce(id, found->plan);
+  }
 }
 
 void Engine::WarmOnce(const std::string& id, std::shared_ptr<const ReadyPlan> plan) {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -275,6 +276,15 @@ class Engine {
   // Compiles `plan` of model `id` ahead and runs it once (Backend::Warm), as a job of the
   // inference queue, the first time GetPlan hands it out; its first Infer then runs warm.
   void WarmOnce(const std::string& id, std::shared_ptr<const ReadyPlan> plan);
+  // At start, in the background: WarmOnce for the most used cached plan of each of the
+  // kWarmAtStart most recently used models, so they answer warm after a restart.
+  void WarmRecentPlans();
+  static constexpr size_t kWarmAtStart = 4;
+  std::thread warm_at_start_;  // joined by Shutdown
+  sync::Mutex warm_join_mu_;
+  // Reads the calibration stored for the platform, if any, and starts or rules out the
+  // first-start calibration.
+  void InstallStoredCalibration();
   sync::Mutex warm_mu_;
   std::set<std::string> warmed_ ABSL_GUARDED_BY(warm_mu_);  // "<model id>|<plan id>"
   std::atomic<int64_t> warmups_{0};  // queue jobs that were warm-ups, not inferences

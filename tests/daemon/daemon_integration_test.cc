@@ -601,6 +601,19 @@ TEST_F(DaemonTest, APlanHandedOutIsCompiledAheadOfItsFirstInfer) {
     ++compiles;
   }
   EXPECT_EQ(compiles, 1u) << "the Infer ran the plan compiled ahead" << log;
+
+  // After a restart the most recently used models' plans are warmed before anyone asks.
+  ASSERT_EQ(Stop(), 0) << Log();
+  const size_t restart = Log().size();
+  Start();
+  auto warmed = [&] {
+    return Contains(Log().substr(restart), "warmed the heft plan of 'tiny_cnn'");
+  };
+  for (int i = 0; i < 300 && !warmed(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(warmed()) << Log();
+  EXPECT_EQ(Client().Status()->inferences(), 0);
   EXPECT_EQ(Stop(), 0) << Log();
 }
 
