@@ -49,6 +49,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeHostBackend(const DaemonConfig& con
 
   rt::PlatformDeviceOptions device_options;
   if (gpu.has_value() && !gpu->cores.empty()) device_options.gpu_core = gpu->cores.front();
+  device_options.gpu_program_cache_dir = config.state_dir + "/opencl-programs";
   absl::StatusOr<std::unique_ptr<rt::PlatformDevices>> devices = absl::UnknownError("");
   if (gpu.has_value()) {
     devices = rt::PlatformDevices::Create(HostPlatformProfile(cpus, gpu).platform, device_options);

@@ -3,12 +3,18 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <unistd.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "model/model_hash.h"
 #include "spdlog/spdlog.h"
 
 namespace psched::executor::opencl {
@@ -69,6 +75,7 @@ DeviceInfo Describe(cl_platform_id platform, cl_device_id device, int global_ind
   info.name = DeviceString(device, CL_DEVICE_NAME);
   info.vendor = DeviceString(device, CL_DEVICE_VENDOR);
   info.version = DeviceString(device, CL_DEVICE_VERSION);
+  info.driver_version = DeviceString(device, CL_DRIVER_VERSION);
   info.opencl_c_version = OpenClCVersion(device);
   info.type = DeviceValue<cl_device_type>(device, CL_DEVICE_TYPE);
   info.is_gpu = (info.type & CL_DEVICE_TYPE_GPU) != 0;
@@ -360,6 +367,18 @@ absl::StatusOr<cl_program> OpenClDevice::BuildProgram(const std::string& key,
                                                       const std::string& options) {
   sync::MutexLock lock(&programs_mu_);
   if (auto it = programs_.find(key); it != programs_.end()) return it->second;
+  std::string binary_path;
+  if (!program_cache_dir_.empty()) {
+    const std::string identity =
+        absl::StrCat(info_.platform_name, "\n", info_.name, "\n", info_.version, "\n",
+                     info_.driver_version, "\n", options, "\n", source);
+    binary_path = absl::StrCat(program_cache_dir_, "/", model::ModelHash(identity), ".clbin");
+    if (cl_program cached = LoadCachedBinary(binary_path, options); cached != nullptr) {
+      ++programs_from_cache_;
+      programs_.emplace(key, cached);
+      return cached;
+    }
+  }
   const char* text = source.c_str();
   const size_t length = source.size();
   cl_int err = CL_SUCCESS;
@@ -376,8 +395,78 @@ absl::StatusOr<cl_program> OpenClDevice::BuildProgram(const std::string& key,
                                             "' with options '", options,
                                             "' failed: ", ClErrorName(err), "\n", log));
   }
+  if (!binary_path.empty()) StoreBinary(program, binary_path);
   programs_.emplace(key, program);
   return program;
+}
+
+void OpenClDevice::SetProgramCacheDir(std::string dir) {
+  sync::MutexLock lock(&programs_mu_);
+  program_cache_dir_ = std::move(dir);
+}
+
+int OpenClDevice::programs_from_cache() const {
+  sync::MutexLock lock(&programs_mu_);
+  return programs_from_cache_;
+}
+
+cl_program OpenClDevice::LoadCachedBinary(const std::string& path, const std::string& options) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return nullptr;
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) return nullptr;
+  const size_t size = bytes.size();
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  cl_int binary_status = CL_SUCCESS;
+  cl_int err = CL_SUCCESS;
+  cl_program program =
+      clCreateProgramWithBinary(context_, 1, &device_, &size, &data, &binary_status, &err);
+  if (err == CL_SUCCESS && binary_status == CL_SUCCESS &&
+      clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr) == CL_SUCCESS) {
+    return program;
+  }
+  if (program != nullptr) clReleaseProgram(program);
+  spdlog::warn("OpenCL program binary {} did not load ({}); building from source", path,
+               ClErrorName(err != CL_SUCCESS ? err : binary_status));
+  return nullptr;
+}
+
+void OpenClDevice::StoreBinary(cl_program program, const std::string& path) {
+  size_t size = 0;
+  if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) !=
+          CL_SUCCESS ||
+      size == 0) {
+    return;
+  }
+  std::string bytes(size, '\0');
+  unsigned char* data = reinterpret_cast<unsigned char*>(bytes.data());
+  if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr) != CL_SUCCESS) {
+    return;
+  }
+  // The directory's parent (pschedd's state dir) must exist: nothing is created elsewhere.
+  std::error_code ec;
+  std::filesystem::create_directory(program_cache_dir_, ec);
+  if (!std::filesystem::is_directory(program_cache_dir_, ec)) {
+    spdlog::warn("OpenCL program binaries not cached: {} cannot be created", program_cache_dir_);
+    program_cache_dir_.clear();
+    return;
+  }
+  // Written aside and renamed: a reader never sees half a binary.
+  const std::string partial = absl::StrCat(path, ".", getpid(), ".partial");
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) {
+      spdlog::warn("OpenCL program binary not cached in {}: cannot write", program_cache_dir_);
+      std::filesystem::remove(partial, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(partial, path, ec);
+  if (ec) {
+    spdlog::warn("OpenCL program binary not cached: {}", ec.message());
+    std::filesystem::remove(partial, ec);
+  }
 }
 
 absl::Status OpenClDevice::Flush() { return ClStatus(clFlush(queue_), "clFlush"); }

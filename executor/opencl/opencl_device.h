@@ -47,6 +47,7 @@ struct DeviceInfo {
   std::string name;
   std::string vendor;
   std::string version;           // CL_DEVICE_VERSION
+  std::string driver_version;    // CL_DRIVER_VERSION
   std::string opencl_c_version;  // highest OpenCL C the compiler accepts, e.g. "3.0"
   cl_device_type type = 0;
   bool is_gpu = false;
@@ -90,9 +91,19 @@ class OpenClDevice {
   cl_command_queue queue() const { return queue_; }
 
   // Builds `source` with `options` once; later calls with the same key return the cached
-  // program. Build errors carry the compiler log.
+  // program. Build errors carry the compiler log. With a program cache directory, the
+  // compiled binary is kept there and later builds (in this process or the next) load it
+  // instead of compiling: a GPU driver can take seconds per program, as the TFLite GPU
+  // delegate's serialization and OpenVINO's model cache also avoid.
   absl::StatusOr<cl_program> BuildProgram(const std::string& key, const std::string& source,
                                           const std::string& options);
+  // Where BuildProgram keeps binaries: one file per (platform, device, device and driver
+  // version, options, source), named by their SHA-256, so a driver update or a changed
+  // kernel never loads a stale binary. A binary that fails to load is rebuilt from source
+  // and replaced. An unwritable directory only costs the compile. "" (default): none.
+  void SetProgramCacheDir(std::string dir);
+  // Programs BuildProgram loaded from a cached binary (tests, logs).
+  int programs_from_cache() const;
   // The "-cl-std=CLx.y" option for the highest OpenCL C version the device accepts (2.0+
   // enables C11 atomics for the sync kernels), or "" for 1.x.
   std::string StdOption() const;
@@ -107,8 +118,17 @@ class OpenClDevice {
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
-  sync::Mutex programs_mu_;
+  // The program from a binary in the cache directory, or null when there is none or it does
+  // not load.
+  cl_program LoadCachedBinary(const std::string& path, const std::string& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(programs_mu_);
+  void StoreBinary(cl_program program, const std::string& path)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(programs_mu_);
+
+  mutable sync::Mutex programs_mu_;
   std::map<std::string, cl_program> programs_ ABSL_GUARDED_BY(programs_mu_);
+  std::string program_cache_dir_ ABSL_GUARDED_BY(programs_mu_);
+  int programs_from_cache_ ABSL_GUARDED_BY(programs_mu_) = 0;
 };
 
 }  // namespace psched::executor::opencl

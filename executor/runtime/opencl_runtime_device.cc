@@ -237,6 +237,7 @@ absl::StatusOr<std::unique_ptr<OpenClRuntimeDevice>> OpenClRuntimeDevice::Create
     auto device = opencl::OpenClDevice::Open(*selector);
     if (!device.ok()) return device.status();
     d->device_ = std::move(*device);
+    d->device_->SetProgramCacheDir(options.program_cache_dir);
     return absl::OkStatus();
   });
   if (!status.ok()) {

@@ -66,6 +66,8 @@ struct OpenClRuntimeDeviceOptions {
   bool in_queue_sync = true;
   // Arena memory; unset picks the best the device has (opencl::BestMemoryMode).
   std::optional<opencl::MemoryMode> arena_mode = std::nullopt;
+  // opencl::OpenClDevice::SetProgramCacheDir; "": none.
+  std::string program_cache_dir;
 };
 
 class OpenClRuntimeDevice final : public Device {

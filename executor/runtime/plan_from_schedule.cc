@@ -66,7 +66,8 @@ absl::StatusOr<std::unique_ptr<PlatformDevices>> PlatformDevices::Create(
       auto gpu = OpenClRuntimeDevice::Create(
           spec.name, {.selector = spec.opencl_device,
                       .core = options.gpu_core,
-                      .overhead_iterations = options.gpu_overhead_iterations});
+                      .overhead_iterations = options.gpu_overhead_iterations,
+                      .program_cache_dir = options.gpu_program_cache_dir});
       if (!gpu.ok()) return gpu.status();
       result->gpu_ = gpu->get();
       result->owned_.push_back(std::move(*gpu));

@@ -41,6 +41,9 @@ struct PlatformDeviceOptions {
   int gpu_core = -1;
   // Dispatch-overhead measurement iterations at GPU creation (0: skip).
   int gpu_overhead_iterations = 200;
+  // Where the GPU keeps compiled OpenCL programs (opencl::OpenClDevice::SetProgramCacheDir);
+  // "": compile on every start.
+  std::string gpu_program_cache_dir;
 };
 
 class PlatformDevices {
