@@ -5,7 +5,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 PREFIX ?= /usr/local
 
 .PHONY: all deps configure build demo run test test-sanitize test-tsan test-arm64 \
-	check-thread-safety fuzz soak bench install deb clean format phone-models zoo
+	check-thread-safety fuzz soak bench bench-zoo install deb clean format phone-models zoo
 
 all: build
 
@@ -96,6 +96,16 @@ zoo: build
 	  --jobs $(JOBS) --skip-existing
 	/usr/bin/python3 tools/zoo/run_zoo.py $(BUILD)/zoo --build $(BUILD) --set $(ZOO_SET) \
 	  $(ZOO_ARGS)
+
+# pschedd as it ships (default config, first-start calibration, through gRPC) against ONNX
+# Runtime 1 and 2 threads on the zoo's `bench` set: one table of medians over interleaved
+# rounds with their spread (tools/zoo/bench_zoo.py; the ONNX Runtime venv comes from PyPI).
+ORT_VENV ?= $(BUILD)/ort-venv
+bench-zoo: build
+	-/usr/bin/python3 tools/zoo/export_zoo.py --out $(BUILD)/zoo --set bench \
+	  --jobs $(JOBS) --skip-existing
+	/usr/bin/python3 tools/zoo/bench_zoo.py $(BUILD)/zoo --build $(BUILD) \
+	  --ort-venv $(ORT_VENV) $(BENCH_ZOO_ARGS)
 
 # Retrains the data-backed platforms' GBDT model files (predictor/models) from the phone
 # measurements; deterministic, so an unchanged tree reproduces them byte for byte.

@@ -268,7 +268,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--models", help="comma-separated model names (added to --set's, if given)")
-    p.add_argument("--set", choices=["fast", "all", "transformers"],
+    p.add_argument("--set", choices=["fast", "all", "transformers", "bench"],
                    help="a named set of models (default: all, unless --models is given)")
     p.add_argument("--opsets", default="13,17", help="comma-separated opsets (default 13,17)")
     p.add_argument("--jobs", type=int, default=1, help="models exported at once (default 1)")

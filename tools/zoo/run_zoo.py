@@ -41,8 +41,9 @@ def first_line(text):
 class Daemon:
     """pschedd on a socket in a temporary folder; start() waits until it answers."""
 
-    def __init__(self, binary, config, log_level="warn"):
+    def __init__(self, binary, config, log_level="warn", auto_calibrate=False):
         self.binary = binary
+        self.auto_calibrate = auto_calibrate
         self.work = tempfile.mkdtemp(prefix="psched-zoo.")
         self.socket = os.path.join(self.work, "pschedd.sock")
         self.config_text = config
@@ -56,10 +57,11 @@ class Daemon:
             f.write(self.config_text)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            # The table is about import and numerics: no background calibration competing.
+            # run_zoo's table is about import and numerics: no background calibration
+            # competing (bench_zoo.py measures the daemon as it ships, calibration included).
             [self.binary, "--config", config, "--socket", self.socket, "--state-dir",
-             os.path.join(self.work, "state"), "--log-level", self.log_level,
-             "--no-auto-calibrate"],
+             os.path.join(self.work, "state"), "--log-level", self.log_level]
+            + ([] if self.auto_calibrate else ["--no-auto-calibrate"]),
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
         deadline = time.monotonic() + wait_s
@@ -400,7 +402,7 @@ def main(argv=None):
     p.add_argument("--config", help="pschedd.toml for the private daemon (default: cpu.0 + gpu "
                    "on PoCL, or cpu.0 + cpu.1 without OpenCL)")
     p.add_argument("--models", help="comma-separated model names (default: all)")
-    p.add_argument("--set", choices=["fast", "transformers", "all"],
+    p.add_argument("--set", choices=["fast", "transformers", "bench", "all"],
                    help="only the manifest's models of this set (export_zoo.py --set)")
     p.add_argument("--opsets", help="comma-separated opsets (default: all)")
     p.add_argument("--runs", type=int, default=5, help="timed inferences per model (default 5)")

@@ -217,7 +217,7 @@ def model_set(name):
         return list(SETS[name])
     if name == "all":
         return all_models()
-    raise ValueError(f"unknown set {name!r} (fast, all, transformers)")
+    raise ValueError(f"unknown set {name!r} (fast, all, transformers, bench)")
 
 
 def input_shape(name):

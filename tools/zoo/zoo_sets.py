@@ -9,4 +9,8 @@ FAST = ["shufflenet_v2_x0_5", "mnasnet0_5", "squeezenet1_1", "mobilenet_v3_small
 # The attention models.
 TRANSFORMERS = ["small_vit", "audio_encoder", "mobilevit_like", "vit_b_16", "vit_b_32",
                 "swin_t", "swin_v2_t", "maxvit_t"]
-SETS = {"fast": FAST, "transformers": TRANSFORMERS}
+# The mobile and classic CNNs and small transformers of `make bench-zoo`.
+BENCH = ["efficientnet_b0", "mobilenet_v3_small", "mobilenet_v3_large", "mobilenet_v2",
+         "squeezenet1_1", "shufflenet_v2_x1_0", "mnasnet1_0", "regnet_y_400mf", "resnet18",
+         "googlenet", "small_vit", "audio_encoder", "mobilevit_like"]
+SETS = {"fast": FAST, "transformers": TRANSFORMERS, "bench": BENCH}
