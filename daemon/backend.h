@@ -4,8 +4,9 @@
 //
 // MakeHostBackend (daemon/host_backend.h) makes the real ones over model/, predictor/,
 // scheduler/ and executor/ (daemon/graph_backend.h); tests substitute fakes. Implementations must
-// be thread-safe: Load and Plan are called concurrently from request threads; Run is called from
-// the inference queue's single worker only. Nothing here includes gRPC.
+// be thread-safe: Load and Plan are called concurrently from request threads; Run, Warm and
+// Calibrate are called by jobs of the inference queue, one at a time (on its worker, or on the
+// request thread that found the queue idle). Nothing here includes gRPC.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,8 @@ struct TensorSpec {
   int64_t Elements() const;
 };
 
-struct DeviceInfo {
+// One device of the platform as the daemon reports it (Status, Devices).
+struct PlatformDeviceInfo {
   std::string name;
   std::string kind;  // "cpu" or "gpu"
   std::vector<int> cores;
@@ -58,7 +60,7 @@ struct PlatformInfo {
   std::string name;
   std::string fingerprint;        // part of the plan cache key
   std::string predictor_version;  // part of the plan cache key
-  std::vector<DeviceInfo> devices;
+  std::vector<PlatformDeviceInfo> devices;
   // Names the devices a calibration was measured on (names, kinds, cores, OpenCL
   // selectors): a stored calibration applies to a platform with the same key.
   std::string calibration_key;

@@ -37,7 +37,7 @@ class CoExecBackend::CoExecHandle final : public GraphHandle {
       : GraphHandle(std::move(g)), devices(std::move(d)) {}
   // Declared before `compiled` so the runtimes go first: they must not outlive the devices.
   const std::shared_ptr<rt::PlatformDevices> devices;
-  // Touched by Run only, which the inference queue's one worker calls.
+  // Touched by Run and Warm only, which inference queue jobs call one at a time.
   mutable std::vector<std::shared_ptr<CompiledPlan>> compiled;
 };
 

@@ -73,7 +73,7 @@ GraphBackend::GraphBackend(predictor::Profile profile, DiscoveryInfo discovery,
   platform_.fingerprint = profile_.platform.Fingerprint();
   platform_.predictor_version = profile_.model->Version();
   for (const platform::DeviceSpec& spec : profile_.platform.devices) {
-    platform_.devices.push_back(DeviceInfo{spec.name,
+    platform_.devices.push_back(PlatformDeviceInfo{spec.name,
                                            std::string(platform::DeviceKindName(spec.kind)),
                                            spec.cpu_cores, spec.opencl_device});
   }

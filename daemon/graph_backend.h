@@ -1,8 +1,8 @@
 // daemon::GraphBackend: what every backend over psched's own graph and planner shares -
 // importing ONNX into a model::Graph (model/), checking scheduler names and options, planning
 // with predictor/ + scheduler/ for one platform profile, and checking stored plans against
-// it. Subclasses add how a model is prepared for and run on this machine: CpuBackend
-// (daemon/cpu_backend.h) and CoExecBackend (daemon/coexec_backend.h).
+// it. Subclasses add how a model is prepared for and run on this machine: SimulatedBackend
+// (daemon/simulated_backend.h) and CoExecBackend (daemon/coexec_backend.h).
 //
 // GraphHandle is the ModelHandle of a GraphBackend's models; subclasses derive their own
 // handle from it and create it in PrepareModel.

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/coexec_backend.h"
-#include "daemon/cpu_backend.h"
+#include "daemon/simulated_backend.h"
 #include "daemon/host_platform.h"
 #include "platform/cpu_topology.h"
 #include "platform/sysfs_cpu.h"
@@ -26,7 +26,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeHostBackend(const DaemonConfig& con
       return absl::InvalidArgumentError(absl::StrCat(
           "[[devices]] only applies to platform = \"host\", not '", config.platform, "'"));
     }
-    return std::make_unique<CpuBackend>(std::move(*profile));
+    return std::make_unique<SimulatedBackend>(std::move(*profile));
   }
 
   DiscoveryInfo discovery;

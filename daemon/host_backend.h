@@ -10,7 +10,7 @@
 // dispatch + sync overhead is measured then and planned with); a GPU that cannot be opened
 // is left out, with the reason logged.
 //
-// With `platform = NAME` (a simulated profile): a CpuBackend (daemon/cpu_backend.h), which
+// With `platform = NAME` (a simulated profile): a SimulatedBackend (daemon/simulated_backend.h), which
 // plans for that profile and runs the whole graph with XNNPACK on one CPU device.
 #pragma once
 

@@ -98,7 +98,7 @@ void FillModel(const ModelInfo& model, bool with_inspect, pb::Model* out) {
   }
 }
 
-void FillDevice(const DeviceInfo& device, pb::Device* out) {
+void FillDevice(const PlatformDeviceInfo& device, pb::Device* out) {
   out->set_name(device.name);
   out->set_kind(device.kind);
   for (int core : device.cores) out->add_cores(core);
@@ -431,7 +431,7 @@ grpc::Status AdminServiceImpl::Status(grpc::ServerContext* context, const pb::St
     EngineStatus status = engine_->Status();
     response->set_version(status.version);
     response->set_uptime_s(status.uptime_s);
-    for (const DeviceInfo& device : status.platform.devices) {
+    for (const PlatformDeviceInfo& device : status.platform.devices) {
       FillDevice(device, response->add_devices());
     }
     response->set_models(status.models);
@@ -454,7 +454,7 @@ grpc::Status AdminServiceImpl::Devices(grpc::ServerContext* context, const pb::D
     response->set_platform(platform.name);
     response->set_fingerprint(platform.fingerprint);
     response->set_predictor_version(platform.predictor_version);
-    for (const DeviceInfo& device : platform.devices) FillDevice(device, response->add_devices());
+    for (const PlatformDeviceInfo& device : platform.devices) FillDevice(device, response->add_devices());
     FillDiscovery(platform.discovery, response->mutable_discovery());
     return grpc::Status::OK;
   });

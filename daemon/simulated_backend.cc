@@ -1,4 +1,4 @@
-#include "daemon/cpu_backend.h"
+#include "daemon/simulated_backend.h"
 
 #include <chrono>
 #include <utility>
@@ -18,7 +18,7 @@ class CpuGraphHandle final : public GraphHandle {
 
 }  // namespace
 
-CpuBackend::CpuBackend(predictor::Profile profile)
+SimulatedBackend::SimulatedBackend(predictor::Profile profile)
     : GraphBackend(std::move(profile), DiscoveryInfo{}, "") {
   for (const platform::DeviceSpec& spec : target().devices) {
     if (spec.kind == platform::DeviceKind::kCpu) {
@@ -29,7 +29,7 @@ CpuBackend::CpuBackend(predictor::Profile profile)
   }
 }
 
-absl::StatusOr<std::shared_ptr<GraphHandle>> CpuBackend::PrepareModel(model::Graph graph) {
+absl::StatusOr<std::shared_ptr<GraphHandle>> SimulatedBackend::PrepareModel(model::Graph graph) {
   auto handle = std::make_shared<CpuGraphHandle>(std::move(graph));
   if (handle->graph.has_weights) {
     executor::cpu::CpuExecutorOptions options;
@@ -42,7 +42,7 @@ absl::StatusOr<std::shared_ptr<GraphHandle>> CpuBackend::PrepareModel(model::Gra
   return handle;
 }
 
-absl::StatusOr<RunOutput> CpuBackend::Run(const LoadedModel& model, const PlanOutput* /*plan*/,
+absl::StatusOr<RunOutput> SimulatedBackend::Run(const LoadedModel& model, const PlanOutput* /*plan*/,
                                           const std::vector<HostTensor>& inputs) {
   const auto& handle = static_cast<const CpuGraphHandle&>(*model.handle);
   const model::Graph& graph = handle.graph;
@@ -65,14 +65,14 @@ absl::StatusOr<RunOutput> CpuBackend::Run(const LoadedModel& model, const PlanOu
   return out;
 }
 
-absl::StatusOr<CalibrationOutput> CpuBackend::Calibrate(
+absl::StatusOr<CalibrationOutput> SimulatedBackend::Calibrate(
     const std::vector<std::shared_ptr<const LoadedModel>>& /*models*/, double /*budget_s*/,
     const CalibrationProgressFn& /*progress*/) {
   return absl::UnimplementedError(
       absl::StrCat("platform '", target().name, "' is simulated; only the host calibrates"));
 }
 
-absl::Status CpuBackend::UseCalibration(const nlohmann::json& /*params*/) {
+absl::Status SimulatedBackend::UseCalibration(const nlohmann::json& /*params*/) {
   return absl::InvalidArgumentError(absl::StrCat(
       "platform '", target().name, "' is simulated; a calibration describes the host's devices"));
 }

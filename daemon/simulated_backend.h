@@ -1,4 +1,4 @@
-// daemon::CpuBackend: pschedd on a simulated platform (`platform = NAME`, a predictor
+// daemon::SimulatedBackend: pschedd on a simulated platform (`platform = NAME`, a predictor
 // profile such as a phone's). Plans target that profile; inference ignores them and runs the
 // whole graph with XNNPACK (executor/cpu/) on the cores of the profile's first CPU device,
 // compiled once per model at load (executor "cpu"), its timings reported under that
@@ -16,9 +16,9 @@
 
 namespace psched::daemon {
 
-class CpuBackend final : public GraphBackend {
+class SimulatedBackend final : public GraphBackend {
  public:
-  explicit CpuBackend(predictor::Profile profile);
+  explicit SimulatedBackend(predictor::Profile profile);
 
   std::string executor_name() const override { return "cpu"; }
   bool RunUsesPlan() const override { return false; }
