@@ -961,6 +961,87 @@ TEST(StridedPlacementTest, MatMulReadsAndWritesPaddedRows) {
   }
 }
 
+// Runs the single op of `graph` with every activation tensor's rows (pixels) padded by 2 + its
+// id floats, as inside a concat's output, against the reference on the dense tensors; the
+// padding must stay untouched.
+void CheckPaddedRows(OpenClDevice* device, const Graph& graph, const std::string& label) {
+  std::vector<TensorPlacement> placements(graph.tensors.size(), TensorPlacement{-1, 0});
+  int64_t size = 1;
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    const model::Tensor& tensor = graph.tensors[t];
+    if (tensor.constant != model::kInvalidId) continue;
+    const int64_t rs = tensor.shape.c + 2 + static_cast<int64_t>(t);
+    placements[t] = {size, rs};
+    size += tensor.shape.h * tensor.shape.w * rs;
+  }
+  absl::StatusOr<std::unique_ptr<SvmArena>> arena = SvmArena::Create(device, size);
+  ASSERT_TRUE(arena.ok()) << arena.status();
+  std::vector<float> all = RandomVector(static_cast<size_t>(size), 81, 0.5f, 1.5f);
+  ASSERT_TRUE((*arena)->Write(0, all).ok());
+  auto gather = [&](const std::vector<float>& from, model::TensorId t) {
+    std::vector<float> dense;
+    const model::Shape& s = graph.tensor(t).shape;
+    for (int64_t r = 0; r < s.h * s.w; ++r) {
+      for (int64_t i = 0; i < s.c; ++i) {
+        dense.push_back(
+            from[static_cast<size_t>(placements[t].offset + r * placements[t].pixel_stride + i)]);
+      }
+    }
+    return dense;
+  };
+  const model::OpId id = 0;
+  std::vector<std::vector<float>> inputs;
+  std::vector<const float*> pointers;
+  for (model::TensorId t : graph.ActivationInputs(id)) inputs.push_back(gather(all, t));
+  for (const auto& v : inputs) pointers.push_back(v.data());
+  std::vector<float> want(static_cast<size_t>(graph.output_shape(id).Elements()));
+  ASSERT_TRUE(reference::RunOp(graph, id, pointers, want.data()).ok());
+  absl::StatusOr<std::unique_ptr<KernelFactory>> factory =
+      KernelFactory::Create(device, &graph, arena->get(), placements);
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  absl::StatusOr<std::unique_ptr<OpKernel>> kernel = (*factory)->Create(id);
+  ASSERT_TRUE(kernel.ok()) << label << ": " << kernel.status();
+  ASSERT_TRUE((*kernel)->Enqueue().ok());
+  std::vector<float> got(static_cast<size_t>(size));
+  ASSERT_TRUE((*arena)->Read(0, got).ok());
+  const model::TensorId out = graph.op(id).output;
+  ExpectNear(gather(got, out), want, label);
+  const model::Shape& s = graph.tensor(out).shape;
+  for (int64_t r = 0; r < s.h * s.w; ++r) {
+    for (int64_t i = s.c; i < placements[out].pixel_stride; ++i) {
+      const size_t at = static_cast<size_t>(placements[out].offset + r * placements[out].pixel_stride + i);
+      ASSERT_EQ(got[at], all[at]) << label << ": padding after row " << r;
+    }
+  }
+}
+
+TEST(StridedPlacementTest, TensorKernelsReadAndWritePaddedRows) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckPaddedRows(device, RowMajorOp(OpKind::kDiv, {{2, 3, 5}, {3, 1}}, {2, 3, 5}), "div");
+  CheckPaddedRows(device,
+                  RowMajorOp(OpKind::kTranspose, {{6, 20}}, {5, 24},
+                             Perm({2, 3, 4, 5}, {3, 1, 2, 0})),
+                  "transpose across row boundaries");
+  CheckPaddedRows(device,
+                  RowMajorOp(OpKind::kSlice, {{4, 6, 5}}, {2, 3, 5},
+                             SliceOf({1, 5, 0}, {2, -2, 1}, {2, 3, 5})),
+                  "slice");
+  CheckPaddedRows(device,
+                  RowMajorOp(OpKind::kReduce, {{3, 4, 5}}, {1, 4, 1},
+                             ReduceOver(model::ReduceKind::kSum, {0, 2})),
+                  "reduce");
+  GraphBuilder b("conv_transpose");
+  model::TensorId x = b.AddInput({4, 5, 6});
+  model::ConvAttrs conv;
+  conv.window = {3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  conv.output_padding_h = conv.output_padding_w = 1;
+  conv.groups = 2;
+  conv.filter = b.AddConstant({4, 3, 3, 3}, RandomVector(4 * 9 * 3, 83));
+  conv.bias = b.AddConstant({4}, RandomVector(4, 84));
+  b.MarkOutput(b.AddOp(OpKind::kConvTranspose2d, {x}, {8, 10, 4}, conv));
+  CheckPaddedRows(device, b.Build(), "conv_transpose2d");
+}
+
 TEST(StridedPlacementTest, StrideBelowChannelsIsRejected) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   Graph graph = OneOp(OpKind::kActivation, {{2, 2, 4}}, {2, 2, 4}, {}, Act(ActivationKind::kRelu));
