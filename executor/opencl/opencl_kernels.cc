@@ -131,6 +131,11 @@ int64_t AxisOrOne(const std::vector<int64_t>& dims, size_t from_end) {
   return dims.size() >= from_end ? dims[dims.size() - from_end] : 1;
 }
 
+// PSCHED_RUN in kernels/elementwise.cl: consecutive last-axis elements per work-item of
+// psched_binary and psched_strided_copy.
+constexpr int64_t kRun = 16;
+int64_t Runs(int64_t n) { return (n + kRun - 1) / kRun; }
+
 // Product of all but the last two axes: NDRange dimension 2 of the general tensor kernels.
 int64_t LeadingElements(const std::vector<int64_t>& dims) {
   int64_t n = 1;
@@ -608,7 +613,7 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
     const std::vector<int64_t> out_dims = model::PhysicalDims(graph_->tensor(op.output));
     if (out_dims.size() > kMaxRank) return OpError(*graph_, id, "output rank above six");
     const std::vector<int64_t> out_st = ArenaStrides(out_dims, out_off->stride);
-    auto k = add_launch("psched_binary", 3, static_cast<size_t>(out_dims.back()),
+    auto k = add_launch("psched_binary", 3, static_cast<size_t>(Runs(out_dims.back())),
                         static_cast<size_t>(AxisOrOne(out_dims, 2)),
                         static_cast<size_t>(LeadingElements(out_dims)));
     if (!k.ok()) return k.status();
@@ -752,7 +757,7 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
         }
       }
       if (dims.size() > kMaxRank) return OpError(*graph_, id, "rank above six");
-      auto k = add_launch("psched_strided_copy", 3, static_cast<size_t>(dims.back()),
+      auto k = add_launch("psched_strided_copy", 3, static_cast<size_t>(Runs(dims.back())),
                           static_cast<size_t>(AxisOrOne(dims, 2)),
                           static_cast<size_t>(LeadingElements(dims)));
       if (!k.ok()) return k.status();
@@ -828,7 +833,7 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
         return OpError(*graph_, id, "input and output element counts differ");
       }
       if (in != out) return OpError(*graph_, id, "input and output shapes differ");
-      auto k = add_launch("psched_activation", 2, oc, ow * oh, 1);
+      auto k = add_launch("psched_activation", 2, static_cast<size_t>(Runs(out.c)), ow * oh, 1);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
       args.Tensor(*arena_, in_off->offset, in_off->stride);
@@ -991,7 +996,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::CreateActivationEpilogu
   OpKernel::Launch launch;
   launch.kernel = *k;
   launch.dims = 2;
-  launch.global[0] = static_cast<size_t>(out.c);
+  launch.global[0] = static_cast<size_t>(Runs(out.c));
   launch.global[1] = static_cast<size_t>(out.h * out.w);
   kernel->launches_.push_back(launch);
   ArgBinder args(*k);

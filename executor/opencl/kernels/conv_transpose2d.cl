@@ -23,7 +23,11 @@ __kernel void psched_conv_transpose2d(
       if (tw < 0 || tw % s_w != 0 || tw / s_w >= in_w) continue;
       __global const float* x = in + in_off + (ih * in_w + tw / s_w) * in_ps + group * cig;
       __global const float* f = weights + ((oc * k_h + kh) * k_w + kw) * cig;
-      for (int ic = 0; ic < cig; ++ic) acc = fma(x[ic], f[ic], acc);
+      float4 acc4 = (float4)(0.0f);
+      int ic = 0;
+      for (; ic + 4 <= cig; ic += 4) acc4 = fma(vload4(0, x + ic), vload4(0, f + ic), acc4);
+      for (; ic < cig; ++ic) acc = fma(x[ic], f[ic], acc);
+      acc += (acc4.x + acc4.y) + (acc4.z + acc4.w);
     }
   }
   out[out_off + (oh * out_w + ow) * out_ps + oc] = psched_activate(acc, act_kind, act);

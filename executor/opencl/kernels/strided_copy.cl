@@ -11,12 +11,12 @@ inline int psched_row_position(int flat, int c, int rs) {
 // element (i0, ..., i5) reads input element base + sum(i_k * st_k), the input's element index
 // counted row-major over its physical dims. Transpose: st are the input's strides in
 // permutation order. Reshape: the identity strides. Slice (Gather at a constant index, Split):
-// base the starts, st steps times strides (negative steps too). NDRange: (axis 5, axis 4,
-// axes 0-3 flattened).
+// base the starts, st steps times strides (negative steps too). NDRange: (runs of PSCHED_RUN
+// along axis 5 (kernels/elementwise.cl), axis 4, axes 0-3 flattened).
 __kernel void psched_strided_copy(__global const float* in, int in_off, int in_c, int in_rs,
                                   __global float* out, int out_off, int out_c, int out_rs,
                                   int base, int8 st, int8 dims, int act_kind, float4 act) {
-  const int i5 = get_global_id(0);
+  const int i5 = get_global_id(0) * PSCHED_RUN;
   const int i4 = get_global_id(1);
   if (i5 >= dims.s5 || i4 >= dims.s4) return;
   const int lead = get_global_id(2);
@@ -25,9 +25,11 @@ __kernel void psched_strided_copy(__global const float* in, int in_off, int in_c
   const int i2 = rest % dims.s2; rest /= dims.s2;
   const int i1 = rest % dims.s1;
   const int i0 = rest / dims.s1;
-  const int src = base + i0 * st.s0 + i1 * st.s1 + i2 * st.s2 + i3 * st.s3 + i4 * st.s4 +
-                  i5 * st.s5;
-  const int dst = (lead * dims.s4 + i4) * dims.s5 + i5;
-  out[out_off + psched_row_position(dst, out_c, out_rs)] =
-      psched_activate(in[in_off + psched_row_position(src, in_c, in_rs)], act_kind, act);
+  int src = base + i0 * st.s0 + i1 * st.s1 + i2 * st.s2 + i3 * st.s3 + i4 * st.s4 + i5 * st.s5;
+  int dst = (lead * dims.s4 + i4) * dims.s5 + i5;
+  const int n = min(PSCHED_RUN, dims.s5 - i5);
+  for (int j = 0; j < n; ++j, src += st.s5, ++dst) {
+    out[out_off + psched_row_position(dst, out_c, out_rs)] =
+        psched_activate(in[in_off + psched_row_position(src, in_c, in_rs)], act_kind, act);
+  }
 }
