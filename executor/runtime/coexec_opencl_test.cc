@@ -650,10 +650,10 @@ TEST_F(CoExecOpenClTest, EncoderWithAttentionOnTheGpuMatchesTheCpu) {
 // the rest on a CPU: the encoders' residual adds, GELU, head-split transposes, reshapes and
 // the class-token slice, and the UNet's transposed convolutions. The output matches the CPU
 // executor's within rel L2 1e-5.
-class GpuOpsModelTest : public CoExecOpenClTest,
+class CoExecOpenClModelTest : public CoExecOpenClTest,
                         public ::testing::WithParamInterface<const char*> {};
 
-TEST_P(GpuOpsModelTest, EveryGpuCapableOpOnTheGpuMatchesTheCpu) {
+TEST_P(CoExecOpenClModelTest, EveryGpuCapableOpOnTheGpuMatchesTheCpu) {
   const std::string stem = std::string(PSCHED_SOURCE_DIR "/tests/data/onnx/") + GetParam();
   auto graph = model::ImportOnnxFile(stem + ".onnx", {});
   ASSERT_TRUE(graph.ok()) << graph.status();
@@ -694,7 +694,7 @@ TEST_P(GpuOpsModelTest, EveryGpuCapableOpOnTheGpuMatchesTheCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GpuOpsModelTest,
+INSTANTIATE_TEST_SUITE_P(Models, CoExecOpenClModelTest,
                          ::testing::Values("encoder", "encoder13", "unet_tiny"));
 
 TEST_F(CoExecOpenClTest, TraceShowsMeasuredAndPredictedSubtasks) {
