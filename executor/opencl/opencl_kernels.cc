@@ -132,7 +132,7 @@ int64_t AxisOrOne(const std::vector<int64_t>& dims, size_t from_end) {
 }
 
 // PSCHED_RUN in kernels/elementwise.cl: consecutive last-axis elements per work-item of
-// psched_binary and psched_strided_copy.
+// psched_binary, psched_strided_copy and psched_activation.
 constexpr int64_t kRun = 16;
 int64_t Runs(int64_t n) { return (n + kRun - 1) / kRun; }
 

@@ -1,5 +1,6 @@
-// Shared helpers for every psched compute kernel. All tensors are NHWC f32 batch 1 and live in
-// one arena (or the weight store); kernels receive base pointers plus element offsets so the
+// Shared helpers for every psched compute kernel. All tensors are f32 batch 1 (channels-last
+// images, or row-major tensors whose "pixels" are their last-axis rows) and live in one arena
+// (or the weight store); kernels receive base pointers plus element offsets so the
 // same binary works on fine-grained SVM, coarse-grained SVM and plain buffers. Each activation
 // tensor also comes with its pixel stride (`*_ps`, floats between consecutive pixels), which
 // exceeds its channel count when it lives inside a channel slice of a concat output.

@@ -7,7 +7,7 @@
 
 // Consecutive elements along the last axis one work-item of the general tensor kernels
 // handles: on PoCL a work-item per element spends more on its index arithmetic than on the
-// element (kernels/strided_copy.cl uses the same run).
+// element (psched_activation below and kernels/strided_copy.cl use the same run).
 #define PSCHED_RUN 16
 
 // out = act(a (op) b) under numpy broadcasting, any rank up to six. The factory right-aligns
