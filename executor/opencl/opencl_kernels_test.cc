@@ -245,7 +245,10 @@ INSTANTIATE_TEST_SUITE_P(
                  Act(ActivationKind::kRelu)},
         ConvCase{"depthwise_multiplier2_dilated", {8, 9, 3}, 6, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 3,
                  true, {}},
-        ConvCase{"wide_channels", {4, 5, 33}, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}}),
+        ConvCase{"wide_channels", {4, 5, 33}, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}},
+        // A newer activation, fused and, for cin slices, in the epilogue.
+        ConvCase{"k3_tanh", {6, 7, 5}, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true,
+                 Act(ActivationKind::kTanh)}),
     [](const auto& param_info) { return param_info.param.name; });
 
 Graph FullyConnectedGraph(Shape in, int out, bool bias, Activation act) {
@@ -264,6 +267,8 @@ TEST(FullyConnectedKernelTest, MatchesReferenceWholeAndTiled) {
   CheckOpAllSlices(device, FullyConnectedGraph({1, 1, 37}, 19, true, Act(ActivationKind::kRelu)),
                    "fc_37x19_relu");
   CheckOpAllSlices(device, FullyConnectedGraph({1, 1, 64}, 10, false, {}), "fc_64x10", 2);
+  CheckOpAllSlices(device, FullyConnectedGraph({1, 1, 40}, 13, true, Act(ActivationKind::kErf)),
+                   "fc_40x13_erf");
 }
 
 // Single-op graphs for the kinds that are never split.
