@@ -41,9 +41,8 @@ bool DeviceRunsOp(platform::DeviceKind kind, const model::Graph& graph, model::O
     case model::OpKind::kReduce:
       return true;
     case model::OpKind::kConcat:
-      // psched_copy_channels writes channel slices; concat along another axis runs on CPUs.
-      return std::get_if<model::ConcatAttrs>(&op.attrs) == nullptr ||
-             std::get<model::ConcatAttrs>(op.attrs).axis < 0;
+      // psched_copy_channels per channel slice; along another axis psched_strided_copy.
+      return true;
   }
   return false;
 }

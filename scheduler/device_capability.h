@@ -1,7 +1,7 @@
 // Which ops a device of a platform has kernels for. CPU devices run every canonical op; the
-// OpenCL (GPU) backend runs every kind but two: fully-connected layers over more than one row
-// (token rows) and concat along an axis other than the last run on CPUs. Every GPU kernel
-// applies any activation kind, fused or standalone. Problem gives an op a device cannot run
+// OpenCL (GPU) backend runs every kind but fully-connected layers over more than one row
+// (token rows), which run on CPUs. Every GPU kernel applies any activation kind, fused or
+// standalone. Problem gives an op a device cannot run
 // the latency kUnsupportedUs there, so no method that minimises the makespan places it there.
 // Pure functions; thread-safe.
 #pragma once

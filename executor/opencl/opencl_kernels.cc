@@ -570,6 +570,62 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
   const size_t oc = static_cast<size_t>(out.c), ow = static_cast<size_t>(out.w),
                oh = static_cast<size_t>(out.h);
 
+  const auto* concat = std::get_if<model::ConcatAttrs>(&op.attrs);
+  bool constant_input = false;
+  for (model::TensorId t : op.inputs) {
+    constant_input = constant_input || graph_->tensor(t).constant != model::kInvalidId;
+  }
+  if (op.kind == OpKind::kConcat && ((concat != nullptr && concat->axis >= 0) || constant_input)) {
+    // Along any axis, or with constant inputs (never in place): each input's [outer][part]
+    // rows copied into the output's [outer][whole] rows (kernels/strided_copy.cl).
+    absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
+    if (!weights.ok()) return weights.status();
+    kernel.weights_ = *weights;
+    const std::vector<int64_t> out_dims = model::PhysicalDims(graph_->tensor(op.output));
+    const size_t axis = concat == nullptr || concat->axis < 0 ? out_dims.size() - 1
+                                                              : static_cast<size_t>(concat->axis);
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < axis; ++i) outer *= out_dims[i];
+    for (size_t i = axis + 1; i < out_dims.size(); ++i) inner *= out_dims[i];
+    const int64_t whole = out_dims[axis] * inner;
+    int64_t offset = 0, constant_offset = 0;
+    for (model::TensorId t : op.inputs) {
+      const model::Tensor& tensor = graph_->tensor(t);
+      const std::vector<int64_t> in_dims = model::PhysicalDims(tensor);
+      if (in_dims.size() != out_dims.size()) {
+        return OpError(*graph_, id, absl::StrCat("input '", tensor.name, "' has rank ",
+                                                 in_dims.size(), ", output ", out_dims.size()));
+      }
+      const int64_t part = in_dims[axis] * inner;
+      const SvmArena* memory = kernel.weights_.get();
+      int64_t in_offset = constant_offset, in_rs = tensor.shape.c;
+      if (tensor.constant != model::kInvalidId) {
+        constant_offset += tensor.shape.Elements();
+      } else {
+        absl::StatusOr<Bound> in_off = Place(id, t);
+        if (!in_off.ok()) return in_off.status();
+        memory = arena_;
+        in_offset = in_off->offset;
+        in_rs = in_off->stride;
+      }
+      auto k = add_launch("psched_strided_copy", 3, static_cast<size_t>(Runs(part)),
+                          static_cast<size_t>(outer), 1);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*memory).Int(in_offset).Int(tensor.shape.c).Int(in_rs);
+      args.Memory(*arena_).Int(out_off->offset).Int(out.c).Int(out_off->stride);
+      args.Int(0).Int8(PadLeading({part, 1}, 0)).Int8(PadLeading({outer, part}, 1));
+      args.Int(offset).Int(whole).Activation(op.activation);
+      if (!args.status().ok()) return args.status();
+      offset += part;
+    }
+    if (offset != whole) {
+      return OpError(*graph_, id, absl::StrCat("inputs hold ", offset, " elements per outer index, "
+                                               "output ", whole));
+    }
+    return absl::OkStatus();
+  }
+
   if (op.kind == OpKind::kConcat) {
     if (op.inputs.empty()) return OpError(*graph_, id, "concat has no inputs");
     int64_t channel = 0;
@@ -765,7 +821,7 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
       args.Memory(*arena_).Int(in_off->offset).Int(in.c).Int(in_off->stride);
       args.Memory(*arena_).Int(out_off->offset).Int(out.c).Int(out_off->stride);
       args.Int(base).Int8(PadLeading(st, 0)).Int8(PadLeading(dims, 1));
-      args.Activation(op.activation);
+      args.Int(0).Int(dims.back()).Activation(op.activation);
       return args.status();
     }
     case OpKind::kReduce: {

@@ -598,6 +598,28 @@ TEST(StridedCopyKernelTest, SlicesMatchReference) {
                    "split part, exp");
 }
 
+// Concat along the leading, a middle and the last axis of row-major tensors, with a constant
+// input (a class token) and a fused activation.
+TEST(StridedCopyKernelTest, ConcatAlongAnyAxisMatchesReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kConcat, {{2, 3, 4}, {2, 1, 4}, {2, 2, 4}}, {2, 6, 4},
+                              model::ConcatAttrs{1}),
+                   "middle axis");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kConcat, {{1, 5}, {3, 5}}, {4, 5}, model::ConcatAttrs{0},
+                              Act(ActivationKind::kNeg)),
+                   "leading axis, neg");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kConcat, {{1, 1, 8}, {1, 16, 8}}, {1, 17, 8},
+                              model::ConcatAttrs{1}, {}, /*constant_input=*/0),
+                   "class token");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kConcat, {{3, 7}, {3, 2}}, {3, 9}, model::ConcatAttrs{1}, {},
+                              /*constant_input=*/1),
+                   "last axis, constant second");
+}
+
 model::ReduceAttrs ReduceOver(model::ReduceKind kind, std::vector<int32_t> axes) {
   return model::ReduceAttrs{kind, std::move(axes)};
 }
@@ -1035,6 +1057,10 @@ TEST(StridedPlacementTest, TensorKernelsReadAndWritePaddedRows) {
                   RowMajorOp(OpKind::kReduce, {{3, 4, 5}}, {1, 4, 1},
                              ReduceOver(model::ReduceKind::kSum, {0, 2})),
                   "reduce");
+  CheckPaddedRows(device,
+                  RowMajorOp(OpKind::kConcat, {{2, 3, 4}, {2, 1, 4}}, {2, 4, 4},
+                             model::ConcatAttrs{1}),
+                  "concat");
   GraphBuilder b("conv_transpose");
   model::TensorId x = b.AddInput({4, 5, 6});
   model::ConvAttrs conv;

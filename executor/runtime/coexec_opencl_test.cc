@@ -648,7 +648,7 @@ TEST_F(CoExecOpenClTest, EncoderWithAttentionOnTheGpuMatchesTheCpu) {
 
 // Exported models of tests/data/onnx with every op the GPU has a kernel for on the GPU and
 // the rest on a CPU: the encoders' residual adds, GELU, head-split transposes, reshapes and
-// the class-token slice, and the UNet's transposed convolutions. The output matches the CPU
+// the class token's concat and slice, and the UNet's transposed convolutions. The output matches the CPU
 // executor's within rel L2 1e-5.
 class CoExecOpenClModelTest : public CoExecOpenClTest,
                         public ::testing::WithParamInterface<const char*> {};
@@ -681,7 +681,8 @@ TEST_P(CoExecOpenClModelTest, EveryGpuCapableOpOnTheGpuMatchesTheCpu) {
   } else {
     EXPECT_GE(on_gpu[OpKind::kAdd], 4);        // two residual adds per layer
     EXPECT_GE(on_gpu[OpKind::kTranspose], 4);  // head splits and merges
-    EXPECT_GE(on_gpu[OpKind::kSlice], 1);      // the class token
+    EXPECT_GE(on_gpu[OpKind::kSlice], 1);      // the class token out
+    EXPECT_GE(on_gpu[OpKind::kConcat], 1);     // and in, along the sequence axis
     EXPECT_FALSE(plan.device_steps[0].empty());  // token-row fully-connected layers
   }
   auto rt = CoExecutionRuntime::Create(*graph, two_, plan, Options());

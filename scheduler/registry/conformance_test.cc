@@ -318,8 +318,8 @@ TEST_F(MethodConformanceTest, EighteenModelsOnAThreeDeviceProfile) {
 }
 
 // Transformer graphs hold ops the GPU has no kernel for (fully-connected layers over token
-// rows, concat along the sequence axis) beside ones it has (matmul, softmax, layer norm, the
-// binary kinds, transpose, reshape, slice, reduce): every method keeps the former off the GPU
+// rows) beside ones it has (matmul, softmax, layer norm, the binary kinds, transpose, reshape,
+// slice, reduce, concat along any axis): every method keeps the former off the GPU
 // (ValidateSchedule checks each subtask's device), and single:gpu refuses the graph instead of
 // placing them there.
 TEST_F(MethodConformanceTest, OpsWithoutAGpuKernelNeverLandOnTheGpu) {
@@ -346,6 +346,7 @@ TEST_F(MethodConformanceTest, OpsWithoutAGpuKernelNeverLandOnTheGpu) {
         case model::OpKind::kSlice:
         case model::OpKind::kReduce:
         case model::OpKind::kActivation:
+        case model::OpKind::kConcat:
           EXPECT_TRUE(runs) << name << " op " << op;
           break;
         case model::OpKind::kFullyConnected:
