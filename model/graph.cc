@@ -29,10 +29,6 @@ std::optional<OpKind> OpKindFromName(std::string_view name) {
 
 bool IsPartitionable(OpKind kind) { return kOpKindInfo[static_cast<size_t>(kind)].partitionable; }
 
-bool IsClassicActivation(ActivationKind kind) {
-  return kind <= ActivationKind::kGelu;
-}
-
 int64_t ElementsOf(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;

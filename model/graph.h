@@ -81,10 +81,6 @@ enum class ActivationKind : uint8_t {
   kAbs,
   kPow,
 };
-// The activations every device backend runs (fused or standalone), kNone to kGelu; the
-// others run on CPUs.
-bool IsClassicActivation(ActivationKind kind);
-
 // An element-wise activation, fused into its producer or standing alone (kActivation).
 struct Activation {
   ActivationKind kind = ActivationKind::kNone;

@@ -30,7 +30,7 @@ const std::vector<OnnxOpSupport>& SupportedOnnxOps() {
          "auto_pad; constant weights"},
         {"ConvTranspose", "conv_transpose2d",
          "2-D on [1,C,H,W]; group, strides, dilations, pads, output_padding, output_shape, "
-         "auto_pad; constant weights; CPU devices only"},
+         "auto_pad; constant weights"},
         {"Div", "div", kBinary},
         {"Dropout", "nothing", "inference mode, or training mode with ratio 0"},
         {"Einsum", "transpose + reshape + matmul",

@@ -5,10 +5,11 @@ namespace psched::scheduler {
 bool DeviceRunsOp(platform::DeviceKind kind, const model::Graph& graph, model::OpId id) {
   if (kind != platform::DeviceKind::kGpu) return true;
   const model::Op& op = graph.op(id);
-  if (!model::IsClassicActivation(op.activation.kind)) return false;
+  // Every kernel applies any model::ActivationKind (kernels/common.cl), fused or standalone.
   const model::Tensor& out = graph.tensor(op.output);
   switch (op.kind) {
     case model::OpKind::kConv2d:
+    case model::OpKind::kConvTranspose2d:
     case model::OpKind::kMaxPool:
     case model::OpKind::kAvgPool:
     case model::OpKind::kGlobalAvgPool:
@@ -21,6 +22,7 @@ bool DeviceRunsOp(platform::DeviceKind kind, const model::Graph& graph, model::O
       // psched_matmul: batched, broadcast over up to four batch dims (any canonical rank).
       return true;
     case model::OpKind::kFullyConnected:
+      // psched_fully_connected computes one row; token rows ([rows, K] x W) run on CPUs.
       return out.shape.h * out.shape.w == 1;
     case model::OpKind::kSoftmax:
       // Over the last axis: psched_softmax per pixel of an image, psched_softmax_rows per
@@ -30,18 +32,19 @@ bool DeviceRunsOp(platform::DeviceKind kind, const model::Graph& graph, model::O
     case model::OpKind::kAdd:
     case model::OpKind::kMul:
     case model::OpKind::kSub:
-      // The OpenCL kernels broadcast over the three-axis view only.
-      for (model::TensorId t : op.inputs) {
-        const model::Tensor& in = graph.tensor(t);
-        if (!in.dims.empty() && in.dims.size() != out.dims.size()) return false;
-      }
-      return out.dims.empty() || out.channels_last || out.dims.size() <= 2;
+    case model::OpKind::kDiv:
+      // psched_binary: numpy broadcasting over any rank up to six.
+    case model::OpKind::kTranspose:
+    case model::OpKind::kReshape:
+    case model::OpKind::kSlice:
+      // psched_strided_copy, rank up to six.
+    case model::OpKind::kReduce:
+      return true;
     case model::OpKind::kConcat:
-      return std::get_if<model::ConcatAttrs>(&op.attrs) == nullptr ||
-             std::get<model::ConcatAttrs>(op.attrs).axis < 0;
-    default:
-      return false;
+      // psched_copy_channels per channel slice; along another axis psched_strided_copy.
+      return true;
   }
+  return false;
 }
 
 }  // namespace psched::scheduler

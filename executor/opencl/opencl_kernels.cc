@@ -30,7 +30,8 @@ constexpr size_t kRowGroup = 64;
 std::string ComputeProgramSource() {
   using namespace embedded;  // NOLINT(build/namespaces): the generated constants
   return absl::StrCat(kCommonClSource, kConv2dClSource, kFullyConnectedClSource, kPoolClSource,
-                      kElementwiseClSource, kLayoutClSource, kTensorClSource);
+                      kElementwiseClSource, kLayoutClSource, kTensorClSource, kStridedCopyClSource,
+                      kReduceClSource, kConvTranspose2dClSource);
 }
 
 void SetGlobal(OpKernel::Launch& launch, const NdRange& range) {
@@ -62,6 +63,12 @@ class ArgBinder {
     for (size_t i = 0; i < 4; ++i) {
       v.s[i] = i < values.size() ? static_cast<cl_int>(values[i]) : fill;
     }
+    return Raw(&v, sizeof(v));
+  }
+  // kMaxRank ints as an OpenCL int8 (lanes s0-s5; s6, s7 unused).
+  ArgBinder& Int8(const std::vector<int64_t>& values) {
+    cl_int8 v;
+    for (size_t i = 0; i < 8; ++i) v.s[i] = i < values.size() ? static_cast<cl_int>(values[i]) : 0;
     return Raw(&v, sizeof(v));
   }
   ArgBinder& Activation(const model::Activation& act) {
@@ -96,6 +103,45 @@ absl::Status OpError(const Graph& graph, OpId id, const std::string& problem) {
 }
 
 bool FitsInt32(int64_t v) { return v >= 0 && v <= std::numeric_limits<int32_t>::max(); }
+
+// The general tensor kernels index up to six axes (int8 arguments, lanes s0-s5).
+constexpr size_t kMaxRank = 6;
+
+// Element strides in the arena of a tensor of physical `dims` whose last-axis rows lie
+// `row_stride` floats apart (the pixel stride).
+std::vector<int64_t> ArenaStrides(const std::vector<int64_t>& dims, int64_t row_stride) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) {
+    strides[i - 1] = i == dims.size() - 1 ? row_stride : strides[i] * dims[i];
+  }
+  return strides;
+}
+
+// `values` right-aligned in kMaxRank lanes, leading lanes `fill`.
+std::vector<int64_t> PadLeading(const std::vector<int64_t>& values, int64_t fill) {
+  std::vector<int64_t> padded(kMaxRank - std::min(values.size(), kMaxRank), fill);
+  padded.insert(padded.end(), values.end() - static_cast<std::ptrdiff_t>(
+                                                 std::min(values.size(), kMaxRank)),
+                values.end());
+  return padded;
+}
+
+// Extent of axis `from_end` counted from the end (1: the last), 1 when the rank is lower.
+int64_t AxisOrOne(const std::vector<int64_t>& dims, size_t from_end) {
+  return dims.size() >= from_end ? dims[dims.size() - from_end] : 1;
+}
+
+// PSCHED_RUN in kernels/elementwise.cl: consecutive last-axis elements per work-item of
+// psched_binary, psched_strided_copy and psched_activation.
+constexpr int64_t kRun = 16;
+int64_t Runs(int64_t n) { return (n + kRun - 1) / kRun; }
+
+// Product of all but the last two axes: NDRange dimension 2 of the general tensor kernels.
+int64_t LeadingElements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (size_t i = 0; i + 2 < dims.size(); ++i) n *= dims[i];
+  return n;
+}
 
 }  // namespace
 
@@ -259,6 +305,21 @@ absl::StatusOr<std::shared_ptr<SvmArena>> KernelFactory::Weights(OpId id) {
     }
     if (conv.bias != model::kInvalidId) {
       auto bias = constant(conv.bias, out.c, "bias");
+      if (!bias.ok()) return bias.status();
+      packed.insert(packed.end(), (*bias)->begin(), (*bias)->end());
+    }
+  } else if (op.kind == OpKind::kConvTranspose2d) {
+    // The OHWI filter as the model holds it, then the bias (kernels/conv_transpose2d.cl).
+    const auto& conv = std::get<model::ConvAttrs>(op.attrs);
+    const model::Shape& in = graph_->tensor(op.inputs[0]).shape;
+    const int64_t cout = graph_->output_shape(id).c;
+    auto filter = constant(conv.filter,
+                           cout * conv.window.kernel_h * conv.window.kernel_w * (in.c / conv.groups),
+                           "filter");
+    if (!filter.ok()) return filter.status();
+    packed = **filter;
+    if (conv.bias != model::kInvalidId) {
+      auto bias = constant(conv.bias, cout, "bias");
       if (!bias.ok()) return bias.status();
       packed.insert(packed.end(), (*bias)->begin(), (*bias)->end());
     }
@@ -509,6 +570,62 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
   const size_t oc = static_cast<size_t>(out.c), ow = static_cast<size_t>(out.w),
                oh = static_cast<size_t>(out.h);
 
+  const auto* concat = std::get_if<model::ConcatAttrs>(&op.attrs);
+  bool constant_input = false;
+  for (model::TensorId t : op.inputs) {
+    constant_input = constant_input || graph_->tensor(t).constant != model::kInvalidId;
+  }
+  if (op.kind == OpKind::kConcat && ((concat != nullptr && concat->axis >= 0) || constant_input)) {
+    // Along any axis, or with constant inputs (never in place): each input's [outer][part]
+    // rows copied into the output's [outer][whole] rows (kernels/strided_copy.cl).
+    absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
+    if (!weights.ok()) return weights.status();
+    kernel.weights_ = *weights;
+    const std::vector<int64_t> out_dims = model::PhysicalDims(graph_->tensor(op.output));
+    const size_t axis = concat == nullptr || concat->axis < 0 ? out_dims.size() - 1
+                                                              : static_cast<size_t>(concat->axis);
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < axis; ++i) outer *= out_dims[i];
+    for (size_t i = axis + 1; i < out_dims.size(); ++i) inner *= out_dims[i];
+    const int64_t whole = out_dims[axis] * inner;
+    int64_t offset = 0, constant_offset = 0;
+    for (model::TensorId t : op.inputs) {
+      const model::Tensor& tensor = graph_->tensor(t);
+      const std::vector<int64_t> in_dims = model::PhysicalDims(tensor);
+      if (in_dims.size() != out_dims.size()) {
+        return OpError(*graph_, id, absl::StrCat("input '", tensor.name, "' has rank ",
+                                                 in_dims.size(), ", output ", out_dims.size()));
+      }
+      const int64_t part = in_dims[axis] * inner;
+      const SvmArena* memory = kernel.weights_.get();
+      int64_t in_offset = constant_offset, in_rs = tensor.shape.c;
+      if (tensor.constant != model::kInvalidId) {
+        constant_offset += tensor.shape.Elements();
+      } else {
+        absl::StatusOr<Bound> in_off = Place(id, t);
+        if (!in_off.ok()) return in_off.status();
+        memory = arena_;
+        in_offset = in_off->offset;
+        in_rs = in_off->stride;
+      }
+      auto k = add_launch("psched_strided_copy", 3, static_cast<size_t>(Runs(part)),
+                          static_cast<size_t>(outer), 1);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*memory).Int(in_offset).Int(tensor.shape.c).Int(in_rs);
+      args.Memory(*arena_).Int(out_off->offset).Int(out.c).Int(out_off->stride);
+      args.Int(0).Int8(PadLeading({part, 1}, 0)).Int8(PadLeading({outer, part}, 1));
+      args.Int(offset).Int(whole).Activation(op.activation);
+      if (!args.status().ok()) return args.status();
+      offset += part;
+    }
+    if (offset != whole) {
+      return OpError(*graph_, id, absl::StrCat("inputs hold ", offset, " elements per outer index, "
+                                               "output ", whole));
+    }
+    return absl::OkStatus();
+  }
+
   if (op.kind == OpKind::kConcat) {
     if (op.inputs.empty()) return OpError(*graph_, id, "concat has no inputs");
     int64_t channel = 0;
@@ -543,39 +660,52 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
     return absl::OkStatus();
   }
 
-  if (op.kind == OpKind::kAdd || op.kind == OpKind::kMul || op.kind == OpKind::kSub) {
+  if (op.kind == OpKind::kAdd || op.kind == OpKind::kMul || op.kind == OpKind::kSub ||
+      op.kind == OpKind::kDiv) {
     if (op.inputs.size() != 2) return OpError(*graph_, id, "expects exactly two inputs");
     absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
     if (!weights.ok()) return weights.status();
     kernel.weights_ = *weights;
-    auto k = add_launch("psched_binary", 3, oc, ow, oh);
+    const std::vector<int64_t> out_dims = model::PhysicalDims(graph_->tensor(op.output));
+    if (out_dims.size() > kMaxRank) return OpError(*graph_, id, "output rank above six");
+    const std::vector<int64_t> out_st = ArenaStrides(out_dims, out_off->stride);
+    auto k = add_launch("psched_binary", 3, static_cast<size_t>(Runs(out_dims.back())),
+                        static_cast<size_t>(AxisOrOne(out_dims, 2)),
+                        static_cast<size_t>(LeadingElements(out_dims)));
     if (!k.ok()) return k.status();
     ArgBinder args(*k);
     int64_t constant_offset = 0;
     for (model::TensorId t : op.inputs) {
       const model::Tensor& tensor = graph_->tensor(t);
-      const model::Shape& s = tensor.shape;
-      auto broadcastable = [](int64_t a, int64_t o) { return a == o || a == 1; };
-      if (!broadcastable(s.h, out.h) || !broadcastable(s.w, out.w) ||
-          !broadcastable(s.c, out.c)) {
-        return OpError(*graph_, id, absl::StrCat("operand '", tensor.name, "' ", s.h, "x", s.w,
-                                                 "x", s.c, " does not broadcast to ", out.h, "x",
-                                                 out.w, "x", out.c));
-      }
+      const std::vector<int64_t> dims = model::PhysicalDims(tensor);
+      // An operand of higher rank has only 1s in the extra leading axes (ValidateOp).
+      const size_t skip = dims.size() > out_dims.size() ? dims.size() - out_dims.size() : 0;
+      const std::vector<int64_t> own(dims.begin() + static_cast<std::ptrdiff_t>(skip), dims.end());
+      int64_t stride = own.empty() ? 1 : own.back();
+      const SvmArena* memory = kernel.weights_.get();
+      int64_t offset = constant_offset;
       if (tensor.constant != model::kInvalidId) {
-        args.Tensor(**weights, static_cast<int32_t>(constant_offset),
-                    static_cast<int32_t>(s.c));
-        constant_offset += s.Elements();
+        constant_offset += tensor.shape.Elements();
       } else {
         absl::StatusOr<Bound> in_off = Place(id, t);
         if (!in_off.ok()) return in_off.status();
-        args.Tensor(*arena_, in_off->offset, in_off->stride);
+        memory = arena_;
+        offset = in_off->offset;
+        stride = in_off->stride;
       }
-      args.Int(s.h).Int(s.w).Int(s.c);
+      // Arena strides right-aligned to the output, 0 along broadcast axes.
+      std::vector<int64_t> st(out_dims.size(), 0);
+      const std::vector<int64_t> own_st = ArenaStrides(own, stride);
+      const size_t lead = out_dims.size() - own.size();
+      for (size_t i = 0; i < own.size(); ++i) st[lead + i] = own[i] == 1 ? 0 : own_st[i];
+      args.Memory(*memory).Int(offset).Int8(PadLeading(st, 0));
     }
-    const int32_t binary = op.kind == OpKind::kAdd ? 0 : (op.kind == OpKind::kMul ? 1 : 2);
-    args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.h).Int(out.w).Int(out.c);
-    args.Int(binary).Activation(op.activation);
+    int32_t binary = 3;
+    if (op.kind == OpKind::kAdd) binary = 0;
+    if (op.kind == OpKind::kMul) binary = 1;
+    if (op.kind == OpKind::kSub) binary = 2;
+    args.Memory(*arena_).Int(out_off->offset).Int8(PadLeading(out_st, 0));
+    args.Int8(PadLeading(out_dims, 1)).Int(binary).Activation(op.activation);
     return args.status();
   }
 
@@ -656,6 +786,92 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
       args.Float(scale_h).Float(scale_w).Activation(op.activation);
       return args.status();
     }
+    case OpKind::kTranspose:
+    case OpKind::kReshape:
+    case OpKind::kSlice: {
+      // One strided read per output element (kernels/strided_copy.cl); strides count input
+      // elements row-major over `in_dims`.
+      const std::vector<int64_t> out_dims = model::PhysicalDims(graph_->tensor(op.output));
+      std::vector<int64_t> dims = out_dims, st = RowMajorStrides(out_dims);
+      int64_t base = 0;
+      if (const auto* t = std::get_if<model::TransposeAttrs>(&op.attrs)) {
+        const std::vector<int64_t> in_st = RowMajorStrides(t->in_dims);
+        dims.clear();
+        st.clear();
+        for (int32_t p : t->perm) {
+          dims.push_back(t->in_dims[static_cast<size_t>(p)]);
+          st.push_back(in_st[static_cast<size_t>(p)]);
+        }
+      } else if (const auto* sl = std::get_if<model::SliceAttrs>(&op.attrs)) {
+        const std::vector<int64_t> in_st =
+            RowMajorStrides(model::PhysicalDims(graph_->tensor(op.inputs[0])));
+        dims = sl->sizes;
+        st.clear();
+        for (size_t a = 0; a < in_st.size(); ++a) {
+          base += sl->starts[a] * in_st[a];
+          st.push_back(sl->steps[a] * in_st[a]);
+        }
+      }
+      if (dims.size() > kMaxRank) return OpError(*graph_, id, "rank above six");
+      auto k = add_launch("psched_strided_copy", 3, static_cast<size_t>(Runs(dims.back())),
+                          static_cast<size_t>(AxisOrOne(dims, 2)),
+                          static_cast<size_t>(LeadingElements(dims)));
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*arena_).Int(in_off->offset).Int(in.c).Int(in_off->stride);
+      args.Memory(*arena_).Int(out_off->offset).Int(out.c).Int(out_off->stride);
+      args.Int(base).Int8(PadLeading(st, 0)).Int8(PadLeading(dims, 1));
+      args.Int(0).Int(dims.back()).Activation(op.activation);
+      return args.status();
+    }
+    case OpKind::kReduce: {
+      const auto* r = std::get_if<model::ReduceAttrs>(&op.attrs);
+      if (r == nullptr) return OpError(*graph_, id, "expects ReduceAttrs");
+      const std::vector<int64_t> in_dims = model::PhysicalDims(graph_->tensor(op.inputs[0]));
+      if (in_dims.size() > kMaxRank) return OpError(*graph_, id, "rank above six");
+      const std::vector<int64_t> in_st = RowMajorStrides(in_dims);
+      std::vector<int64_t> kept = in_dims, kst = in_st, reduced(in_dims.size(), 1),
+                           rst(in_dims.size(), 0);
+      for (int32_t a : r->axes) {
+        const auto i = static_cast<size_t>(a);
+        reduced[i] = in_dims[i];
+        rst[i] = in_st[i];
+        kept[i] = 1;
+        kst[i] = 0;
+      }
+      int32_t reduce = 0;
+      if (r->reduce == model::ReduceKind::kSum) reduce = 1;
+      if (r->reduce == model::ReduceKind::kMax) reduce = 2;
+      auto k = add_launch("psched_reduce", 1, static_cast<size_t>(model::ElementsOf(kept)), 1, 1);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Memory(*arena_).Int(in_off->offset).Int(in.c).Int(in_off->stride);
+      args.Memory(*arena_).Int(out_off->offset).Int(out.c).Int(out_off->stride);
+      args.Int8(PadLeading(kept, 1)).Int8(PadLeading(kst, 0));
+      args.Int8(PadLeading(reduced, 1)).Int8(PadLeading(rst, 0));
+      args.Int(reduce).Activation(op.activation);
+      return args.status();
+    }
+    case OpKind::kConvTranspose2d: {
+      const auto* conv = std::get_if<model::ConvAttrs>(&op.attrs);
+      if (conv == nullptr) return OpError(*graph_, id, "expects ConvAttrs");
+      const model::Window2d& w = conv->window;
+      absl::StatusOr<std::shared_ptr<SvmArena>> weights = Weights(id);
+      if (!weights.ok()) return weights.status();
+      kernel.weights_ = *weights;
+      const int64_t cig = in.c / conv->groups;
+      const int64_t filter_floats = out.c * w.kernel_h * w.kernel_w * cig;
+      auto k = add_launch("psched_conv_transpose2d", 3, oc, ow, oh);
+      if (!k.ok()) return k.status();
+      ArgBinder args(*k);
+      args.Tensor(*arena_, in_off->offset, in_off->stride).Int(in.h).Int(in.w);
+      args.Tensor(*arena_, out_off->offset, out_off->stride).Int(out.h).Int(out.w).Int(out.c);
+      args.Memory(**weights).Int(conv->bias == model::kInvalidId ? -1 : filter_floats);
+      args.Int(w.kernel_h).Int(w.kernel_w).Int(w.stride_h).Int(w.stride_w);
+      args.Int(w.dilation_h).Int(w.dilation_w).Int(w.pad_top).Int(w.pad_left);
+      args.Int(cig).Int(out.c / conv->groups).Activation(op.activation);
+      return args.status();
+    }
     case OpKind::kFlatten: {
       if (in.Elements() != out.Elements()) {
         return OpError(*graph_, id, "input and output element counts differ");
@@ -673,7 +889,7 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
         return OpError(*graph_, id, "input and output element counts differ");
       }
       if (in != out) return OpError(*graph_, id, "input and output shapes differ");
-      auto k = add_launch("psched_activation", 2, oc, ow * oh, 1);
+      auto k = add_launch("psched_activation", 2, static_cast<size_t>(Runs(out.c)), ow * oh, 1);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
       args.Tensor(*arena_, in_off->offset, in_off->stride);
@@ -836,7 +1052,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::CreateActivationEpilogu
   OpKernel::Launch launch;
   launch.kernel = *k;
   launch.dims = 2;
-  launch.global[0] = static_cast<size_t>(out.c);
+  launch.global[0] = static_cast<size_t>(Runs(out.c));
   launch.global[1] = static_cast<size_t>(out.h * out.w);
   kernel->launches_.push_back(launch);
   ArgBinder args(*k);

@@ -7,8 +7,8 @@
 // offsets. An OpKernel is then a fixed list of launches with every argument set; Enqueue only
 // puts them on the device's in-order queue.
 //
-// MatMul, layer norm and softmax are never split (model::WorkSize is 0 on every axis), so they
-// take the whole-op slice only.
+// Only conv2d and fully_connected split; every other kind (model::WorkSize is 0 on every axis)
+// takes the whole-op slice only.
 //
 // Slices (model/split.h): conv2d and fully_connected accept kOutputChannels (conv: channel
 // range when groups == 1, group range otherwise), kInputChannels (groups == 1 only) and, for

@@ -1,6 +1,7 @@
 // Throughput of the OpenCL conv kernel against XNNPACK on the same core, the cost of each split
 // kind (what a split adds beyond its share of the work), the sync dispatch overhead, and the
-// OpenCL matmul against the CPU executor's at a ViT-B/16 shape.
+// OpenCL matmul against the CPU executor's at a ViT-B/16 shape, and the element-wise, transpose
+// and transposed-convolution kernels against the CPU kernels of the same ops.
 //
 //   POCL_MAX_PTHREAD_COUNT=1 psched_opencl_benchmark [--benchmark_filter=...]
 //
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "executor/cpu/cpu_graph_executor.h"
+#include "executor/cpu/cpu_kernel.h"
 #include "executor/opencl/opencl_kernels.h"
 #include "executor/opencl/sync_kernels.h"
 #include "executor/testing/graph_builder.h"
@@ -268,6 +270,119 @@ void BM_CpuMatMulVit(benchmark::State& state) {
       kMatMulFlops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
+// One op at a ViT-B/16 shape (0-3) or a UNet upsampling (4), as its own graph: the residual
+// add, GELU over the MLP's hidden rows, the head-split transpose, K's last-two-axes swap for
+// Q.K^T, and a stride-2 ConvTranspose 28x28x64 -> 56x56x32.
+model::Graph SingleOpGraph(int which) {
+  executor::testing::GraphBuilder b("single_op");
+  if (which == 4) {
+    model::TensorId x = b.AddInput({28, 28, 64});
+    model::ConvAttrs conv;
+    conv.window = {3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+    conv.output_padding_h = conv.output_padding_w = 1;
+    conv.filter = b.AddConstant({32, 3, 3, 64},
+                                executor::testing::RandomVector(32 * 9 * 64, 3, -0.1f, 0.1f));
+    conv.bias = b.AddConstant({32}, executor::testing::RandomVector(32, 4));
+    b.MarkOutput(b.AddOp(model::OpKind::kConvTranspose2d, {x}, {56, 56, 32}, conv,
+                         {.kind = model::ActivationKind::kRelu}));
+    return b.Build();
+  }
+  std::vector<std::vector<int64_t>> dims;
+  model::OpKind kind = model::OpKind::kAdd;
+  model::OpAttrs attrs;
+  model::Activation act;
+  switch (which) {
+    case 0: dims = {{kTokens, kDim}, {kTokens, kDim}, {kTokens, kDim}}; break;
+    case 1:
+      kind = model::OpKind::kActivation;
+      dims = {{kTokens, 4 * kDim}, {kTokens, 4 * kDim}};
+      act.kind = model::ActivationKind::kGelu;
+      break;
+    case 2:
+      kind = model::OpKind::kTranspose;
+      dims = {{kTokens, 12, 64}, {12, kTokens, 64}};
+      attrs = model::TransposeAttrs{{kTokens, 12, 64}, {1, 0, 2}};
+      break;
+    default:
+      kind = model::OpKind::kTranspose;
+      dims = {{12, kTokens, 64}, {12, 64, kTokens}};
+      attrs = model::TransposeAttrs{{12, kTokens, 64}, {0, 2, 1}};
+      break;
+  }
+  std::vector<model::TensorId> inputs;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) {
+    inputs.push_back(b.AddInput(model::ViewOf(dims[i], false)));
+  }
+  b.MarkOutput(b.AddOp(kind, inputs, model::ViewOf(dims.back(), false), attrs, act));
+  model::Graph g = b.Build();
+  for (size_t t = 0; t < dims.size(); ++t) {
+    g.tensors[t].dims = dims[t];
+    g.tensors[t].channels_last = false;
+    g.tensors[t].onnx_rank = static_cast<int32_t>(dims[t].size());
+  }
+  return g;
+}
+
+// Dense arena offsets of a single-op graph's activation tensors; the total in `size`.
+std::vector<int64_t> DenseOffsets(const model::Graph& g, int64_t& size) {
+  std::vector<int64_t> offsets;
+  size = 0;
+  for (const model::Tensor& t : g.tensors) {
+    offsets.push_back(t.constant == model::kInvalidId ? size : -1);
+    if (t.constant == model::kInvalidId) size += t.shape.Elements();
+  }
+  return offsets;
+}
+
+void BM_OpenClSingleOp(benchmark::State& state) {
+  Setup* s = Shared();
+  if (s->device == nullptr) return state.SkipWithError("no OpenCL device");
+  const model::Graph graph = SingleOpGraph(static_cast<int>(state.range(0)));
+  int64_t size = 0;
+  const std::vector<int64_t> offsets = DenseOffsets(graph, size);
+  auto arena = SvmArena::Create(s->device.get(), static_cast<size_t>(size));
+  if (!arena.ok()) return state.SkipWithError("arena failed");
+  (void)(*arena)->Write(0, executor::testing::RandomVector(static_cast<size_t>(size), 4));
+  auto factory = KernelFactory::Create(s->device.get(), &graph, arena->get(), offsets);
+  if (!factory.ok()) return state.SkipWithError("factory failed");
+  auto kernel = (*factory)->Create(static_cast<model::OpId>(graph.ops.size()) - 1);
+  if (!kernel.ok()) return state.SkipWithError("kernel failed");
+  (void)(*kernel)->Enqueue();
+  (void)s->device->Finish();
+  for (auto _ : state) {
+    if (!(*kernel)->Enqueue().ok()) state.SkipWithError("enqueue failed");
+    if (!s->device->Finish().ok()) state.SkipWithError("finish failed");
+  }
+}
+
+// The CPU kernel of the same op on the calling thread, over dense buffers.
+void BM_CpuSingleOp(benchmark::State& state) {
+  const model::Graph graph = SingleOpGraph(static_cast<int>(state.range(0)));
+  const model::OpId id = static_cast<model::OpId>(graph.ops.size()) - 1;
+  auto kernel = cpu::CreateCpuKernel(graph, id, WorkSlice::Whole(), {}, nullptr);
+  if (!kernel.ok()) return state.SkipWithError("CPU kernel failed");
+  std::vector<std::vector<float>> buffers;
+  std::vector<TensorView> inputs;
+  for (model::TensorId t : graph.ActivationInputs(id)) {
+    const model::Shape& shape = graph.tensor(t).shape;
+    buffers.push_back(
+        executor::testing::RandomVector(static_cast<size_t>(shape.Elements() + 16), 5));
+  }
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const model::Shape& shape = graph.tensor(graph.ActivationInputs(id)[i]).shape;
+    inputs.push_back({buffers[i].data(), shape, shape.c});
+  }
+  const model::Shape& out_shape = graph.output_shape(id);
+  std::vector<float> out(static_cast<size_t>(out_shape.Elements() + 16));
+  if (!(*kernel)->Setup(inputs, {out.data(), out_shape, out_shape.c}).ok()) {
+    return state.SkipWithError("CPU setup failed");
+  }
+  for (auto _ : state) {
+    if (!(*kernel)->Run().ok()) state.SkipWithError("run failed");
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
 BENCHMARK(BM_XnnpackConv)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenClConv)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenClConvCout)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -277,6 +392,8 @@ BENCHMARK(BM_OpenClConvCinPlain)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)-
 BENCHMARK(BM_OpenClCombineCost)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_CpuMatMulVit)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_OpenClMatMulVit)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CpuSingleOp)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_OpenClSingleOp)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_SyncDispatchOverhead)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -42,9 +42,10 @@ struct Fixture {
   std::unique_ptr<KernelFactory> factory;
 };
 
-// `spare` floats of free arena follow the tensors.
+// `spare` floats of free arena follow the tensors; inputs are drawn from [lo, hi).
 Fixture Prepare(OpenClDevice* device, Graph graph, uint32_t seed,
-                std::optional<MemoryMode> mode = {}, int64_t spare = 0) {
+                std::optional<MemoryMode> mode = {}, int64_t spare = 0, float lo = -1.0f,
+                float hi = 1.0f) {
   Fixture f;
   f.graph = std::move(graph);
   int64_t next = kGuard;
@@ -66,7 +67,7 @@ Fixture Prepare(OpenClDevice* device, Graph graph, uint32_t seed,
     const model::Tensor& tensor = f.graph.tensors[t];
     if (tensor.constant != model::kInvalidId || tensor.producer != model::kInvalidId) continue;
     std::vector<float> values =
-        RandomVector(static_cast<size_t>(tensor.shape.Elements()), seed + t);
+        RandomVector(static_cast<size_t>(tensor.shape.Elements()), seed + t, lo, hi);
     std::copy(values.begin(), values.end(), init.begin() + f.offsets[t]);
   }
   EXPECT_TRUE(f.arena->Write(0, init).ok());
@@ -122,10 +123,10 @@ void ExpectGuardsIntact(const Fixture& f) {
 }
 
 // Runs the op whole, then tiled into `parts` slices along every axis it supports, comparing
-// each result with the reference.
+// each result with the reference. Inputs are drawn from [lo, hi).
 void CheckOpAllSlices(OpenClDevice* device, Graph graph, const std::string& label,
-                      int parts = 3) {
-  Fixture f = Prepare(device, std::move(graph), 17);
+                      int parts = 3, float lo = -1.0f, float hi = 1.0f) {
+  Fixture f = Prepare(device, std::move(graph), 17, {}, 0, lo, hi);
   const model::OpId id = static_cast<model::OpId>(f.graph.ops.size()) - 1;
   const model::TensorId out = f.graph.op(id).output;
   const std::vector<float> want = Reference(f, id);
@@ -244,7 +245,10 @@ INSTANTIATE_TEST_SUITE_P(
                  Act(ActivationKind::kRelu)},
         ConvCase{"depthwise_multiplier2_dilated", {8, 9, 3}, 6, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 3,
                  true, {}},
-        ConvCase{"wide_channels", {4, 5, 33}, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}}),
+        ConvCase{"wide_channels", {4, 5, 33}, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true, {}},
+        // A newer activation, fused and, for cin slices, in the epilogue.
+        ConvCase{"k3_tanh", {6, 7, 5}, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, true,
+                 Act(ActivationKind::kTanh)}),
     [](const auto& param_info) { return param_info.param.name; });
 
 Graph FullyConnectedGraph(Shape in, int out, bool bias, Activation act) {
@@ -263,6 +267,8 @@ TEST(FullyConnectedKernelTest, MatchesReferenceWholeAndTiled) {
   CheckOpAllSlices(device, FullyConnectedGraph({1, 1, 37}, 19, true, Act(ActivationKind::kRelu)),
                    "fc_37x19_relu");
   CheckOpAllSlices(device, FullyConnectedGraph({1, 1, 64}, 10, false, {}), "fc_64x10", 2);
+  CheckOpAllSlices(device, FullyConnectedGraph({1, 1, 40}, 13, true, Act(ActivationKind::kErf)),
+                   "fc_40x13_erf");
 }
 
 // Single-op graphs for the kinds that are never split.
@@ -387,13 +393,20 @@ TEST(ResizeKernelTest, EveryModeTransformAndRoundingMatchesReference) {
 
 TEST(ElementwiseKernelTest, ActivationsAndSoftmaxMatchReference) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
-  for (ActivationKind kind : {ActivationKind::kRelu, ActivationKind::kClip,
-                              ActivationKind::kSigmoid, ActivationKind::kHardSigmoid,
-                              ActivationKind::kHardSwish, ActivationKind::kSilu,
-                              ActivationKind::kGelu}) {
+  // Every kind, over [-3, 3) (past hard-swish's and hard-sigmoid's knees); log, sqrt and the
+  // fractional power over (0.1, 3) where they are defined.
+  for (int k = 1; k <= static_cast<int>(ActivationKind::kPow); ++k) {
+    const auto kind = static_cast<ActivationKind>(k);
     Activation act = Act(kind, -0.25f, 0.5f);
-    CheckOpAllSlices(device, OneOp(OpKind::kActivation, {{3, 5, 7}}, {3, 5, 7}, {}, act),
-                     "activation " + std::to_string(static_cast<int>(kind)));
+    const bool positive = kind == ActivationKind::kLog || kind == ActivationKind::kSqrt ||
+                          kind == ActivationKind::kPow;
+    for (float exponent : {2.0f, 0.5f, 3.0f}) {
+      if (kind != ActivationKind::kPow && exponent != 2.0f) continue;
+      if (kind == ActivationKind::kPow) act.alpha = exponent;
+      CheckOpAllSlices(device, OneOp(OpKind::kActivation, {{3, 5, 7}}, {3, 5, 7}, {}, act),
+                       "activation " + std::to_string(k) + " alpha " + std::to_string(exponent),
+                       3, positive ? 0.1f : -3.0f, 3.0f);
+    }
   }
   CheckOpAllSlices(device, OneOp(OpKind::kSoftmax, {{2, 3, 11}}, {2, 3, 11}), "softmax");
   CheckOpAllSlices(device,
@@ -499,6 +512,184 @@ TEST(RowKernelTest, RowMajorSoftmaxAndLayerNormMatchReference) {
   CheckOpAllSlices(device, LayerNormGraph({3, 7}, true, 1e-3f, Act(ActivationKind::kGelu)),
                    "layer norm 7, gelu");
   CheckOpAllSlices(device, LayerNormGraph({1, 768}, true, 1e-5f), "layer norm 768");
+}
+
+// Numpy broadcasting over physical dims of rank 1-6: operands of lower rank, extent-1 axes on
+// either side, an operand with extra leading 1s, constants, every binary kind and fused
+// activations beyond the classic ones.
+TEST(BinaryKernelTest, RowMajorBroadcastOfAnyRankMatchesReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kAdd, {{1, 17, 48}, {1, 17, 48}}, {1, 17, 48}),
+                   "residual add");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kDiv, {{2, 3, 4, 5}, {3, 1, 5}}, {2, 3, 4, 5}, {}, {},
+                              /*constant_input=*/1),
+                   "div by a broadcast constant", 3, 0.5f, 2.0f);
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kSub, {{2, 1, 3, 1, 2, 5}, {1, 2, 1, 4, 1, 5}},
+                              {2, 2, 3, 4, 2, 5}),
+                   "sub rank 6, both broadcast");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMul, {{1}, {5, 9}}, {5, 9}, {}, Act(ActivationKind::kTanh),
+                              /*constant_input=*/0),
+                   "scalar constant times a matrix, tanh");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kAdd, {{1, 1, 5, 7}, {5, 7}}, {5, 7}),
+                   "operand with extra leading 1s");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kMul, {{4, 1}, {1, 6}}, {4, 6}, {},
+                              Act(ActivationKind::kErf)),
+                   "outer product, erf");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kDiv, {{7}, {7}}, {7}, {}, Act(ActivationKind::kNeg)),
+                   "rank 1 div, neg", 3, 0.5f, 2.0f);
+}
+
+model::TransposeAttrs Perm(std::vector<int64_t> in_dims, std::vector<int32_t> perm) {
+  return model::TransposeAttrs{std::move(in_dims), std::move(perm)};
+}
+
+// Head splits and merges, the last-two-axes swap, rank 6, and views: a transpose whose input
+// view differs from the input tensor's dims (a folded reshape) and whose output dims differ
+// from the permuted view; reshape as a copy.
+TEST(StridedCopyKernelTest, TransposeAndReshapeMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kTranspose, {{1, 17, 4, 8}}, {1, 4, 17, 8},
+                              Perm({1, 17, 4, 8}, {0, 2, 1, 3})),
+                   "head split");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kTranspose, {{33, 65}}, {65, 33}, Perm({33, 65}, {1, 0})),
+                   "2-D swap");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kTranspose, {{3, 4, 70, 9}}, {3, 4, 9, 70},
+                              Perm({3, 4, 70, 9}, {0, 1, 3, 2}), Act(ActivationKind::kGelu)),
+                   "last two axes, gelu");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kTranspose, {{2, 3, 2, 4, 3, 2}}, {2, 4, 2, 2, 3, 3},
+                              Perm({2, 3, 2, 4, 3, 2}, {5, 3, 0, 2, 1, 4})),
+                   "rank 6");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kTranspose, {{6, 20}}, {5, 24},
+                              Perm({2, 3, 4, 5}, {3, 1, 2, 0})),
+                   "folded reshapes");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kReshape, {{3, 20}}, {5, 12}), "reshape");
+  CheckOpAllSlices(device, RowMajorOp(OpKind::kReshape, {{2, 3, 4}}, {24}), "reshape to rank 1");
+}
+
+model::SliceAttrs SliceOf(std::vector<int64_t> starts, std::vector<int64_t> steps,
+                          std::vector<int64_t> sizes) {
+  return model::SliceAttrs{std::move(starts), std::move(steps), std::move(sizes)};
+}
+
+// Steps (negative too), a Gather at a constant index dropping its axis, a Split part.
+TEST(StridedCopyKernelTest, SlicesMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kSlice, {{4, 6, 5}}, {2, 3, 5},
+                              SliceOf({1, 5, 0}, {2, -2, 1}, {2, 3, 5})),
+                   "steps");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kSlice, {{1, 17, 48}}, {1, 48},
+                              SliceOf({0, 0, 0}, {1, 1, 1}, {1, 1, 48})),
+                   "class token gather");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kSlice, {{2, 3, 12}}, {2, 3, 4},
+                              SliceOf({0, 0, 8}, {1, 1, 1}, {2, 3, 4}), Act(ActivationKind::kExp)),
+                   "split part, exp");
+}
+
+// Concat along the leading, a middle and the last axis of row-major tensors, with a constant
+// input (a class token) and a fused activation.
+TEST(StridedCopyKernelTest, ConcatAlongAnyAxisMatchesReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kConcat, {{2, 3, 4}, {2, 1, 4}, {2, 2, 4}}, {2, 6, 4},
+                              model::ConcatAttrs{1}),
+                   "middle axis");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kConcat, {{1, 5}, {3, 5}}, {4, 5}, model::ConcatAttrs{0},
+                              Act(ActivationKind::kNeg)),
+                   "leading axis, neg");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kConcat, {{1, 1, 8}, {1, 16, 8}}, {1, 17, 8},
+                              model::ConcatAttrs{1}, {}, /*constant_input=*/0),
+                   "class token");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kConcat, {{3, 7}, {3, 2}}, {3, 9}, model::ConcatAttrs{1}, {},
+                              /*constant_input=*/1),
+                   "last axis, constant second");
+}
+
+model::ReduceAttrs ReduceOver(model::ReduceKind kind, std::vector<int32_t> axes) {
+  return model::ReduceAttrs{kind, std::move(axes)};
+}
+
+TEST(ReduceKernelTest, MeanSumAndMaxOverAnyAxesMatchReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kReduce, {{3, 4, 5}}, {3, 5},
+                              ReduceOver(model::ReduceKind::kMean, {1})),
+                   "mean over the middle axis");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kReduce, {{3, 4, 5}}, {1, 4, 1},
+                              ReduceOver(model::ReduceKind::kSum, {0, 2})),
+                   "sum over the outer axes, keepdims");
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kReduce, {{7, 200}}, {7, 1},
+                              ReduceOver(model::ReduceKind::kMax, {1}), Act(ActivationKind::kSqrt)),
+                   "max over rows, sqrt", 3, 0.1f, 2.0f);
+  CheckOpAllSlices(device,
+                   RowMajorOp(OpKind::kReduce, {{2, 3, 2, 3, 2, 3}}, {2, 2, 2},
+                              ReduceOver(model::ReduceKind::kMean, {1, 3, 5})),
+                   "rank 6, every other axis");
+}
+
+struct ConvTransposeCase {
+  std::string name;
+  Shape in;
+  int cout;
+  int kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, oph, opw;
+  int groups;
+  bool bias;
+  Activation act;
+};
+
+// ONNX ConvTranspose's output extent per axis.
+int64_t ConvTransposeOut(int64_t in, int k, int s, int d, int p0, int p1, int extra) {
+  return (in - 1) * s + (static_cast<int64_t>(k) - 1) * d + 1 + extra - p0 - p1;
+}
+
+// The UNet's stride-2 upsampling with output_padding, a grouped dilated refinement, odd
+// kernels and strides per axis, pads cropping more than a tap, no bias.
+TEST(ConvTransposeKernelTest, MatchesReference) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  const ConvTransposeCase cases[] = {
+      {"unet up", {8, 8, 16}, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, true,
+       Act(ActivationKind::kRelu)},
+      {"grouped dilated", {6, 7, 8}, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0, 2, true,
+       Act(ActivationKind::kSigmoid)},
+      {"2x3 kernel, 2x3 stride", {5, 4, 3}, 5, 2, 3, 2, 3, 1, 1, 0, 1, 0, 0, 1, 2, 1, false, {}},
+      {"depthwise 4x4 stride 2", {5, 5, 6}, 6, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 6, true,
+       Act(ActivationKind::kSilu)},
+  };
+  for (const ConvTransposeCase& c : cases) {
+    GraphBuilder b(c.name);
+    model::TensorId x = b.AddInput(c.in);
+    model::ConvAttrs attrs;
+    attrs.window = {c.kh, c.kw, c.sh, c.sw, c.dh, c.dw, c.pt, c.pl, c.pb, c.pr};
+    attrs.groups = c.groups;
+    attrs.output_padding_h = c.oph;
+    attrs.output_padding_w = c.opw;
+    const int64_t cig = c.in.c / c.groups;
+    attrs.filter = b.AddConstant(
+        {c.cout, c.kh, c.kw, cig},
+        RandomVector(static_cast<size_t>(c.cout * c.kh * c.kw * cig), 41, -0.5f, 0.5f));
+    if (c.bias) attrs.bias = b.AddConstant({c.cout}, RandomVector(c.cout, 43));
+    const Shape out{ConvTransposeOut(c.in.h, c.kh, c.sh, c.dh, c.pt, c.pb, c.oph),
+                    ConvTransposeOut(c.in.w, c.kw, c.sw, c.dw, c.pl, c.pr, c.opw), c.cout};
+    b.MarkOutput(b.AddOp(OpKind::kConvTranspose2d, {x}, out, attrs, c.act));
+    CheckOpAllSlices(device, b.Build(), c.name);
+  }
 }
 
 TEST(KernelProfilingTest, EnqueueReturnsAProfiledEvent) {
@@ -795,6 +986,91 @@ TEST(StridedPlacementTest, MatMulReadsAndWritesPaddedRows) {
       ASSERT_EQ(got[at], all[at]) << "padding after row " << r;
     }
   }
+}
+
+// Runs the single op of `graph` with every activation tensor's rows (pixels) padded by 2 + its
+// id floats, as inside a concat's output, against the reference on the dense tensors; the
+// padding must stay untouched.
+void CheckPaddedRows(OpenClDevice* device, const Graph& graph, const std::string& label) {
+  std::vector<TensorPlacement> placements(graph.tensors.size(), TensorPlacement{-1, 0});
+  int64_t size = 1;
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    const model::Tensor& tensor = graph.tensors[t];
+    if (tensor.constant != model::kInvalidId) continue;
+    const int64_t rs = tensor.shape.c + 2 + static_cast<int64_t>(t);
+    placements[t] = {size, rs};
+    size += tensor.shape.h * tensor.shape.w * rs;
+  }
+  absl::StatusOr<std::unique_ptr<SvmArena>> arena = SvmArena::Create(device, size);
+  ASSERT_TRUE(arena.ok()) << arena.status();
+  std::vector<float> all = RandomVector(static_cast<size_t>(size), 81, 0.5f, 1.5f);
+  ASSERT_TRUE((*arena)->Write(0, all).ok());
+  auto gather = [&](const std::vector<float>& from, model::TensorId t) {
+    std::vector<float> dense;
+    const model::Shape& s = graph.tensor(t).shape;
+    for (int64_t r = 0; r < s.h * s.w; ++r) {
+      for (int64_t i = 0; i < s.c; ++i) {
+        dense.push_back(
+            from[static_cast<size_t>(placements[t].offset + r * placements[t].pixel_stride + i)]);
+      }
+    }
+    return dense;
+  };
+  const model::OpId id = 0;
+  std::vector<std::vector<float>> inputs;
+  std::vector<const float*> pointers;
+  for (model::TensorId t : graph.ActivationInputs(id)) inputs.push_back(gather(all, t));
+  for (const auto& v : inputs) pointers.push_back(v.data());
+  std::vector<float> want(static_cast<size_t>(graph.output_shape(id).Elements()));
+  ASSERT_TRUE(reference::RunOp(graph, id, pointers, want.data()).ok());
+  absl::StatusOr<std::unique_ptr<KernelFactory>> factory =
+      KernelFactory::Create(device, &graph, arena->get(), placements);
+  ASSERT_TRUE(factory.ok()) << factory.status();
+  absl::StatusOr<std::unique_ptr<OpKernel>> kernel = (*factory)->Create(id);
+  ASSERT_TRUE(kernel.ok()) << label << ": " << kernel.status();
+  ASSERT_TRUE((*kernel)->Enqueue().ok());
+  std::vector<float> got(static_cast<size_t>(size));
+  ASSERT_TRUE((*arena)->Read(0, got).ok());
+  const model::TensorId out = graph.op(id).output;
+  ExpectNear(gather(got, out), want, label);
+  const model::Shape& s = graph.tensor(out).shape;
+  for (int64_t r = 0; r < s.h * s.w; ++r) {
+    for (int64_t i = s.c; i < placements[out].pixel_stride; ++i) {
+      const size_t at = static_cast<size_t>(placements[out].offset + r * placements[out].pixel_stride + i);
+      ASSERT_EQ(got[at], all[at]) << label << ": padding after row " << r;
+    }
+  }
+}
+
+TEST(StridedPlacementTest, TensorKernelsReadAndWritePaddedRows) {
+  PSCHED_REQUIRE_OPENCL_DEVICE(device);
+  CheckPaddedRows(device, RowMajorOp(OpKind::kDiv, {{2, 3, 5}, {3, 1}}, {2, 3, 5}), "div");
+  CheckPaddedRows(device,
+                  RowMajorOp(OpKind::kTranspose, {{6, 20}}, {5, 24},
+                             Perm({2, 3, 4, 5}, {3, 1, 2, 0})),
+                  "transpose across row boundaries");
+  CheckPaddedRows(device,
+                  RowMajorOp(OpKind::kSlice, {{4, 6, 5}}, {2, 3, 5},
+                             SliceOf({1, 5, 0}, {2, -2, 1}, {2, 3, 5})),
+                  "slice");
+  CheckPaddedRows(device,
+                  RowMajorOp(OpKind::kReduce, {{3, 4, 5}}, {1, 4, 1},
+                             ReduceOver(model::ReduceKind::kSum, {0, 2})),
+                  "reduce");
+  CheckPaddedRows(device,
+                  RowMajorOp(OpKind::kConcat, {{2, 3, 4}, {2, 1, 4}}, {2, 4, 4},
+                             model::ConcatAttrs{1}),
+                  "concat");
+  GraphBuilder b("conv_transpose");
+  model::TensorId x = b.AddInput({4, 5, 6});
+  model::ConvAttrs conv;
+  conv.window = {3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  conv.output_padding_h = conv.output_padding_w = 1;
+  conv.groups = 2;
+  conv.filter = b.AddConstant({4, 3, 3, 3}, RandomVector(4 * 9 * 3, 83));
+  conv.bias = b.AddConstant({4}, RandomVector(4, 84));
+  b.MarkOutput(b.AddOp(OpKind::kConvTranspose2d, {x}, {8, 10, 4}, conv));
+  CheckPaddedRows(device, b.Build(), "conv_transpose2d");
 }
 
 TEST(StridedPlacementTest, StrideBelowChannelsIsRejected) {

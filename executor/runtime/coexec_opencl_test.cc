@@ -646,6 +646,58 @@ TEST_F(CoExecOpenClTest, EncoderWithAttentionOnTheGpuMatchesTheCpu) {
   }
 }
 
+// Exported models of tests/data/onnx with every op the GPU has a kernel for on the GPU and
+// the rest on a CPU: the encoders' residual adds, GELU, head-split transposes, reshapes and
+// the class token's concat and slice, and the UNet's transposed convolutions. The output matches the CPU
+// executor's within rel L2 1e-5.
+class CoExecOpenClModelTest : public CoExecOpenClTest,
+                        public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(CoExecOpenClModelTest, EveryGpuCapableOpOnTheGpuMatchesTheCpu) {
+  const std::string stem = std::string(PSCHED_SOURCE_DIR "/tests/data/onnx/") + GetParam();
+  auto graph = model::ImportOnnxFile(stem + ".onnx", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto input = ReadNpy(stem + ".input.npy");
+  ASSERT_TRUE(input.ok()) << input.status();
+  const model::Tensor& in = graph->tensor(graph->inputs[0].tensor);
+  const std::vector<std::vector<float>> inputs{
+      in.channels_last ? NchwToNhwc(in.shape, input->data) : input->data};
+  auto cpu = cpu::CpuGraphExecutor::Create(*graph, {.cores = {0}, .threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  auto expected = (*cpu)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  ExecutionPlan plan;
+  plan.device_steps.resize(2);  // two_: cpu.0, gpu
+  std::map<OpKind, int> on_gpu;
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph->ops.size()); ++id) {
+    const bool gpu = scheduler::DeviceRunsOp(platform::DeviceKind::kGpu, *graph, id);
+    plan.device_steps[gpu ? 1 : 0].push_back({id});
+    if (gpu) ++on_gpu[graph->op(id).kind];
+  }
+  if (std::string(GetParam()) == "unet_tiny") {
+    EXPECT_EQ(on_gpu[OpKind::kConvTranspose2d], 2);
+    EXPECT_TRUE(plan.device_steps[0].empty()) << "every UNet op has a GPU kernel";
+  } else {
+    EXPECT_GE(on_gpu[OpKind::kAdd], 4);        // two residual adds per layer
+    EXPECT_GE(on_gpu[OpKind::kTranspose], 4);  // head splits and merges
+    EXPECT_GE(on_gpu[OpKind::kSlice], 1);      // the class token out
+    EXPECT_GE(on_gpu[OpKind::kConcat], 1);     // and in, along the sequence axis
+    EXPECT_FALSE(plan.device_steps[0].empty());  // token-row fully-connected layers
+  }
+  auto rt = CoExecutionRuntime::Create(*graph, two_, plan, Options());
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  for (int run = 0; run < 2; ++run) {
+    auto out = (*rt)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].size(), (*expected)[0].size());
+    EXPECT_LE(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "run " << run;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CoExecOpenClModelTest,
+                         ::testing::Values("encoder", "encoder13", "unet_tiny"));
+
 TEST_F(CoExecOpenClTest, TraceShowsMeasuredAndPredictedSubtasks) {
   const model::Graph graph = TestGraph();
   const predictor::Profile profile = Profile(2);

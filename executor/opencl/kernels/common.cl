@@ -1,5 +1,6 @@
-// Shared helpers for every psched compute kernel. All tensors are NHWC f32 batch 1 and live in
-// one arena (or the weight store); kernels receive base pointers plus element offsets so the
+// Shared helpers for every psched compute kernel. All tensors are f32 batch 1 (channels-last
+// images, or row-major tensors whose "pixels" are their last-axis rows) and live in one arena
+// (or the weight store); kernels receive base pointers plus element offsets so the
 // same binary works on fine-grained SVM, coarse-grained SVM and plain buffers. Each activation
 // tensor also comes with its pixel stride (`*_ps`, floats between consecutive pixels), which
 // exceeds its channel count when it lives inside a channel slice of a concat output.
@@ -13,13 +14,23 @@
 #define PSCHED_ACT_HARD_SWISH 5
 #define PSCHED_ACT_SILU 6
 #define PSCHED_ACT_GELU 7
+#define PSCHED_ACT_TANH 8
+#define PSCHED_ACT_ERF 9
+#define PSCHED_ACT_EXP 10
+#define PSCHED_ACT_LOG 11
+#define PSCHED_ACT_SQRT 12
+#define PSCHED_ACT_RECIPROCAL 13
+#define PSCHED_ACT_NEG 14
+#define PSCHED_ACT_ABS 15
+#define PSCHED_ACT_POW 16
 
 // How a kernel writes its output (docs/opencl.md, "Slices and how partial sums combine").
 #define PSCHED_STORE 0       // plain store
 #define PSCHED_ADD 1         // out += value; only this queue touches the output
 #define PSCHED_ATOMIC_ADD 2  // out += value with a CAS loop; other devices may add concurrently
 
-// params = (min, max, alpha, beta) of model::Activation.
+// params = (min, max, alpha, beta) of model::Activation; every model::ActivationKind has a case,
+// so any op a GPU kernel computes can carry any fused activation.
 inline float psched_activate(float x, int kind, float4 params) {
   switch (kind) {
     case PSCHED_ACT_RELU: return fmax(x, 0.0f);
@@ -29,6 +40,16 @@ inline float psched_activate(float x, int kind, float4 params) {
     case PSCHED_ACT_HARD_SWISH: return x * fmin(fmax(x / 6.0f + 0.5f, 0.0f), 1.0f);
     case PSCHED_ACT_SILU: return x / (1.0f + exp(-x));
     case PSCHED_ACT_GELU: return 0.5f * x * (1.0f + erf(x * 0.70710678f));
+    case PSCHED_ACT_TANH: return tanh(x);
+    case PSCHED_ACT_ERF: return erf(x);
+    case PSCHED_ACT_EXP: return exp(x);
+    case PSCHED_ACT_LOG: return log(x);
+    case PSCHED_ACT_SQRT: return sqrt(x);
+    case PSCHED_ACT_RECIPROCAL: return 1.0f / x;
+    case PSCHED_ACT_NEG: return -x;
+    case PSCHED_ACT_ABS: return fabs(x);
+    // The exponent is alpha; squaring (LayerNorm's decomposed variance) stays exact.
+    case PSCHED_ACT_POW: return params.z == 2.0f ? x * x : pow(x, params.z);
     default: return x;
   }
 }
