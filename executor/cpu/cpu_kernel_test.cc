@@ -164,11 +164,25 @@ SlicedOp PointwiseOp(model::Activation act, std::pair<int64_t, int64_t> hw = {5,
 
 const model::Activation kRelu6{.kind = model::ActivationKind::kClip, .min = 0.0f, .max = 6.0f};
 
+// Every activation kind a oneDNN conv computes as an eltwise post-op, and kErf, which it
+// applies in a pass after the primitive.
+const model::Activation kOneDnnActivations[] = {
+    {},
+    kRelu,
+    kRelu6,
+    kSigmoid,
+    {.kind = model::ActivationKind::kSilu},
+    {.kind = model::ActivationKind::kHardSwish},
+    {.kind = model::ActivationKind::kHardSigmoid, .alpha = 1.0f / 6, .beta = 0.5f},
+    {.kind = model::ActivationKind::kTanh},
+    {.kind = model::ActivationKind::kGelu},
+    {.kind = model::ActivationKind::kErf}};
+
 // oneDNN's convs against the reference: whole ops, cout, row and cin slices (these add into the
 // output), strided views in and out, groups, every fused or separate activation.
 TEST(CpuKernelOneDnn, ConvSlicesStridesAndActivations) {
   if (!OneDnnAvailable()) GTEST_SKIP() << "built without oneDNN";
-  for (const model::Activation& act : {model::Activation{}, kRelu, kRelu6, kSigmoid}) {
+  for (const model::Activation& act : kOneDnnActivations) {
     for (const SlicedOp& op : {ConvOp(1, act, 8, 16), ConvOp(1, act), PointwiseOp(act)}) {
       const int64_t rows = op.graph.output_shape(0).h;
       const int64_t cout = op.graph.output_shape(0).c;
