@@ -201,6 +201,16 @@ TEST(CpuKernelOneDnn, ConvSlicesStridesAndActivations) {
       }
     }
   }
+  // Depthwise: oneDNN's brgemm depthwise kernel, which the rule picks, with a post-op SiLU.
+  for (const SlicedOp& dw : {ConvOp(24, {.kind = model::ActivationKind::kSilu}, 1, 1),
+                             ConvOp(40, kRelu6, 1, 1, {13, 9})}) {
+    const int64_t rows = dw.graph.output_shape(0).h;
+    const int64_t channels = dw.graph.output_shape(0).c;
+    ExpectSlicesMatch(dw, SplitAxis::kNone, {0, 1}, KernelLibrary::kAuto, "onednn:");
+    ExpectSlicesMatch(dw, SplitAxis::kOutputChannels, {0, 5, channels}, KernelLibrary::kAuto,
+                      "onednn:", 3, 2);
+    ExpectSlicesMatch(dw, SplitAxis::kRows, {0, 2, rows}, KernelLibrary::kAuto, "onednn:");
+  }
   const SlicedOp grouped = ConvOp(3, kRelu, 8, 8);
   ExpectSlicesMatch(grouped, SplitAxis::kNone, {0, 1}, KernelLibrary::kOneDnn, "onednn:");
   ExpectSlicesMatch(grouped, SplitAxis::kOutputChannels, {0, 2, 3}, KernelLibrary::kOneDnn,

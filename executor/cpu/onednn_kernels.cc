@@ -360,7 +360,8 @@ class OneDnnConvKernel final : public KernelBase {
   absl::Status Adopt(const PrimitiveDesc& pd, const memory::desc& user_weights_md,
                      const memory::desc& src_md, const memory::desc& dst_md) {
     impl_ = absl::StrCat("onednn:", pd.impl_info_str());
-    if (!absl::StrContains(impl_, "jit") && !absl::StrContains(impl_, "brg")) {
+    if (!absl::StrContains(impl_, "jit") && !absl::StrContains(impl_, "brg") &&
+        !absl::StrContains(impl_, "brdgmm")) {
       return absl::UnimplementedError(
           absl::StrCat(name_, ": oneDNN has only ", impl_, " for this configuration"));
     }
