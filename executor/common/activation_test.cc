@@ -49,7 +49,7 @@ TEST(Activation, InPlaceMatchesPerElementOverTheRange) {
   for (ActivationKind kind :
        {ActivationKind::kRelu, ActivationKind::kClip, ActivationKind::kSigmoid,
         ActivationKind::kSilu, ActivationKind::kHardSigmoid, ActivationKind::kHardSwish,
-        ActivationKind::kTanh}) {
+        ActivationKind::kTanh, ActivationKind::kGelu}) {
     const model::Activation a{.kind = kind, .min = -2.0f, .max = 3.0f};
     for (int64_t stride : {channels, channels + 3}) {
       std::vector<float> memory(static_cast<size_t>(pixels * stride), -7.0f);
