@@ -51,7 +51,7 @@ inline float FastErf(float x) {
 // loop the compiler vectorizes; on x86 it is built for AVX-512, AVX2 and the baseline, and the
 // loader picks the widest the core has.
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx512f", "avx2,fma", "default")))
+__attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void ActivateRow(const model::Activation& a, float* p, int64_t n) {
   switch (a.kind) {
