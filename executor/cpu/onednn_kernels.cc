@@ -29,8 +29,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
