@@ -393,7 +393,8 @@ TEST(CpuExecutorResidualAdd, TheAddRunsAsAPostOpWhereOneDnnCanAndAsAPassElsewher
       {{20, 18, 32}, 3, 2, ActivationKind::kNone, true},      // parts by rows
       {{7, 7, 256}, 1, 2, ActivationKind::kNone, true},       // matmul parts by channels
       {{6, 6, 64}, 3, 2, ActivationKind::kNone, false},       // direct conv by channels
-      {{20, 18, 32}, 3, 1, ActivationKind::kSigmoid, false},  // activation before the add
+      {{20, 18, 32}, 3, 1, ActivationKind::kSilu, true},      // activation, then the add
+      {{20, 18, 32}, 3, 1, ActivationKind::kErf, false},      // no eltwise post-op for it
   };
   uint32_t seed = 300;
   for (const Case& c : cases) {

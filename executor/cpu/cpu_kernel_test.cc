@@ -164,11 +164,25 @@ SlicedOp PointwiseOp(model::Activation act, std::pair<int64_t, int64_t> hw = {5,
 
 const model::Activation kRelu6{.kind = model::ActivationKind::kClip, .min = 0.0f, .max = 6.0f};
 
+// Every activation kind a oneDNN conv computes as an eltwise post-op, and kErf, which it
+// applies in a pass after the primitive.
+const model::Activation kOneDnnActivations[] = {
+    {},
+    kRelu,
+    kRelu6,
+    kSigmoid,
+    {.kind = model::ActivationKind::kSilu},
+    {.kind = model::ActivationKind::kHardSwish},
+    {.kind = model::ActivationKind::kHardSigmoid, .alpha = 1.0f / 6, .beta = 0.5f},
+    {.kind = model::ActivationKind::kTanh},
+    {.kind = model::ActivationKind::kGelu},
+    {.kind = model::ActivationKind::kErf}};
+
 // oneDNN's convs against the reference: whole ops, cout, row and cin slices (these add into the
 // output), strided views in and out, groups, every fused or separate activation.
 TEST(CpuKernelOneDnn, ConvSlicesStridesAndActivations) {
   if (!OneDnnAvailable()) GTEST_SKIP() << "built without oneDNN";
-  for (const model::Activation& act : {model::Activation{}, kRelu, kRelu6, kSigmoid}) {
+  for (const model::Activation& act : kOneDnnActivations) {
     for (const SlicedOp& op : {ConvOp(1, act, 8, 16), ConvOp(1, act), PointwiseOp(act)}) {
       const int64_t rows = op.graph.output_shape(0).h;
       const int64_t cout = op.graph.output_shape(0).c;
@@ -186,6 +200,16 @@ TEST(CpuKernelOneDnn, ConvSlicesStridesAndActivations) {
                           "onednn:", pad_in, pad_out);
       }
     }
+  }
+  // Depthwise: oneDNN's brgemm depthwise kernel, which the rule picks, with a post-op SiLU.
+  for (const SlicedOp& dw : {ConvOp(24, {.kind = model::ActivationKind::kSilu}, 1, 1),
+                             ConvOp(40, kRelu6, 1, 1, {13, 9})}) {
+    const int64_t rows = dw.graph.output_shape(0).h;
+    const int64_t channels = dw.graph.output_shape(0).c;
+    ExpectSlicesMatch(dw, SplitAxis::kNone, {0, 1}, KernelLibrary::kAuto, "onednn:");
+    ExpectSlicesMatch(dw, SplitAxis::kOutputChannels, {0, 5, channels}, KernelLibrary::kAuto,
+                      "onednn:", 3, 2);
+    ExpectSlicesMatch(dw, SplitAxis::kRows, {0, 2, rows}, KernelLibrary::kAuto, "onednn:");
   }
   const SlicedOp grouped = ConvOp(3, kRelu, 8, 8);
   ExpectSlicesMatch(grouped, SplitAxis::kNone, {0, 1}, KernelLibrary::kOneDnn, "onednn:");

@@ -25,11 +25,17 @@ KernelLibrary ChooseConvLibrary(const model::Graph& graph, model::OpId id, WorkS
   // Dense convs default to oneDNN: on one core its JIT convs are faster than XNNPACK's on most
   // dense convs of the benchmark models (psched_conv_kernels_bench compares the two; figures in
   // docs/runtime-performance.md). A multi-core device runs them as one-thread kernels on parts
-  // of the op across its own threadpool (parallel_slices_kernel.h). Left to XNNPACK: grouped
-  // and depthwise convs. cin slices go by the same rule, so that a slice with few output pixels
-  // reaches the streaming GEMM, which reads the filter once, rather than XNNPACK, which
-  // re-reads it per block of output pixels.
+  // of the op across its own threadpool (parallel_slices_kernel.h). cin slices go by the same
+  // rule, so that a slice with few output pixels reaches the streaming GEMM, which reads the
+  // filter once, rather than XNNPACK, which re-reads it per block of output pixels. Depthwise
+  // convs (one input and one output channel per group) run on oneDNN's brgemm depthwise kernel
+  // (kernel_choice.h); other grouped convs stay on XNNPACK.
   const auto& conv = std::get<model::ConvAttrs>(graph.op(id).attrs);
+  const int64_t in_c = graph.tensor(graph.ActivationInputs(id)[0]).shape.c;
+  if (conv.groups > 1 && conv.groups == in_c && graph.output_shape(id).c == in_c &&
+      slice.axis != model::SplitAxis::kInputChannels) {
+    return KernelLibrary::kOneDnn;
+  }
   if (conv.groups == 1) {
     // Few output pixels: the filter stream from memory bounds the op, and the streaming GEMM
     // reads it once where oneDNN's blocking re-reads it (streaming_gemm_conv.cc).

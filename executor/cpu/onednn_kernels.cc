@@ -1,7 +1,9 @@
 // CPU conv kernels backed by oneDNN (x86 builds with libdnnl only): whole ops and slices along
-// every axis, NHWC views with any pixel stride, Relu / Clip fused as a post-op, other
-// activations as a pass after. A cin slice adds its partial sum to the output through a sum
-// post-op (cpu_kernel.h), without the activation.
+// every axis, NHWC views with any pixel stride, the activation fused as an eltwise post-op
+// (Relu, Clip, Sigmoid, SiLU, HardSigmoid, HardSwish, Tanh, GELU: each output element is
+// written once, activated, instead of being written, read back and activated in a second
+// pass), any other as a pass after. A cin slice adds its partial sum to the output through a
+// sum post-op (cpu_kernel.h), without the activation.
 //
 // Pointwise convs (1x1, stride 1, no padding) are a matrix product [pixels x cin] x [cin x
 // cout] and run as a oneDNN matmul, which takes strided rows: a view into a concat's channel
@@ -28,6 +30,7 @@
 
 #include <algorithm>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -46,6 +49,43 @@ using dnnl::memory;
 dnnl::engine& Engine() {
   static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *engine;
+}
+
+// Appends `a` to `ops` as eltwise post-ops computing it exactly as model::Activation defines
+// it; false (and `ops` unchanged) for kinds oneDNN has no eltwise for.
+bool AppendActivation(const model::Activation& a, dnnl::post_ops& ops) {
+  using dnnl::algorithm;
+  switch (a.kind) {
+    case model::ActivationKind::kNone:
+      return true;
+    case model::ActivationKind::kRelu:
+      ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+      return true;
+    case model::ActivationKind::kClip:
+      ops.append_eltwise(1.0f, algorithm::eltwise_clip, a.min, a.max);
+      return true;
+    case model::ActivationKind::kSigmoid:
+      ops.append_eltwise(1.0f, algorithm::eltwise_logistic, 0.0f, 0.0f);
+      return true;
+    case model::ActivationKind::kSilu:
+      ops.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
+      return true;
+    case model::ActivationKind::kHardSwish:
+      ops.append_eltwise(1.0f, algorithm::eltwise_hardswish, 0.0f, 0.0f);
+      return true;
+    case model::ActivationKind::kHardSigmoid:
+      ops.append_eltwise(1.0f, algorithm::eltwise_linear, a.alpha, a.beta);
+      ops.append_eltwise(1.0f, algorithm::eltwise_clip, 0.0f, 1.0f);
+      return true;
+    case model::ActivationKind::kTanh:
+      ops.append_eltwise(1.0f, algorithm::eltwise_tanh, 0.0f, 0.0f);
+      return true;
+    case model::ActivationKind::kGelu:
+      ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+      return true;
+    default:
+      return false;
+  }
 }
 
 // A dense NHWC tensor of `rows` x `w` pixels of `c` channels.
@@ -115,11 +155,8 @@ class OneDnnConvKernel final : public KernelBase {
       return absl::InternalError(absl::StrCat(name_, ": oneDNN: ", e.what()));
     }
     if (!staged_out_.empty()) Copy(OutView(), staged_out_.data(), true);
-    if (residual_add_) {
-      if (NeedsActivationPass(add_activation_)) ApplyActivationInPlace(add_activation_, OutView());
-    } else if (!accumulate_ && NeedsActivationPass(activation_)) {
-      ApplyActivationInPlace(activation_, OutView());
-    }
+    if (!pass_.has_value()) return absl::OkStatus();
+    ApplyActivationInPlace(*pass_, OutView());
     return absl::OkStatus();
   }
 
@@ -176,17 +213,10 @@ class OneDnnConvKernel final : public KernelBase {
     // same configuration one primitive, which device threads then run concurrently.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::post_ops ops;
-    auto append_activation = [&ops](const model::Activation& a) {
-      if (a.kind == model::ActivationKind::kRelu) {
-        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      } else if (a.kind == model::ActivationKind::kClip) {
-        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, a.min, a.max);
-      }
-    };
     if (accumulate_) {
       ops.append_sum(1.0f);
-    } else {
-      append_activation(activation_);
+    } else if (!AppendActivation(activation_, ops)) {
+      pass_ = activation_;
     }
     // The conv alone, for comparing implementations (ChoosePd). Attributes are handles: a
     // copy would share the residual post-op appended below.
@@ -194,7 +224,7 @@ class OneDnnConvKernel final : public KernelBase {
     plain_attr_.set_post_ops(ops);
     if (residual_add_) {
       // The conv's own activation must be applied before the add: only as a post-op.
-      if (NeedsActivationPass(activation_)) {
+      if (pass_.has_value()) {
         return absl::UnimplementedError(
             absl::StrCat(name_, ": its activation cannot run before a residual post-op"));
       }
@@ -206,7 +236,7 @@ class OneDnnConvKernel final : public KernelBase {
       }
       binary_post_op_ = ops.len();
       ops.append_binary(dnnl::algorithm::binary_add, ResidualDesc());
-      append_activation(add_activation_);
+      if (!AppendActivation(add_activation_, ops)) pass_ = add_activation_;
     }
     attr.set_post_ops(ops);
     stream_ = dnnl::stream(Engine());
@@ -330,7 +360,8 @@ class OneDnnConvKernel final : public KernelBase {
   absl::Status Adopt(const PrimitiveDesc& pd, const memory::desc& user_weights_md,
                      const memory::desc& src_md, const memory::desc& dst_md) {
     impl_ = absl::StrCat("onednn:", pd.impl_info_str());
-    if (!absl::StrContains(impl_, "jit") && !absl::StrContains(impl_, "brg")) {
+    if (!absl::StrContains(impl_, "jit") && !absl::StrContains(impl_, "brg") &&
+        !absl::StrContains(impl_, "brdgmm")) {
       return absl::UnimplementedError(
           absl::StrCat(name_, ": oneDNN has only ", impl_, " for this configuration"));
     }
@@ -359,6 +390,8 @@ class OneDnnConvKernel final : public KernelBase {
   // Set when the kernel adds a residual as a post-op (Create's `add`).
   bool residual_add_ = false;
   bool accumulate_ = false;  // a cin slice: dst += conv, no activation
+  // The activation Run applies in a pass after the primitive: one oneDNN has no post-op for.
+  std::optional<model::Activation> pass_;
   dnnl::primitive_attr plain_attr_;  // without the residual and the add's activation
   model::Activation add_activation_;
   int64_t residual_stride_ = 0;
