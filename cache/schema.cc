@@ -74,6 +74,12 @@ CREATE TABLE model_chunks (
 INSERT INTO model_chunks(model_id, seq, bytes) SELECT id, 0, onnx FROM models;
 ALTER TABLE models DROP COLUMN onnx;
 )sql",
+    // 5 -> 6: who registered each model (the per-user quotas count it); '' for models
+    // stored before, which count against no user.
+    R"sql(
+ALTER TABLE models ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX models_by_owner ON models(owner);
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -18,7 +18,7 @@ namespace psched::cache {
 // global hit/miss counters. Version 3: calibrations. Version 4: the input shapes a model
 // was registered with. Version 5: model bytes in chunks (model_chunks), so a model is not
 // bounded by SQLite's length limit for one blob.
-inline constexpr int64_t kSchemaVersion = 5;
+inline constexpr int64_t kSchemaVersion = 6;
 
 // Brings the database at `db` up to kSchemaVersion.
 absl::Status Migrate(Connection& db);
