@@ -78,6 +78,12 @@ ALTER TABLE models DROP COLUMN onnx;
     R"sql(
 ALTER TABLE plans ADD COLUMN imported INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 6 -> 7: who registered each model (the per-user quotas count it); '' for models
+    // stored before, which count against no user.
+    R"sql(
+ALTER TABLE models ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX models_by_owner ON models(owner);
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -18,8 +18,9 @@ namespace psched::cache {
 // global hit/miss counters. Version 3: calibrations. Version 4: the input shapes a model
 // was registered with. Version 5: model bytes in chunks (model_chunks), so a model is not
 // bounded by SQLite's length limit for one blob. Version 6: whether a plan came from a
-// plan bundle (plans.imported), so the daemon says so after a restart too.
-inline constexpr int64_t kSchemaVersion = 6;
+// plan bundle (plans.imported), so the daemon says so after a restart too. Version 7: the
+// owner of each model (per-user quotas).
+inline constexpr int64_t kSchemaVersion = 7;
 
 // Brings the database at `db` up to kSchemaVersion.
 absl::Status Migrate(Connection& db);

@@ -10,7 +10,7 @@ absl::Status SqliteError(sqlite3* db, int code, absl::string_view what) {
   switch (code & 0xff) {
     case SQLITE_FULL:
       return absl::ResourceExhaustedError(
-          absl::StrCat(message, " (disk full or the cache's size limit reached)"));
+          absl::StrCat(message, " (disk full or the cache's size limit, cache_max_bytes, reached)"));
     case SQLITE_READONLY:
     case SQLITE_CANTOPEN:
     case SQLITE_PERM:

@@ -39,7 +39,7 @@ int64_t NowUnixSeconds() {
   lhs = std::move(*PSCHED_CACHE_CONCAT(statusor_, __LINE__))
 
 constexpr const char* kModelColumns =
-    "id, name, size_bytes, summary_json, synthesize_weights, created_unix_s, input_shapes";
+    "id, name, size_bytes, summary_json, synthesize_weights, created_unix_s, input_shapes, owner";
 
 ModelRecord ReadModel(const Statement& row) {
   ModelRecord model;
@@ -50,6 +50,7 @@ ModelRecord ReadModel(const Statement& row) {
   model.synthesize_weights = row.ColumnInt(4) != 0;
   model.created_unix_s = row.ColumnInt(5);
   model.input_shapes = row.ColumnText(6);
+  model.owner = row.ColumnText(7);
   return model;
 }
 
@@ -220,11 +221,37 @@ absl::StatusOr<std::string> Store::ReadChunks(const std::string& id, int64_t siz
 }
 
 absl::StatusOr<bool> Store::PutModel(const ModelRecord& model) {
+  absl::StatusOr<PutModelResult> put = PutModelWithin(model, nullptr);
+  if (!put.ok()) return put.status();
+  return put->inserted;
+}
+
+absl::StatusOr<PutModelResult> Store::PutModelWithin(const ModelRecord& model,
+                                                     const ModelQuota* quota) {
   sync::MutexLock lock(&mu_);
   PSCHED_CACHE_RETURN_IF_ERROR(Annotate(db_.Exec("BEGIN IMMEDIATE")));
+  PutModelResult result;
+  if (quota != nullptr) {
+    // In the write transaction: two uploads of one owner cannot both pass the same room.
+    absl::StatusOr<OwnerUsage> usage = ReadOwnerUsage(model.owner);
+    if (!usage.ok()) return Rollback(usage.status());
+    absl::StatusOr<Statement> exists = db_.Prepare("SELECT count(*) FROM models WHERE id = ?");
+    if (!exists.ok()) return Rollback(exists.status());
+    exists->Bind(1, model.id);
+    absl::StatusOr<bool> row = exists->Step();
+    if (!row.ok()) return Rollback(row.status());
+    const bool stored = *row && exists->ColumnInt(0) > 0;
+    result.usage = *usage;
+    if (!stored && (usage->models + 1 > quota->max_models ||
+                    usage->bytes + static_cast<int64_t>(model.onnx.size()) > quota->max_bytes)) {
+      db_.Exec("ROLLBACK").IgnoreError();
+      result.over_quota = true;
+      return result;
+    }
+  }
   absl::StatusOr<Statement> stmt = db_.Prepare(
       "INSERT OR IGNORE INTO models(id, name, size_bytes, summary_json, created_unix_s, "
-      "synthesize_weights, input_shapes) VALUES (?, ?, ?, ?, ?, ?, ?)");
+      "synthesize_weights, input_shapes, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   if (!stmt.ok()) return Rollback(stmt.status());
   stmt->Bind(1, model.id)
       .Bind(2, model.name)
@@ -232,17 +259,41 @@ absl::StatusOr<bool> Store::PutModel(const ModelRecord& model) {
       .Bind(4, model.summary_json)
       .Bind(5, model.created_unix_s != 0 ? model.created_unix_s : NowUnixSeconds())
       .Bind(6, static_cast<int64_t>(model.synthesize_weights))
-      .Bind(7, model.input_shapes);
+      .Bind(7, model.input_shapes)
+      .Bind(8, model.owner);
   if (absl::Status status = stmt->Run(); !status.ok()) return Rollback(status);
   if (db_.Changes() == 0) {
     db_.Exec("ROLLBACK").IgnoreError();
-    return false;
+    return result;
   }
   if (absl::Status status = WriteChunks(model.id, model.onnx); !status.ok()) {
     return Rollback(status);
   }
   if (absl::Status status = db_.Exec("COMMIT"); !status.ok()) return Rollback(status);
-  return true;
+  result.inserted = true;
+  return result;
+}
+
+absl::StatusOr<OwnerUsage> Store::ReadOwnerUsage(const std::string& owner) {
+  absl::StatusOr<Statement> stmt =
+      db_.Prepare("SELECT count(*), coalesce(sum(size_bytes), 0) FROM models WHERE owner = ?");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, owner);
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  OwnerUsage usage;
+  if (*row) {
+    usage.models = stmt->ColumnInt(0);
+    usage.bytes = stmt->ColumnInt(1);
+  }
+  return usage;
+}
+
+absl::StatusOr<OwnerUsage> Store::UsageOf(const std::string& owner) {
+  sync::MutexLock lock(&mu_);
+  absl::StatusOr<OwnerUsage> usage = ReadOwnerUsage(owner);
+  if (!usage.ok()) return Annotate(usage.status());
+  return usage;
 }
 
 absl::Status Store::RepairModelBytes(const std::string& id, const std::string& onnx) {

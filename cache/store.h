@@ -52,6 +52,9 @@ struct ModelRecord {
   // The input shapes given at registration as the daemon's canonical JSON text
   // ({"name": [dims], ...}); empty when none were given.
   std::string input_shapes;
+  // Who registered it first (the daemon stores the caller's uid); empty: nobody's (stored
+  // before owners were recorded, or by an owner exempt from quotas). ModelQuota counts it.
+  std::string owner;
   int64_t created_unix_s = 0;
 };
 
@@ -115,6 +118,25 @@ struct UsageBatch {
   bool empty() const { return plan_hits.empty() && models.empty(); }
 };
 
+// The models stored under one owner.
+struct OwnerUsage {
+  int64_t models = 0;
+  int64_t bytes = 0;
+};
+
+// How much one owner may store (Store::PutModelWithin).
+struct ModelQuota {
+  int64_t max_models = 0;
+  int64_t max_bytes = 0;
+};
+
+struct PutModelResult {
+  bool inserted = false;  // false: already stored, or over the quota
+  // The model would have taken its owner past the quota: nothing was written.
+  bool over_quota = false;
+  OwnerUsage usage;  // the owner's models before this one (with a quota only)
+};
+
 struct PurgeResult {
   int64_t plans_removed = 0;
   int64_t models_removed = 0;
@@ -131,6 +153,13 @@ class Store {
   // Inserts the model with its bytes in one transaction: a crash leaves either all of it or
   // nothing. Returns false (and changes nothing) when its id is already stored.
   absl::StatusOr<bool> PutModel(const ModelRecord& model);
+  // As PutModel, counting the model against `quota` for model.owner when `quota` is given:
+  // in the same transaction, the owner's stored models plus this one must stay within it,
+  // or nothing is written and the result is over_quota with the owner's usage. A model
+  // already stored passes (it takes no more room).
+  absl::StatusOr<PutModelResult> PutModelWithin(const ModelRecord& model, const ModelQuota* quota);
+  // The models stored under `owner`.
+  absl::StatusOr<OwnerUsage> UsageOf(const std::string& owner);
   // Overwrites the stored bytes of model `id` (a stored copy damaged on disk, repaired by
   // re-adding the original) in one transaction. NOT_FOUND when absent.
   // REQUIRES: ModelId(onnx, the model's input_shapes) == id (the caller checked).
@@ -191,6 +220,8 @@ class Store {
   absl::StatusOr<ModelRecord> ReadModelRow(const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status BumpCounter(const char* name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<OwnerUsage> ReadOwnerUsage(const std::string& owner)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Rolls back the open transaction and returns `status` annotated.
   absl::Status Rollback(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

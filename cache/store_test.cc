@@ -535,6 +535,55 @@ PRAGMA user_version = 4;
   EXPECT_EQ(*db->QueryInt("SELECT count(*) FROM pragma_table_info('models') WHERE name = 'onnx'"),
             0)
       << "the single-blob column is gone";
+  EXPECT_EQ(*db->QueryInt("SELECT count(*) FROM models WHERE owner = ''"), 1)
+      << "models stored before owners were recorded are nobody's";
+}
+
+// Each owner's models count against their own quota, inside the write transaction; a model
+// over it is not written and nothing of anyone else's is removed; a model already stored
+// passes; models without an owner count for nobody.
+TEST(StoreTest, QuotasCountEachOwnersModelsOnly) {
+  TempDir dir;
+  auto store = Store::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status();
+  const ModelQuota quota{.max_models = 2, .max_bytes = 250};
+  auto owned = [](const std::string& id, const std::string& owner, size_t bytes) {
+    ModelRecord model = Model(id, owner + "'s", bytes);
+    model.owner = owner;
+    return model;
+  };
+  const std::string a1(64, '1'), a2(64, '2'), a3(64, '3'), b1(64, '4'), c1(64, '5');
+  ASSERT_TRUE((*store)->PutModel(owned(c1, "", 10000)).ok());
+  auto first = (*store)->PutModelWithin(owned(a1, "1000", 100), &quota);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->inserted);
+  EXPECT_EQ(first->usage.models, 0);
+  ASSERT_TRUE((*store)->PutModelWithin(owned(b1, "1001", 200), &quota)->inserted);
+  // 100 + 200 bytes is over 250: refused, with the usage it met.
+  auto too_big = (*store)->PutModelWithin(owned(a2, "1000", 200), &quota);
+  ASSERT_TRUE(too_big.ok()) << too_big.status();
+  EXPECT_FALSE(too_big->inserted);
+  EXPECT_TRUE(too_big->over_quota);
+  EXPECT_EQ(too_big->usage.models, 1);
+  EXPECT_EQ(too_big->usage.bytes, 100);
+  EXPECT_EQ((*store)->GetModelInfo(a2).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE((*store)->PutModelWithin(owned(a2, "1000", 100), &quota)->inserted);
+  // Two models: a third is over the count, however small.
+  auto third = (*store)->PutModelWithin(owned(a3, "1000", 1), &quota);
+  EXPECT_TRUE(third->over_quota);
+  EXPECT_EQ(third->usage.models, 2);
+  // Stored already (by anyone): passes, writes nothing.
+  auto again = (*store)->PutModelWithin(owned(b1, "1000", 200), &quota);
+  EXPECT_FALSE(again->over_quota);
+  EXPECT_FALSE(again->inserted);
+  EXPECT_EQ((*store)->GetModelInfo(b1)->owner, "1001");
+  EXPECT_EQ((*store)->UsageOf("1000")->models, 2);
+  EXPECT_EQ((*store)->UsageOf("1000")->bytes, 200);
+  EXPECT_EQ((*store)->UsageOf("1001")->bytes, 200);
+  EXPECT_EQ((*store)->UsageOf("")->bytes, 10000);
+  EXPECT_EQ((*store)->ListModels()->size(), 4u);
+  ASSERT_TRUE((*store)->RemoveModel(a1).ok());
+  EXPECT_TRUE((*store)->PutModelWithin(owned(a3, "1000", 1), &quota)->inserted);
 }
 
 TEST(StoreTest, ImportedFlagIsStoredAndClearedWhenThePlanIsReplaced) {

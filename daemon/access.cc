@@ -148,9 +148,10 @@ Role AccessPolicy::RoleOf(const PeerCredentials& peer) const {
 }
 
 Caller AccessPolicy::Identify(const PeerCredentials& peer) const {
-  return Caller{peer, RoleOf(peer),
-                absl::StrCat("uid ", peer.uid, " (", UserName(peer.uid), ") gid ", peer.gid, " (",
-                             GroupName(peer.gid), ") pid ", peer.pid)};
+  std::string user = absl::StrCat("uid ", peer.uid, " (", UserName(peer.uid), ")");
+  std::string description =
+      absl::StrCat(user, " gid ", peer.gid, " (", GroupName(peer.gid), ") pid ", peer.pid);
+  return Caller{peer, RoleOf(peer), std::move(description), std::move(user)};
 }
 
 absl::Status AccessPolicy::Permit(const Caller& caller, Rpc rpc) const {

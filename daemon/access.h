@@ -57,6 +57,8 @@ struct Caller {
   Role role = Role::kNone;
   // "uid 1000 (alice) gid 1000 (alice) pid 4242": for log lines and refusals.
   std::string description;
+  // "uid 1000 (alice)": the user alone, as quotas name them.
+  std::string user;
 };
 
 class AccessPolicy {

@@ -93,6 +93,29 @@ struct LoadedModel {
   std::shared_ptr<ModelHandle> handle;
 };
 
+// One tensor of a plan's memory, for messages and `plan show`.
+struct TensorBytes {
+  std::string name;
+  int64_t bytes = 0;
+};
+
+// The memory running a plan takes, computed before any of it is allocated (Backend::MemoryOf).
+struct PlanMemory {
+  // The activation arena: every activation tensor where the plan's order lets tensors share
+  // memory, the partial sums of input-channel splits, the kernels' read-past slack. The GPU
+  // works in the same arena (shared virtual memory), so it needs no copy of it.
+  int64_t activation_bytes = 0;
+  // The model's constants and their copies packed for the kernels of each device that runs a
+  // part of their op (XNNPACK and oneDNN filters, OpenCL buffers).
+  int64_t weight_bytes = 0;
+  // Input and output copies of a run (the request's NCHW tensors and their NHWC copies).
+  int64_t io_bytes = 0;
+  // The largest activation tensors, largest first (at most kLargestTensors).
+  std::vector<TensorBytes> largest_tensors;
+  static constexpr size_t kLargestTensors = 3;
+  int64_t peak_bytes() const { return activation_bytes + weight_bytes + io_bytes; }
+};
+
 // A computed schedule. `schedule` has the plan shape of docs/api.md: "makespan_us", "scheduler",
 // "subtasks": [{"op", "op_id", "device", "strategy", "work": [b, e], "start_us",
 // "end_us"}].
@@ -105,6 +128,8 @@ struct PlanOutput {
   // SHA-256 of the schedule's JSON text, set by the engine: equal ids mean equal schedules,
   // so a backend may key what it compiles for a plan by it. Empty from Backend::Plan.
   std::string id;
+  // What running it takes (Backend::MemoryOf), set by the engine before the plan is served.
+  PlanMemory memory;
 };
 
 struct PlanProgressEvent {
@@ -220,6 +245,13 @@ class Backend {
   virtual absl::Status Warm(const LoadedModel& /*model*/, const PlanOutput& /*plan*/) {
     return absl::OkStatus();
   }
+  // The memory running `plan` of `model` takes (PlanMemory), computed without allocating it:
+  // cheap next to compiling the plan. `plan` is null when !RunUsesPlan(). Errors as CheckPlan.
+  virtual absl::StatusOr<PlanMemory> MemoryOf(const LoadedModel& model,
+                                              const PlanOutput* plan) = 0;
+  // Bytes `model` holds in memory now: its graph and weights, and what it compiled to run
+  // plans (arenas, packed weights). Thread-safe beside Run.
+  virtual int64_t ResidentBytes(const LoadedModel& model) const = 0;
   // REQUIRES: inputs match model.inputs (the engine validates them); plan is null when
   // !RunUsesPlan().
   virtual absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput* plan,

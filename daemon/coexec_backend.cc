@@ -1,6 +1,7 @@
 #include "daemon/coexec_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <tuple>
@@ -25,6 +26,8 @@ namespace rt = executor::runtime;
 // by every Infer that executes the same schedule.
 struct CoExecBackend::CompiledPlan {
   std::string key;  // PlanOutput::id
+  // Its arena and packed weights (PlanOutput::memory, less the graph's own constants).
+  int64_t bytes = 0;
   double makespan_us = 0;
   std::unique_ptr<rt::CoExecutionRuntime> runtime;
   // Predicted [start, end] per (device, op, work begin), for the timings Run reports.
@@ -39,6 +42,9 @@ class CoExecBackend::CoExecHandle final : public GraphHandle {
   const std::shared_ptr<rt::PlatformDevices> devices;
   // Touched by Run and Warm only, which inference queue jobs call one at a time.
   mutable std::vector<std::shared_ptr<CompiledPlan>> compiled;
+  // The bytes of `compiled`, for any thread.
+  mutable std::atomic<int64_t> compiled_bytes{0};
+  int64_t CompiledBytes() const override { return compiled_bytes.load(); }
 };
 
 namespace {
@@ -103,8 +109,13 @@ absl::StatusOr<std::shared_ptr<CoExecBackend::CompiledPlan>> CoExecBackend::Comp
       "compiled the {} plan of '{}' ({} subtasks) in {:.1f} ms", plan.scheduler, handle.graph.name,
       schedule->subtasks().size(),
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  if (cache.size() >= kCompiledPlansPerModel) cache.erase(cache.begin());
+  compiled->bytes = plan.memory.activation_bytes + plan.memory.weight_bytes / 2;
+  if (cache.size() >= kCompiledPlansPerModel) {
+    handle.compiled_bytes -= cache.front()->bytes;
+    cache.erase(cache.begin());
+  }
   cache.push_back(compiled);
+  handle.compiled_bytes += compiled->bytes;
   return compiled;
 }
 
@@ -124,6 +135,21 @@ absl::Status CoExecBackend::Warm(const LoadedModel& model, const PlanOutput& pla
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count());
   return absl::OkStatus();
+}
+
+absl::StatusOr<PlanMemory> CoExecBackend::MemoryOf(const LoadedModel& model,
+                                                   const PlanOutput* plan) {
+  if (plan == nullptr) return absl::InternalError("co-execution needs a plan");
+  const auto& handle = static_cast<const CoExecHandle&>(*model.handle);
+  absl::StatusOr<scheduler::Schedule> schedule =
+      ScheduleFromJson(handle.graph, device_names_, plan->schedule);
+  if (!schedule.ok()) return absl::DataLossError(std::string(schedule.status().message()));
+  absl::StatusOr<rt::ExecutionPlan> steps = rt::PlanFromSchedule(handle.graph, *schedule);
+  if (!steps.ok()) return steps.status();
+  absl::StatusOr<rt::ArenaSize> arena = rt::CoExecutionRuntime::ArenaSizeOf(
+      handle.graph, devices_->devices(), std::move(*steps), devices_->runtime_options());
+  if (!arena.ok()) return arena.status();
+  return MemoryWith(handle.graph, arena->floats);
 }
 
 absl::StatusOr<RunOutput> CoExecBackend::Run(const LoadedModel& model, const PlanOutput* plan,

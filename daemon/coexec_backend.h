@@ -33,6 +33,9 @@ class CoExecBackend final : public GraphBackend {
 
   std::string executor_name() const override { return "coexec"; }
   bool RunUsesPlan() const override { return true; }
+  // The arena the runtime would lay out for `plan` (CoExecutionRuntime::ArenaSizeOf).
+  // REQUIRES: plan != nullptr.
+  absl::StatusOr<PlanMemory> MemoryOf(const LoadedModel& model, const PlanOutput* plan) override;
   // REQUIRES: plan != nullptr.
   absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput* plan,
                                 const std::vector<HostTensor>& inputs) override;

@@ -173,8 +173,25 @@ poll_spin_us = 250
 brief_infer_us = 1000
 # Scheduler used when a request names none (heft, iterative, single:cpu, ...).
 default_scheduler = "iterative"
-# Upper bound of the SQLite database, bytes; 0 = only the disk limits it.
+# Resource bounds (0 = the default computed at start, logged as "budgets: ...").
+# Upper bound of the SQLite database, bytes; 0 = the smaller of 10% of the state dir's
+# filesystem and 4 GiB.
 cache_max_bytes = 0
+# Registered models per user (admins exempt), by count and bytes; 0 bytes = half of
+# cache_max_bytes. Past a quota, registration is RESOURCE_EXHAUSTED.
+max_models_per_user = 100
+max_model_bytes_per_user = 0
+# Peak memory of one plan's run (activations, packed weights, inputs and outputs), bytes;
+# a plan above it is refused before it is compiled. 0 = a quarter of MemTotal, or of the
+# cgroup's memory limit when lower.
+max_plan_memory_bytes = 0
+# Loaded models and their compiled plans together, bytes; the least recently used beyond it
+# is unloaded. 0 = half of MemTotal, or of the cgroup's memory limit when lower.
+max_loaded_bytes = 0
+# Plans computed at once; 0 = one per two cores, at least one.
+max_concurrent_plans = 0
+# Seconds one plan request may plan (admins: no cap).
+max_planning_s = 60
 # Accept NaN/Inf in inference inputs (false: INVALID_ARGUMENT naming the first bad value).
 allow_non_finite_inputs = false
 # Models kept imported in memory with their compiled plans; the least recently used beyond
@@ -248,7 +265,8 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
        "cache_max_bytes", "max_loaded_models", "shutdown_grace_s", "stuck_inference_s", "platform",
        "allow_non_finite_inputs", "devices", "access", "cpu_topology_root", "feedback_window",
        "call_pollers", "poll_spin_us", "brief_infer_us", "auto_calibrate",
-       "auto_calibrate_budget_ms"},
+       "auto_calibrate_budget_ms", "max_models_per_user", "max_model_bytes_per_user",
+       "max_plan_memory_bytes", "max_loaded_bytes", "max_concurrent_plans", "max_planning_s"},
       origin, ""));
   DaemonConfig config;
   PSCHED_RETURN_IF_ERROR(Read(table, "socket", origin, config.socket));
@@ -256,7 +274,25 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(Read(table, "log_level", origin, config.log_level));
   PSCHED_RETURN_IF_ERROR(Read(table, "max_model_bytes", origin, config.max_model_bytes));
   PSCHED_RETURN_IF_ERROR(Read(table, "default_scheduler", origin, config.default_scheduler));
-  PSCHED_RETURN_IF_ERROR(Read(table, "cache_max_bytes", origin, config.cache_max_bytes));
+  // Byte bounds: 0 takes the default; anything else at least 1 MiB (a smaller bound is a
+  // typo, and would refuse everything).
+  for (auto [key, field] : {std::pair{"cache_max_bytes", &config.cache_max_bytes},
+                            std::pair{"max_model_bytes_per_user", &config.max_model_bytes_per_user},
+                            std::pair{"max_plan_memory_bytes", &config.max_plan_memory_bytes},
+                            std::pair{"max_loaded_bytes", &config.max_loaded_bytes}}) {
+    PSCHED_RETURN_IF_ERROR(Read(table, key, origin, *field));
+    if (*field != 0 && *field < kMinByteBound) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": ", key, " ", *field, " is below ", kMinByteBound,
+          " bytes (1 MiB); 0 takes the default computed at start"));
+    }
+  }
+  PSCHED_RETURN_IF_ERROR(
+      ReadInRange(table, "max_models_per_user", origin, 1, 1000000, config.max_models_per_user));
+  PSCHED_RETURN_IF_ERROR(
+      ReadInRange(table, "max_concurrent_plans", origin, 0, 1024, config.max_concurrent_plans));
+  PSCHED_RETURN_IF_ERROR(
+      ReadInRange(table, "max_planning_s", origin, 1, 86400, config.max_planning_s));
   int64_t grace = config.shutdown_grace_s;
   PSCHED_RETURN_IF_ERROR(Read(table, "shutdown_grace_s", origin, grace));
   int64_t stuck = config.stuck_inference_s;

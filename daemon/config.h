@@ -16,6 +16,8 @@ namespace psched::daemon {
 
 // The most bytes one serialized protobuf, and so one ONNX model, can have: 2 GiB - 1.
 inline constexpr int64_t kMaxOnnxProtobufBytes = (int64_t{1} << 31) - 1;
+// The smallest byte bound a config may set (cache_max_bytes, max_plan_memory_bytes, ...).
+inline constexpr int64_t kMinByteBound = int64_t{1} << 20;
 
 // One logical device of the platform the daemon plans for and runs on.
 struct DeviceConfig {
@@ -68,8 +70,31 @@ struct DaemonConfig {
   int brief_infer_us = 1000;
   // Scheduler for plan and infer requests that name none.
   std::string default_scheduler = "iterative";
-  // Upper bound of the SQLite database size; 0: only the disk limits it.
+  // Upper bound of the SQLite database size (models, plans, statistics); a write past it is
+  // RESOURCE_EXHAUSTED. 0: the smaller of 10% of the state dir's filesystem and 4 GiB,
+  // computed at start (daemon/budgets.h).
   int64_t cache_max_bytes = 0;
+  // Per-user quotas on registered models, counted over the models each user registered
+  // first; admins are exempt. Past one, RegisterModel is RESOURCE_EXHAUSTED naming the quota
+  // and the usage, and no model of anyone is removed to make room.
+  int max_models_per_user = 100;
+  // 0: half of cache_max_bytes.
+  int64_t max_model_bytes_per_user = 0;
+  // Peak memory of one plan's run (activation arena, packed weights, input and output
+  // copies: PlanMemory), known at planning time; a plan over it is RESOURCE_EXHAUSTED before
+  // it is compiled or run. 0: a quarter of the machine's memory (MemTotal, or the cgroup's
+  // limit when lower).
+  int64_t max_plan_memory_bytes = 0;
+  // Bytes of the loaded models (graph and weights) and their compiled plans together; the
+  // least recently used model beyond it is unloaded, as beyond max_loaded_models. 0: half of
+  // the machine's memory.
+  int64_t max_loaded_bytes = 0;
+  // Plans computed at once (each on its own thread); more requests wait for a slot. 0: one
+  // per two cores, at least one.
+  int max_concurrent_plans = 0;
+  // Seconds one plan request may spend planning (waiting for a slot not counted); past it the
+  // request is RESOURCE_EXHAUSTED. Admins' requests have no cap.
+  int max_planning_s = 60;
   // Whether inference inputs may hold NaN or Inf. Off: such a request is INVALID_ARGUMENT
   // naming the tensor and the first bad index (a NaN input gives garbage, not an error,
   // deep inside the kernels).

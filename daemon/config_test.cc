@@ -20,6 +20,12 @@ TEST(ConfigTest, DefaultTomlParsesToDefaults) {
   EXPECT_EQ(parsed->default_scheduler, defaults.default_scheduler);
   EXPECT_EQ(parsed->cache_max_bytes, defaults.cache_max_bytes);
   EXPECT_EQ(parsed->max_loaded_models, defaults.max_loaded_models);
+  EXPECT_EQ(parsed->max_models_per_user, defaults.max_models_per_user);
+  EXPECT_EQ(parsed->max_model_bytes_per_user, defaults.max_model_bytes_per_user);
+  EXPECT_EQ(parsed->max_plan_memory_bytes, defaults.max_plan_memory_bytes);
+  EXPECT_EQ(parsed->max_loaded_bytes, defaults.max_loaded_bytes);
+  EXPECT_EQ(parsed->max_concurrent_plans, defaults.max_concurrent_plans);
+  EXPECT_EQ(parsed->max_planning_s, defaults.max_planning_s);
   EXPECT_EQ(parsed->shutdown_grace_s, defaults.shutdown_grace_s);
   EXPECT_EQ(parsed->stuck_inference_s, defaults.stuck_inference_s);
   EXPECT_EQ(parsed->platform, defaults.platform);
@@ -30,6 +36,44 @@ TEST(ConfigTest, DefaultTomlParsesToDefaults) {
   EXPECT_TRUE(parsed->access.admin_users.empty());
   EXPECT_TRUE(parsed->access.admin_groups.empty());
   EXPECT_TRUE(parsed->access.user_groups.empty());
+}
+
+TEST(ConfigTest, ResourceBoundsReadAndBadOnesNameKeyAndRange) {
+  absl::StatusOr<DaemonConfig> parsed = ParseConfig(R"(
+cache_max_bytes = 1073741824
+max_models_per_user = 3
+max_model_bytes_per_user = 2097152
+max_plan_memory_bytes = 536870912
+max_loaded_bytes = 1048576
+max_concurrent_plans = 2
+max_planning_s = 5
+)",
+                                                    "bounds.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->cache_max_bytes, int64_t{1} << 30);
+  EXPECT_EQ(parsed->max_models_per_user, 3);
+  EXPECT_EQ(parsed->max_model_bytes_per_user, int64_t{2} << 20);
+  EXPECT_EQ(parsed->max_plan_memory_bytes, int64_t{512} << 20);
+  EXPECT_EQ(parsed->max_loaded_bytes, int64_t{1} << 20);
+  EXPECT_EQ(parsed->max_concurrent_plans, 2);
+  EXPECT_EQ(parsed->max_planning_s, 5);
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"cache_max_bytes = 4096\n",
+       "bounds.toml: cache_max_bytes 4096 is below 1048576 bytes (1 MiB); 0 takes the default"},
+      {"max_plan_memory_bytes = -1\n", "max_plan_memory_bytes -1 is below 1048576 bytes"},
+      {"max_loaded_bytes = \"2G\"\n", "bounds.toml:1: 'max_loaded_bytes' has the wrong type"},
+      {"max_model_bytes_per_user = 1\n", "max_model_bytes_per_user 1 is below"},
+      {"max_models_per_user = 0\n", "max_models_per_user 0 is outside [1, 1000000]"},
+      {"max_concurrent_plans = -2\n", "max_concurrent_plans -2 is outside [0, 1024]"},
+      {"max_planning_s = 0\n", "max_planning_s 0 is outside [1, 86400]"},
+  };
+  for (const auto& [text, expected] : cases) {
+    absl::StatusOr<DaemonConfig> bad = ParseConfig(text, "bounds.toml");
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.status().message().find(expected), std::string::npos)
+        << text << " -> " << bad.status();
+  }
 }
 
 TEST(ConfigTest, ReadsAccess) {

@@ -1,17 +1,22 @@
 #include "daemon/engine.h"
 
 #include <malloc.h>
+#include <sched.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <thread>
 
-#include "absl/strings/str_split.h"
-
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "daemon/budgets.h"
 #include "daemon/plan_bundle.h"
 #include "model/model_hash.h"
 #include "spdlog/spdlog.h"
@@ -117,6 +122,11 @@ struct Engine::Flight {
   absl::StatusOr<std::shared_ptr<const ReadyPlan>> result ABSL_GUARDED_BY(mu) =
       absl::UnknownError("not planned");
   int waiters ABSL_GUARDED_BY(mu) = 1;  // the caller that started it
+  // An admin asked for it: its requests wait for it however long it plans.
+  bool uncapped ABSL_GUARDED_BY(mu) = false;
+  // When its requests stop waiting unless uncapped: planning's start plus max_planning_s
+  // (waiting for a planning slot not counted).
+  absl::Time cap ABSL_GUARDED_BY(mu) = absl::InfiniteFuture();
   int64_t progress_seq ABSL_GUARDED_BY(mu) = 0;
   PlanProgressEvent progress ABSL_GUARDED_BY(mu);
 };
@@ -126,6 +136,7 @@ Engine::Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
     : config_(config),
       store_(std::move(store)),
       backend_(std::move(backend)),
+      planning_cores_(FreeCores(backend_->platform())),
       queue_(config.queue_capacity),
       feedback_(
           FeedbackOptions{.window = config.feedback_window},
@@ -348,8 +359,17 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
   record.input_shapes = input_shapes;
   record.size_bytes = static_cast<int64_t>(onnx.size());
   record.onnx = std::move(onnx);
-  absl::StatusOr<bool> inserted = store_->PutModel(record);
-  if (!inserted.ok()) return inserted.status();
+  record.owner = options.owner;
+  const bool counted = !options.quota_exempt && !options.owner.empty();
+  const cache::ModelQuota quota{config_.max_models_per_user,
+                                config_.max_model_bytes_per_user > 0
+                                    ? config_.max_model_bytes_per_user
+                                    : std::numeric_limits<int64_t>::max()};
+  absl::StatusOr<cache::PutModelResult> put =
+      store_->PutModelWithin(record, counted ? &quota : nullptr);
+  if (!put.ok()) return put.status();
+  if (put->over_quota) return OverQuota(options, put->usage, record.size_bytes);
+  const bool inserted = put->inserted;
   auto shared = std::make_shared<const LoadedModel>(std::move(*loaded));
   {
     sync::MutexLock lock(&models_mu_);
@@ -359,7 +379,27 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
   if (!stored.ok()) return stored.status();
   spdlog::info("registered model {} ({}, {} bytes)", id, record.name, record.size_bytes);
   first_start_calibration_->Start();  // something to time now
-  return std::make_pair(Describe(*stored, shared.get()), !*inserted);
+  return std::make_pair(Describe(*stored, shared.get()), !inserted);
+}
+
+absl::Status Engine::OverQuota(const RegisterOptions& options, const cache::OwnerUsage& usage,
+                               int64_t size_bytes) const {
+  const std::string has =
+      absl::StrCat(options.owner_description, " has registered ", usage.models, " model",
+                   usage.models == 1 ? "" : "s", " of ", FormatBytes(usage.bytes), " (",
+                   usage.bytes, " bytes)");
+  const std::string remedy =
+      "; nothing else was removed. An admin may remove one of them (pschedctl model rm) or "
+      "register the model";
+  if (usage.models + 1 > config_.max_models_per_user) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("model not registered: over max_models_per_user = ",
+                     config_.max_models_per_user, ": ", has, remedy));
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "model not registered: over max_model_bytes_per_user = ", config_.max_model_bytes_per_user,
+      " (", FormatBytes(config_.max_model_bytes_per_user), "): ", has, " and this one is ",
+      size_bytes, " bytes", remedy));
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::string& id) {
@@ -397,15 +437,45 @@ std::shared_ptr<const LoadedModel> Engine::KeepLoaded(const std::string& id,
   auto [it, inserted] = loaded_.emplace(id, LoadedEntry{std::move(model), 0});
   it->second.last_used = ++use_clock_;
   std::shared_ptr<const LoadedModel> kept = it->second.model;
-  if (loaded_.size() > static_cast<size_t>(config_.max_loaded_models)) {
-    auto oldest = std::min_element(
-        loaded_.begin(), loaded_.end(),
-        [](const auto& a, const auto& b) { return a.second.last_used < b.second.last_used; });
-    spdlog::info("model {} unloaded (more than max_loaded_models = {} in use)", oldest->first,
-                 config_.max_loaded_models);
-    loaded_.erase(oldest);
-  }
+  UnloadBeyondBounds(id);
   return kept;
+}
+
+int Engine::UnloadBeyondBounds(const std::string& keep) {
+  int64_t bytes = 0;
+  for (const auto& [id, entry] : loaded_) bytes += backend_->ResidentBytes(*entry.model);
+  int unloaded = 0;
+  while (loaded_.size() > 1 &&
+         (loaded_.size() > static_cast<size_t>(config_.max_loaded_models) ||
+          (config_.max_loaded_bytes > 0 && bytes > config_.max_loaded_bytes))) {
+    auto oldest = loaded_.end();
+    for (auto it = loaded_.begin(); it != loaded_.end(); ++it) {
+      if (it->first == keep) continue;
+      if (oldest == loaded_.end() || it->second.last_used < oldest->second.last_used) oldest = it;
+    }
+    if (oldest == loaded_.end()) break;
+    const int64_t freed = backend_->ResidentBytes(*oldest->second.model);
+    if (loaded_.size() > static_cast<size_t>(config_.max_loaded_models)) {
+      spdlog::info("model {} unloaded (more than max_loaded_models = {} in use)", oldest->first,
+                   config_.max_loaded_models);
+    } else {
+      spdlog::info(
+          "model {} unloaded ({}): loaded models and compiled plans held {} bytes, over "
+          "max_loaded_bytes = {}",
+          oldest->first, FormatBytes(freed), bytes, config_.max_loaded_bytes);
+    }
+    bytes -= freed;
+    loaded_.erase(oldest);
+    ++unloaded;
+  }
+  return unloaded;
+}
+
+int64_t Engine::LoadedBytes() {
+  sync::MutexLock lock(&models_mu_);
+  int64_t bytes = 0;
+  for (const auto& [id, entry] : loaded_) bytes += backend_->ResidentBytes(*entry.model);
+  return bytes;
 }
 
 absl::StatusOr<cache::ModelRecord> Engine::ReadIntactModel(const std::string& id) {
@@ -596,6 +666,45 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
     const std::string& id, const std::string& requested_scheduler,
     const std::map<std::string, std::string>& options, bool refresh, const CallContext& context,
     const ProgressFn& progress) {
+  absl::StatusOr<PlanLookup> found =
+      FindOrPlan(id, requested_scheduler, options, refresh, context, progress);
+  if (!found.ok()) return found.status();
+  if (absl::Status fits = WithinMemoryBudget(*found->plan); !fits.ok()) return fits;
+  return found;
+}
+
+absl::Status Engine::MeasureMemory(const std::string& id, PlanOutput& plan) {
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
+  if (!loaded.ok()) return loaded.status();
+  absl::StatusOr<PlanMemory> memory = backend_->MemoryOf(**loaded, &plan);
+  if (!memory.ok()) return memory.status();
+  plan.memory = *std::move(memory);
+  return absl::OkStatus();
+}
+
+absl::Status Engine::WithinMemoryBudget(const ReadyPlan& plan) const {
+  const PlanMemory& memory = plan.output.memory;
+  if (config_.max_plan_memory_bytes <= 0 || memory.peak_bytes() <= config_.max_plan_memory_bytes) {
+    return absl::OkStatus();
+  }
+  std::vector<std::string> largest;
+  for (const TensorBytes& tensor : memory.largest_tensors) {
+    largest.push_back(absl::StrCat("'", tensor.name, "' ", FormatBytes(tensor.bytes)));
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the ", plan.key.scheduler_config, " plan of model ", plan.key.model_id, " needs ",
+      FormatBytes(memory.peak_bytes()), " (", memory.peak_bytes(), " bytes) at its peak: ",
+      FormatBytes(memory.activation_bytes), " of activations, ", FormatBytes(memory.weight_bytes),
+      " of weights, ", FormatBytes(memory.io_bytes), " of inputs and outputs; largest tensors ",
+      absl::StrJoin(largest, ", "), ". That is over max_plan_memory_bytes = ",
+      config_.max_plan_memory_bytes, " (", FormatBytes(config_.max_plan_memory_bytes),
+      "); nothing was allocated for it"));
+}
+
+absl::StatusOr<Engine::PlanLookup> Engine::FindOrPlan(
+    const std::string& id, const std::string& requested_scheduler,
+    const std::map<std::string, std::string>& options, bool refresh, const CallContext& context,
+    const ProgressFn& progress) {
   const std::string scheduler = SchedulerOrDefault(requested_scheduler);
   const cache::PlanKey key = PlanKeyOf(id, scheduler, options);
   if (!refresh) {
@@ -618,7 +727,8 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
                                 : CheckCachedPlan(id, key, record.schedule_json, schedule);
       if (usable.ok()) {
         PlanOutput output{record.scheduler, record.makespan_us, std::move(schedule),
-                          model::ModelHash(record.schedule_json)};
+                          model::ModelHash(record.schedule_json), {}};
+        if (absl::Status sized = MeasureMemory(id, output); !sized.ok()) return sized;
         const bool imported = record.imported;
         if (imported) {
           spdlog::info("serving the imported {} plan for {} (makespan {:.1f} us); no planning",
@@ -875,6 +985,7 @@ absl::StatusOr<PlanFeedback::Candidate> Engine::Replan(const ReadyPlan& served,
                  std::string(stored.message()));
   }
   plan->id = model::ModelHash(record.schedule_json);
+  if (absl::Status sized = MeasureMemory(served.key.model_id, *plan); !sized.ok()) return sized;
   spdlog::info("replanned {} with measured latencies ({}): makespan {:.1f} us, was {:.1f} us",
                record.key.model_id, record.key.predictor_version, plan->makespan_us,
                served.output.makespan_us);
@@ -905,13 +1016,34 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
       flight = it->second;
       sync::MutexLock flight_lock(&flight->mu);
       ++flight->waiters;
+      if (context.uncapped_planning) {
+        flight->uncapped = true;
+        flight->cap = absl::InfiniteFuture();
+      }
     } else {
       flight = std::make_shared<Flight>();
+      {
+        sync::MutexLock flight_lock(&flight->mu);
+        flight->uncapped = context.uncapped_planning;
+      }
       flights_[flight_key] = flight;
       std::shared_ptr<const LoadedModel> model = *loaded;
+      // A capped request's search budget (timeout_ms: the exact solvers' and the iterative
+      // search's stage limit) is at most the cap; the methods' own defaults are below it.
+      std::map<std::string, std::string> planned_options = options;
+      if (!context.uncapped_planning) {
+        const int64_t cap_ms = int64_t{config_.max_planning_s} * 1000;
+        int64_t asked_ms = 0;
+        auto asked = planned_options.find("timeout_ms");
+        if (asked != planned_options.end() && absl::SimpleAtoi(asked->second, &asked_ms) &&
+            asked_ms > cap_ms) {
+          asked->second = std::to_string(cap_ms);
+        }
+      }
       // The planner runs on its own thread so a caller that gives up does not abandon the
       // others; it stops early only when every caller has gone.
-      std::thread planner([this, flight, model, key, scheduler, options, flight_key] {
+      std::thread planner([this, flight, model, key, scheduler, options, planned_options,
+                           flight_key] {
         auto on_progress = [&flight](const PlanProgressEvent& event) {
           sync::MutexLock guard(&flight->mu);
           flight->progress = event;
@@ -921,17 +1053,29 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
           sync::MutexLock guard(&flight->mu);
           return flight->waiters == 0;
         };
+        BecomeBackgroundPlanner();
+        on_progress({"queued", 0});
+        const bool slot = TakePlanningSlot(abandoned);
+        if (slot) {
+          sync::MutexLock guard(&flight->mu);
+          if (!flight->uncapped) flight->cap = absl::Now() + absl::Seconds(config_.max_planning_s);
+        }
         on_progress({"planning", 0});
         auto start = std::chrono::steady_clock::now();
         absl::StatusOr<PlanOutput> plan =
-            backend_->Plan(*model, scheduler, options, on_progress, abandoned);
+            slot ? backend_->Plan(*model, scheduler, planned_options, on_progress, abandoned)
+                 : absl::CancelledError("planning abandoned by every requester while queued");
+        if (slot) ReturnPlanningSlot();
         double planning_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
         absl::StatusOr<std::shared_ptr<const ReadyPlan>> result = absl::UnknownError("unreachable");
-        if (!plan.ok()) {
-          result = plan.status();
+        absl::StatusOr<PlanMemory> memory =
+            plan.ok() ? backend_->MemoryOf(*model, &*plan) : plan.status();
+        if (!memory.ok()) {
+          result = memory.status();
         } else {
+          plan->memory = *std::move(memory);
           cache::PlanRecord record;
           record.key = key;
           record.scheduler = plan->scheduler;
@@ -970,10 +1114,18 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
     bool new_event = false;
     {
       sync::MutexLock lock(&flight->mu);
-      flight->mu.AwaitWithDeadline(sync::Condition(&flight->done), wake);
+      flight->mu.AwaitWithDeadline(sync::Condition(&flight->done), std::min(wake, flight->cap));
       if (flight->done) {
         --flight->waiters;
         return flight->result;
+      }
+      if (absl::Now() >= flight->cap) {
+        --flight->waiters;
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "planning ", key.scheduler_config, " for model ", key.model_id,
+            " took longer than max_planning_s = ", config_.max_planning_s,
+            " s; ask for a cheaper scheduler (heft) or a timeout_ms option, or have an admin "
+            "plan it once (the plan is cached for everyone)"));
       }
       if (flight->progress_seq != seen_seq) {
         seen_seq = flight->progress_seq;
@@ -992,6 +1144,69 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
   }
 }
 
+bool Engine::TakePlanningSlot(const CancelledFn& abandoned) {
+  sync::MutexLock lock(&flights_mu_);
+  ++planning_waiting_;
+  while (!PlanningSlotFree()) {
+    // Polled: a requester leaving does not signal this lock.
+    if (flights_mu_.AwaitWithTimeout(sync::Condition(this, &Engine::PlanningSlotFree),
+                                     kPollInterval)) {
+      break;
+    }
+    flights_mu_.Unlock();
+    const bool gone = abandoned();
+    flights_mu_.Lock();
+    if (gone) {
+      --planning_waiting_;
+      return false;
+    }
+  }
+  --planning_waiting_;
+  ++planning_;
+  return true;
+}
+
+std::vector<int> Engine::FreeCores(const PlatformInfo& platform) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return {};
+  for (const PlatformDeviceInfo& device : platform.devices) {
+    for (int core : device.cores) {
+      if (core >= 0 && core < CPU_SETSIZE) CPU_CLR(core, &allowed);
+    }
+  }
+  std::vector<int> cores;
+  for (int core = 0; core < CPU_SETSIZE; ++core) {
+    if (CPU_ISSET(core, &allowed)) cores.push_back(core);
+  }
+  return cores;
+}
+
+void Engine::BecomeBackgroundPlanner() const {
+  // SCHED_IDLE: the thread runs only on a core nothing else wants, so planning never delays
+  // an inference, a call poller or a client; a busy board plans later, within max_planning_s.
+  const sched_param param{};
+  if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) {
+    spdlog::debug("planner not at idle priority: errno {}", errno);
+  }
+  if (planning_cores_.empty()) return;
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  for (int core : planning_cores_) CPU_SET(core, &cores);
+  if (sched_setaffinity(0, sizeof(cores), &cores) != 0) {
+    spdlog::debug("planner not moved to the devices' free cores: errno {}", errno);
+  }
+}
+
+bool Engine::PlanningSlotFree() const {
+  return config_.max_concurrent_plans <= 0 || planning_ < config_.max_concurrent_plans;
+}
+
+void Engine::ReturnPlanningSlot() {
+  sync::MutexLock lock(&flights_mu_);
+  --planning_;
+}
+
 absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
                                           std::vector<HostTensor> inputs,
                                           const std::string& scheduler,
@@ -1005,6 +1220,15 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
   if (!model->has_weights) {
     return absl::FailedPreconditionError(absl::StrCat(
         "model ", *id, " has no weights; register it with --synthetic-weights to run it"));
+  }
+
+  const int64_t loaded_resident = backend_->ResidentBytes(*model);
+  // The plan first: one over the memory budget is refused before the inputs take memory.
+  std::shared_ptr<const ReadyPlan> plan;
+  if (backend_->RunUsesPlan()) {
+    absl::StatusOr<PlanLookup> planned = PlanFor(*id, scheduler, {}, false, context, nullptr);
+    if (!planned.ok()) return planned.status();
+    plan = std::move(planned->plan);
   }
 
   // Bring the inputs into model order, checking names and sizes.
@@ -1064,13 +1288,6 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
     }
   }
 
-  std::shared_ptr<const ReadyPlan> plan;
-  if (backend_->RunUsesPlan()) {
-    absl::StatusOr<PlanLookup> planned = PlanFor(*id, scheduler, {}, false, context, nullptr);
-    if (!planned.ok()) return planned.status();
-    plan = std::move(planned->plan);
-  }
-
   struct Shared {
     absl::StatusOr<RunOutput> output = absl::UnknownError("not run");
   };
@@ -1100,6 +1317,15 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
     return WithContext(shared->output.status(), "inference failed");
   }
   if (plan != nullptr) feedback_.Record(plan, *shared->output);
+  // The run may have compiled the plan: what the model holds grew.
+  if (const int64_t resident = backend_->ResidentBytes(*model); resident != loaded_resident) {
+    int unloaded = 0;
+    {
+      sync::MutexLock lock(&models_mu_);
+      unloaded = UnloadBeyondBounds(*id);
+    }
+    if (unloaded > 0) ReleaseFreedMemory();
+  }
 
   InferResult result;
   result.outputs = std::move(shared->output->outputs);
@@ -1114,7 +1340,7 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
   return result;
 }
 
-EngineStatus Engine::Status() {
+EngineStatus Engine::Status(const std::string& owner, bool quota_exempt) {
   EngineStatus status;
   status.version = PSCHED_VERSION;
   status.uptime_s = absl::ToDoubleSeconds(absl::Now() - started_);
@@ -1131,6 +1357,32 @@ EngineStatus Engine::Status() {
     status.cache = *stats;
     status.models = stats->models;
   }
+  ResourceUsage& resources = status.resources;
+  resources.cache_bytes = status.cache.db_bytes;
+  resources.cache_max_bytes = config_.cache_max_bytes;
+  if (!owner.empty()) {
+    if (absl::StatusOr<cache::OwnerUsage> usage = store_->UsageOf(owner); usage.ok()) {
+      resources.caller = *usage;
+    }
+  }
+  resources.max_models_per_user = config_.max_models_per_user;
+  resources.max_model_bytes_per_user = config_.max_model_bytes_per_user;
+  resources.quota_exempt = quota_exempt;
+  {
+    sync::MutexLock lock(&models_mu_);
+    resources.loaded_models = static_cast<int64_t>(loaded_.size());
+  }
+  resources.loaded_bytes = LoadedBytes();
+  resources.max_loaded_models = config_.max_loaded_models;
+  resources.max_loaded_bytes = config_.max_loaded_bytes;
+  resources.max_plan_memory_bytes = config_.max_plan_memory_bytes;
+  {
+    sync::MutexLock lock(&flights_mu_);
+    resources.planning = planning_;
+    resources.planning_queued = planning_waiting_;
+  }
+  resources.max_concurrent_plans = config_.max_concurrent_plans;
+  resources.max_planning_s = config_.max_planning_s;
   return status;
 }
 

@@ -2,8 +2,11 @@
 // Backend (import / plan / run) and the InferenceQueue, and implements the request semantics
 // documented in docs/api.md: model registration by content hash, plan lookup or
 // computation with one planning run per cache key however many clients ask at once, and
-// inference admission through the bounded queue. It never includes gRPC: callers pass a
-// CallContext with their deadline and a cancellation probe.
+// inference admission through the bounded queue. It enforces the resource bounds of the
+// config (docs/operations.md, "Resource bounds"): per-user model quotas, each plan's peak
+// memory, the bytes of loaded models and compiled plans, planning slots and planning time. It
+// never includes gRPC: callers pass a CallContext with their deadline, a cancellation probe
+// and whether an admin asks.
 //
 // Thread-safety: all public methods are thread-safe and may block (planning, inference).
 // Ownership: the Engine owns everything it is given; Shutdown() must be called before
@@ -40,6 +43,8 @@ namespace psched::daemon {
 struct CallContext {
   absl::Time deadline = absl::InfiniteFuture();
   CancelledFn cancelled = [] { return false; };
+  // An admin's request: planning for it is not capped by max_planning_s.
+  bool uncapped_planning = false;
 };
 
 struct ModelInfo {
@@ -62,6 +67,12 @@ struct RegisterOptions {
   bool graph_only = false;
   // Shapes binding the graph inputs' symbolic dimensions; part of the model id.
   model::InputShapes input_shapes;
+  // Who registers it: the caller's uid (decimal), stored as the model's owner; empty: nobody.
+  std::string owner;
+  // The owner as a refusal names them ("uid 1000 (alice) ...").
+  std::string owner_description;
+  // Not counted against max_models_per_user / max_model_bytes_per_user (admins).
+  bool quota_exempt = false;
 };
 
 struct PlanResult {
@@ -124,6 +135,25 @@ struct ImportResult {
   std::string calibration;
 };
 
+// Usage against each resource bound (Engine::Status); bounds as configured (resolved).
+struct ResourceUsage {
+  int64_t cache_bytes = 0;
+  int64_t cache_max_bytes = 0;
+  cache::OwnerUsage caller;  // the asking user's registered models
+  int64_t max_models_per_user = 0;
+  int64_t max_model_bytes_per_user = 0;
+  bool quota_exempt = false;
+  int64_t loaded_models = 0;
+  int64_t max_loaded_models = 0;
+  int64_t loaded_bytes = 0;
+  int64_t max_loaded_bytes = 0;
+  int64_t max_plan_memory_bytes = 0;
+  int64_t planning = 0;
+  int64_t planning_queued = 0;
+  int64_t max_concurrent_plans = 0;
+  int64_t max_planning_s = 0;
+};
+
 struct EngineStatus {
   std::string version;
   double uptime_s = 0;
@@ -137,10 +167,13 @@ struct EngineStatus {
   cache::CacheStats cache;
   // The first-start calibration (FirstStartCalibration::State).
   std::string calibration;
+  ResourceUsage resources;
 };
 
 class Engine {
  public:
+  // `config`'s resource bounds are taken as they are: ResolveBudgets (daemon/budgets.h) first
+  // turns those left at 0 into their defaults; a bound still 0 here is not enforced.
   Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
          std::unique_ptr<Backend> backend);
   ~Engine();
@@ -148,7 +181,9 @@ class Engine {
   // Stores the model (imported first, so unusable bytes are refused) under
   // model::ModelId(onnx, the given input shapes). Returns the model and whether it was
   // already registered. Unless `options` is graph-only or synthesizes weights, initializers
-  // stored as external data are INVALID_ARGUMENT: uploads are self-contained.
+  // stored as external data are INVALID_ARGUMENT: uploads are self-contained. A new model
+  // that would take a non-exempt owner past max_models_per_user or max_model_bytes_per_user
+  // is RESOURCE_EXHAUSTED naming the quota and the owner's usage; nothing is removed for it.
   absl::StatusOr<std::pair<ModelInfo, bool>> RegisterModel(std::string onnx,
                                                            const std::string& name,
                                                            const RegisterOptions& options);
@@ -192,7 +227,10 @@ class Engine {
   // with it are served too.
   absl::StatusOr<ImportResult> ImportPlans(const std::string& bundle);
 
-  EngineStatus Status();
+  // `owner`: the asking user (RegisterOptions::owner), whose quota usage it reports.
+  EngineStatus Status(const std::string& owner = "", bool quota_exempt = false);
+  // What the loaded models and their compiled plans hold (Backend::ResidentBytes).
+  int64_t LoadedBytes();
   absl::StatusOr<cache::CacheStats> CacheStats();
   absl::StatusOr<std::vector<cache::PlanRecord>> ListCachedPlans(const std::string& id_or_prefix);
   absl::StatusOr<cache::PurgeResult> PurgeCache(bool include_models);
@@ -238,11 +276,23 @@ class Engine {
   // The validated plan kept in memory under `key`, or null.
   std::shared_ptr<const ReadyPlan> FindReady(const cache::PlanKey& key) const;
   // The plan of `id` for the scheduler config: from memory, else from the store (validated),
-  // else planned now (one planning run per key however many ask).
+  // else planned now (one planning run per key however many ask). RESOURCE_EXHAUSTED when
+  // its peak memory is over the budget (WithinMemoryBudget): nothing of it is allocated.
   absl::StatusOr<PlanLookup> PlanFor(const std::string& id, const std::string& requested_scheduler,
                                      const std::map<std::string, std::string>& options,
                                      bool refresh, const CallContext& context,
                                      const ProgressFn& progress);
+  // PlanFor's lookup without the memory budget's check.
+  absl::StatusOr<PlanLookup> FindOrPlan(const std::string& id,
+                                        const std::string& requested_scheduler,
+                                        const std::map<std::string, std::string>& options,
+                                        bool refresh, const CallContext& context,
+                                        const ProgressFn& progress);
+  // Sets plan.memory (Backend::MemoryOf) for model `id`.
+  absl::Status MeasureMemory(const std::string& id, PlanOutput& plan);
+  // RESOURCE_EXHAUSTED naming the peak, its parts, the largest tensors and the key when the
+  // plan's peak memory is over config_.max_plan_memory_bytes.
+  absl::Status WithinMemoryBudget(const ReadyPlan& plan) const;
   // Keeps `plan` in memory (bounded by kMaxReadyPlans) and returns the shared handle.
   std::shared_ptr<const ReadyPlan> KeepReady(ReadyPlan plan);
   // Drops the in-memory plans of `model_id` ("" = every model) and what feedback measured
@@ -258,6 +308,10 @@ class Engine {
   // The imported model for a full id, importing it from the stored bytes on first use.
   absl::StatusOr<std::shared_ptr<const LoadedModel>> Loaded(const std::string& id);
   absl::StatusOr<std::string> Resolve(const std::string& id_or_prefix);
+  // RESOURCE_EXHAUSTED naming the quota a registration of `size_bytes` would pass and the
+  // owner's `usage`.
+  absl::Status OverQuota(const RegisterOptions& options, const cache::OwnerUsage& usage,
+                         int64_t size_bytes) const;
   // The stored model with its bytes when they are complete and, with its input shapes, hash
   // to its id; otherwise quarantines the model (logged once) and returns DATA_LOSS naming it.
   absl::StatusOr<cache::ModelRecord> ReadIntactModel(const std::string& id);
@@ -267,9 +321,16 @@ class Engine {
       const std::map<std::string, std::string>& options, const CallContext& context,
       const ProgressFn& progress);
 
+  // The cores this process may run on that no device of `platform` is pinned to.
+  static std::vector<int> FreeCores(const PlatformInfo& platform);
+  // Puts the calling planner thread at idle priority (SCHED_IDLE) and onto planning_cores_,
+  // when there are any: planning then takes no time inference wants, even during a flood.
+  void BecomeBackgroundPlanner() const;
+
   const DaemonConfig config_;
   std::unique_ptr<cache::Store> store_;
   std::unique_ptr<Backend> backend_;
+  const std::vector<int> planning_cores_;  // FreeCores(backend_->platform())
   InferenceQueue queue_;
   const absl::Time started_ = absl::Now();
 
@@ -299,19 +360,25 @@ class Engine {
                                const std::string& schedule_json, const nlohmann::json& schedule,
                                const nlohmann::json* calibration = nullptr);
 
-  // Keeps `model` loaded as `id`, unloading the least recently used beyond
-  // config_.max_loaded_models; returns the handle every caller shares (the first one kept
-  // when two threads loaded it at once).
+  // Keeps `model` loaded as `id`, unloading the least recently used beyond the bounds
+  // (UnloadBeyondBounds); returns the handle every caller shares (the first one kept when two
+  // threads loaded it at once).
   std::shared_ptr<const LoadedModel> KeepLoaded(const std::string& id,
                                                 std::shared_ptr<const LoadedModel> model)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(models_mu_);
+  // Unloads the least recently used models but `keep` while more than
+  // config_.max_loaded_models are loaded or they hold more than config_.max_loaded_bytes
+  // (Backend::ResidentBytes: graphs, weights, compiled plans); returns how many. `keep`
+  // alone may exceed the bytes: the request using it is served.
+  int UnloadBeyondBounds(const std::string& keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(models_mu_);
 
   struct LoadedEntry {
     std::shared_ptr<const LoadedModel> model;
     uint64_t last_used = 0;
   };
   sync::Mutex models_mu_;
-  // Imported models with their compiled plans, at most config_.max_loaded_models; unloading
+  // Imported models with their compiled plans, within max_loaded_models and max_loaded_bytes
+  // (UnloadBeyondBounds); unloading
   // one frees it once the requests using it are done (they hold their own reference).
   std::map<std::string, LoadedEntry> loaded_ ABSL_GUARDED_BY(models_mu_);
   uint64_t use_clock_ ABSL_GUARDED_BY(models_mu_) = 0;
@@ -334,9 +401,17 @@ class Engine {
 
   UsageRecorder usage_{store_.get(), absl::Seconds(1)};
 
+  // Waits for one of config_.max_concurrent_plans planning slots (0: unbounded), polling
+  // `abandoned`; false, with no slot taken, once it says every requester has gone.
+  bool TakePlanningSlot(const CancelledFn& abandoned) ABSL_LOCKS_EXCLUDED(flights_mu_);
+  void ReturnPlanningSlot() ABSL_LOCKS_EXCLUDED(flights_mu_);
+  bool PlanningSlotFree() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(flights_mu_);
+
   sync::Mutex flights_mu_;
   std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(flights_mu_);
   int planners_ ABSL_GUARDED_BY(flights_mu_) = 0;  // planning threads still running
+  int planning_ ABSL_GUARDED_BY(flights_mu_) = 0;          // of them, holding a slot
+  int planning_waiting_ ABSL_GUARDED_BY(flights_mu_) = 0;  // of them, waiting for one
 
   // Last: destroyed (its worker stopped) before everything its callbacks use.
   PlanFeedback feedback_;

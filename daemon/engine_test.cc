@@ -29,6 +29,10 @@ class FakeBackend final : public Backend {
     std::atomic<int> loads{0};
     std::atomic<int> runs{0};
     std::atomic<int> live_handles{0};  // imported models not yet freed
+    std::atomic<int> planning{0};       // Plan calls running now
+    std::atomic<int> most_planning{0};  // the most at once
+    sync::Mutex mu;
+    std::string last_timeout_ms ABSL_GUARDED_BY(mu);  // "" when the last plan had none
   };
 
   // Stands for an imported model's graph, weights and compiled plans.
@@ -87,11 +91,21 @@ class FakeBackend final : public Backend {
     return absl::InvalidArgumentError("unknown scheduler '" + scheduler + "'");
   }
   absl::StatusOr<PlanOutput> Plan(const LoadedModel&, const std::string& scheduler,
-                                  const std::map<std::string, std::string>&,
+                                  const std::map<std::string, std::string>& options,
                                   const ProgressFn& progress, const CancelledFn&) override {
     ++counters_->plans;
+    {
+      sync::MutexLock lock(&counters_->mu);
+      auto timeout = options.find("timeout_ms");
+      counters_->last_timeout_ms = timeout != options.end() ? timeout->second : "";
+    }
+    const int now = ++counters_->planning;
+    for (int most = counters_->most_planning.load();
+         now > most && !counters_->most_planning.compare_exchange_weak(most, now);) {
+    }
     progress({"scheduling", 0});
     absl::SleepFor(plan_delay_);
+    --counters_->planning;
     PlanOutput out;
     out.scheduler = scheduler;
     out.makespan_us = 123.5;
@@ -116,6 +130,19 @@ class FakeBackend final : public Backend {
       }
     }
     return absl::OkStatus();
+  }
+  // The input's bytes once compiled: a model of a larger input holds more.
+  int64_t ResidentBytes(const LoadedModel& model) const override {
+    return model.inputs[0].Elements() * 4;
+  }
+  // Activations: the input, x, twice (x and y); weights 1 KiB.
+  absl::StatusOr<PlanMemory> MemoryOf(const LoadedModel& model, const PlanOutput*) override {
+    PlanMemory memory;
+    const int64_t x_bytes = model.inputs[0].Elements() * 4;
+    memory.activation_bytes = 2 * x_bytes;
+    memory.weight_bytes = 1024;
+    memory.largest_tensors = {{"x", x_bytes}, {"y", x_bytes}};
+    return memory;
   }
   absl::StatusOr<RunOutput> Run(const LoadedModel&, const PlanOutput* plan,
                                 const std::vector<HostTensor>& inputs) override {
@@ -280,6 +307,56 @@ TEST_F(EngineTest, PlanDeadlineIsHonoured) {
             absl::StatusCode::kCancelled);
 }
 
+// Plans of different keys run at most max_concurrent_plans at once, the others queued (and
+// counted by Status); a request waits at most max_planning_s for its plan and asks for a
+// search budget (timeout_ms) of at most that, unless an admin asks.
+TEST_F(EngineTest, PlanningRunsOnABoundedPoolWithACappedTime) {
+  config_.max_concurrent_plans = 1;
+  auto engine = MakeEngine(absl::Milliseconds(300));
+  const std::string id = engine->RegisterModel("model", "m", {})->first.id;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  const absl::Time start = absl::Now();
+  for (const char* scheduler : {"heft", "peft", "iterative"}) {
+    threads.emplace_back([&, scheduler] {
+      if (engine->GetPlan(id, scheduler, {}, false, {}, nullptr).ok()) ++ok;
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(150));
+  const ResourceUsage busy = engine->Status().resources;
+  EXPECT_EQ(busy.planning, 1);
+  EXPECT_EQ(busy.planning_queued, 2);
+  EXPECT_EQ(busy.max_concurrent_plans, 1);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 3);
+  EXPECT_EQ(counters_->most_planning.load(), 1);
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(900));
+  {
+    sync::MutexLock lock(&counters_->mu);
+    EXPECT_EQ(counters_->last_timeout_ms, "") << "the methods' own budgets";
+  }
+  EXPECT_EQ(engine->Status().resources.planning, 0);
+
+  config_.max_planning_s = 1;
+  config_.max_concurrent_plans = 0;
+  engine = MakeEngine(absl::Milliseconds(1500));
+  auto capped = engine->GetPlan(id, "heft", {{"timeout_ms", "5000"}}, false, {}, nullptr);
+  ASSERT_EQ(capped.status().code(), absl::StatusCode::kResourceExhausted) << capped.status();
+  EXPECT_NE(capped.status().message().find("took longer than max_planning_s = 1 s"),
+            std::string::npos)
+      << capped.status();
+  {
+    sync::MutexLock lock(&counters_->mu);
+    EXPECT_EQ(counters_->last_timeout_ms, "1000") << "a longer timeout is cut to the cap";
+  }
+  CallContext admin;
+  admin.uncapped_planning = true;
+  auto uncapped = engine->GetPlan(id, "peft", {{"timeout_ms", "5000"}}, false, admin, nullptr);
+  EXPECT_TRUE(uncapped.ok()) << uncapped.status();
+  sync::MutexLock lock(&counters_->mu);
+  EXPECT_EQ(counters_->last_timeout_ms, "5000");
+}
+
 TEST_F(EngineTest, InferChecksInputsAndComputes) {
   auto engine = MakeEngine();
   std::string id = engine->RegisterModel("model", "m", {})->first.id;
@@ -312,6 +389,79 @@ TEST_F(EngineTest, InferChecksInputsAndComputes) {
     EXPECT_NE(bad.status().message().find(c.expected), std::string::npos) << bad.status();
   }
   EXPECT_EQ(engine->Infer("abcdef0123", {}, "", {}).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A plan whose peak memory is over max_plan_memory_bytes is refused by GetPlan and Infer,
+// naming the peak, the largest tensors and the key, and never runs; one under it is served
+// with its memory.
+TEST_F(EngineTest, PlansOverTheMemoryBudgetAreRefusedBeforeTheyRun) {
+  config_.max_plan_memory_bytes = int64_t{64} << 20;
+  auto engine = MakeEngine();
+  RegisterOptions big_shape;
+  big_shape.input_shapes = {{"x", {1, 16, 1024, 1024}}};  // 64 MiB, twice
+  const std::string big = engine->RegisterModel("model", "big", big_shape)->first.id;
+  auto plan = engine->GetPlan(big, "heft", {}, false, {}, nullptr);
+  ASSERT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted) << plan.status();
+  const std::string message(plan.status().message());
+  EXPECT_NE(message.find("needs 128.0 MiB (134218752 bytes) at its peak"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("largest tensors 'x' 64.0 MiB, 'y' 64.0 MiB"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("over max_plan_memory_bytes = 67108864 (64.0 MiB)"), std::string::npos)
+      << message;
+  auto infer = engine->Infer(big, {}, "heft", {});
+  EXPECT_EQ(infer.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(counters_->runs.load(), 0);
+
+  const std::string small = engine->RegisterModel("model", "small", {})->first.id;
+  auto served = engine->GetPlan(small, "heft", {}, false, {}, nullptr);
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_EQ(served->ready->output.memory.peak_bytes(), 2 * 2 * 4 + 1024);
+  ASSERT_TRUE(engine->Infer(small, {}, "heft", {}).ok());
+
+  // The refusal holds for the plan read back from the cache by a restarted daemon.
+  engine->Shutdown();
+  engine = MakeEngine();
+  EXPECT_EQ(engine->GetPlan(big, "heft", {}, false, {}, nullptr).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(counters_->runs.load(), 1);
+}
+
+// Each user's registrations count against their own quota; past it RESOURCE_EXHAUSTED names
+// the quota and the usage, and no one's model is removed; admins are exempt.
+TEST_F(EngineTest, PerUserQuotasRefuseTheOwnerOnly) {
+  config_.max_models_per_user = 2;
+  config_.max_model_bytes_per_user = 30;
+  auto engine = MakeEngine();
+  auto as = [](const std::string& uid, bool admin = false) {
+    RegisterOptions options;
+    options.owner = uid;
+    options.owner_description = "uid " + uid + " (u" + uid + ")";
+    options.quota_exempt = admin;
+    return options;
+  };
+  ASSERT_TRUE(engine->RegisterModel("model one", "", as("1000")).ok());
+  ASSERT_TRUE(engine->RegisterModel("model two", "", as("1000")).ok());
+  auto third = engine->RegisterModel("model three", "", as("1000"));
+  ASSERT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted) << third.status();
+  EXPECT_NE(third.status().message().find(
+                "over max_models_per_user = 2: uid 1000 (u1000) has registered 2 models of "
+                "18 bytes (18 bytes)"),
+            std::string::npos)
+      << third.status();
+  // Already registered (by anyone): no room needed.
+  EXPECT_TRUE(engine->RegisterModel("model one", "", as("1000")).ok());
+  // Bytes: 18 + 13 is over 30.
+  ASSERT_TRUE(engine->RegisterModel("model number four.", "", as("1001")).ok());
+  auto big = engine->RegisterModel("model five...", "", as("1001"));
+  ASSERT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(big.status().message().find(
+                "over max_model_bytes_per_user = 30 (30 bytes): uid 1001 (u1001) has registered "
+                "1 model of 18 bytes (18 bytes) and this one is 13 bytes"),
+            std::string::npos)
+      << big.status();
+  EXPECT_TRUE(engine->RegisterModel("model three", "", as("0", true)).ok());
+  EXPECT_EQ(engine->ListModels()->size(), 4u);
 }
 
 TEST_F(EngineTest, ModelWithoutWeightsCannotRun) {
@@ -623,6 +773,31 @@ TEST_F(EngineTest, LoadedModelsAreBoundedAndRemovedOnesFreed) {
   ASSERT_TRUE(engine->RemoveModel(ids[0]).ok());
   ASSERT_TRUE(engine->RemoveModel(ids[1]).ok());
   EXPECT_EQ(live_handles_settle_at(0), 0) << "removed models are freed";
+  engine->Shutdown();
+}
+
+// Sixteen 4 MiB models in turn under max_loaded_bytes = 16 MiB: at most four stay loaded,
+// the least recently used going first; each still serves when asked again.
+TEST_F(EngineTest, LoadedModelsAreBoundedByBytes) {
+  config_.max_loaded_bytes = int64_t{16} << 20;
+  config_.max_model_bytes = 100000;
+  auto engine = MakeEngine();
+  RegisterOptions options;
+  options.input_shapes = {{"x", {1, 1 << 20}}};
+  std::vector<std::string> ids;
+  const std::vector<float> x(1 << 20, 1.0f);
+  for (int i = 0; i < 16; ++i) {
+    ids.push_back(engine->RegisterModel("model " + std::to_string(i), "", options)->first.id);
+    ASSERT_TRUE(engine->Infer(ids.back(), {{"x", {1, 1 << 20}, x}}, "heft", {}).ok());
+    EXPECT_LE(engine->LoadedBytes(), int64_t{16} << 20) << i;
+  }
+  EXPECT_EQ(engine->LoadedBytes(), int64_t{16} << 20);
+  const int loads = counters_->loads.load();
+  ASSERT_TRUE(engine->Infer(ids[15], {{"x", {1, 1 << 20}, x}}, "heft", {}).ok());
+  EXPECT_EQ(counters_->loads.load(), loads) << "the most recent is still loaded";
+  ASSERT_TRUE(engine->Infer(ids[0], {{"x", {1, 1 << 20}, x}}, "heft", {}).ok());
+  EXPECT_EQ(counters_->loads.load(), loads + 1) << "the first was unloaded, and loads again";
+  EXPECT_LE(engine->LoadedBytes(), int64_t{16} << 20);
   engine->Shutdown();
 }
 

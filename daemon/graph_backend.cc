@@ -256,6 +256,52 @@ absl::StatusOr<std::shared_ptr<const predictor::LatencyModel>> GraphBackend::Cal
   return absl::UnimplementedError("this platform is simulated and cannot be calibrated");
 }
 
+namespace {
+
+int64_t ConstantBytes(const model::Graph& graph) {
+  int64_t bytes = 0;
+  for (const model::Constant& constant : graph.constants) {
+    bytes += static_cast<int64_t>(constant.data.size() * sizeof(float));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+GraphHandle::GraphHandle(model::Graph g) : graph(std::move(g)), constant_bytes(ConstantBytes(graph)) {}
+
+int64_t GraphBackend::ResidentBytes(const LoadedModel& model) const {
+  const auto& handle = static_cast<const GraphHandle&>(*model.handle);
+  return handle.constant_bytes + handle.CompiledBytes();
+}
+
+PlanMemory GraphBackend::MemoryWith(const model::Graph& graph, int64_t arena_floats) {
+  constexpr int64_t kFloat = sizeof(float);
+  PlanMemory memory;
+  memory.activation_bytes = arena_floats * kFloat;
+  for (const model::Constant& constant : graph.constants) {
+    memory.weight_bytes += 2 * constant.Elements() * kFloat;
+  }
+  for (const std::vector<model::GraphIO>* ios : {&graph.inputs, &graph.outputs}) {
+    for (const model::GraphIO& io : *ios) {
+      memory.io_bytes += 2 * graph.tensor(io.tensor).shape.Elements() * kFloat;
+    }
+  }
+  std::vector<TensorBytes> activations;
+  for (const model::Tensor& tensor : graph.tensors) {
+    if (tensor.constant != model::kInvalidId) continue;
+    activations.push_back({tensor.name, tensor.shape.Elements() * kFloat});
+  }
+  const size_t kept = std::min(activations.size(), PlanMemory::kLargestTensors);
+  std::partial_sort(activations.begin(), activations.begin() + static_cast<ptrdiff_t>(kept),
+                    activations.end(), [](const TensorBytes& a, const TensorBytes& b) {
+                      return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
+                    });
+  activations.resize(kept);
+  memory.largest_tensors = std::move(activations);
+  return memory;
+}
+
 absl::StatusOr<std::vector<std::vector<float>>> GraphBackend::InputsNhwc(
     const model::Graph& graph, const std::vector<HostTensor>& inputs) {
   if (!graph.has_weights) return absl::FailedPreconditionError("model has no weights to run");

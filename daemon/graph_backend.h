@@ -30,8 +30,11 @@ namespace psched::daemon {
 
 class GraphHandle : public ModelHandle {
  public:
-  explicit GraphHandle(model::Graph g) : graph(std::move(g)) {}
+  explicit GraphHandle(model::Graph g);
+  // Bytes compiled for this graph (executors, arenas, packed weights); thread-safe.
+  virtual int64_t CompiledBytes() const { return 0; }
   const model::Graph graph;
+  const int64_t constant_bytes;  // the graph's constants
 };
 
 // REQUIRES: `model` was loaded by a GraphBackend.
@@ -53,6 +56,8 @@ class GraphBackend : public Backend {
                                   const ProgressFn& progress, const CancelledFn& cancelled) final;
   absl::Status CheckPlan(const LoadedModel& model, const nlohmann::json& schedule,
                          const nlohmann::json* calibration) final;
+  // The graph's constants and the handle's CompiledBytes().
+  int64_t ResidentBytes(const LoadedModel& model) const final;
   // Wraps the latency model in use in a predictor::ResidualCorrectedModel.
   absl::StatusOr<std::shared_ptr<const LatencyCorrection>> Correct(
       const LoadedModel& model, const LatencyCorrection* previous,
@@ -74,6 +79,12 @@ class GraphBackend : public Backend {
   // devices; UNIMPLEMENTED for a backend that cannot be calibrated.
   virtual absl::StatusOr<std::shared_ptr<const predictor::LatencyModel>> CalibratedModel(
       const nlohmann::json& calibration) const;
+
+  // The PlanMemory of running `graph` with an activation arena of `arena_floats` floats laid
+  // out as `layout`: the model's constants twice (the graph's copy and the kernels' packed
+  // one; devices running slices of one op pack their parts of it), the request's inputs and
+  // outputs twice (as sent and in the executors' layout).
+  static PlanMemory MemoryWith(const model::Graph& graph, int64_t arena_floats);
 
   // `inputs` (model order, NCHW) in the executors' NHWC layout; FAILED_PRECONDITION for a
   // model without weights.

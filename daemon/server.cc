@@ -9,13 +9,50 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/budgets.h"
 #include "daemon/systemd.h"
 #include "spdlog/spdlog.h"
 
 namespace psched::daemon {
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& config,
+namespace {
+
+// `configured` with the bounds left at 0 set to their defaults for this machine.
+absl::StatusOr<DaemonConfig> WithBudgets(const DaemonConfig& configured) {
+  const bool defaults_needed = configured.cache_max_bytes == 0 ||
+                               configured.max_model_bytes_per_user == 0 ||
+                               configured.max_plan_memory_bytes == 0 ||
+                               configured.max_loaded_bytes == 0 ||
+                               configured.max_concurrent_plans == 0;
+  if (!defaults_needed) return configured;
+  absl::StatusOr<MachineResources> machine = ReadMachineResources(configured.state_dir);
+  if (!machine.ok()) return machine.status();
+  DaemonConfig config = ResolveBudgets(configured, *machine);
+  spdlog::info(
+      "budgets: cache_max_bytes {} ({}), max_model_bytes_per_user {} ({}), "
+      "max_models_per_user {}, max_plan_memory_bytes {} ({}), max_loaded_bytes {} ({}), "
+      "max_concurrent_plans {}, max_planning_s {}; memory {}{}, state filesystem {}, {} cores",
+      config.cache_max_bytes, FormatBytes(config.cache_max_bytes),
+      config.max_model_bytes_per_user, FormatBytes(config.max_model_bytes_per_user),
+      config.max_models_per_user, config.max_plan_memory_bytes,
+      FormatBytes(config.max_plan_memory_bytes), config.max_loaded_bytes,
+      FormatBytes(config.max_loaded_bytes), config.max_concurrent_plans, config.max_planning_s,
+      FormatBytes(machine->memory_bytes()),
+      machine->cgroup_limit_bytes.has_value() &&
+              *machine->cgroup_limit_bytes < machine->mem_total_bytes
+          ? " (the cgroup's limit)"
+          : "",
+      FormatBytes(machine->fs_bytes), machine->cores);
+  return config;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const DaemonConfig& configured,
                                                       std::unique_ptr<Backend> backend) {
+  absl::StatusOr<DaemonConfig> budgeted = WithBudgets(configured);
+  if (!budgeted.ok()) return budgeted.status();
+  const DaemonConfig& config = *budgeted;
   std::unique_ptr<Server> server(new Server(config));
 
   systemd::NotifyStatus("opening the cache");

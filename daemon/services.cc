@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -28,7 +29,8 @@ absl::Status FromGrpc(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-// Runs the handler of `rpc` for the caller of the connection the call came on. A caller whose
+// Runs the handler of `rpc` (given the caller when it takes one) for the caller of the
+// connection the call came on. A caller whose
 // role does not permit the RPC is refused (PERMISSION_DENIED naming the role it lacks).
 // Nothing the handler throws reaches gRPC (which would answer UNKNOWN "Unexpected error in
 // RPC handling" and log nothing): an exception becomes INTERNAL naming the RPC and is logged.
@@ -42,7 +44,11 @@ grpc::Status Guarded(const Callers& callers, grpc::ServerContext* context, Rpc r
   grpc::Status status = ToGrpc(permitted);
   if (permitted.ok()) {
     try {
-      status = handler();
+      if constexpr (std::is_invocable_v<Handler, const Caller&>) {
+        status = handler(caller);
+      } else {
+        status = handler();
+      }
     } catch (const std::exception& e) {
       spdlog::error("{}: unexpected exception: {}", RpcName(rpc), e.what());
       status = grpc::Status(grpc::StatusCode::INTERNAL,
@@ -152,6 +158,17 @@ void FillPlan(const PlanResult& plan, pb::Plan* out) {
   out->set_planning_ms(plan.planning_ms);
   out->set_platform_fingerprint(plan.platform_fingerprint);
   out->set_predictor_version(plan.predictor_version);
+  const PlanMemory& memory = plan.ready->output.memory;
+  pb::PlanMemory* memory_out = out->mutable_memory();
+  memory_out->set_peak_bytes(memory.peak_bytes());
+  memory_out->set_activation_bytes(memory.activation_bytes);
+  memory_out->set_weight_bytes(memory.weight_bytes);
+  memory_out->set_io_bytes(memory.io_bytes);
+  for (const TensorBytes& tensor : memory.largest_tensors) {
+    pb::TensorBytes* t = memory_out->add_largest_tensors();
+    t->set_name(tensor.name);
+    t->set_bytes(tensor.bytes);
+  }
   std::map<std::tuple<std::string, std::string, int64_t>, double> measured;
   if (plan.measured.has_value()) {
     out->set_measured_runs(plan.measured->runs);
@@ -238,7 +255,8 @@ grpc::Status ModelServiceImpl::RegisterModel(grpc::ServerContext* context,
                                              grpc::ServerReader<pb::RegisterModelRequest>* reader,
                                              pb::RegisterModelResponse* response) {
   std::string registered;
-  return Guarded(*callers_, context, Rpc::kRegisterModel, registered, [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kRegisterModel, registered,
+                 [&](const Caller& caller) -> grpc::Status {
     pb::RegisterModelRequest request;
     if (!reader->Read(&request) || !request.has_header()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -253,6 +271,9 @@ grpc::Status ModelServiceImpl::RegisterModel(grpc::ServerContext* context,
     if (header.total_bytes() > max_model_bytes_) return too_large(header.total_bytes());
     absl::StatusOr<RegisterOptions> options = RegisterOptionsOf(header);
     if (!options.ok()) return ToGrpc(options.status());
+    options->owner = std::to_string(caller.credentials.uid);
+    options->owner_description = caller.user;
+    options->quota_exempt = caller.role == Role::kAdmin;
     std::string onnx;
     // Growing by appends would copy a large model several times over and hold up to twice
     // its size; the announced size (bounded above) is allocated once.
@@ -328,7 +349,7 @@ bool PlanServiceImpl::AnswersAtOnce(const pb::GetPlanRequest& request) const {
 grpc::Status PlanServiceImpl::Answer(
     grpc::ServerContext* context, const CancelledFn& cancelled, const pb::GetPlanRequest& request,
     const std::function<void(const pb::GetPlanResponse&)>& progress, pb::GetPlanResponse* last) {
-  return Guarded(*callers_, context, Rpc::kGetPlan, "", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kGetPlan, "", [&](const Caller& caller) -> grpc::Status {
     const absl::Time start = absl::Now();
     auto on_progress = [&progress, start](const PlanProgressEvent& event) {
       pb::GetPlanResponse message;
@@ -338,9 +359,11 @@ grpc::Status PlanServiceImpl::Answer(
       p->set_best_makespan_us(event.best_makespan_us);
       progress(message);
     };
+    CallContext call = ContextOf(context, cancelled);
+    call.uncapped_planning = caller.role == Role::kAdmin;
     absl::StatusOr<PlanResult> plan =
         engine_->GetPlan(request.model_id(), request.scheduler(), OptionsOf(request),
-                         request.refresh(), ContextOf(context, cancelled), on_progress);
+                         request.refresh(), call, on_progress);
     if (!plan.ok()) return ToGrpc(plan.status());
     FillPlan(*plan, last->mutable_plan());
     return grpc::Status::OK;
@@ -389,15 +412,17 @@ grpc::Status InferenceServiceImpl::Answer(grpc::ServerContext* context,
                                           const CancelledFn& cancelled,
                                           const pb::InferRequest& request,
                                           pb::InferResponse* response) {
-  return Guarded(*callers_, context, Rpc::kInfer, "", [&]() -> grpc::Status {
+  return Guarded(*callers_, context, Rpc::kInfer, "", [&](const Caller& caller) -> grpc::Status {
     std::vector<HostTensor> inputs;
     for (const pb::Tensor& tensor : request.inputs()) {
       absl::StatusOr<HostTensor> host = FromProto(tensor);
       if (!host.ok()) return ToGrpc(host.status());
       inputs.push_back(std::move(*host));
     }
-    absl::StatusOr<InferResult> result = engine_->Infer(
-        request.model_id(), std::move(inputs), request.scheduler(), ContextOf(context, cancelled));
+    CallContext call = ContextOf(context, cancelled);
+    call.uncapped_planning = caller.role == Role::kAdmin;
+    absl::StatusOr<InferResult> result =
+        engine_->Infer(request.model_id(), std::move(inputs), request.scheduler(), call);
     if (!result.ok()) return ToGrpc(result.status());
     for (const HostTensor& output : result->outputs) ToProto(output, response->add_outputs());
     response->set_queue_us(result->queue_us);
@@ -427,8 +452,9 @@ grpc::Status InferenceServiceImpl::Answer(grpc::ServerContext* context,
 
 grpc::Status AdminServiceImpl::Status(grpc::ServerContext* context, const pb::StatusRequest*,
                                       pb::StatusResponse* response) {
-  return Guarded(*callers_, context, Rpc::kStatus, "", [&]() -> grpc::Status {
-    EngineStatus status = engine_->Status();
+  return Guarded(*callers_, context, Rpc::kStatus, "", [&](const Caller& caller) -> grpc::Status {
+    EngineStatus status =
+        engine_->Status(std::to_string(caller.credentials.uid), caller.role == Role::kAdmin);
     response->set_version(status.version);
     response->set_uptime_s(status.uptime_s);
     for (const PlatformDeviceInfo& device : status.platform.devices) {
@@ -443,6 +469,24 @@ grpc::Status AdminServiceImpl::Status(grpc::ServerContext* context, const pb::St
     response->set_executor(status.executor);
     response->set_default_scheduler(status.default_scheduler);
     response->set_calibration(status.calibration);
+    const ResourceUsage& used = status.resources;
+    pb::ResourceUsage* resources = response->mutable_resources();
+    resources->set_cache_bytes(used.cache_bytes);
+    resources->set_cache_max_bytes(used.cache_max_bytes);
+    resources->set_caller_models(used.caller.models);
+    resources->set_caller_model_bytes(used.caller.bytes);
+    resources->set_max_models_per_user(used.max_models_per_user);
+    resources->set_max_model_bytes_per_user(used.max_model_bytes_per_user);
+    resources->set_quota_exempt(used.quota_exempt);
+    resources->set_loaded_models(used.loaded_models);
+    resources->set_max_loaded_models(used.max_loaded_models);
+    resources->set_loaded_bytes(used.loaded_bytes);
+    resources->set_max_loaded_bytes(used.max_loaded_bytes);
+    resources->set_max_plan_memory_bytes(used.max_plan_memory_bytes);
+    resources->set_planning(used.planning);
+    resources->set_planning_queued(used.planning_queued);
+    resources->set_max_concurrent_plans(used.max_concurrent_plans);
+    resources->set_max_planning_s(used.max_planning_s);
     return grpc::Status::OK;
   });
 }

@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "executor/common/arena_plan.h"
 #include "executor/cpu/cpu_graph_executor.h"
+#include "model/op_validation.h"
 
 namespace psched::daemon {
 namespace {
@@ -13,7 +15,10 @@ namespace {
 class CpuGraphHandle final : public GraphHandle {
  public:
   explicit CpuGraphHandle(model::Graph g) : GraphHandle(std::move(g)) {}
+  int64_t CompiledBytes() const override { return compiled_bytes; }
   std::unique_ptr<executor::cpu::CpuGraphExecutor> executor;
+  // The executor's arena and packed weights; set before the handle is shared.
+  int64_t compiled_bytes = 0;
 };
 
 }  // namespace
@@ -38,8 +43,19 @@ absl::StatusOr<std::shared_ptr<GraphHandle>> SimulatedBackend::PrepareModel(mode
         executor::cpu::CpuGraphExecutor::Create(handle->graph, options);
     if (!compiled.ok()) return compiled.status();
     handle->executor = std::move(*compiled);
+    const PlanMemory memory = MemoryWith(handle->graph, executor::PlanArena(handle->graph).size);
+    handle->compiled_bytes = memory.activation_bytes + memory.weight_bytes / 2;
   }
   return handle;
+}
+
+absl::StatusOr<PlanMemory> SimulatedBackend::MemoryOf(const LoadedModel& model,
+                                                const PlanOutput* /*plan*/) {
+  const model::Graph& graph = GraphOf(model);
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    if (absl::Status valid = model::ValidateOp(graph, id); !valid.ok()) return valid;
+  }
+  return MemoryWith(graph, executor::PlanArena(graph).size);
 }
 
 absl::StatusOr<RunOutput> SimulatedBackend::Run(const LoadedModel& model, const PlanOutput* /*plan*/,

@@ -22,6 +22,8 @@ class SimulatedBackend final : public GraphBackend {
 
   std::string executor_name() const override { return "cpu"; }
   bool RunUsesPlan() const override { return false; }
+  // The whole graph's arena with ops one at a time (the executor compiled at load).
+  absl::StatusOr<PlanMemory> MemoryOf(const LoadedModel& model, const PlanOutput* plan) override;
   absl::StatusOr<RunOutput> Run(const LoadedModel& model, const PlanOutput* plan,
                                 const std::vector<HostTensor>& inputs) override;
   // UNIMPLEMENTED: only the host calibrates.

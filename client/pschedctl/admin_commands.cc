@@ -23,7 +23,8 @@ void CmdStatus(const Globals& g) {
                {"queue_capacity", status.queue_capacity()},
                {"inferences", status.inferences()},
                {"calibration", status.calibration()},
-               {"cache", CacheJson(status.cache())}});
+               {"cache", CacheJson(status.cache())},
+               {"resources", ResourcesJson(status.resources())}});
     return;
   }
   std::cout << "pschedd " << status.version() << ", up " << Fixed(status.uptime_s()) << " s\n"
@@ -39,6 +40,24 @@ void CmdStatus(const Globals& g) {
             << status.cache().hits() << " hits, " << status.cache().misses() << " misses, "
             << status.cache().db_bytes() << " bytes in " << status.cache().path() << "\n"
             << "calibration: " << status.calibration() << "\n";
+  if (!status.has_resources()) return;
+  const v1::ResourceUsage& r = status.resources();
+  std::cout << "bounds:\n"
+            << "  disk:        " << HumanBytes(r.cache_bytes()) << " of "
+            << HumanBytes(r.cache_max_bytes()) << " (cache_max_bytes)\n"
+            << "  your models: " << r.caller_models() << " of " << r.max_models_per_user()
+            << ", " << HumanBytes(r.caller_model_bytes()) << " of "
+            << HumanBytes(r.max_model_bytes_per_user()) << " (max_models_per_user, "
+            << "max_model_bytes_per_user" << (r.quota_exempt() ? "; you are exempt: admin" : "")
+            << ")\n"
+            << "  loaded:      " << r.loaded_models() << " of " << r.max_loaded_models()
+            << " models, " << HumanBytes(r.loaded_bytes()) << " of "
+            << HumanBytes(r.max_loaded_bytes()) << " (max_loaded_bytes)\n"
+            << "  one plan:    at most " << HumanBytes(r.max_plan_memory_bytes())
+            << " at its peak (max_plan_memory_bytes)\n"
+            << "  planning:    " << r.planning() << " of " << r.max_concurrent_plans()
+            << " slots busy, " << r.planning_queued() << " queued (max_concurrent_plans), "
+            << r.max_planning_s() << " s per request (max_planning_s)\n";
 }
 
 void CmdCalibrate(const Globals& g, double budget_s) {

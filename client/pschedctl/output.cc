@@ -108,7 +108,54 @@ json PlanJson(const v1::Plan& plan) {
           {"predictor_version", plan.predictor_version()},
           {"measured_runs", plan.measured_runs()},
           {"measured_makespan_us", plan.measured_makespan_us()},
+          {"memory", MemoryJson(plan.memory())},
           {"subtasks", subtasks}};
+}
+
+json ResourcesJson(const v1::ResourceUsage& r) {
+  return {{"cache_bytes", r.cache_bytes()},
+          {"cache_max_bytes", r.cache_max_bytes()},
+          {"caller_models", r.caller_models()},
+          {"caller_model_bytes", r.caller_model_bytes()},
+          {"max_models_per_user", r.max_models_per_user()},
+          {"max_model_bytes_per_user", r.max_model_bytes_per_user()},
+          {"quota_exempt", r.quota_exempt()},
+          {"loaded_models", r.loaded_models()},
+          {"max_loaded_models", r.max_loaded_models()},
+          {"loaded_bytes", r.loaded_bytes()},
+          {"max_loaded_bytes", r.max_loaded_bytes()},
+          {"max_plan_memory_bytes", r.max_plan_memory_bytes()},
+          {"planning", r.planning()},
+          {"planning_queued", r.planning_queued()},
+          {"max_concurrent_plans", r.max_concurrent_plans()},
+          {"max_planning_s", r.max_planning_s()}};
+}
+
+json MemoryJson(const v1::PlanMemory& memory) {
+  json largest = json::array();
+  for (const v1::TensorBytes& t : memory.largest_tensors()) {
+    largest.push_back({{"name", t.name()}, {"bytes", t.bytes()}});
+  }
+  return {{"peak_bytes", memory.peak_bytes()},
+          {"activation_bytes", memory.activation_bytes()},
+          {"weight_bytes", memory.weight_bytes()},
+          {"io_bytes", memory.io_bytes()},
+          {"largest_tensors", largest}};
+}
+
+std::string HumanBytes(int64_t bytes) {
+  constexpr double kKiB = 1024;
+  char text[32];
+  if (bytes >= kKiB * kKiB * kKiB) {
+    std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (kKiB * kKiB * kKiB));
+  } else if (bytes >= kKiB * kKiB) {
+    std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(bytes) / (kKiB * kKiB));
+  } else if (bytes >= kKiB) {
+    std::snprintf(text, sizeof(text), "%.1f KiB", static_cast<double>(bytes) / kKiB);
+  } else {
+    std::snprintf(text, sizeof(text), "%lld bytes", static_cast<long long>(bytes));
+  }
+  return text;
 }
 
 json Top5(const std::vector<float>& values) {

@@ -22,6 +22,8 @@ std::string Dims(const google::protobuf::RepeatedField<int64_t>& dims);
 std::string Short(const std::string& id);
 // `value` with `digits` decimals.
 std::string Fixed(double value, int digits = 1);
+// "1.5 GiB", "320.0 MiB", "12 bytes".
+std::string HumanBytes(int64_t bytes);
 
 // Left-aligned columns sized to their widest cell.
 void PrintTable(const std::vector<std::string>& header,
@@ -32,6 +34,8 @@ json DeviceJson(const v1::Device& device);
 json CacheJson(const v1::CacheStatsResponse& stats);
 json ModelJson(const v1::Model& model);
 json PlanJson(const v1::Plan& plan);
+json MemoryJson(const v1::PlanMemory& memory);
+json ResourcesJson(const v1::ResourceUsage& resources);
 // The five largest values of a tensor with their flat indices: [[index, value], ...].
 json Top5(const std::vector<float>& values);
 

@@ -43,6 +43,13 @@ void CmdPlanShow(const Globals& g, const std::string& id, const std::string& sch
                 : plan.cached() ? " (cached)"
                                 : "")
             << "\n";
+  if (plan.has_memory()) {
+    const v1::PlanMemory& memory = plan.memory();
+    std::cout << "peak memory " << HumanBytes(memory.peak_bytes()) << ": activations "
+              << HumanBytes(memory.activation_bytes()) << ", weights "
+              << HumanBytes(memory.weight_bytes()) << ", inputs and outputs "
+              << HumanBytes(memory.io_bytes()) << "\n";
+  }
   if (plan.measured_runs() > 0) {
     std::cout << "predicted " << Fixed(plan.makespan_us()) << " us, measured "
               << Fixed(plan.measured_makespan_us()) << " us (median of the last runs; "

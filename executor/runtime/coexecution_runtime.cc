@@ -67,19 +67,37 @@ absl::StatusOr<std::unique_ptr<CoExecutionRuntime>> CoExecutionRuntime::Create(
 
 CoExecutionRuntime::~CoExecutionRuntime() = default;
 
-absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const RuntimeOptions& options) {
+absl::StatusOr<ArenaSize> CoExecutionRuntime::ArenaSizeOf(const model::Graph& graph,
+                                                           std::vector<Device*> devices,
+                                                           ExecutionPlan plan,
+                                                           const RuntimeOptions& options) {
+  if (devices.empty() || std::find(devices.begin(), devices.end(), nullptr) != devices.end()) {
+    return absl::InvalidArgumentError("the runtime needs at least one device and no null ones");
+  }
+  for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
+    if (auto s = model::ValidateOp(graph, id); !s.ok()) return s;
+  }
+  if (auto s = ValidateExecutionPlan(graph, plan, static_cast<int>(devices.size())); !s.ok()) {
+    return s;
+  }
+  CoExecutionRuntime rt;
+  rt.devices_ = std::move(devices);
+  rt.plan_ = std::move(plan);
+  std::vector<int64_t> partial_offsets;
+  const int64_t floats = rt.LayOutArena(graph, options, partial_offsets);
+  return ArenaSize{floats, std::move(rt.arena_plan_)};
+}
+
+int64_t CoExecutionRuntime::LayOutArena(const model::Graph& graph, const RuntimeOptions& options,
+                                        std::vector<int64_t>& partial_offsets) {
   ops_ = std::vector<OpState>(graph.ops.size());
-  // Which devices run a part of each op: a successor on another device must wait for it.
-  std::vector<std::vector<bool>> runs_on(ops_.size(), std::vector<bool>(devices_.size()));
   for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
     for (const PlanStep& step : plan_.device_steps[d]) {
       OpState& s = ops_[static_cast<size_t>(step.op)];
       ++s.num_subtasks;
       s.cin_split |= step.slice.axis == model::SplitAxis::kInputChannels;
-      runs_on[static_cast<size_t>(step.op)][d] = true;
     }
   }
-
   // The activations, then one partial-sum buffer per cin slice but the op's first, which adds
   // into the output itself: no two slices ever add into the same memory. Tensors share memory,
   // keeping the working set in cache as the bare executor does, when the plan finishes every op
@@ -103,13 +121,26 @@ absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const Runtim
   }
   arena_plan_ = PlanArena(graph, PlanOrder(graph, plan_), zeroed_at_start, early_writes);
   int64_t floats = arena_plan_.size;
-  std::vector<int64_t> partial_offsets(ops_.size(), -1);
+  partial_offsets.assign(ops_.size(), -1);
   for (model::OpId id = 0; id < static_cast<model::OpId>(graph.ops.size()); ++id) {
     const OpState& s = ops_[static_cast<size_t>(id)];
     if (!s.cin_split) continue;
     floats = (floats + 15) / 16 * 16;  // 64-byte aligned
     partial_offsets[static_cast<size_t>(id)] = floats;
     floats += (s.num_subtasks - 1) * graph.output_shape(id).Elements();
+  }
+  return floats;
+}
+
+absl::Status CoExecutionRuntime::Compile(const model::Graph& graph, const RuntimeOptions& options) {
+  std::vector<int64_t> partial_offsets;
+  const int64_t floats = LayOutArena(graph, options, partial_offsets);
+  // Which devices run a part of each op: a successor on another device must wait for it.
+  std::vector<std::vector<bool>> runs_on(ops_.size(), std::vector<bool>(devices_.size()));
+  for (size_t d = 0; d < plan_.device_steps.size(); ++d) {
+    for (const PlanStep& step : plan_.device_steps[d]) {
+      runs_on[static_cast<size_t>(step.op)][d] = true;
+    }
   }
   if (auto s = AllocateArena(static_cast<size_t>(floats), options); !s.ok()) return s;
   arena_floats_ = static_cast<size_t>(floats);

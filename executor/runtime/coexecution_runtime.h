@@ -78,6 +78,12 @@ struct RuntimeOptions {
   bool predictive_wake = true;
 };
 
+// The shared arena Create would allocate for a plan, laid out without allocating it.
+struct ArenaSize {
+  int64_t floats = 0;  // activations, partial-sum buffers, XNNPACK's slack
+  ArenaPlan layout;    // where each activation tensor lives
+};
+
 class CoExecutionRuntime {
  public:
   // How long a host waiter spins before it parks. A parked waiter resumes 35-45 us after the wake
@@ -93,6 +99,12 @@ class CoExecutionRuntime {
       const model::Graph& graph, std::vector<Device*> devices, ExecutionPlan plan,
       const RuntimeOptions& options = {});
   ~CoExecutionRuntime();
+  // The arena Create(graph, devices, plan, options) would allocate, computed without
+  // allocating it or compiling a kernel: what a caller checks against a memory budget first.
+  // The same errors as Create for an invalid graph or plan.
+  static absl::StatusOr<ArenaSize> ArenaSizeOf(const model::Graph& graph,
+                                               std::vector<Device*> devices, ExecutionPlan plan,
+                                               const RuntimeOptions& options = {});
 
   // One NHWC buffer per graph input / output in graph order.
   absl::Status Run(std::span<const float* const> inputs_nhwc, std::span<float* const> outputs_nhwc);
@@ -134,6 +146,11 @@ class CoExecutionRuntime {
 
   CoExecutionRuntime() = default;
   absl::Status Compile(const model::Graph& graph, const RuntimeOptions& options);
+  // Counts each op's subtasks, decides the fused residual adds and lays out the arena
+  // (arena_plan_, one partial-sum buffer per cin slice but the first at `partial_offsets`);
+  // returns the arena's floats. Allocates nothing of the arena's size.
+  int64_t LayOutArena(const model::Graph& graph, const RuntimeOptions& options,
+                      std::vector<int64_t>& partial_offsets);
   // Per device and queue step, the residual a conv step adds inside its subtask when `fuse`
   // (RuntimeOptions::fuse_residual_adds) and its next step is a residual add that can run
   // there; kInvalidId for every other step.

@@ -337,6 +337,10 @@ TEST_F(CoExecutionTest, PlansReuseArenaMemoryTheirOrderAllows) {
       EXPECT_LT(RelativeL2((*out)[0], (*expected)[0]), 1e-5);
     }
     EXPECT_LT((*rt)->arena_floats(), static_cast<size_t>(block_per_tensor));
+    // Laid out without allocating: the same arena, what a memory budget is checked against.
+    auto size = CoExecutionRuntime::ArenaSizeOf(graph, devices_, plan);
+    ASSERT_TRUE(size.ok()) << size.status();
+    EXPECT_EQ(static_cast<size_t>(size->floats), (*rt)->arena_floats());
   }
 }
 

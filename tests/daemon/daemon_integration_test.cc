@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -1949,6 +1950,288 @@ TEST_F(DaemonTest, ExternalDataIsInlinedByPschedctlAndOnlyFromTheModelsFolder) {
   EXPECT_EQ(missing_rc, 1) << missing;
   EXPECT_THAT(err, ::testing::HasSubstr("external data file 'tiny_external.onnx.data'"));
   EXPECT_THAT(err, ::testing::HasSubstr("--graph-only"));
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+
+namespace bounds {
+
+// The memory bomb and its cousins: an input of [1, channels, side, side], a Concat of
+// `copies` copies of it along channels, then Relu, Add, Sigmoid, Add and a global average
+// pool. Every tensor is within the importer's limits; a run needs several times
+// `copies` x the input's bytes.
+std::string MemoryBombOnnx(int64_t channels, int64_t side, int copies) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("bomb");
+  auto value = [](onnx::ValueInfoProto* info, const std::string& name,
+                  const std::vector<int64_t>& dims) {
+    info->set_name(name);
+    onnx::TypeProto_Tensor* type = info->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) type->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  value(graph->add_input(), "x", {1, channels, side, side});
+  value(graph->add_output(), "y", {1, channels * copies, 1, 1});
+  auto node = [&](const std::string& op, const std::vector<std::string>& inputs,
+                  const std::string& output) {
+    onnx::NodeProto* n = graph->add_node();
+    n->set_op_type(op);
+    n->set_name(output);
+    for (const std::string& input : inputs) n->add_input(input);
+    n->add_output(output);
+    return n;
+  };
+  onnx::NodeProto* concat = node("Concat", std::vector<std::string>(copies, "x"), "c");
+  onnx::AttributeProto* axis = concat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  node("Relu", {"c"}, "r");
+  node("Add", {"r", "c"}, "a");
+  node("Sigmoid", {"a"}, "s");
+  node("Add", {"s", "a"}, "b");
+  node("GlobalAveragePool", {"b"}, "y");
+  return model.SerializeAsString();
+}
+
+// Resident and peak resident set of process `pid`, bytes.
+std::pair<int64_t, int64_t> RssAndPeak(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  int64_t rss_kib = -1, hwm_kib = -1;
+  while (std::getline(status, line)) {
+    std::sscanf(line.c_str(), "VmRSS: %" SCNd64, &rss_kib);
+    std::sscanf(line.c_str(), "VmHWM: %" SCNd64, &hwm_kib);
+  }
+  return {rss_kib * 1024, hwm_kib * 1024};
+}
+
+}  // namespace bounds
+
+// The 278-byte memory bomb registers, but its plan is refused by max_plan_memory_bytes before
+// anything is allocated for it - by plan show and by infer, with messages naming the peak,
+// the largest tensors and the key - and so are its larger cousins; pschedd's resident set
+// stays within 50 MB of idle throughout, and a small model still serves.
+TEST_F(DaemonTest, MemoryBombIsRefusedBeforeAnyLargeAllocation) {
+  const std::string config_path = dir_ + "/bounds.toml";
+  std::ofstream(config_path) << "max_plan_memory_bytes = 1073741824\n" << kCpu0Toml;
+  pid_ = Spawn({"--config", config_path});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  EXPECT_THAT(ReadFile(dir_ + "/pschedd.log"),
+              ::testing::HasSubstr("max_plan_memory_bytes 1073741824 (1.0 GiB)"));
+
+  const std::string bomb = bounds::MemoryBombOnnx(16, 1024, 16);
+  EXPECT_LT(bomb.size(), 400u);
+  std::ofstream(dir_ + "/bomb.onnx", std::ios::binary) << bomb;
+  // Cousins: the same 1 GiB tensors from a 4-channel 2048x2048 and a 1-channel 4096x4096
+  // input (every tensor at the importer's 2^28-element limit).
+  std::ofstream(dir_ + "/cousin.onnx", std::ios::binary) << bounds::MemoryBombOnnx(4, 2048, 16);
+  std::ofstream(dir_ + "/wide.onnx", std::ios::binary) << bounds::MemoryBombOnnx(1, 4096, 16);
+  std::vector<std::string> ids;
+  for (const char* name : {"bomb", "cousin", "wide"}) {
+    auto [rc, added] = Ctl(absl::StrCat("-o json model add ", dir_, "/", name, ".onnx"));
+    ASSERT_EQ(rc, 0) << added << Log();
+    ids.push_back(json::parse(added)["id"]);
+  }
+  auto [tiny_rc, tiny] = Ctl("-o json model add " + kTinyModel);
+  ASSERT_EQ(tiny_rc, 0) << tiny;
+  const std::string tiny_id = json::parse(tiny)["id"];
+  auto [idle_rss, idle_peak] = bounds::RssAndPeak(pid_);
+  ASSERT_GT(idle_rss, 0);
+
+  std::string err;
+  for (const std::string& id : ids) {
+    for (const char* command : {"plan show ", "infer "}) {
+      auto [rc, out] = Ctl(absl::StrCat(command, id, " --scheduler heft"), &err);
+      EXPECT_EQ(rc, 1) << command << out;
+      EXPECT_THAT(err, ::testing::HasSubstr("at its peak"));
+      EXPECT_THAT(err, ::testing::HasSubstr("largest tensors '"));
+      EXPECT_THAT(err,
+                  ::testing::HasSubstr("over max_plan_memory_bytes = 1073741824 (1.0 GiB)"));
+      EXPECT_THAT(err, ::testing::HasSubstr("nothing was allocated for it"));
+    }
+  }
+  // The bomb's peak: its four 1 GiB activations, three of which are live at once.
+  auto [bomb_rc, bomb_out] = Ctl("infer " + ids[0] + " --scheduler heft", &err);
+  EXPECT_THAT(err, ::testing::HasSubstr("largest tensors 'a' 1.0 GiB, 'b' 1.0 GiB, 'c' 1.0 GiB"));
+  std::printf("bomb refused: %s", err.c_str());
+
+  auto [rss, peak] = bounds::RssAndPeak(pid_);
+  std::printf("pschedd RSS idle %.1f MB, after the refusals %.1f MB; peak %.1f -> %.1f MB\n",
+              idle_rss / 1e6, rss / 1e6, idle_peak / 1e6, peak / 1e6);
+  EXPECT_LT(rss - idle_rss, 50'000'000);
+  EXPECT_LT(peak - idle_rss, 50'000'000);
+
+  auto [plan_rc, plan] = Ctl("-o json plan show " + tiny_id + " --scheduler heft");
+  ASSERT_EQ(plan_rc, 0) << plan;
+  const json memory = json::parse(plan)["memory"];
+  EXPECT_GT(memory["peak_bytes"].get<int64_t>(), memory["activation_bytes"].get<int64_t>());
+  EXPECT_EQ(memory["largest_tensors"].size(), 3u) << memory;
+  auto [text_rc, text] = Ctl("plan show " + tiny_id + " --scheduler heft");
+  EXPECT_THAT(text, ::testing::HasSubstr("peak memory "));
+  auto [infer_rc, inferred] = Ctl("infer " + tiny_id + " --scheduler heft --input " + kTinyInput);
+  EXPECT_EQ(infer_rc, 0) << inferred << Log();
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// A user who fills their max_models_per_user quota is refused the next model with a message
+// naming the quota and their usage; another user's models stay and they register their own;
+// an admin (root) is exempt.
+TEST_F(DaemonTest, OneUserFillingTheirQuotaLeavesOthersModelsAlone) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run clients as other users";
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  const std::string config_path = dir_ + "/quota.toml";
+  std::ofstream(config_path) << "max_models_per_user = 2\n" << kCpu0Toml;
+  pid_ = Spawn({"--config", config_path});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  std::vector<std::string> paths;
+  for (int i = 0; i < 5; ++i) {
+    paths.push_back(absl::StrCat(dir_, "/small", i, ".onnx"));
+    std::ofstream(paths.back(), std::ios::binary) << bounds::MemoryBombOnnx(1, 8 + i, 2);
+    fs::permissions(paths.back(),
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  }
+  const std::vector<gid_t> groups = {getgrnam("nogroup")->gr_gid, 0};
+  const Identity alice = Nobody(groups);
+  const Identity bob{4242, getgrnam("nogroup")->gr_gid, groups};
+  CtlRun bobs = CtlAs(bob, socket_, {"model", "add", paths[4]});
+  ASSERT_EQ(bobs.code, 0) << bobs.err << Log();
+  for (int i = 0; i < 2; ++i) {
+    CtlRun add = CtlAs(alice, socket_, {"model", "add", paths[i]});
+    ASSERT_EQ(add.code, 0) << add.err << Log();
+  }
+  CtlRun over = CtlAs(alice, socket_, {"model", "add", paths[2]});
+  EXPECT_EQ(over.code, 1);
+  EXPECT_THAT(over.err, ::testing::HasSubstr(
+                            "model not registered: over max_models_per_user = "
+                            "2: uid 65534 (nobody) has registered 2 models of"));
+  EXPECT_THAT(over.err, ::testing::HasSubstr("nothing else was removed"));
+  auto models = Client().ListModels();
+  ASSERT_TRUE(models.ok());
+  EXPECT_EQ(models->models_size(), 3) << "bob's model and alice's two stay";
+  // Bob has room of his own; root is exempt.
+  EXPECT_EQ(CtlAs(bob, socket_, {"model", "add", paths[2]}).code, 0);
+  EXPECT_EQ(CtlAs(Root(), socket_, {"model", "add", paths[3]}).code, 0);
+  EXPECT_EQ(Client().ListModels()->models_size(), 5);
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// Sixteen models whose compiled plans hold about 13 MiB each, each run in turn under
+// max_loaded_bytes = 64 MiB: the least recently used are unloaded so what stays loaded never
+// passes the bound (pschedctl status shows it), RSS stays near idle plus the bound, and an
+// unloaded model serves again when asked.
+TEST_F(DaemonTest, SixteenBigModelsAreBoundedByMaxLoadedBytes) {
+  const std::string config_path = dir_ + "/loaded.toml";
+  std::ofstream(config_path) << "max_loaded_bytes = 67108864\n" << kCpu0Toml;
+  pid_ = Spawn({"--config", config_path});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 16; ++i) {
+    const std::string path = absl::StrCat(dir_, "/big", i, ".onnx");
+    std::ofstream(path, std::ios::binary) << bounds::MemoryBombOnnx(4, 256 + i, 4);
+    auto [rc, added] = Ctl("-o json model add " + path);
+    ASSERT_EQ(rc, 0) << added << Log();
+    ids.push_back(json::parse(added)["id"]);
+  }
+  const int64_t idle_rss = bounds::RssAndPeak(pid_).first;
+  int64_t most_loaded = 0;
+  for (const std::string& id : ids) {
+    auto [rc, out] = Ctl("infer " + id + " --scheduler heft");
+    ASSERT_EQ(rc, 0) << out << Log();
+    auto [status_rc, status] = Ctl("-o json status");
+    ASSERT_EQ(status_rc, 0);
+    const json resources = json::parse(status)["resources"];
+    EXPECT_EQ(resources["max_loaded_bytes"], 67108864);
+    EXPECT_LE(resources["loaded_bytes"].get<int64_t>(), 67108864) << resources;
+    most_loaded = std::max(most_loaded, resources["loaded_bytes"].get<int64_t>());
+  }
+  EXPECT_GT(most_loaded, 32 << 20) << "several models stay loaded";
+  const int64_t rss = bounds::RssAndPeak(pid_).first;
+  std::printf("16 models: RSS idle %.1f MB, after %.1f MB; loaded at most %.1f MiB\n",
+              idle_rss / 1e6, rss / 1e6, most_loaded / 1048576.0);
+  EXPECT_LT(rss - idle_rss, (64 << 20) + 40'000'000);
+  EXPECT_THAT(Log(), ::testing::HasSubstr("over max_loaded_bytes = 67108864"));
+  auto [again_rc, again] = Ctl("infer " + ids[0] + " --scheduler heft");
+  EXPECT_EQ(again_rc, 0) << again;
+  EXPECT_EQ(Stop(), 0) << Log();
+}
+
+// A planning flood - expensive exact plans (one whole-graph stage) asked by several users at
+// once - runs one plan at a time (max_concurrent_plans = 1) at idle priority, each user's
+// request capped by max_planning_s (its 8 s search budget lowered to the cap), while a served
+// model's inference latency stays within 1.5x of idle.
+TEST_F(DaemonTest, PlanningFloodIsBoundedAndInferenceStaysFast) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run clients as other users";
+  if (!fs::exists(SqueezenetPath(".onnx"))) GTEST_SKIP() << "no ../shared reference models";
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+  const std::string config_path = dir_ + "/flood.toml";
+  // Two devices: the exact search over partitions is expensive (8 s for an admin here).
+  std::ofstream(config_path) << "max_concurrent_plans = 1\nmax_planning_s = 2\n"
+                             << kCpu0Toml << kCpu1Toml;
+  pid_ = Spawn({"--config", config_path});
+  ASSERT_TRUE(WaitServing(socket_)) << Log();
+  auto [tiny_rc, tiny] = Ctl("-o json model add " + kTinyModel);
+  ASSERT_EQ(tiny_rc, 0) << tiny;
+  const std::string tiny_id = json::parse(tiny)["id"];
+  auto [big_rc, big] = Ctl("-o json model add " + SqueezenetPath(".onnx"));
+  ASSERT_EQ(big_rc, 0) << big;
+  const std::string big_id = json::parse(big)["id"];
+
+  v1::InferRequest request;
+  request.set_model_id(tiny_id);
+  request.set_scheduler("heft");
+  *request.add_inputs() = TensorFromNpy(kTinyInput);
+  client::Client client = Client();
+  // The median over `seconds` of back-to-back inferences.
+  auto median_latency_us = [&](double seconds) {
+    std::vector<double> latencies;
+    for (const absl::Time end = absl::Now() + absl::Seconds(seconds); absl::Now() < end;) {
+      auto response = client.Infer(request);
+      EXPECT_TRUE(response.ok()) << response.status();
+      if (response.ok()) latencies.push_back(response->latency_us());
+    }
+    std::sort(latencies.begin(), latencies.end());
+    return latencies.empty() ? 0.0 : latencies[latencies.size() / 2];
+  };
+  median_latency_us(0.5);  // compiled and warm
+  const double idle_us = median_latency_us(2);
+
+  const std::vector<gid_t> groups = {getgrnam("nogroup")->gr_gid, 0};
+  const std::vector<Identity> users = {Nobody(groups),
+                                       {4242, getgrnam("nogroup")->gr_gid, groups},
+                                       {4243, getgrnam("nogroup")->gr_gid, groups}};
+  std::vector<CtlRun> runs(4);
+  std::vector<std::thread> flood;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    flood.emplace_back([&, i] {
+      runs[i] = CtlAs(users[i % users.size()], socket_,
+                      {"plan", "show", big_id, "--scheduler", "exact", "--option",
+                       absl::StrCat("seed=", i), "--option", "staging=false", "--option",
+                       "timeout_ms=8000"});
+    });
+  }
+  absl::SleepFor(absl::Seconds(1));
+  auto [status_rc, status] = Ctl("-o json status");
+  const json resources = json::parse(status)["resources"];
+  EXPECT_EQ(resources["planning"], 1) << resources;
+  EXPECT_GE(resources["planning_queued"].get<int>(), 1) << resources;
+  const double flooded_us = median_latency_us(3);
+  for (std::thread& t : flood) t.join();
+  int capped = 0;
+  for (const CtlRun& run : runs) {
+    if (run.code == 0) continue;
+    EXPECT_THAT(run.err, ::testing::HasSubstr("took longer than max_planning_s = 2 s")) << run.err;
+    ++capped;
+  }
+  std::printf("inference median %.0f us idle, %.0f us during the planning flood (x%.2f); %d of %zu "
+              "plan requests capped\n",
+              idle_us, flooded_us, flooded_us / idle_us, capped, runs.size());
+  EXPECT_LT(flooded_us, 1.5 * idle_us);
   EXPECT_EQ(Stop(), 0) << Log();
 }
 
