@@ -223,6 +223,20 @@ absl::StatusOr<KernelFactory::Bound> KernelFactory::PlaceOutput(
   return Place(id, output, *options.partial_output);
 }
 
+absl::StatusOr<KernelFactory::Source> KernelFactory::InputSource(
+    OpId id, model::TensorId t, const SvmArena* weights, int64_t packed_stride,
+    int64_t* constant_offset) const {
+  const model::Tensor& tensor = graph_->tensor(t);
+  if (tensor.constant != model::kInvalidId) {
+    Source source{weights, *constant_offset, packed_stride};
+    *constant_offset += tensor.shape.Elements();
+    return source;
+  }
+  absl::StatusOr<Bound> bound = Place(id, t);
+  if (!bound.ok()) return bound.status();
+  return Source{arena_, bound->offset, bound->stride};
+}
+
 absl::StatusOr<KernelFactory::Bound> KernelFactory::Place(OpId id, model::TensorId tensor,
                                                           const TensorPlacement& p) const {
   const model::Tensor& t = graph_->tensor(tensor);
@@ -597,22 +611,14 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
                                                  in_dims.size(), ", output ", out_dims.size()));
       }
       const int64_t part = in_dims[axis] * inner;
-      const SvmArena* memory = kernel.weights_.get();
-      int64_t in_offset = constant_offset, in_rs = tensor.shape.c;
-      if (tensor.constant != model::kInvalidId) {
-        constant_offset += tensor.shape.Elements();
-      } else {
-        absl::StatusOr<Bound> in_off = Place(id, t);
-        if (!in_off.ok()) return in_off.status();
-        memory = arena_;
-        in_offset = in_off->offset;
-        in_rs = in_off->stride;
-      }
+      absl::StatusOr<Source> source =
+          InputSource(id, t, kernel.weights_.get(), tensor.shape.c, &constant_offset);
+      if (!source.ok()) return source.status();
       auto k = add_launch("psched_strided_copy", 3, static_cast<size_t>(Runs(part)),
                           static_cast<size_t>(outer), 1);
       if (!k.ok()) return k.status();
       ArgBinder args(*k);
-      args.Memory(*memory).Int(in_offset).Int(tensor.shape.c).Int(in_rs);
+      args.Memory(*source->memory).Int(source->offset).Int(tensor.shape.c).Int(source->stride);
       args.Memory(*arena_).Int(out_off->offset).Int(out.c).Int(out_off->stride);
       args.Int(0).Int8(PadLeading({part, 1}, 0)).Int8(PadLeading({outer, part}, 1));
       args.Int(offset).Int(whole).Activation(op.activation);
@@ -681,24 +687,15 @@ absl::Status KernelFactory::BuildUnsliced(OpId id, OpKernel& kernel) {
       // An operand of higher rank has only 1s in the extra leading axes (ValidateOp).
       const size_t skip = dims.size() > out_dims.size() ? dims.size() - out_dims.size() : 0;
       const std::vector<int64_t> own(dims.begin() + static_cast<std::ptrdiff_t>(skip), dims.end());
-      int64_t stride = own.empty() ? 1 : own.back();
-      const SvmArena* memory = kernel.weights_.get();
-      int64_t offset = constant_offset;
-      if (tensor.constant != model::kInvalidId) {
-        constant_offset += tensor.shape.Elements();
-      } else {
-        absl::StatusOr<Bound> in_off = Place(id, t);
-        if (!in_off.ok()) return in_off.status();
-        memory = arena_;
-        offset = in_off->offset;
-        stride = in_off->stride;
-      }
+      absl::StatusOr<Source> source = InputSource(id, t, kernel.weights_.get(),
+                                                  own.empty() ? 1 : own.back(), &constant_offset);
+      if (!source.ok()) return source.status();
       // Arena strides right-aligned to the output, 0 along broadcast axes.
       std::vector<int64_t> st(out_dims.size(), 0);
-      const std::vector<int64_t> own_st = ArenaStrides(own, stride);
+      const std::vector<int64_t> own_st = ArenaStrides(own, source->stride);
       const size_t lead = out_dims.size() - own.size();
       for (size_t i = 0; i < own.size(); ++i) st[lead + i] = own[i] == 1 ? 0 : own_st[i];
-      args.Memory(*memory).Int(offset).Int8(PadLeading(st, 0));
+      args.Memory(*source->memory).Int(source->offset).Int8(PadLeading(st, 0));
     }
     int32_t binary = 3;
     if (op.kind == OpKind::kAdd) binary = 0;

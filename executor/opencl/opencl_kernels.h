@@ -133,6 +133,16 @@ class KernelFactory {
                                     const KernelOptions& options) const;
   absl::StatusOr<Bound> Place(model::OpId id, model::TensorId tensor,
                               const TensorPlacement& p) const;
+  // Where op `id` reads its input `t`: its place in the arena or, for a constant operand, the
+  // op's packed `weights` at *constant_offset (then moved past it) with rows `packed_stride`
+  // apart.
+  struct Source {
+    const SvmArena* memory = nullptr;
+    int64_t offset = 0;
+    int64_t stride = 0;
+  };
+  absl::StatusOr<Source> InputSource(model::OpId id, model::TensorId t, const SvmArena* weights,
+                                     int64_t packed_stride, int64_t* constant_offset) const;
   absl::StatusOr<cl_kernel> NewKernel(const char* name) const;
   // The op's packed weights, uploaded on first use.
   absl::StatusOr<std::shared_ptr<SvmArena>> Weights(model::OpId id);
