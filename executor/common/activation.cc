@@ -49,8 +49,10 @@ inline float FastErf(float x) {
 
 // One row of `n` contiguous floats. The kind is switched on once per row, and each case is a
 // loop the compiler vectorizes; on x86 it is built for AVX-512, AVX2 and the baseline, and the
-// loader picks the widest the core has.
-#if defined(__x86_64__) && defined(__GNUC__)
+// loader picks the widest the core has. Not with clang: its builds here are the sanitizer and
+// analysis ones, where the loader would run the instrumented ifunc resolver before the
+// sanitizer's runtime is up (a crash at load under ThreadSanitizer).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void ActivateRow(const model::Activation& a, float* p, int64_t n) {
