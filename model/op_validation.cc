@@ -378,9 +378,11 @@ absl::Status ValidateShapes(const Graph& graph, OpId id) {
                                 absl::StrCat("operand '", operand.name, "' ", DimsText(dims),
                                              " does not broadcast to ", DimsText(out_dims)));
         }
-        const size_t lead = out_dims.size() - dims.size();
-        for (size_t i = 0; i < dims.size(); ++i) {
-          expected[lead + i] = std::max(expected[lead + i], dims[i]);
+        // An operand of higher rank has only 1s in its extra leading axes (Broadcasts).
+        const size_t skip = dims.size() > out_dims.size() ? dims.size() - out_dims.size() : 0;
+        const size_t lead = out_dims.size() - (dims.size() - skip);
+        for (size_t i = skip; i < dims.size(); ++i) {
+          expected[lead + i - skip] = std::max(expected[lead + i - skip], dims[i]);
         }
         if (operand.constant != kInvalidId) {
           if (auto s = ValidateConstantOperand(graph, id, operand); !s.ok()) return s;

@@ -138,6 +138,11 @@ std::vector<float> RunTwice(OpenClDevice& device, cl_program program) {
 }
 
 TEST(OpenClDeviceTest, CompiledProgramsAreCachedOnDiskAndReloaded) {
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "ThreadSanitizer builds keep no program cache (OpenClDevice::SetProgramCacheDir)";
+#endif
+#endif
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("psched_clbin_" + std::to_string(getpid()));
