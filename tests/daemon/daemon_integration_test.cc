@@ -2243,7 +2243,9 @@ TEST_F(DaemonTest, PlanningFloodIsBoundedAndInferenceStaysFast) {
   std::printf("inference median %.0f us idle, %.0f us during the planning flood (x%.2f); %d of %zu "
               "plan requests capped\n",
               idle_us, flooded_us, flooded_us / idle_us, capped, runs.size());
-  EXPECT_LT(flooded_us, 1.5 * idle_us);
+  // Under ThreadSanitizer every thread runs several times slower and the planners' idle
+  // priority no longer leaves the inference its core: only the caps are checked there.
+  if (!kThreadSanitizer) EXPECT_LT(flooded_us, 1.5 * idle_us);
   EXPECT_EQ(Stop(), 0) << Log();
 }
 
