@@ -288,6 +288,7 @@ cores = [1]
 
   // SIGTERM and wait; returns the exit code (-1 if killed by a signal).
   int Stop() {
+    if (pid_ <= 0) return -1;  // kill(-1) would signal every process of this user
     kill(pid_, SIGTERM);
     int status = 0;
     waitpid(pid_, &status, 0);
