@@ -898,7 +898,8 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
   ImportResult result;
   result.model_id = bundle->model_id;
   if (bundle->calibration.has_value()) {
-    absl::StatusOr<std::string> adopted = AdoptBundleCalibration(*bundle->calibration);
+    absl::StatusOr<std::string> adopted =
+        AdoptBundleCalibration(*bundle->calibration, *calibration);
     if (!adopted.ok()) return adopted.status();
     result.calibration = *adopted;
   }
@@ -918,7 +919,7 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
 }
 
 absl::StatusOr<std::string> Engine::AdoptBundleCalibration(
-    const cache::CalibrationRecord& calibration) {
+    const cache::CalibrationRecord& calibration, const nlohmann::json& params) {
   const PlatformInfo platform = backend_->platform();
   if (calibration.predictor_version == platform.predictor_version) return "already in use";
   absl::StatusOr<std::optional<cache::CalibrationRecord>> own =
@@ -931,10 +932,7 @@ absl::StatusOr<std::string> Engine::AdoptBundleCalibration(
     return absl::StrCat("not adopted: this board has its own calibration (",
                         platform.predictor_version, ")");
   }
-  nlohmann::json params = nlohmann::json::parse(calibration.params_json, nullptr, false);
-  absl::Status usable = params.is_discarded()
-                            ? absl::InvalidArgumentError("parameters are not valid JSON")
-                            : backend_->UseCalibration(params);
+  absl::Status usable = backend_->UseCalibration(params);
   if (!usable.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("plan bundle: calibration: not usable here: ", usable.message()));

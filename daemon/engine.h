@@ -390,7 +390,9 @@ class Engine {
   std::set<std::string> checked_plans_ ABSL_GUARDED_BY(models_mu_);
   // ImportPlans' step for the bundle's calibration: ImportResult::calibration, or an error
   // when it cannot be used here (nothing is stored then).
-  absl::StatusOr<std::string> AdoptBundleCalibration(const cache::CalibrationRecord& calibration);
+  // `params` is calibration.params_json, parsed.
+  absl::StatusOr<std::string> AdoptBundleCalibration(const cache::CalibrationRecord& calibration,
+                                                     const nlohmann::json& params);
   static constexpr size_t kMaxCheckedPlans = 4096;
 
   mutable sync::Mutex plans_mu_;
