@@ -16,7 +16,7 @@ constexpr int64_t kAlignFloats = 16;
 // if it depended on it. A kernel storing output pixel p while it loads input pixels p + 1 ...
 // p + 8 hits that on every pixel when the output block starts those few pixels (here: up to
 // 512 bytes) past a multiple of 4 KiB from the input block, or as far before it. Measured on
-// the development VM: hrnet's and peleenet's 3x3 16>16 convs on 56x56 ran 100-130 us in runs
+// a 2-vCPU x86 VM: hrnet's and peleenet's 3x3 16>16 convs on 56x56 ran 100-130 us in runs
 // where their blocks lay 200768 bytes (49 pages + 64 bytes) apart, 60 us alone and with
 // the blocks shifted (docs/runtime-performance.md, "4 KiB aliasing between arena blocks").
 constexpr int64_t kPageFloats = 4096 / sizeof(float);

@@ -29,8 +29,8 @@ int64_t NowNs() {
 constexpr int32_t kAbortBump = 1 << 28;
 
 // A predictive sleep (SleepUntilNearlyDue) ends this long plus a fifth of the predicted wait
-// before the input is due: a sleeping thread resumes 35-200 us after its timer on the
-// development VM, and the plan's times are off by 5-15% (docs/evaluation.md). Waits predicted
+// before the input is due: a sleeping thread resumes 35-200 us after its timer on
+// a 2-vCPU x86 VM, and the plan's times are off by 5-15% (docs/evaluation.md). Waits predicted
 // shorter than CoExecutionRuntime::kSpinNs plus this lead are left to it.
 constexpr double kWakeLeadUs = 150;
 constexpr double kLeadShare = 0.2;

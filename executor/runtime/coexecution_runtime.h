@@ -73,7 +73,7 @@ struct RuntimeOptions {
   // A device thread that the plan leaves idle for a long time before a step whose input comes
   // from another device sleeps until shortly before the plan says the input is due, then
   // waits as usual (spin, then park): it is spinning when the input comes instead of parked, so
-  // the step starts without a wake-up (35-200 us on the development VM). A publisher wakes it
+  // the step starts without a wake-up (35-200 us on a 2-vCPU x86 VM). A publisher wakes it
   // at once if the input comes sooner. Plans without predicted times (PlanStep) never sleep.
   bool predictive_wake = true;
 };
@@ -87,7 +87,7 @@ struct ArenaSize {
 class CoExecutionRuntime {
  public:
   // How long a host waiter spins before it parks. A parked waiter resumes 35-45 us after the wake
-  // on the development VM (a halted virtual CPU woken by an interrupt), so a wait of a few tens of
+  // on a 2-vCPU x86 VM (a halted virtual CPU woken by an interrupt), so a wait of a few tens of
   // microseconds - two devices finishing the slices of one split op at slightly different times,
   // the common case in partitioned plans - should end spinning: at 20 us, 35-45 us wake-ups were
   // 5-15% of a co-execution run of squeezenet_v1_1 or peleenet (docs/runtime-performance.md).
