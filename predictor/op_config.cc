@@ -214,18 +214,22 @@ void SliceRows(OpConfig& c, int64_t begin, int64_t end) {
   c.output.h = end - begin;
 }
 
-// A MatMul subtask over `rows` rows of the flattened batch x m: whole matrices where the
-// count allows (a split by heads), else fewer rows of one matrix. An operand broadcast over the
-// batch stays one matrix.
+// A MatMul subtask over `rows` rows of the flattened batch x m, described with batch x m equal
+// to `rows` (as every MatMul config is): whole matrices where the count allows (a split by
+// heads); else about as many GEMMs as the kernel runs (the first batch count from
+// ceil(rows / m) to twice that which divides the rows), or one GEMM of all the rows. An operand
+// broadcast over the batch stays one matrix.
 void SliceMatMulRows(OpConfig& c, const MatMulDims& whole, int64_t rows) {
   MatMulDims& d = c.matmul;
-  if (rows >= whole.m) {
-    d.batch = (rows + whole.m - 1) / whole.m;
-    d.m = (rows + d.batch - 1) / d.batch;
-  } else {
-    d.batch = 1;
-    d.m = rows;
+  d.batch = 1;
+  const int64_t least = (rows + whole.m - 1) / whole.m;
+  for (int64_t b = least; b <= 2 * least && b <= rows; ++b) {
+    if (rows % b == 0) {
+      d.batch = b;
+      break;
+    }
   }
+  d.m = rows / d.batch;
   if (whole.lhs_batch > 1) d.lhs_batch = std::min(whole.lhs_batch, d.batch);
   if (whole.rhs_batch > 1) d.rhs_batch = std::min(whole.rhs_batch, d.batch);
   c.output.h = rows;

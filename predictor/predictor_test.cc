@@ -138,6 +138,16 @@ TEST(SubtaskConfigTest, MatMulSplitsByHeadsRowsColumnsAndK) {
   const OpConfig rows = SubtaskConfig(g, 0, SplitAxis::kRows, 0, 5);
   EXPECT_EQ(rows.matmul.batch, 1);
   EXPECT_EQ(rows.matmul.m, 5);
+  // Any row count: batch x m is the rows (calibration samples are checked so), flops in
+  // proportion; 40 rows are 16 + 16 + 8, described as 4 GEMMs of 10.
+  for (int64_t n = 1; n <= 64; ++n) {
+    const OpConfig c = SubtaskConfig(g, 0, SplitAxis::kRows, 0, n);
+    EXPECT_EQ(c.matmul.batch * c.matmul.m, n);
+    EXPECT_EQ(c.output.h, n);
+    EXPECT_DOUBLE_EQ(c.flops, whole.flops * static_cast<double>(n) / 64);
+  }
+  EXPECT_EQ(SubtaskConfig(g, 0, SplitAxis::kRows, 0, 40).matmul,
+            (predictor::MatMulDims{4, 10, 16, 8, 4, 4}));
   const OpConfig cols = SubtaskConfig(g, 0, SplitAxis::kOutputChannels, 0, 4);
   EXPECT_EQ(cols.matmul.n, 4);
   EXPECT_EQ(cols.output, (Shape{64, 1, 4}));
