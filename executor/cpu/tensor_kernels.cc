@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,8 +21,6 @@
 
 #ifdef PSCHED_HAVE_ONEDNN
 #include <dnnl.hpp>
-
-#include <map>
 #endif
 
 namespace psched::executor::cpu::internal {
