@@ -42,7 +42,8 @@ inline constexpr int kNumOpKinds = 0
 
 std::string_view OpKindName(OpKind kind);
 std::optional<OpKind> OpKindFromName(std::string_view name);
-// Conv and fully-connected ops can be split across devices (paper sec. 2.2).
+// Whether ops of `kind` may be split across devices (paper sec. 2.2); model::WorkSize says
+// along which axes a given op can.
 bool IsPartitionable(OpKind kind);
 
 using TensorId = int32_t;

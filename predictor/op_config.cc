@@ -214,14 +214,87 @@ void SliceRows(OpConfig& c, int64_t begin, int64_t end) {
   c.output.h = end - begin;
 }
 
+// A MatMul subtask over `rows` rows of the flattened batch x m, described with batch x m equal
+// to `rows` (as every MatMul config is): whole matrices where the count allows (a split by
+// heads); else about as many GEMMs as the kernel runs (the first batch count from
+// ceil(rows / m) to twice that which divides the rows), or one GEMM of all the rows. An operand
+// broadcast over the batch stays one matrix.
+void SliceMatMulRows(OpConfig& c, const MatMulDims& whole, int64_t rows) {
+  MatMulDims& d = c.matmul;
+  d.batch = 1;
+  const int64_t least = (rows + whole.m - 1) / whole.m;
+  for (int64_t b = least; b <= 2 * least && b <= rows; ++b) {
+    if (rows % b == 0) {
+      d.batch = b;
+      break;
+    }
+  }
+  d.m = rows / d.batch;
+  if (whole.lhs_batch > 1) d.lhs_batch = std::min(whole.lhs_batch, d.batch);
+  if (whole.rhs_batch > 1) d.rhs_batch = std::min(whole.rhs_batch, d.batch);
+  c.output.h = rows;
+  if (!c.inputs.empty() && whole.lhs_batch == whole.batch) c.inputs[0].h = rows;
+  if (c.inputs.size() > 1) c.inputs[1].h = d.rhs_batch * whole.k;
+}
+
+// A row subtask of a row-wise op: the output's rows and those of every operand that has them
+// (a broadcast operand is read whole).
+void SliceOperandRows(OpConfig& c, const OpConfig& whole, int64_t rows) {
+  for (Shape& in : c.inputs) {
+    if (in.h == whole.output.h && in.w == whole.output.w) in.h = rows;
+  }
+  c.output.h = rows;
+}
+
 }  // namespace
 
 OpConfig SubtaskConfig(const OpConfig& whole, model::SplitAxis axis, int64_t begin, int64_t end) {
   OpConfig c = whole;
   const int64_t n = end - begin;
+  if (axis == model::SplitAxis::kNone || c.inputs.empty()) return c;
+  switch (whole.kind) {
+    case OpKind::kConv2d:
+    case OpKind::kFullyConnected:
+      break;
+    case OpKind::kMatMul: {
+      OpConfig full = whole;
+      DeriveMatMulDims(full);
+      c.matmul = full.matmul;
+      switch (axis) {
+        case model::SplitAxis::kOutputChannels:
+          c.matmul.n = n;
+          c.output.c = n;
+          if (c.inputs.size() > 1) c.inputs[1].c = n;
+          break;
+        case model::SplitAxis::kInputChannels:
+          c.accumulate = true;
+          c.matmul.k = n;
+          c.inputs[0].c = n;
+          if (c.inputs.size() > 1) c.inputs[1].h = full.matmul.rhs_batch * n;
+          break;
+        case model::SplitAxis::kRows:
+          SliceMatMulRows(c, full.matmul, n);
+          break;
+        default:
+          break;
+      }
+      ComputeCost(c);
+      return c;
+    }
+    case OpKind::kSoftmax:
+    case OpKind::kLayerNorm:
+    case OpKind::kActivation:
+    case OpKind::kAdd:
+    case OpKind::kMul:
+    case OpKind::kSub:
+    case OpKind::kDiv:
+      if (axis == model::SplitAxis::kRows) SliceOperandRows(c, whole, n);
+      ComputeCost(c);
+      return c;
+    default:
+      return c;
+  }
   const bool conv = whole.kind == OpKind::kConv2d;
-  const bool fc = whole.kind == OpKind::kFullyConnected;
-  if ((!conv && !fc) || c.inputs.empty()) return c;
   switch (axis) {
     case model::SplitAxis::kNone:
       return c;
@@ -246,7 +319,12 @@ OpConfig SubtaskConfig(const OpConfig& whole, model::SplitAxis axis, int64_t beg
       }
       break;
     case model::SplitAxis::kRows:
-      if (conv) SliceRows(c, begin, end);
+      if (conv) {
+        SliceRows(c, begin, end);
+      } else {
+        c.inputs[0].h = n;  // token rows of a fully-connected op
+        c.output.h = n;
+      }
       break;
   }
   ComputeCost(c);

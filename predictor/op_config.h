@@ -5,7 +5,10 @@
 // conv is a conv with fewer output channels (fewer groups for grouped/depthwise conv), a
 // spatial slice is a conv producing fewer output rows from the input rows it reads
 // (halo included), a cin slice is a conv over fewer input channels whose result is
-// accumulated into the output (`accumulate`). An op whose output is written in place inside a
+// accumulated into the output (`accumulate`). The same holds for the other split kinds
+// (model/split.h): a fully-connected or row-wise op over fewer rows, a MatMul with fewer
+// columns (n), a shorter reduction (k, accumulated) or fewer rows of its batch x m (whole
+// matrices where the count allows). An op whose output is written in place inside a
 // concat's output (model/concat_in_place.h) stores strided pixels, which some kernels pay for
 // with a staging copy; `output_pixel_stride` says so. A batched MatMul between computed
 // tensors carries its GEMM extents (`matmul`), which the three-axis view folds together. A

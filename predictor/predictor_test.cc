@@ -97,6 +97,92 @@ TEST(SubtaskConfigTest, GroupedCoutSliceKeepsChannelsPerGroup) {
   EXPECT_FALSE(c.IsDepthwise());
 }
 
+// Attention scores: [1, 4, 16, 8] x [1, 4, 8, 16] -> [1, 4, 16, 16] (4 heads, 16 tokens).
+model::Graph AttentionScoresGraph() {
+  model::Graph g;
+  auto row_major = [](std::string name, std::vector<int64_t> dims, model::OpId producer) {
+    model::Tensor t;
+    t.name = std::move(name);
+    t.shape = model::ViewOf(dims, false);
+    t.onnx_rank = static_cast<int32_t>(dims.size());
+    t.producer = producer;
+    t.dims = std::move(dims);
+    t.channels_last = false;
+    return t;
+  };
+  g.tensors.push_back(row_major("q", {1, 4, 16, 8}, model::kInvalidId));
+  g.tensors.push_back(row_major("k", {1, 4, 8, 16}, model::kInvalidId));
+  g.tensors.push_back(row_major("s", {1, 4, 16, 16}, 0));
+  g.inputs.push_back({0, "q", {1, 4, 16, 8}});
+  g.inputs.push_back({1, "k", {1, 4, 8, 16}});
+  g.ops.push_back({"qk", OpKind::kMatMul, {0, 1}, 2, {}, {}});
+  g.tensors.push_back(row_major("p", {1, 4, 16, 16}, 1));
+  g.ops.push_back({"softmax", OpKind::kSoftmax, {2}, 3, {}, {}});
+  g.outputs.push_back({3, "p", {1, 4, 16, 16}});
+  return g;
+}
+
+TEST(SubtaskConfigTest, MatMulSplitsByHeadsRowsColumnsAndK) {
+  const model::Graph g = AttentionScoresGraph();
+  EXPECT_EQ(model::WorkSize(g, 0, SplitAxis::kRows), 64);
+  EXPECT_EQ(model::WorkSize(g, 0, SplitAxis::kOutputChannels), 16);
+  EXPECT_EQ(model::WorkSize(g, 0, SplitAxis::kInputChannels), 8);
+  const OpConfig whole = WholeOpConfig(g, 0);
+  EXPECT_DOUBLE_EQ(whole.flops, 2.0 * 4 * 16 * 16 * 8);
+  // Rows 16..48: heads 1 and 2, whole matrices.
+  const OpConfig heads = SubtaskConfig(g, 0, SplitAxis::kRows, 16, 48);
+  EXPECT_EQ(heads.matmul, (predictor::MatMulDims{2, 16, 16, 8, 2, 2}));
+  EXPECT_EQ(heads.output, (Shape{32, 1, 16}));
+  EXPECT_DOUBLE_EQ(heads.flops, whole.flops / 2);
+  // Fewer rows than one matrix.
+  const OpConfig rows = SubtaskConfig(g, 0, SplitAxis::kRows, 0, 5);
+  EXPECT_EQ(rows.matmul.batch, 1);
+  EXPECT_EQ(rows.matmul.m, 5);
+  // Any row count: batch x m is the rows (calibration samples are checked so), flops in
+  // proportion; 40 rows are 16 + 16 + 8, described as 4 GEMMs of 10.
+  for (int64_t n = 1; n <= 64; ++n) {
+    const OpConfig c = SubtaskConfig(g, 0, SplitAxis::kRows, 0, n);
+    EXPECT_EQ(c.matmul.batch * c.matmul.m, n);
+    EXPECT_EQ(c.output.h, n);
+    EXPECT_DOUBLE_EQ(c.flops, whole.flops * static_cast<double>(n) / 64);
+  }
+  EXPECT_EQ(SubtaskConfig(g, 0, SplitAxis::kRows, 0, 40).matmul,
+            (predictor::MatMulDims{4, 10, 16, 8, 4, 4}));
+  const OpConfig cols = SubtaskConfig(g, 0, SplitAxis::kOutputChannels, 0, 4);
+  EXPECT_EQ(cols.matmul.n, 4);
+  EXPECT_EQ(cols.output, (Shape{64, 1, 4}));
+  EXPECT_DOUBLE_EQ(cols.flops, whole.flops / 4);
+  EXPECT_FALSE(cols.accumulate);
+  const OpConfig k = SubtaskConfig(g, 0, SplitAxis::kInputChannels, 2, 4);
+  EXPECT_TRUE(k.accumulate);
+  EXPECT_EQ(k.matmul.k, 2);
+  EXPECT_DOUBLE_EQ(k.flops, whole.flops / 4);
+  // The partial sum reads the output back.
+  EXPECT_DOUBLE_EQ(k.bytes, 4.0 * (4 * 16 * 2 + 4 * 2 * 16 + 2 * 4 * 16 * 16));
+}
+
+TEST(SubtaskConfigTest, RowWiseOpsAndTokenRowsSplitByRows) {
+  const model::Graph g = AttentionScoresGraph();
+  EXPECT_EQ(model::WorkSize(g, 1, SplitAxis::kRows), 64);
+  EXPECT_EQ(model::WorkSize(g, 1, SplitAxis::kOutputChannels), 0);
+  const OpConfig softmax = SubtaskConfig(g, 1, SplitAxis::kRows, 0, 16);
+  EXPECT_EQ(softmax.output, (Shape{16, 1, 16}));
+  EXPECT_EQ(softmax.inputs[0], (Shape{16, 1, 16}));
+  EXPECT_DOUBLE_EQ(softmax.flops, WholeOpConfig(g, 1).flops / 4);
+
+  OpConfig fc;
+  fc.kind = OpKind::kFullyConnected;
+  fc.inputs = {Shape{50, 1, 64}};
+  fc.output = Shape{50, 1, 256};
+  ComputeCost(fc);
+  const OpConfig tokens = SubtaskConfig(fc, SplitAxis::kRows, 10, 30);
+  EXPECT_EQ(tokens.inputs[0], (Shape{20, 1, 64}));
+  EXPECT_EQ(tokens.output, (Shape{20, 1, 256}));
+  EXPECT_DOUBLE_EQ(tokens.flops, 2.0 * 20 * 64 * 256);
+  // Every token row reads the whole weight.
+  EXPECT_DOUBLE_EQ(tokens.bytes, 4.0 * (20 * 64 + 20 * 256 + 64 * 256));
+}
+
 TEST(SubtaskConfigTest, CinSliceAccumulates) {
   const model::Graph g = ConvGraph({56, 56, 64}, 128, 3, 1, 1, 1);
   const OpConfig c = SubtaskConfig(g, 0, SplitAxis::kInputChannels, 0, 16);

@@ -47,4 +47,19 @@ bool DeviceRunsOp(platform::DeviceKind kind, const model::Graph& graph, model::O
   return false;
 }
 
+bool DeviceRunsSplit(platform::DeviceKind kind, const model::Graph& graph, model::OpId id,
+                     model::SplitAxis axis) {
+  if (kind != platform::DeviceKind::kGpu || axis == model::SplitAxis::kNone) {
+    return DeviceRunsOp(kind, graph, id);
+  }
+  switch (graph.op(id).kind) {
+    case model::OpKind::kConv2d:
+      return true;
+    case model::OpKind::kFullyConnected:
+      return axis != model::SplitAxis::kRows && DeviceRunsOp(kind, graph, id);
+    default:
+      return false;
+  }
+}
+
 }  // namespace psched::scheduler

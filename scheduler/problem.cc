@@ -141,8 +141,11 @@ absl::StatusOr<Problem> Problem::FromGraph(const model::Graph& graph,
     }
     p.op_names_.push_back(graph.op(op).name);
     p.whole_configs_.push_back(predictor::WholeOpConfig(graph, op, aliasing));
-    for (const platform::DeviceSpec& d : platform.devices) {
-      p.unsupported_.push_back(!DeviceRunsOp(d.kind, graph, op));
+    for (model::SplitAxis a : model::kAllSplitAxes) {
+      for (const platform::DeviceSpec& d : platform.devices) {
+        p.unsupported_.push_back(!DeviceRunsOp(d.kind, graph, op) ||
+                                 !DeviceRunsSplit(d.kind, graph, op, a));
+      }
     }
   }
   if (absl::Status s = p.Init(platform, std::move(preds), std::move(work_size), options.max_splits,
@@ -297,7 +300,7 @@ double Problem::Fill(OpId op, model::SplitAxis axis, int64_t work, int device, s
     const predictor::OpConfig config =
         predictor::SubtaskConfig(whole_configs_[static_cast<size_t>(op)], axis, 0, work);
     v = std::max(0.0, latency_model_->PredictUs(config, device));
-    if (unsupported_[static_cast<size_t>(op * num_devices_ + device)]) v = kUnsupportedUs;
+    if (unsupported_[UnsupportedSlot(op, axis, device)]) v = kUnsupportedUs;
   }
   table_[slot].store(v, std::memory_order_relaxed);
   return v;
@@ -328,7 +331,7 @@ int64_t Problem::PredictAll() const {
         latency_model_->PredictBatch(configs, d, out);
         table_[Slot(op, axis, 0, d)].store(0.0, std::memory_order_relaxed);
         for (size_t i = 0; i < works.size(); ++i) {
-          const bool unsupported = unsupported_[static_cast<size_t>(op * num_devices_ + d)];
+          const bool unsupported = unsupported_[UnsupportedSlot(op, axis, d)];
           table_[Slot(op, axis, works[i], d)].store(
               unsupported ? kUnsupportedUs : std::max(0.0, out[i]), std::memory_order_relaxed);
         }

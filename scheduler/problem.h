@@ -97,9 +97,10 @@ class Problem {
   }
   const platform::Platform& platform() const { return platform_; }
   const std::string& op_name(OpId op) const { return op_names_[static_cast<size_t>(op)]; }
-  // Whether `device` has a kernel for `op` (device_capability.h); always true for task graphs.
-  bool DeviceRuns(OpId op, int device) const {
-    return unsupported_.empty() || !unsupported_[static_cast<size_t>(op * num_devices_ + device)];
+  // Whether `device` has a kernel for the subtasks of `op` split along `axis` (kNone: the
+  // whole op; device_capability.h); always true for task graphs.
+  bool DeviceRuns(OpId op, int device, model::SplitAxis axis = model::SplitAxis::kNone) const {
+    return unsupported_.empty() || !unsupported_[UnsupportedSlot(op, axis, device)];
   }
 
   // Predecessors / successors of an op, ascending, with the transfer cost of each edge.
@@ -196,6 +197,11 @@ class Problem {
     const size_t i = static_cast<size_t>(op);
     return std::span<const T>(v.data() + begin[i], static_cast<size_t>(begin[i + 1] - begin[i]));
   }
+  size_t UnsupportedSlot(OpId op, model::SplitAxis axis, int device) const {
+    return (static_cast<size_t>(op) * 4 + static_cast<size_t>(axis)) *
+               static_cast<size_t>(num_devices_) +
+           static_cast<size_t>(device);
+  }
   double Fill(OpId op, model::SplitAxis axis, int64_t work, int device, size_t slot) const;
   absl::Status Init(const platform::Platform& platform,
                     std::vector<std::vector<std::pair<int, double>>> preds,
@@ -223,7 +229,8 @@ class Problem {
   std::unique_ptr<std::atomic<double>[]> table_;  // < 0: not yet predicted
   // FromGraph only: the configs subtasks derive from, and the model predicting them.
   std::vector<predictor::OpConfig> whole_configs_;
-  std::vector<bool> unsupported_;  // [op * D + device]: no kernel there (device_capability.h)
+  // [(op * 4 + axis) * D + device]: no kernel there (device_capability.h).
+  std::vector<bool> unsupported_;
   const predictor::LatencyModel* latency_model_ = nullptr;
 };
 

@@ -133,7 +133,7 @@ absl::Status ValidateSchedule(const Problem& problem, const Schedule& schedule) 
       return absl::InvalidArgumentError(
           absl::StrCat(Describe(problem, s), " runs on unknown device ", s.device));
     }
-    if (!problem.DeviceRuns(s.op, s.device)) {
+    if (!problem.DeviceRuns(s.op, s.device, s.axis)) {
       return absl::InvalidArgumentError(
           absl::StrCat(Describe(problem, s), " is placed on ",
                        problem.platform().devices[static_cast<size_t>(s.device)].name,

@@ -158,7 +158,9 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
   } else if (slice.begin != 0 || slice.end != 1) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": an unsplit slice must be [0, 1)"));
   }
-  if (internal::IsTensorKernelKind(op)) return internal::CreateTensorKernel(graph, id, layout);
+  if (internal::IsTensorKernelKind(op)) {
+    return internal::CreateTensorKernel(graph, id, slice, layout);
+  }
   switch (op.kind) {
     case model::OpKind::kConv2d: {
       const bool library_forced = library != KernelLibrary::kAuto;
@@ -221,9 +223,9 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const model::Graph& g
     case model::OpKind::kMul:
     case model::OpKind::kSub:
     case model::OpKind::kDiv:
-      return internal::CreateBinaryKernel(graph, id, layout, threadpool);
+      return internal::CreateBinaryKernel(graph, id, slice, layout, threadpool);
     default:
-      return internal::CreateHandKernel(graph, id, layout, threadpool);
+      return internal::CreateHandKernel(graph, id, layout, threadpool, slice);
   }
 }
 

@@ -17,26 +17,29 @@ namespace psched::executor::cpu::internal {
 namespace {
 
 // Every hand kernel computes output rows; Run hands a multi-thread device's threads a band of
-// rows each when the output is large enough for that to pay.
+// rows each when the output is large enough for that to pay. A row slice (kRows) computes its
+// rows [begin, end) of the output only.
 class HandKernel : public KernelBase {
  public:
   HandKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
-             pthreadpool_t threadpool)
-      : KernelBase(graph, id, WorkSlice::Whole(), layout), threadpool_(threadpool) {}
+             pthreadpool_t threadpool, WorkSlice slice = WorkSlice::Whole())
+      : KernelBase(graph, id, slice, layout), threadpool_(threadpool) {}
 
   absl::Status Setup(std::span<const TensorView> inputs, const TensorView& output) override {
     return BindViews(inputs, output);
   }
   absl::Status Run() override {
-    const int64_t rows = output_shape_.h;
-    const int64_t bands = RowBands();
+    const bool sliced = slice_.axis == model::SplitAxis::kRows;
+    const int64_t first = sliced ? slice_.begin : 0;
+    const int64_t rows = (sliced ? slice_.end : output_shape_.h) - first;
+    const int64_t bands = RowBands(rows);
     if (bands <= 1) {
-      ComputeRowsAndActivate(0, rows);
+      ComputeRowsAndActivate(first, first + rows);
       return absl::OkStatus();
     }
     ParallelFor(threadpool_, static_cast<size_t>(bands), [&](size_t b) {
       const auto band = static_cast<int64_t>(b);
-      ComputeRowsAndActivate(rows * band / bands, rows * (band + 1) / bands);
+      ComputeRowsAndActivate(first + rows * band / bands, first + rows * (band + 1) / bands);
     });
     return absl::OkStatus();
   }
@@ -52,11 +55,11 @@ class HandKernel : public KernelBase {
   // resizes (50K floats): 12 us on one thread, 20-30 us in two bands.
   static constexpr int64_t kMinFloatsPerBand = 64 * 1024;
 
-  int64_t RowBands() const {
+  int64_t RowBands(int64_t rows) const {
     if (threadpool_ == nullptr) return 1;
     const auto threads = static_cast<int64_t>(pthreadpool_get_threads_count(threadpool_));
-    return std::max<int64_t>(1, std::min<int64_t>({threads, output_shape_.h,
-                                                   output_shape_.Elements() / kMinFloatsPerBand}));
+    const int64_t floats = rows * output_shape_.w * output_shape_.c;
+    return std::max<int64_t>(1, std::min<int64_t>({threads, rows, floats / kMinFloatsPerBand}));
   }
 
   void ComputeRowsAndActivate(int64_t h0, int64_t h1) {
@@ -351,8 +354,19 @@ class PoolKernel final : public HandKernel {
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateHandKernel(const model::Graph& graph,
                                                             model::OpId id,
                                                             const KernelLayout& layout,
-                                                            pthreadpool_t threadpool) {
-  switch (graph.op(id).kind) {
+                                                            pthreadpool_t threadpool,
+                                                            WorkSlice slice) {
+  const model::OpKind kind = graph.op(id).kind;
+  if (slice.axis != model::SplitAxis::kNone) {
+    if (slice.axis != model::SplitAxis::kRows ||
+        (kind != model::OpKind::kActivation && kind != model::OpKind::kSoftmax)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "op ", id, " '", graph.op(id).name, "': no sliced CPU kernel for ",
+          std::string(model::OpKindName(kind)), " along ",
+          std::string(model::SplitAxisName(slice.axis))));
+    }
+  }
+  switch (kind) {
     case model::OpKind::kConcat:
       return std::make_unique<ConcatKernel>(graph, id, layout, threadpool);
     case model::OpKind::kPad:
@@ -362,9 +376,9 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateHandKernel(const model::Graph& 
     case model::OpKind::kFlatten:
       return std::make_unique<FlattenKernel>(graph, id, layout, threadpool);
     case model::OpKind::kActivation:
-      return std::make_unique<CopyKernel>(graph, id, layout, threadpool);
+      return std::make_unique<CopyKernel>(graph, id, layout, threadpool, slice);
     case model::OpKind::kSoftmax:
-      return std::make_unique<SoftmaxKernel>(graph, id, layout, threadpool);
+      return std::make_unique<SoftmaxKernel>(graph, id, layout, threadpool, slice);
     case model::OpKind::kMaxPool:
     case model::OpKind::kAvgPool:
       return std::make_unique<PoolKernel>(graph, id, layout, threadpool);

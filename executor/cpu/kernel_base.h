@@ -82,8 +82,9 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateGlobalAvgPoolKernel(const model
                                                                      model::OpId id,
                                                                      const KernelLayout& layout,
                                                                      pthreadpool_t threadpool);
+// `slice`: whole, or a row slice (model/split.h) of a row-major output.
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateBinaryKernel(const model::Graph& graph,
-                                                              model::OpId id,
+                                                              model::OpId id, WorkSlice slice,
                                                               const KernelLayout& layout,
                                                               pthreadpool_t threadpool);
 // kConvTranspose2d (conv_transpose_kernels.cc): XNNPACK's deconvolution, or the hand-written
@@ -97,17 +98,21 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateHandConvTransposeKernel(
     const model::Graph& graph, model::OpId id, const KernelLayout& layout,
     pthreadpool_t threadpool);
 // The general tensor kinds (tensor_kernels.cc): transpose, reshape, matmul, layer norm,
-// reductions, slices, concat along an axis other than the last.
+// reductions, slices, concat along an axis other than the last. MatMul takes row, column and
+// K slices (a K slice adds its partial sum into the output), layer norm row slices; the
+// others are whole.
 bool IsTensorKernelKind(const model::Op& op);
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateTensorKernel(const model::Graph& graph,
-                                                              model::OpId id,
+                                                              model::OpId id, WorkSlice slice,
                                                               const KernelLayout& layout);
 // Hand-written kernels for what XNNPACK (2022-02) lacks or cannot express exactly:
 // concat, pad, resize, flatten, standalone activations, softmax, and pools it rejects. On a
-// multi-thread `threadpool` they split large outputs by rows.
+// multi-thread `threadpool` they split large outputs by rows. Standalone activations and
+// softmax also take a row slice (`slice`); the others are whole.
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateHandKernel(const model::Graph& graph,
                                                             model::OpId id,
                                                             const KernelLayout& layout,
-                                                            pthreadpool_t threadpool);
+                                                            pthreadpool_t threadpool,
+                                                            WorkSlice slice = WorkSlice::Whole());
 
 }  // namespace psched::executor::cpu::internal

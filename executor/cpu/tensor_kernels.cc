@@ -3,10 +3,16 @@
 // contiguous row-major buffers (model::PhysicalDims); a fused activation runs as one pass
 // after. MatMul runs on oneDNN where the build has it (its JIT GEMM is the fastest kept
 // kernel for batched attention products), else on a blocked loop.
+//
+// Slices (model/split.h) are computed in place in the op's output: a layer norm's rows, a
+// MatMul's rows of the flattened batch x M (a sequence of per-matrix row ranges), its output
+// columns (strided GEMM operands), or a K range, whose partial sum goes to a buffer of its own
+// and is then added into the output, which the runtime zeroes first (as for a conv cin slice).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,8 +31,9 @@ using model::OpKind;
 // Input data of each op input: the bound activation view, or the constant's values.
 class TensorKernel : public KernelBase {
  public:
-  TensorKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout)
-      : KernelBase(graph, id, WorkSlice::Whole(), layout), op_(graph.op(id)) {
+  TensorKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
+               WorkSlice slice = WorkSlice::Whole())
+      : KernelBase(graph, id, slice, layout), op_(graph.op(id)) {
     for (model::TensorId t : op_.inputs) {
       const model::Tensor& tensor = graph.tensor(t);
       in_dims_.push_back(model::PhysicalDims(tensor));
@@ -50,7 +57,12 @@ class TensorKernel : public KernelBase {
 
   absl::Status Run() override {
     Compute(output_.data);
-    if (NeedsActivationPass(activation_)) ApplyActivationInPlace(activation_, output_);
+    if (slice_.axis == model::SplitAxis::kInputChannels) {
+      // Partial sum: the runtime applies the activation once every slice has added.
+      AddContiguousInto(partial_.data(), output_);
+      return absl::OkStatus();
+    }
+    if (NeedsActivationPass(activation_)) ApplyActivationInPlace(activation_, Written());
     return absl::OkStatus();
   }
 
@@ -60,6 +72,21 @@ class TensorKernel : public KernelBase {
   virtual absl::Status Prepare() { return absl::OkStatus(); }
   virtual void Compute(float* y) = 0;
 
+  // The part of the output this kernel writes: rows [begin, end) of a row slice, the columns of
+  // a column slice, else all of it.
+  TensorView Written() const {
+    const int64_t n = slice_.end - slice_.begin;
+    switch (slice_.axis) {
+      case model::SplitAxis::kRows:
+        return TensorView{output_.pixel(slice_.begin, 0), {n, 1, output_shape_.c}, output_stride_};
+      case model::SplitAxis::kOutputChannels:
+        return TensorView{output_.data + slice_.begin, {output_shape_.h, 1, n}, output_stride_};
+      default:
+        return output_;
+    }
+  }
+
+  std::vector<float> partial_;  // K slice: this slice's partial sum, dense
   model::Op op_;
   std::vector<std::vector<int64_t>> in_dims_;
   std::vector<int64_t> out_dims_;
@@ -158,8 +185,9 @@ class ConcatAxisKernel final : public TensorKernel {
 
 class LayerNormKernel final : public TensorKernel {
  public:
-  LayerNormKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout)
-      : TensorKernel(graph, id, layout) {
+  LayerNormKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
+                  WorkSlice slice)
+      : TensorKernel(graph, id, layout, slice) {
     const auto& ln = std::get<model::LayerNormAttrs>(op_.attrs);
     epsilon_ = ln.epsilon;
     scale_ = graph.constants[static_cast<size_t>(ln.scale)].data;
@@ -170,9 +198,11 @@ class LayerNormKernel final : public TensorKernel {
  private:
   void Compute(float* y) override {
     const int64_t n = out_dims_.back();
-    const int64_t rows = model::ElementsOf(out_dims_) / n;
+    const bool sliced = slice_.axis == model::SplitAxis::kRows;
+    const int64_t first = sliced ? slice_.begin : 0;
+    const int64_t last = sliced ? slice_.end : model::ElementsOf(out_dims_) / n;
     const float* x = data_[0];
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = first; r < last; ++r) {
       const float* row = x + r * n;
       float* dst = y + r * n;
       float sum = 0.0f;
@@ -219,12 +249,19 @@ class ReduceKernel final : public TensorKernel {
   }
 };
 
-// C[b] = A[b] x B[b] over the output's batch dims, operands broadcast.
+// C[b] = A[b] x B[b] over the output's batch dims, operands broadcast. A slice computes its
+// part as GEMM pieces: rows [r0, r1) of one matrix with columns [n0, n1) over K range [k0, k1).
 class MatMulKernel final : public TensorKernel {
  public:
   using TensorKernel::TensorKernel;
 
  private:
+  struct Piece {
+    int64_t batch = 0;  // index into a_offsets_ / b_offsets_
+    int64_t row = 0;    // first row within the matrix
+    int64_t rows = 0;
+  };
+
   absl::Status Prepare() override {
     const std::vector<int64_t>& a = in_dims_[0];
     const std::vector<int64_t>& b = in_dims_[1];
@@ -238,42 +275,62 @@ class MatMulKernel final : public TensorKernel {
                   [&](int64_t o) { a_offsets_.push_back(o * m_ * k_); });
     ForEachOffset(batch, BroadcastStrides(std::vector<int64_t>(b.begin(), b.end() - 2), batch),
                   [&](int64_t o) { b_offsets_.push_back(o * k_ * n_); });
+    // The slice's extents: rows of batch x M, columns [n0_, n1_), reduction [k0_, k1_).
+    const int64_t total_rows = static_cast<int64_t>(a_offsets_.size()) * m_;
+    int64_t r0 = 0, r1 = total_rows;
+    n0_ = 0, n1_ = n_, k0_ = 0, k1_ = k_;
+    switch (slice_.axis) {
+      case model::SplitAxis::kRows: r0 = slice_.begin, r1 = slice_.end; break;
+      case model::SplitAxis::kOutputChannels: n0_ = slice_.begin, n1_ = slice_.end; break;
+      case model::SplitAxis::kInputChannels: k0_ = slice_.begin, k1_ = slice_.end; break;
+      default: break;
+    }
+    pieces_.clear();
+    for (int64_t r = r0; r < r1;) {
+      const int64_t b_index = r / m_, row = r % m_;
+      const int64_t rows = std::min(m_ - row, r1 - r);
+      pieces_.push_back({b_index, row, rows});
+      r += rows;
+    }
+    if (slice_.axis == model::SplitAxis::kInputChannels) {
+      partial_.assign(static_cast<size_t>(model::ElementsOf(out_dims_)), 0.0f);
+    }
 #ifdef PSCHED_HAVE_ONEDNN
-    using tag = dnnl::memory::format_tag;
-    using dt = dnnl::memory::data_type;
     static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
     engine_ = engine;
-    const dnnl::memory::desc a_md({m_, k_}, dt::f32, tag::ab);
-    const dnnl::memory::desc b_md({k_, n_}, dt::f32, tag::ab);
-    const dnnl::memory::desc c_md({m_, n_}, dt::f32, tag::ab);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), *engine_);
-    primitive_ = dnnl::matmul(pd);
     stream_ = dnnl::stream(*engine_);
-    a_md_ = a_md;
-    b_md_ = b_md;
-    c_md_ = c_md;
+    primitives_.clear();
+    for (const Piece& p : pieces_) {
+      if (primitives_.contains(p.rows)) continue;
+      primitives_.emplace(p.rows, MakeGemm(p.rows));
+    }
 #endif
     return absl::OkStatus();
   }
 
   void Compute(float* y) override {
-    for (size_t i = 0; i < a_offsets_.size(); ++i) {
-      const float* pa = data_[0] + a_offsets_[i];
-      const float* pb = data_[1] + b_offsets_[i];
-      float* pc = y + static_cast<int64_t>(i) * m_ * n_;
+    // A K slice writes its partial sum densely; Run adds it into the output.
+    float* c_base = partial_.empty() ? y : partial_.data();
+    const int64_t kn = k1_ - k0_, nn = n1_ - n0_;
+    for (const Piece& p : pieces_) {
+      const float* pa = data_[0] + a_offsets_[static_cast<size_t>(p.batch)] + p.row * k_ + k0_;
+      const float* pb = data_[1] + b_offsets_[static_cast<size_t>(p.batch)] + k0_ * n_ + n0_;
+      float* pc = c_base + (p.batch * m_ + p.row) * n_ + n0_;
 #ifdef PSCHED_HAVE_ONEDNN
-      dnnl::memory am(a_md_, *engine_, const_cast<float*>(pa));
-      dnnl::memory bm(b_md_, *engine_, const_cast<float*>(pb));
-      dnnl::memory cm(c_md_, *engine_, pc);
-      primitive_.execute(stream_, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+      const Gemm& g = primitives_.at(p.rows);
+      dnnl::memory am(g.a, *engine_, const_cast<float*>(pa));
+      dnnl::memory bm(g.b, *engine_, const_cast<float*>(pb));
+      dnnl::memory cm(g.c, *engine_, pc);
+      g.primitive.execute(stream_,
+                          {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
 #else
-      for (int64_t r = 0; r < m_; ++r) {
+      for (int64_t r = 0; r < p.rows; ++r) {
         float* row = pc + r * n_;
-        std::fill_n(row, n_, 0.0f);
-        for (int64_t j = 0; j < k_; ++j) {
+        std::fill_n(row, nn, 0.0f);
+        for (int64_t j = 0; j < kn; ++j) {
           const float a = pa[r * k_ + j];
           const float* brow = pb + j * n_;
-          for (int64_t c = 0; c < n_; ++c) row[c] += a * brow[c];
+          for (int64_t c = 0; c < nn; ++c) row[c] += a * brow[c];
         }
       }
 #endif
@@ -284,12 +341,30 @@ class MatMulKernel final : public TensorKernel {
   }
 
   int64_t m_ = 0, k_ = 0, n_ = 0;
+  int64_t n0_ = 0, n1_ = 0, k0_ = 0, k1_ = 0;
   std::vector<int64_t> a_offsets_, b_offsets_;
+  std::vector<Piece> pieces_;
 #ifdef PSCHED_HAVE_ONEDNN
+  // One GEMM per distinct piece height, on operands and result strided by the whole
+  // matrices' row lengths (k_ for A; n_ for B and C).
+  struct Gemm {
+    dnnl::matmul primitive;
+    dnnl::memory::desc a, b, c;
+  };
+  Gemm MakeGemm(int64_t rows) const {
+    using dt = dnnl::memory::data_type;
+    const int64_t kn = k1_ - k0_, nn = n1_ - n0_;
+    Gemm g;
+    g.a = dnnl::memory::desc({rows, kn}, dt::f32, dnnl::memory::dims{k_, 1});
+    g.b = dnnl::memory::desc({kn, nn}, dt::f32, dnnl::memory::dims{n_, 1});
+    g.c = dnnl::memory::desc({rows, nn}, dt::f32, dnnl::memory::dims{n_, 1});
+    g.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(g.a, g.b, g.c),
+                                                            *engine_));
+    return g;
+  }
   dnnl::engine* engine_ = nullptr;
-  dnnl::matmul primitive_;
   dnnl::stream stream_;
-  dnnl::memory::desc a_md_, b_md_, c_md_;
+  std::map<int64_t, Gemm> primitives_;
 #endif
 };
 
@@ -314,17 +389,26 @@ bool IsTensorKernelKind(const model::Op& op) {
 }
 
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateTensorKernel(const model::Graph& graph,
-                                                              model::OpId id,
+                                                              model::OpId id, WorkSlice slice,
                                                               const KernelLayout& layout) {
-  switch (graph.op(id).kind) {
+  const OpKind kind = graph.op(id).kind;
+  const bool sliceable = kind == OpKind::kMatMul ||
+                         (kind == OpKind::kLayerNorm && slice.axis == model::SplitAxis::kRows);
+  if (slice.axis != model::SplitAxis::kNone && !sliceable) {
+    return absl::UnimplementedError(absl::StrCat(
+        "op ", id, " '", graph.op(id).name, "': no sliced CPU kernel for ",
+        std::string(model::OpKindName(kind)), " along ",
+        std::string(model::SplitAxisName(slice.axis))));
+  }
+  switch (kind) {
     case OpKind::kTranspose:
       return std::unique_ptr<CpuKernel>(new TransposeKernel(graph, id, layout));
     case OpKind::kReshape:
       return std::unique_ptr<CpuKernel>(new CopyKernel(graph, id, layout));
     case OpKind::kMatMul:
-      return std::unique_ptr<CpuKernel>(new MatMulKernel(graph, id, layout));
+      return std::unique_ptr<CpuKernel>(new MatMulKernel(graph, id, layout, slice));
     case OpKind::kLayerNorm:
-      return std::unique_ptr<CpuKernel>(new LayerNormKernel(graph, id, layout));
+      return std::unique_ptr<CpuKernel>(new LayerNormKernel(graph, id, layout, slice));
     case OpKind::kReduce:
       return std::unique_ptr<CpuKernel>(new ReduceKernel(graph, id, layout));
     case OpKind::kSlice:

@@ -135,8 +135,10 @@ class FullyConnectedKernel final : public KernelBase {
       return s;
     }
     // Rows of the view are its pixels (a row-major [rows, K] input is rows x 1 pixels).
-    const TensorView slice{output_.data + out_offset_,
-                           {output_shape_.h, output_shape_.w, out_channels_}, output_stride_};
+    const model::Shape written = slice_.axis == model::SplitAxis::kRows
+                                     ? model::Shape{rows_, 1, out_channels_}
+                                     : model::Shape{output_shape_.h, output_shape_.w, out_channels_};
+    const TensorView slice{output_.data + out_offset_, written, output_stride_};
     if (!partial_.empty()) {
       AddContiguousInto(partial_.data(), slice);
     } else if (NeedsActivationPass(activation_)) {
@@ -185,6 +187,12 @@ class FullyConnectedKernel final : public KernelBase {
       partial_.resize(static_cast<size_t>(out_channels_ * output_shape_.h * output_shape_.w));
     }
     rows_ = output_shape_.h * output_shape_.w;
+    if (slice_.axis == model::SplitAxis::kRows) {
+      // Token rows [begin, end) of a row-major [rows, K] input (w == 1).
+      rows_ = slice_.end - slice_.begin;
+      in_offset_ = slice_.begin * input_strides_[0];
+      out_offset_ = slice_.begin * output_stride_;
+    }
     xnn_operator_t op = nullptr;
     const xnn_status status = xnn_create_fully_connected_nc_f32(
         static_cast<size_t>(in_channels), static_cast<size_t>(out_channels_),
@@ -211,7 +219,15 @@ class SingleXnnOpKernel : public KernelBase {
         !s.ok()) {
       return s;
     }
-    if (NeedsActivationPass(activation_)) ApplyActivationInPlace(activation_, output_);
+    if (NeedsActivationPass(activation_)) {
+      TensorView written = output_;
+      if (slice_.axis == model::SplitAxis::kRows) {
+        written = TensorView{output_.pixel(slice_.begin, 0),
+                             {slice_.end - slice_.begin, output_shape_.w, output_shape_.c},
+                             output_stride_};
+      }
+      ApplyActivationInPlace(activation_, written);
+    }
     return absl::OkStatus();
   }
 
@@ -221,8 +237,8 @@ class SingleXnnOpKernel : public KernelBase {
 
  protected:
   SingleXnnOpKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
-                    pthreadpool_t threadpool, XnnOperator op)
-      : KernelBase(graph, id, WorkSlice::Whole(), layout),
+                    pthreadpool_t threadpool, XnnOperator op, WorkSlice slice = WorkSlice::Whole())
+      : KernelBase(graph, id, slice, layout),
         threadpool_(threadpool),
         op_(std::move(op)) {}
 
@@ -265,13 +281,15 @@ class PoolingKernel final : public SingleXnnOpKernel {
   Kind kind_;
 };
 
+// A row slice (row-major output) runs the same operator on its rows: operands with the
+// output's rows are read from the slice's first row, broadcast ones whole.
 class BinaryKernel final : public SingleXnnOpKernel {
  public:
   static absl::StatusOr<std::unique_ptr<CpuKernel>> Create(const model::Graph& graph,
-                                                           model::OpId id,
+                                                           model::OpId id, WorkSlice slice,
                                                            const KernelLayout& layout,
                                                            pthreadpool_t threadpool) {
-    std::unique_ptr<BinaryKernel> k(new BinaryKernel(graph, id, layout, threadpool));
+    std::unique_ptr<BinaryKernel> k(new BinaryKernel(graph, id, slice, layout, threadpool));
     if (auto s = k->Init(graph, id); !s.ok()) return s;
     return std::unique_ptr<CpuKernel>(std::move(k));
   }
@@ -283,42 +301,72 @@ class BinaryKernel final : public SingleXnnOpKernel {
     for (int i = 0; i < 2; ++i) {
       operand[i] = constant_index_ == i ? constant_.data() : inputs_[next++].data;
     }
+    float* out = output_.data;
+    if (slice_.axis == model::SplitAxis::kRows) {
+      const int64_t offset = slice_.begin * output_shape_.c;
+      out += offset;
+      for (int i = 0; i < 2; ++i) {
+        if (sliced_[static_cast<size_t>(i)]) operand[i] += offset;
+      }
+    }
     xnn_status status = xnn_status_success;
     const size_t* s0 = dims_[0].data();
     const size_t* s1 = dims_[1].data();
     const size_t r0 = dims_[0].size(), r1 = dims_[1].size();
     switch (kind_) {
       case model::OpKind::kAdd:
-        status = xnn_setup_add_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1],
-                                      output_.data, threadpool_);
+        status = xnn_setup_add_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1], out,
+                                      threadpool_);
         break;
       case model::OpKind::kMul:
-        status = xnn_setup_multiply_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1],
-                                           output_.data, threadpool_);
+        status = xnn_setup_multiply_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1], out,
+                                           threadpool_);
         break;
       case model::OpKind::kDiv:
-        status = xnn_setup_divide_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1],
-                                         output_.data, threadpool_);
+        status = xnn_setup_divide_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1], out,
+                                         threadpool_);
         break;
       default:
-        status = xnn_setup_subtract_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1],
-                                           output_.data, threadpool_);
+        status = xnn_setup_subtract_nd_f32(op_.get(), r0, s0, r1, s1, operand[0], operand[1], out,
+                                           threadpool_);
         break;
     }
     return XnnStatusToError(name_, "xnn_setup_*_nd_f32", status);
   }
 
  private:
-  BinaryKernel(const model::Graph& graph, model::OpId id, const KernelLayout& layout,
-               pthreadpool_t threadpool)
-      : SingleXnnOpKernel(graph, id, layout, threadpool, XnnOperator()), kind_(graph.op(id).kind) {}
+  BinaryKernel(const model::Graph& graph, model::OpId id, WorkSlice slice,
+               const KernelLayout& layout, pthreadpool_t threadpool)
+      : SingleXnnOpKernel(graph, id, layout, threadpool, XnnOperator(), slice),
+        kind_(graph.op(id).kind) {}
 
   absl::Status Init(const model::Graph& graph, model::OpId id) {
     const model::Op& op = graph.op(id);
+    const bool sliced = slice_.axis == model::SplitAxis::kRows;
+    if (sliced && output_stride_ != output_shape_.c) {
+      return Error("a row slice needs a dense row-major output");
+    }
     for (int i = 0; i < 2; ++i) {
-      const model::Tensor& t = graph.tensor(op.inputs[static_cast<size_t>(i)]);
-      // Physical dims, numpy-broadcast by XNNPACK (right-aligned).
-      for (int64_t d : model::PhysicalDims(t)) dims_[i].push_back(static_cast<size_t>(d));
+      const model::TensorId input = op.inputs[static_cast<size_t>(i)];
+      const model::Tensor& t = graph.tensor(input);
+      if (sliced) {
+        // The slice's rows of a [rows, last] operand, or the whole broadcast operand.
+        switch (model::ClassifyRowOperand(graph, id, input)) {
+          case model::RowOperand::kRows:
+            sliced_[static_cast<size_t>(i)] = true;
+            dims_[i] = {static_cast<size_t>(slice_.end - slice_.begin),
+                        static_cast<size_t>(output_shape_.c)};
+            break;
+          case model::RowOperand::kBroadcast:
+            dims_[i] = {static_cast<size_t>(model::ElementsOf(model::PhysicalDims(t)))};
+            break;
+          case model::RowOperand::kOther:
+            return Error("operand cannot be split by rows");
+        }
+      } else {
+        // Physical dims, numpy-broadcast by XNNPACK (right-aligned).
+        for (int64_t d : model::PhysicalDims(t)) dims_[i].push_back(static_cast<size_t>(d));
+      }
       if (t.constant != model::kInvalidId) {
         constant_index_ = i;
         const std::vector<float>& data = graph.constants[static_cast<size_t>(t.constant)].data;
@@ -350,6 +398,7 @@ class BinaryKernel final : public SingleXnnOpKernel {
 
   model::OpKind kind_;
   std::array<std::vector<size_t>, 2> dims_{};
+  std::array<bool, 2> sliced_{};  // row slice: the operand is read from the slice's first row
   int constant_index_ = -1;
   std::vector<float> constant_;
 };
@@ -444,10 +493,10 @@ absl::StatusOr<std::unique_ptr<CpuKernel>> CreateGlobalAvgPoolKernel(const model
 }
 
 absl::StatusOr<std::unique_ptr<CpuKernel>> CreateBinaryKernel(const model::Graph& graph,
-                                                              model::OpId id,
+                                                              model::OpId id, WorkSlice slice,
                                                               const KernelLayout& layout,
                                                               pthreadpool_t threadpool) {
-  return BinaryKernel::Create(graph, id, layout, threadpool);
+  return BinaryKernel::Create(graph, id, slice, layout, threadpool);
 }
 
 }  // namespace psched::executor::cpu::internal

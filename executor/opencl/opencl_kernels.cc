@@ -407,6 +407,16 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelFactory::Create(OpId id, WorkSli
                                   std::string(model::SplitAxisName(slice.axis)),
                                   "' is empty or outside [0, ", work, ")"));
     }
+    // The row and MatMul splits are CPU-only (scheduler/device_capability.h).
+    const bool sliced_here =
+        op.kind == OpKind::kConv2d ||
+        (op.kind == OpKind::kFullyConnected && slice.axis != SplitAxis::kRows);
+    if (!sliced_here) {
+      return absl::UnimplementedError(absl::StrCat(
+          "opencl: op #", id, " '", op.name, "': no kernel for a '",
+          std::string(model::SplitAxisName(slice.axis)), "' slice of ",
+          std::string(model::OpKindName(op.kind)), " (CPU-only split)"));
+    }
   }
   auto kernel = std::unique_ptr<OpKernel>(new OpKernel(
       device_, absl::StrCat(op.name, slice.axis == SplitAxis::kNone

@@ -122,8 +122,8 @@ void ExpectGuardsIntact(const Fixture& f) {
   }
 }
 
-// Runs the op whole, then tiled into `parts` slices along every axis it supports, comparing
-// each result with the reference. Inputs are drawn from [lo, hi).
+// Runs the op whole, then tiled into `parts` slices along every axis the OpenCL kernels take,
+// comparing each result with the reference; the CPU-only splits must be refused. Inputs are drawn from [lo, hi).
 void CheckOpAllSlices(OpenClDevice* device, Graph graph, const std::string& label,
                       int parts = 3, float lo = -1.0f, float hi = 1.0f) {
   Fixture f = Prepare(device, std::move(graph), 17, {}, 0, lo, hi);
@@ -141,6 +141,15 @@ void CheckOpAllSlices(OpenClDevice* device, Graph graph, const std::string& labe
                          SplitAxis::kInputChannels}) {
     const int64_t work = model::WorkSize(f.graph, id, axis);
     if (work < 2) continue;
+    const OpKind kind = f.graph.op(id).kind;
+    if (kind != OpKind::kConv2d && (kind != OpKind::kFullyConnected || axis == SplitAxis::kRows)) {
+      // The row and matmul splits are CPU-only (scheduler/device_capability.h).
+      absl::StatusOr<std::unique_ptr<OpKernel>> refused =
+          f.factory->Create(id, WorkSlice{axis, 0, 1});
+      EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnimplemented)
+          << label << " " << model::SplitAxisName(axis) << ": " << refused.status();
+      continue;
+    }
     for (bool atomic : {true, false}) {
       if (axis != SplitAxis::kInputChannels && !atomic) continue;
       const std::string what = label + " " + std::string(model::SplitAxisName(axis)) +

@@ -520,6 +520,43 @@ TEST_F(CoExecutionTest, SplitSqueezenetMatchesPyTorch) {
   }
 }
 
+// A vision transformer (tests/data/onnx/encoder.onnx) under random plans that split its
+// matmuls by rows (heads), columns and K, its token-row fully-connected layers, layer norms,
+// softmaxes, GELUs and residual adds across the two devices: the reference's output and
+// PyTorch's.
+TEST_F(CoExecutionTest, SplitEncoderMatchesTheReferenceAndPyTorch) {
+  const std::string stem = PSCHED_SOURCE_DIR "/tests/data/onnx/encoder";
+  auto graph = model::ImportOnnxFile(stem + ".onnx", {});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto input = ReadNpy(stem + ".input.npy");
+  auto torch_output = ReadNpy(stem + ".output.npy");
+  ASSERT_TRUE(input.ok() && torch_output.ok());
+  const model::Shape in_shape = graph->tensor(graph->inputs[0].tensor).shape;
+  const std::vector<std::vector<float>> nhwc{NchwToNhwc(in_shape, input->data)};
+  auto expected = reference::RunGraph(*graph, nhwc);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  int transformer_splits = 0, matmul_k = 0;
+  for (uint32_t seed = 1; seed <= 8; ++seed) {
+    const ExecutionPlan plan = RandomPlan(*graph, 2, seed);
+    auto rt = CoExecutionRuntime::Create(*graph, devices_, plan);
+    ASSERT_TRUE(rt.ok()) << rt.status();
+    for (const std::vector<PlanStep>& steps : plan.device_steps) {
+      for (const PlanStep& step : steps) {
+        const OpKind kind = graph->op(step.op).kind;
+        if (step.slice.axis == SplitAxis::kNone || kind == OpKind::kConv2d) continue;
+        ++transformer_splits;
+        matmul_k += kind == OpKind::kMatMul && step.slice.axis == SplitAxis::kInputChannels;
+      }
+    }
+    auto out = (*rt)->Run(nhwc);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_LE(RelativeL2((*out)[0], (*expected)[0]), 1e-5) << "plan seed " << seed;
+    EXPECT_LE(RelativeL2((*out)[0], torch_output->data), 1e-4) << "plan seed " << seed;
+  }
+  EXPECT_GT(transformer_splits, 100);
+  EXPECT_GT(matmul_k, 0);
+}
+
 TEST_F(CoExecutionTest, UsesTheCallersArena) {
   const model::Graph graph = TestGraph();
   std::vector<float> memory;

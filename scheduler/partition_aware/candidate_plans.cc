@@ -102,6 +102,13 @@ PlacedPlan FromDivision(model::SplitAxis axis, std::span<const int64_t> work,
   return out;
 }
 
+// Devices with a kernel for the parts of `op` split along `axis`.
+int CapableDevices(const Problem& problem, OpId op, model::SplitAxis axis) {
+  int n = 0;
+  for (int d = 0; d < problem.num_devices(); ++d) n += problem.DeviceRuns(op, d, axis) ? 1 : 0;
+  return n;
+}
+
 PlacedPlan BestUnpartitioned(const Problem& problem, OpId op) {
   int best = 0;
   for (int d = 1; d < problem.num_devices(); ++d) {
@@ -217,25 +224,35 @@ PlacedPlan EqualSizePlan(const Problem& problem, OpId op) {
     return problem.LatencyUs(op, model::SplitAxis::kNone, 1, a) <
            problem.LatencyUs(op, model::SplitAxis::kNone, 1, b);
   });
-  by_speed.resize(static_cast<size_t>(slots));
   std::array<model::SplitAxis, 3> axes;
   const int num_axes = SplitAxes(problem, op, axes);
-  std::vector<int64_t> work(static_cast<size_t>(slots));
+  std::vector<int> devices;
+  std::vector<int64_t> work;
   for (int k = 0; k < num_axes; ++k) {
     const model::SplitAxis axis = axes[static_cast<size_t>(k)];
+    // The fastest devices that have a kernel for the split (all of them but for CPU-only splits).
+    devices.clear();
+    for (int d : by_speed) {
+      if (static_cast<int>(devices.size()) < slots && problem.DeviceRuns(op, d, axis)) {
+        devices.push_back(d);
+      }
+    }
+    const int parts = static_cast<int>(devices.size());
+    if (parts < 2) continue;
     const int64_t total = problem.WorkSize(op, axis);
-    for (int q = 0; q < slots; ++q) {
-      work[static_cast<size_t>(q)] = total / slots + (q < total % slots ? 1 : 0);
+    work.assign(static_cast<size_t>(parts), 0);
+    for (int q = 0; q < parts; ++q) {
+      work[static_cast<size_t>(q)] = total / parts + (q < total % parts ? 1 : 0);
     }
     double cost = 0;
-    for (int q = 0; q < slots; ++q) {
+    for (int q = 0; q < parts; ++q) {
       if (work[static_cast<size_t>(q)] > 0) {
         cost = std::max(cost, problem.LatencyUs(op, axis, work[static_cast<size_t>(q)],
-                                                by_speed[static_cast<size_t>(q)]));
+                                                devices[static_cast<size_t>(q)]));
       }
     }
     if (cost < best.local_cost_us) {
-      PlacedPlan candidate = FromDivision(axis, work, by_speed, cost);
+      PlacedPlan candidate = FromDivision(axis, work, devices, cost);
       if (candidate.plan.ActiveSubtasks() >= 2) best = std::move(candidate);
     }
   }
@@ -256,15 +273,23 @@ void PlanSampler::Sample(const Problem& problem, OpId op, std::mt19937_64& rng, 
     return;
   }
   const model::SplitAxis axis = axes[static_cast<size_t>(choice - 1)];
+  // Parts run on distinct devices: no more than the devices with a kernel for the split (the
+  // CPU-only splits, device_capability.h), so that no drawn plan is infeasible for that reason.
+  const int k = std::min(slots, CapableDevices(problem, op, axis));
+  if (k < 2) {
+    out.axis = model::SplitAxis::kNone;
+    out.work.assign(1, 1);
+    return;
+  }
   const int64_t total = problem.WorkSize(op, axis);
   const int64_t alignment = alignment_ > 0 ? alignment_ : problem.alignment(axis);
   const int64_t units = (total + alignment - 1) / alignment;
   // Stars and bars: K - 1 distinct bar positions among N + K - 1 places give a uniform
   // composition of N units into K ordered (possibly empty) parts.
-  const int64_t places = units + slots - 1;
+  const int64_t places = units + k - 1;
   picks_.clear();
   std::uniform_int_distribution<int64_t> place(0, places - 1);
-  while (static_cast<int>(picks_.size()) < slots - 1) {
+  while (static_cast<int>(picks_.size()) < k - 1) {
     const int64_t p = place(rng);
     if (std::find(picks_.begin(), picks_.end(), p) == picks_.end()) picks_.push_back(p);
   }
@@ -274,8 +299,8 @@ void PlanSampler::Sample(const Problem& problem, OpId op, std::mt19937_64& rng, 
   int64_t prev_pos = 0;
   int64_t prev_bar = -1;
   int64_t cum_units = 0;
-  for (int q = 0; q < slots; ++q) {
-    const int64_t bar = q < slots - 1 ? picks_[static_cast<size_t>(q)] : places;
+  for (int q = 0; q < k; ++q) {
+    const int64_t bar = q < k - 1 ? picks_[static_cast<size_t>(q)] : places;
     cum_units += bar - prev_bar - 1;
     prev_bar = bar;
     const int64_t pos = std::min(cum_units * alignment, total);

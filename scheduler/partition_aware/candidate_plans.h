@@ -71,13 +71,15 @@ PlacedPlan MinLocalLatencyPlan(const Problem& problem, OpId op);
 // pi^equal (paper sec. 4.4): per axis, U divided into PlanSlots() near-equal parts (the
 // larger parts first) on the devices fastest for the whole op, the largest part on the
 // fastest; the axis (or the unpartitioned op on its fastest device) with the smallest
-// OSPD local cost wins.
+// OSPD local cost wins. A CPU-only split (device_capability.h) is divided among the fastest
+// devices that run it.
 PlacedPlan EqualSizePlan(const Problem& problem, OpId op);
 
 // Draws candidate plans (paper sec. 5.1): a strategy uniformly among none and the op's
 // split axes, then a division of U into K slots uniformly among all compositions
 // of N = ceil(U / alignment) units (stars and bars), each unit `alignment` work items
-// (the last one clipped to U). Allocation-free once warm. Not thread-safe.
+// (the last one clipped to U). K is at most the number of devices with a kernel for the
+// split, so a CPU-only split is drawn among the CPUs. Allocation-free once warm. Not thread-safe.
 class PlanSampler {
  public:
   // K = `slots` (0 or more than PlanSlots(): PlanSlots()); alignment 0: the problem's.

@@ -1,7 +1,7 @@
 // The scheduler conformance suite: every registered method on chains, fork-joins,
 // diamonds, random DAGs (fixed seeds), a two-domain task graph with transfer costs, models
 // with a sync cost between devices, the paper's 18 models on a 3-device profile, and
-// transformer graphs whose CPU-only ops no method may place on the GPU. Every schedule
+// transformer graphs whose CPU-only ops and splits no method may place on the GPU. Every schedule
 // must pass ValidateSchedule; on top: the iterative search is never worse than its starting
 // schedule, a single-device schedule's makespan is the sum of its op latencies, and on a chain no
 // method is slower than the fastest single device.
@@ -367,6 +367,85 @@ TEST_F(MethodConformanceTest, OpsWithoutAGpuKernelNeverLandOnTheGpu) {
     auto refused = (*single_gpu)->Plan(problem, SchedulerOptions{});
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << name;
     EXPECT_TRUE(absl::StrContains(refused.status().message(), "has no kernel on gpu"));
+  }
+}
+
+// True for the splits of the transformer kinds (model/split.h), which only CPUs run.
+bool IsCpuOnlySplit(const model::Graph& graph, OpId op, model::SplitAxis axis) {
+  if (axis == model::SplitAxis::kNone) return false;
+  const model::OpKind kind = graph.op(op).kind;
+  return kind != model::OpKind::kConv2d &&
+         (kind != model::OpKind::kFullyConnected || axis == model::SplitAxis::kRows);
+}
+
+// The encoder's transformer splits: fully-connected token rows, MatMuls by rows (heads),
+// columns and K, layer norms, softmaxes, activations and binary ops by rows. Every method's
+// schedule validates; the partition-aware methods split some of these ops, never onto the GPU;
+// and ValidateSchedule refuses a schedule that moves such a subtask there.
+TEST_F(MethodConformanceTest, TransformerSplitsStayOnTheCpus) {
+  absl::StatusOr<model::Graph> graph = model::ImportOnnxFile(
+      std::string(PSCHED_SOURCE_DIR "/tests/data/onnx/encoder.onnx"), model::ImportOptions{});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const Problem problem = Make(*graph);
+  const int gpu = *profile_.platform.DeviceIndex("gpu");
+  const int cpu = gpu == 0 ? 1 : 0;
+  int matmuls = 0, row_ops = 0, token_fcs = 0;
+  for (OpId op = 0; op < problem.num_ops(); ++op) {
+    const model::OpKind kind = graph->op(op).kind;
+    const int64_t rows = problem.WorkSize(op, model::SplitAxis::kRows);
+    if (kind == model::OpKind::kMatMul) {
+      ++matmuls;
+      EXPECT_GT(rows, 1) << op;
+      EXPECT_GT(problem.WorkSize(op, model::SplitAxis::kOutputChannels), 1) << op;
+      EXPECT_GT(problem.WorkSize(op, model::SplitAxis::kInputChannels), 1) << op;
+    }
+    if (kind == model::OpKind::kSoftmax || kind == model::OpKind::kLayerNorm) {
+      ++row_ops;
+      EXPECT_GT(rows, 1) << op;
+    }
+    if (kind == model::OpKind::kFullyConnected && rows > 0) ++token_fcs;
+    for (model::SplitAxis axis : model::kAllSplitAxes) {
+      if (problem.WorkSize(op, axis) == 0 || !IsCpuOnlySplit(*graph, op, axis)) continue;
+      EXPECT_FALSE(problem.DeviceRuns(op, gpu, axis)) << op;
+      EXPECT_TRUE(problem.DeviceRuns(op, cpu, axis)) << op;
+    }
+  }
+  EXPECT_GE(matmuls, 4);
+  EXPECT_GE(row_ops, 5);
+  EXPECT_GE(token_fcs, 4);
+  std::vector<std::string> methods;
+  for (const std::string& m : methods_) {
+    if (!absl::EndsWith(m, "single:gpu")) methods.push_back(m);
+  }
+  EXPECT_EQ(RunAll(problem, methods, "encoder").size(), methods.size());
+  for (const char* method : {"pa-heft", "iterative", "partition-only"}) {
+    SCOPED_TRACE(method);
+    auto scheduler = MakeScheduler(method);
+    ASSERT_TRUE(scheduler.ok());
+    SchedulerOptions options;
+    options.seed = 42;
+    absl::StatusOr<Schedule> schedule = (*scheduler)->Plan(problem, options);
+    ASSERT_TRUE(schedule.ok()) << schedule.status();
+    int split = 0;
+    const ScheduledSubtask* moved = nullptr;
+    for (const ScheduledSubtask& t : schedule->subtasks()) {
+      if (!IsCpuOnlySplit(*graph, t.op, t.axis)) continue;
+      ++split;
+      EXPECT_NE(t.device, gpu) << t.op;
+      if (moved == nullptr && schedule->plan(t.op).work.size() > 1) moved = &t;
+    }
+    EXPECT_GT(split, 0) << "no transformer op split";
+    if (moved == nullptr) continue;
+    Schedule edited(problem.num_ops(), problem.num_devices());
+    for (OpId op = 0; op < problem.num_ops(); ++op) edited.SetPlan(op, schedule->plan(op));
+    for (const ScheduledSubtask& t : schedule->subtasks()) {
+      ScheduledSubtask copy = t;
+      if (&t == moved) copy.device = gpu;
+      edited.Add(copy);
+    }
+    const absl::Status refused = ValidateSchedule(problem, edited);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(absl::StrContains(refused.message(), "which has no kernel for it")) << refused;
   }
 }
 

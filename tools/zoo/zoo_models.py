@@ -9,8 +9,14 @@ import inspect
 
 import torch
 import torch.nn as nn
-import torchvision
-import torchvision.models as tvm
+
+# torchvision is needed for its classifiers only; our own models export without it.
+try:
+    import torchvision
+    import torchvision.models as tvm
+except ImportError:
+    torchvision = None
+    tvm = None
 
 from zoo_sets import FAST, SETS, TRANSFORMERS
 
@@ -26,7 +32,9 @@ ONNX_LIMIT_BYTES = 2 * 1024**3
 
 
 def torchvision_classifiers():
-    """Names of torchvision.models' classification builders, sorted."""
+    """Names of torchvision.models' classification builders, sorted (none without torchvision)."""
+    if tvm is None:
+        return []
     names = []
     for name, fn in inspect.getmembers(tvm, inspect.isfunction):
         if name.startswith("_") or name in NOT_BUILDERS:
@@ -323,7 +331,8 @@ def too_large(params):
 
 
 def versions():
-    return {"torch": torch.__version__, "torchvision": torchvision.__version__}
+    return {"torch": torch.__version__,
+            "torchvision": torchvision.__version__ if torchvision is not None else None}
 
 
 __all__ = ["all_models", "model_set", "input_shape", "build", "calibrate_batch_norms",
