@@ -5,7 +5,7 @@
 // (kernels created, weights packed) on first use and reused by later Infer calls, at most
 // kCompiledPlansPerModel per model. Calibrate times the registered models' ops on these
 // devices (alone and under co-run load) and trains the host model
-// (executor/calibration/host_training.h: GBDT or the analytic fit per op family);
+// (calibration/training/host_training.h: GBDT or the analytic fit per op family);
 // UseCalibration switches planning to it.
 //
 // Thread-safety: as GraphBackend; Run and Calibrate are called by the inference queue's one

@@ -7,12 +7,12 @@
 #include <string>
 
 #include "cache/store.h"
+#include "calibration/training/host_training.h"
 #include "daemon/engine.h"
 #include "daemon/host_backend.h"
-#include "executor/calibration/host_training.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "predictor/calibration/calibration_samples.h"
+#include "predictor/host_model/calibration_samples.h"
 #include "source_dir.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
@@ -39,17 +39,17 @@ class HostCalibrationTest : public ::testing::Test {
   // The host model trained on the fixture's samples of `cpu` (a real calibration's).
   nlohmann::json TrainedParams() {
     std::ifstream in(std::string(PSCHED_SOURCE_DIR) +
-                     "/executor/calibration/testdata/host_samples.json");
-    absl::StatusOr<predictor::calibration::CalibrationSamples> samples =
-        predictor::calibration::SamplesFromJson(nlohmann::json::parse(in));
+                     "/calibration/training/testdata/host_samples.json");
+    absl::StatusOr<predictor::host_model::CalibrationSamples> samples =
+        predictor::host_model::SamplesFromJson(nlohmann::json::parse(in));
     EXPECT_TRUE(samples.ok()) << samples.status();
     std::erase_if(samples->samples, [](const auto& s) { return s.device != "cpu"; });
-    executor::calibration::HostTrainingOptions options;
+    calibration::HostTrainingOptions options;
     options.priors.resize(1);
     options.priors[0].name = "cpu";
     options.min_family_samples = 20;
-    absl::StatusOr<executor::calibration::HostTraining> trained =
-        executor::calibration::TrainHostModel("host", *samples, options);
+    absl::StatusOr<calibration::HostTraining> trained =
+        calibration::TrainHostModel("host", *samples, options);
     EXPECT_TRUE(trained.ok()) << trained.status();
     return trained->params;
   }

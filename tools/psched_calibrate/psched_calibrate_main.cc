@@ -2,7 +2,7 @@
 // load from the other devices), trains the host's latency model on them (per device and op
 // family a GBDT model or the analytic fit, host_training.h), then runs real plans of the
 // priority models made with it on the CPU devices and fits the model's run costs (in-run
-// factors, sync between devices: executor/run_calibration/), and prints the held-out error
+// factors, sync between devices: calibration/run_costs/), and prints the held-out error
 // table of both models side by side, the co-run slowdowns and the run costs. Progress goes to
 // stderr.
 //
@@ -35,21 +35,21 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "executor/calibration/calibrate.h"
-#include "executor/calibration/calibration_cases.h"
-#include "executor/calibration/host_training.h"
-#include "executor/calibration/in_graph_timing.h"
-#include "executor/calibration/run_costs.h"
-#include "executor/run_calibration/planned_cases.h"
-#include "executor/run_calibration/run_cost_calibration.h"
+#include "calibration/op_timing/calibrate.h"
+#include "calibration/op_timing/calibration_cases.h"
+#include "calibration/op_timing/in_graph_timing.h"
+#include "calibration/planned_cases.h"
+#include "calibration/run_costs/run_cost_calibration.h"
+#include "calibration/run_costs/run_costs.h"
+#include "calibration/training/analytic_fit.h"
+#include "calibration/training/host_training.h"
+#include "calibration/training/trace_samples.h"
 #include "model/onnx_import.h"
 #include "model/split.h"
 #include "platform/cpu_topology.h"
 #include "predictor/analytic_model.h"
-#include "predictor/calibration/analytic_fit.h"
-#include "predictor/calibration/analytic_params_json.h"
-#include "predictor/calibration/calibration_samples.h"
-#include "predictor/calibration/trace_samples.h"
+#include "predictor/host_model/analytic_params_json.h"
+#include "predictor/host_model/calibration_samples.h"
 #include "predictor/profiles.h"
 #include "scheduler/registry/registry.h"
 #include "spdlog/spdlog.h"
@@ -58,7 +58,7 @@ namespace psched {
 namespace {
 
 namespace fs = std::filesystem;
-using predictor::calibration::CalibrationSamples;
+using predictor::host_model::CalibrationSamples;
 
 struct Flags {
   std::string devices;  // empty: the daemon's default devices (DiscoveredDevices)
@@ -78,9 +78,9 @@ struct Flags {
   std::string log_level = "warn";
   bool in_graph = false;
   bool no_anchors = false;
-  int run_rounds = executor::run_calibration::ProbeOptions{}.rounds;
+  int run_rounds = calibration::ProbeOptions{}.rounds;
   double probe_settle_ms = 20;
-  double run_min_s = executor::run_calibration::kHostRunCostMinSeconds;
+  double run_min_s = calibration::kHostRunCostMinSeconds;
   bool run_rounds_given = false;  // --run-rounds on the command line
   int plan_rounds = 0;
   double plan_budget_s = 10;
@@ -222,7 +222,7 @@ absl::StatusOr<std::vector<model::Graph>> LoadModels(std::vector<std::string> pa
 // Times every op of the priority models inside whole-model runs on each CPU device that
 // calibrated (in_graph_timing.h) and appends the samples.
 absl::Status AddInGraphSamples(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
-                               const std::vector<executor::calibration::DeviceOutcome>& outcomes,
+                               const std::vector<calibration::DeviceOutcome>& outcomes,
                                const std::vector<model::Graph>& models,
                                CalibrationSamples& samples) {
   for (size_t d = 0; d < devices.size(); ++d) {
@@ -234,8 +234,8 @@ absl::Status AddInGraphSamples(const Flags& flags, const std::vector<platform::D
           flags.priority_models.end()) {
         continue;
       }
-      absl::StatusOr<std::vector<predictor::calibration::CalibrationSample>> timed =
-          executor::calibration::TimeOpsInGraph(
+      absl::StatusOr<std::vector<predictor::host_model::CalibrationSample>> timed =
+          calibration::TimeOpsInGraph(
               devices[d], graph,
               {.warmup_runs = flags.warmup, .runs = flags.runs, .seed = flags.seed});
       if (!timed.ok()) {
@@ -280,15 +280,14 @@ absl::Status CheckTraces(const std::vector<std::string>& paths,
       return absl::NotFoundError(
           absl::StrCat(path, ": graph '", graph_name, "' is not among the --models"));
     }
-    absl::StatusOr<std::vector<predictor::calibration::CalibrationSample>> samples =
-        predictor::calibration::SamplesFromTrace(*trace, *graph);
+    absl::StatusOr<std::vector<predictor::host_model::CalibrationSample>> samples =
+        calibration::SamplesFromTrace(*trace, *graph);
     if (!samples.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": ", samples.status().message()));
     }
-    std::printf("\n%s: %zu measured subtasks\n%s", path.c_str(), samples->size(),
-                predictor::calibration::FormatErrorTable(
-                    predictor::calibration::EvaluateErrors(model, names, *samples))
-                    .c_str());
+    std::printf(
+        "\n%s: %zu measured subtasks\n%s", path.c_str(), samples->size(),
+        calibration::FormatErrorTable(calibration::EvaluateErrors(model, names, *samples)).c_str());
     // Sums per device and split axis (the axis is in the sample's source, "... cin[0,8) trace").
     for (size_t d = 0; d < names.size(); ++d) {
       for (model::SplitAxis axis : model::kAllSplitAxes) {
@@ -312,9 +311,9 @@ absl::Status CheckTraces(const std::vector<std::string>& paths,
 }
 
 // How each case is timed, per-op budget and all, from the flags.
-executor::calibration::CalibrationOptions TimingOptions(
+calibration::CalibrationOptions TimingOptions(
     const Flags& flags, const std::vector<predictor::AnalyticDeviceParams>& priors) {
-  executor::calibration::CalibrationOptions options;
+  calibration::CalibrationOptions options;
   options.budget_s = flags.budget_s;
   options.runs = flags.runs;
   options.fastest_run = flags.fastest_run;
@@ -346,16 +345,15 @@ platform::Platform HostPlatform(const std::vector<platform::DeviceSpec>& devices
 }
 
 // Plans the priority models with the trained model, times the configurations those plans put
-// on each device that no sample has, and trains again (executor/run_calibration/planned_cases.h).
+// on each device that no sample has, and trains again (calibration/planned_cases.h).
 absl::Status AddPlannedCases(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
                              const std::vector<bool>& usable,
                              const std::vector<model::Graph>& models,
-                             const executor::calibration::HostTrainingOptions& training_options,
-                             CalibrationSamples& samples,
-                             executor::calibration::HostTraining& training) {
+                             const calibration::HostTrainingOptions& training_options,
+                             CalibrationSamples& samples, calibration::HostTraining& training) {
   const std::vector<model::Graph> graphs = PriorityGraphs(flags, models);
   if (graphs.empty()) return absl::OkStatus();
-  executor::run_calibration::PlannedSamplingOptions options;
+  calibration::PlannedSamplingOptions options;
   options.rounds = flags.plan_rounds;
   options.timing = TimingOptions(flags, training_options.priors);
   options.timing.budget_s = flags.plan_budget_s;
@@ -365,9 +363,9 @@ absl::Status AddPlannedCases(const Flags& flags, const std::vector<platform::Dev
                "[planned] up to %d rounds: plan %zu models, time what the plans use and no "
                "sample has (%.0f s per device and round), train again\n",
                flags.plan_rounds, graphs.size(), flags.plan_budget_s);
-  absl::StatusOr<std::vector<executor::run_calibration::PlannedSamplingRound>> rounds =
-      executor::run_calibration::SamplePlannedCases(
-          graphs, HostPlatform(devices), usable, scheduler::PlanWith, options, samples, training);
+  absl::StatusOr<std::vector<calibration::PlannedSamplingRound>> rounds =
+      calibration::SamplePlannedCases(graphs, HostPlatform(devices), usable, scheduler::PlanWith,
+                                      options, samples, training);
   if (!rounds.ok()) return rounds.status();
   for (size_t r = 0; r < rounds->size(); ++r) {
     std::string line;
@@ -386,7 +384,7 @@ absl::Status AddPlannedCases(const Flags& flags, const std::vector<platform::Dev
 // calibrated (`usable`), and puts the fitted run costs into `training`.
 absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
                          const std::vector<bool>& usable, const std::vector<model::Graph>& models,
-                         executor::calibration::HostTraining& training) {
+                         calibration::HostTraining& training) {
   const std::vector<model::Graph> graphs = PriorityGraphs(flags, models);
   if (graphs.empty()) {
     std::printf("run costs: not measured (no priority model among --models)\n");
@@ -398,14 +396,13 @@ absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceS
                "[run costs] plans of %zu models on the CPU devices, then a GPU beside the first, "
                "%d rounds and at least %g s each\n",
                graphs.size(), flags.run_rounds, flags.run_min_s);
-  absl::StatusOr<executor::calibration::RunCosts> costs =
-      executor::run_calibration::CalibrateHostRunCosts(
-          graphs, platform, usable, training.model, scheduler::PlanWith,
-          {.probe = {.warmup_runs = std::max(1, flags.warmup),
-                     .rounds = flags.run_rounds,
-                     .min_s = flags.run_min_s,
-                     .settle_ms = flags.probe_settle_ms},
-           .seed = flags.seed});
+  absl::StatusOr<calibration::RunCosts> costs = calibration::CalibrateHostRunCosts(
+      graphs, platform, usable, training.model, scheduler::PlanWith,
+      {.probe = {.warmup_runs = std::max(1, flags.warmup),
+                 .rounds = flags.run_rounds,
+                 .min_s = flags.run_min_s,
+                 .settle_ms = flags.probe_settle_ms},
+       .seed = flags.seed});
   if (!costs.ok()) return costs.status();
   std::fprintf(stderr, "[run costs] done in %.1f s\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -413,17 +410,16 @@ absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceS
     std::printf("run costs: not measured (no CPU device calibrated)\n");
     return absl::OkStatus();
   }
-  return executor::calibration::ApplyRunCosts(*costs, training);
+  return calibration::ApplyRunCosts(*costs, training);
 }
 
 // The run costs stored in a psched-calibrate --out file, for the devices being refitted.
 absl::Status ReapplyStoredRunCosts(const nlohmann::json& file,
                                    const std::vector<std::string>& names,
-                                   executor::calibration::HostTraining& training) {
+                                   calibration::HostTraining& training) {
   const nlohmann::json report = file.value("report", nlohmann::json::object());
   if (!report.is_object() || !report.contains("run_costs")) return absl::OkStatus();
-  absl::StatusOr<executor::calibration::RunCosts> costs =
-      executor::calibration::RunCostsFromJson(report["run_costs"]);
+  absl::StatusOr<calibration::RunCosts> costs = calibration::RunCostsFromJson(report["run_costs"]);
   if (!costs.ok()) return costs.status();
   auto known = [&](const std::string& n) {
     return std::find(names.begin(), names.end(), n) != names.end();
@@ -432,7 +428,7 @@ absl::Status ReapplyStoredRunCosts(const nlohmann::json& file,
   std::erase_if(costs->sync, [&](const auto& s) { return !known(s.from) || !known(s.to); });
   std::printf("run costs from %zu in-run factors and %zu sync costs stored with the samples\n",
               costs->in_run.size(), costs->sync.size());
-  return executor::calibration::ApplyRunCosts(*costs, training);
+  return calibration::ApplyRunCosts(*costs, training);
 }
 
 absl::Status Run(const Flags& flags) {
@@ -453,7 +449,7 @@ absl::Status Run(const Flags& flags) {
     absl::StatusOr<nlohmann::json> j = ReadJson(flags.samples_in);
     if (!j.ok()) return j.status();
     samples_file = *j;
-    absl::StatusOr<CalibrationSamples> s = predictor::calibration::SamplesFromJson(*j);
+    absl::StatusOr<CalibrationSamples> s = predictor::host_model::SamplesFromJson(*j);
     if (!s.ok())
       return absl::InvalidArgumentError(absl::StrCat(flags.samples_in, ": ", s.status().message()));
     samples = std::move(*s);
@@ -466,18 +462,17 @@ absl::Status Run(const Flags& flags) {
     absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
     if (!loaded.ok()) return loaded.status();
     models = std::move(*loaded);
-    const std::vector<executor::calibration::CalibrationCase> cases =
-        executor::calibration::BuildCases(
-            models,
-            {.seed = flags.seed, .include_slices = true, .priority_models = flags.priority_models});
+    const std::vector<calibration::CalibrationCase> cases = calibration::BuildCases(
+        models,
+        {.seed = flags.seed, .include_slices = true, .priority_models = flags.priority_models});
     std::printf(
         "%zu models, %zu distinct op configurations and slices (%.1f s)\n", models.size(),
         cases.size(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
-    executor::calibration::CalibrationOptions options = TimingOptions(flags, priors);
+    calibration::CalibrationOptions options = TimingOptions(flags, priors);
     double last_print = -1.0;
     options.co_run_share = flags.co_run_share;
-    options.progress = [&](const executor::calibration::CalibrationProgress& p) {
+    options.progress = [&](const calibration::CalibrationProgress& p) {
       if (p.sample != nullptr && p.elapsed_s - last_print < 1.0) return;
       last_print = p.sample != nullptr ? p.elapsed_s : -1.0;
       const std::string device = p.co_running ? p.device + " co-run" : p.device;
@@ -493,11 +488,11 @@ absl::Status Run(const Flags& flags) {
                      p.sample->measured_us, p.sample->source.c_str());
       }
     };
-    absl::StatusOr<executor::calibration::CalibrationRun> run =
-        executor::calibration::Calibrate(*devices, cases, options);
+    absl::StatusOr<calibration::CalibrationRun> run =
+        calibration::Calibrate(*devices, cases, options);
     if (!run.ok()) return run.status();
     for (size_t d = 0; d < run->devices.size(); ++d) {
-      const executor::calibration::DeviceOutcome& o = run->devices[d];
+      const calibration::DeviceOutcome& o = run->devices[d];
       usable[d] = !o.skipped;
       if (o.skipped) std::printf("[%s] skipped: %s\n", o.device.c_str(), o.reason.c_str());
       outcomes.push_back({{"device", o.device},
@@ -515,15 +510,15 @@ absl::Status Run(const Flags& flags) {
     }
   }
 
-  executor::calibration::HostTrainingOptions training_options;
+  calibration::HostTrainingOptions training_options;
   training_options.priors = priors;
   training_options.seed = flags.seed;
   training_options.folds = flags.folds;
   training_options.min_family_samples = flags.min_family_samples;
   training_options.anchors = !flags.no_anchors;
   const auto train_start = std::chrono::steady_clock::now();
-  absl::StatusOr<executor::calibration::HostTraining> training =
-      executor::calibration::TrainHostModel("host", samples, training_options);
+  absl::StatusOr<calibration::HostTraining> training =
+      calibration::TrainHostModel("host", samples, training_options);
   if (!training.ok()) return training.status();
   if (flags.plan_rounds > 0) {
     if (models.empty()) {  // --samples: the ops were not timed, the plans need the graphs
@@ -556,7 +551,7 @@ absl::Status Run(const Flags& flags) {
       "%.1f s):\n%s",
       flags.folds, training->solo_samples, training->co_run_samples,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count(),
-      executor::calibration::FormatHostTraining(*training).c_str());
+      calibration::FormatHostTraining(*training).c_str());
   std::printf("model version %s (analytic fit %s)\n", training->model->Version().c_str(),
               training->model->analytic().Version().c_str());
   if (!flags.check_traces.empty()) {
@@ -573,9 +568,9 @@ absl::Status Run(const Flags& flags) {
   }
 
   if (!flags.out.empty()) {
-    nlohmann::json out = predictor::calibration::SamplesToJson(samples);
+    nlohmann::json out = predictor::host_model::SamplesToJson(samples);
     out["params"] = training->params;
-    out["report"] = executor::calibration::HostTrainingReportToJson(*training);
+    out["report"] = calibration::HostTrainingReportToJson(*training);
     out["devices"] = std::move(outcomes);
     std::ofstream file(flags.out);
     file << out.dump(1) << "\n";
@@ -657,7 +652,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000));
   app.add_option("--run-min-s", flags.run_min_s,
                  absl::StrCat("more run-cost rounds (up to ",
-                              psched::executor::run_calibration::ProbeOptions{}.max_rounds,
+                              psched::calibration::ProbeOptions{}.max_rounds,
                               ") until they have taken this long, seconds: short probes, as on "
                               "one cluster device, otherwise see only a couple of seconds of the "
                               "machine"))
