@@ -9,13 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "calibration/op_timing/calibrate.h"
-#include "calibration/op_timing/calibration_cases.h"
-#include "calibration/run_costs/run_cost_calibration.h"
-#include "calibration/training/host_training.h"
+#include "calibration/pipeline.h"
 #include "daemon/plan_json.h"
 #include "model/split.h"
-#include "scheduler/registry/registry.h"
 #include "spdlog/spdlog.h"
 
 namespace psched::daemon {
@@ -199,49 +195,27 @@ absl::StatusOr<RunOutput> CoExecBackend::Run(const LoadedModel& model, const Pla
 absl::StatusOr<CalibrationOutput> CoExecBackend::Calibrate(
     const std::vector<std::shared_ptr<const LoadedModel>>& models, double budget_s,
     const CalibrationProgressFn& progress) {
+  // The served models are the priority models (PipelineOptions::priority_models empty): their
+  // ops are timed first, and their plans are probed for the run costs. The probes run at least
+  // as long as the op budget, up to the default: a quick calibration stays quick.
   std::vector<model::Graph> graphs;
-  // The served models' own ops (and every slice size of them) are timed first.
-  calibration::CaseOptions case_options;
-  for (const auto& loaded : models) {
-    graphs.push_back(GraphOf(*loaded));
-    case_options.priority_models.push_back(graphs.back().name);
-  }
-  const std::vector<calibration::CalibrationCase> cases =
-      calibration::BuildCases(graphs, case_options);
-  calibration::CalibrationOptions options;
+  for (const auto& loaded : models) graphs.push_back(GraphOf(*loaded));
+  calibration::PipelineOptions options;
   options.budget_s = budget_s;
-  options.prior = std::make_shared<predictor::AnalyticModel>("prior", priors_);
-  options.progress = [&](const calibration::CalibrationProgress& p) {
-    progress({p.device, p.cases_done, p.cases_skipped, p.elapsed_s, p.budget_s, p.finished});
+  options.run_min_s = std::min(calibration::kHostRunCostMinSeconds, budget_s);
+  options.progress = [&](const calibration::PipelineProgress& p) {
+    if (p.timing == nullptr) return;
+    progress({p.timing->device, p.timing->cases_done, p.timing->cases_skipped, p.timing->elapsed_s,
+              p.timing->budget_s, p.timing->finished});
   };
-  absl::StatusOr<calibration::CalibrationRun> run =
-      calibration::Calibrate(target().devices, cases, options);
+  absl::StatusOr<calibration::PipelineResult> run =
+      calibration::RunPipeline(target(), priors_, graphs, options);
   if (!run.ok()) return run.status();
-  absl::StatusOr<calibration::HostTraining> trained =
-      calibration::TrainHostModel(target().name, run->samples, {.priors = priors_});
-  if (!trained.ok()) return trained.status();
-  // Real plans of the served models, made with the new model, on the CPU devices that
-  // calibrated: the model's in-run factors and sync costs (calibration/run_costs/). Their
-  // probes run at least as long as the op budget, up to the default: a quick calibration stays
-  // quick.
-  std::vector<bool> usable;
-  for (const calibration::DeviceOutcome& o : run->devices) usable.push_back(!o.skipped);
-  if (!graphs.empty()) {
-    absl::StatusOr<calibration::RunCosts> costs = calibration::CalibrateHostRunCosts(
-        graphs, target(), usable, trained->model, scheduler::PlanWith,
-        {.probe = {.min_s = std::min(calibration::kHostRunCostMinSeconds, budget_s)}});
-    if (!costs.ok()) return costs.status();
-    if (costs->probes > 0) {
-      if (absl::Status s = calibration::ApplyRunCosts(*costs, *trained); !s.ok()) {
-        return s;
-      }
-    }
-  }
   CalibrationOutput out;
-  out.predictor_version = trained->model->Version();
-  out.params = trained->params;
-  out.report = calibration::HostTrainingReportToJson(*trained);
-  out.error_table = calibration::FormatHostTraining(*trained);
+  out.predictor_version = run->training.model->Version();
+  out.params = run->training.params;
+  out.report = calibration::HostTrainingReportToJson(run->training);
+  out.error_table = calibration::FormatHostTraining(run->training);
   out.samples = static_cast<int>(run->samples.samples.size());
   for (const calibration::DeviceOutcome& o : run->devices) {
     if (o.skipped) out.skipped_devices.push_back(absl::StrCat(o.device, ": ", o.reason));
