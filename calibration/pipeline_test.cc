@@ -1,13 +1,12 @@
 #include "calibration/pipeline.h"
 
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "calibration/training/host_samples_for_test.h"
 #include "executor/testing/graph_builder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "source_dir.h"
 
 namespace psched::calibration {
 namespace {
@@ -15,18 +14,6 @@ namespace {
 using predictor::host_model::CalibrationSamples;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// Real samples of a calibration of a 2-core cluster `cpu` and PoCL as `gpu`
-// (training/testdata, as host_training_test reads them).
-CalibrationSamples StoredSamples() {
-  std::ifstream in(std::string(PSCHED_SOURCE_DIR) +
-                   "/calibration/training/testdata/host_samples.json");
-  EXPECT_TRUE(in.good());
-  absl::StatusOr<CalibrationSamples> samples =
-      predictor::host_model::SamplesFromJson(nlohmann::json::parse(in));
-  EXPECT_TRUE(samples.ok()) << samples.status();
-  return samples.ok() ? *samples : CalibrationSamples{};
-}
 
 platform::DeviceSpec Cpu(const std::string& name, int core) {
   platform::DeviceSpec spec;
@@ -55,7 +42,7 @@ std::vector<predictor::AnalyticDeviceParams> PriorsOf(const platform::Platform& 
   return priors;
 }
 
-// The stored samples' devices.
+// The devices of HostSamplesForTest.
 platform::Platform StoredPlatform() {
   platform::Platform platform;
   platform.name = "host";
@@ -88,7 +75,7 @@ model::Graph ConvPair() {
 TEST(PipelineTest, RefitTrainsOnTheStoredSamplesWithoutTiming) {
   const platform::Platform platform = StoredPlatform();
   StoredCalibration stored;
-  stored.samples = StoredSamples();
+  stored.samples = HostSamplesForTest();
   ASSERT_FALSE(stored.samples.samples.empty());
   int events = 0;
   PipelineOptions options = RefitOptions();
@@ -107,7 +94,7 @@ TEST(PipelineTest, RefitTrainsOnTheStoredSamplesWithoutTiming) {
 TEST(PipelineTest, StoredRunCostsOfOtherDevicesAreDropped) {
   const platform::Platform platform = StoredPlatform();
   StoredCalibration stored;
-  stored.samples = StoredSamples();
+  stored.samples = HostSamplesForTest();
   RunCosts costs;
   costs.probes = 3;
   costs.runs = 15;
@@ -130,7 +117,7 @@ TEST(PipelineTest, StoredRunCostsOfOtherDevicesAreDropped) {
 TEST(PipelineTest, RunCostsNeedAPriorityModel) {
   const platform::Platform platform = StoredPlatform();
   StoredCalibration stored;
-  stored.samples = StoredSamples();
+  stored.samples = HostSamplesForTest();
   const std::vector<model::Graph> models = {ConvPair()};
   PipelineOptions options = RefitOptions();
   options.run_rounds = 2;
@@ -145,7 +132,7 @@ TEST(PipelineTest, RunCostsNeedAPriorityModel) {
 TEST(PipelineTest, RefusesPriorsThatAreNotTheDevices) {
   const platform::Platform platform = StoredPlatform();
   StoredCalibration stored;
-  stored.samples = StoredSamples();
+  stored.samples = HostSamplesForTest();
   std::vector<predictor::AnalyticDeviceParams> priors = PriorsOf(platform);
   priors.pop_back();
   absl::StatusOr<PipelineResult> result =
@@ -154,8 +141,9 @@ TEST(PipelineTest, RefusesPriorsThatAreNotTheDevices) {
   EXPECT_THAT(result.status().message(), HasSubstr("1 priors for 2 devices"));
 }
 
-// Every step on one core: the model's ops (and the transformer shapes) timed, trained, its
-// configurations planned and timed again, a probe of its plan run for the run costs.
+// Every step on one core: the model's ops (and the transformer shapes) timed alone and in the
+// whole model, trained, its plans' configurations timed and trained again, a probe of its plan
+// run for the run costs.
 TEST(PipelineTest, TimesTrainsPlansAndProbesOnOneCore) {
   platform::Platform platform;
   platform.name = "host";
@@ -164,6 +152,7 @@ TEST(PipelineTest, TimesTrainsPlansAndProbesOnOneCore) {
   PipelineOptions options;
   options.budget_s = 0.5;
   options.runs = 3;
+  options.in_graph = true;
   options.folds = 2;
   options.min_family_samples = 1000000;  // the analytic fit: half a second times too few for GBDT
   options.plan_rounds = 1;
@@ -187,17 +176,23 @@ TEST(PipelineTest, TimesTrainsPlansAndProbesOnOneCore) {
   absl::StatusOr<PipelineResult> result =
       RunPipeline(platform, PriorsOf(platform), models, options);
   ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_THAT(started, ElementsAre(PipelineStep::kOpTiming, PipelineStep::kPlannedCases,
-                                   PipelineStep::kRunCosts));
+  EXPECT_THAT(started, ElementsAre(PipelineStep::kOpTiming, PipelineStep::kInGraph,
+                                   PipelineStep::kPlannedCases, PipelineStep::kRunCosts));
   EXPECT_EQ(finished, started);
   EXPECT_GT(timing_events, 0);
   ASSERT_EQ(result->devices.size(), 1u);
   EXPECT_FALSE(result->devices[0].skipped) << result->devices[0].reason;
   ASSERT_EQ(result->planned.size(), 1u);
-  // One device: no co-run phase, so the samples are the cases timed and the planned ones.
+  ASSERT_EQ(result->in_graph.size(), 1u);
+  EXPECT_EQ(result->in_graph[0].device, "cpu.0");
+  EXPECT_EQ(result->in_graph[0].models, 1);
+  EXPECT_EQ(result->in_graph[0].ops, 2);  // both convs
+  // One device: no co-run phase, so the samples are the cases timed, the in-graph ops and the
+  // planned cases timed.
   EXPECT_GT(result->devices[0].cases_done, 0);
   EXPECT_EQ(result->samples.samples.size(),
-            static_cast<size_t>(result->devices[0].cases_done + result->planned[0].timed[0]));
+            static_cast<size_t>(result->devices[0].cases_done + result->in_graph[0].ops +
+                                result->planned[0].timed[0]));
   EXPECT_TRUE(result->run_costs_missing.empty());
   ASSERT_TRUE(result->training.run_costs.has_value());
   EXPECT_EQ(result->training.run_costs->probes, 1);

@@ -5,16 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "calibration/training/host_samples_for_test.h"
 #include "predictor/gbdt/features.h"
 #include "predictor/gbdt/model_file.h"
-#include "source_dir.h"
 
 namespace psched::calibration {
 namespace {
@@ -24,18 +23,6 @@ using nlohmann::json;
 using predictor::host_model::CalibrationSample;
 using predictor::host_model::CalibrationSamples;
 using ::testing::HasSubstr;
-
-// Real samples of a psched-calibrate run on the development machine (a 2-core cluster `cpu` and
-// PoCL as `gpu`), a few models' worth, with their co-run samples.
-CalibrationSamples Fixture() {
-  std::ifstream in(std::string(PSCHED_SOURCE_DIR) +
-                   "/calibration/training/testdata/host_samples.json");
-  EXPECT_TRUE(in.good());
-  absl::StatusOr<CalibrationSamples> samples =
-      predictor::host_model::SamplesFromJson(json::parse(in));
-  EXPECT_TRUE(samples.ok()) << samples.status();
-  return samples.ok() ? *samples : CalibrationSamples{};
-}
 
 HostTrainingOptions Options() {
   HostTrainingOptions options;
@@ -63,7 +50,7 @@ json& StoredDevice(json& params, const std::string& name) {
 class HostTrainingTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<HostTraining> trained = TrainHostModel("host", Fixture(), Options());
+    absl::StatusOr<HostTraining> trained = TrainHostModel("host", HostSamplesForTest(), Options());
     ASSERT_TRUE(trained.ok()) << trained.status();
     training_ = new HostTraining(std::move(*trained));
   }
@@ -79,7 +66,7 @@ class HostTrainingTest : public ::testing::Test {
   static absl::StatusOr<LoadedHostModel> ExpectRunOnlyAndStored(const HostTraining& with,
                                                                 const HostTraining& without,
                                                                 int device) {
-    const CalibrationSamples samples = Fixture();
+    const CalibrationSamples samples = HostSamplesForTest();
     const predictor::OpConfig& config = samples.samples.front().config;
     EXPECT_DOUBLE_EQ(with.model->PredictUs(config, device),
                      without.model->PredictUs(config, device));
@@ -94,7 +81,7 @@ HostTraining* HostTrainingTest::training_ = nullptr;
 
 TEST_F(HostTrainingTest, TrainsGbdtForWellSampledFamiliesAndTheFitForTheRest) {
   const HostTraining& t = *training_;
-  const CalibrationSamples samples = Fixture();
+  const CalibrationSamples samples = HostSamplesForTest();
   ASSERT_EQ(t.model->num_devices(), 2);
   for (int d = 0; d < 2; ++d) {
     const std::string name = d == 0 ? "cpu" : "gpu";
@@ -141,7 +128,7 @@ TEST_F(HostTrainingTest, TrainsGbdtForWellSampledFamiliesAndTheFitForTheRest) {
 }
 
 TEST_F(HostTrainingTest, ContentionIsTheMedianCoRunSlowdown) {
-  const CalibrationSamples samples = Fixture();
+  const CalibrationSamples samples = HostSamplesForTest();
   ASSERT_EQ(training_->contention.size(), 2u);
   for (const ContentionStats& c : training_->contention) {
     std::vector<double> ratios;
@@ -171,7 +158,7 @@ TEST_F(HostTrainingTest, StoredFormLoadsBackToTheSameModel) {
   EXPECT_EQ(loaded->device_names, (std::vector<std::string>{"cpu", "gpu"}));
   EXPECT_EQ(loaded->model->Version(), training_->model->Version());
   EXPECT_EQ(stored["model_version"], training_->model->Version());
-  const CalibrationSamples samples = Fixture();
+  const CalibrationSamples samples = HostSamplesForTest();
   std::vector<predictor::OpConfig> configs;
   for (const CalibrationSample& s : samples.samples) {
     const int d = s.device == "cpu" ? 0 : 1;
@@ -222,7 +209,7 @@ TEST_F(HostTrainingTest, RunCostsScalePredictionsAddSyncAndChangeTheVersion) {
   costs.in_run = {{.device = "cpu", .measured_us = 1200, .predicted_us = 1000, .factor = 1.2}};
   costs.sync = {{.from = "cpu", .to = "gpu", .us = 25}};
   ASSERT_TRUE(ApplyRunCosts(costs, with).ok());
-  const CalibrationSamples samples = Fixture();
+  const CalibrationSamples samples = HostSamplesForTest();
   const predictor::OpConfig& config = samples.samples.front().config;
   EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 0), 1.2 * training_->model->PredictUs(config, 0));
   EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 1), training_->model->PredictUs(config, 1));
@@ -289,7 +276,7 @@ TEST_F(HostTrainingTest, HandOffsByWaitAndCoRunFactorsAreTheModelsAndStored) {
   costs.in_run[0].co_run_factor = 1;
   costs.sync[0].window_us = 0;
   ASSERT_TRUE(ApplyRunCosts(costs, without).ok());
-  const CalibrationSamples samples = Fixture();
+  const CalibrationSamples samples = HostSamplesForTest();
   const predictor::OpConfig& config = samples.samples.front().config;
   EXPECT_DOUBLE_EQ(with.model->PredictUs(config, 0), without.model->PredictUs(config, 0));
   EXPECT_EQ(with.model->SyncUs(0, 1), 25);
@@ -585,9 +572,9 @@ TEST_F(HostTrainingTest, DamagedStoredModelsAreRefusedNamingFileAndLine) {
 TEST(HostTrainingAnchorsTest, TimedConfigurationsArePredictedFromTheirTimes) {
   HostTrainingOptions options = Options();
   options.anchors = true;
-  absl::StatusOr<HostTraining> t = TrainHostModel("host", Fixture(), options);
+  absl::StatusOr<HostTraining> t = TrainHostModel("host", HostSamplesForTest(), options);
   ASSERT_TRUE(t.ok()) << t.status();
-  const CalibrationSamples samples = Fixture();
+  const CalibrationSamples samples = HostSamplesForTest();
   std::map<std::pair<int, std::string>, std::vector<double>> times;
   for (const CalibrationSample& s : samples.samples) {
     if (s.co_running) continue;
@@ -653,7 +640,7 @@ TEST(HostTrainingAnchorsTest, TimedConfigurationsArePredictedFromTheirTimes) {
   }
 
   // Without its anchors the stored form is the model trained without them, version and all.
-  absl::StatusOr<HostTraining> plain = TrainHostModel("host", Fixture(), Options());
+  absl::StatusOr<HostTraining> plain = TrainHostModel("host", HostSamplesForTest(), Options());
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_NE(plain->model->Version(), t->model->Version());
   json stripped = stored;
@@ -683,7 +670,7 @@ TEST_F(HostTrainingTest, ModelsTrainedForAnotherDeviceAreRefused) {
 }
 
 TEST(HostTrainingInputTest, SamplesOfAnotherDeviceAreRefused) {
-  CalibrationSamples samples = Fixture();
+  CalibrationSamples samples = HostSamplesForTest();
   ASSERT_GT(samples.samples.size(), 10u);
   samples.samples[7].device = "npu";
   absl::StatusOr<HostTraining> trained = TrainHostModel("host", samples, Options());
@@ -692,11 +679,11 @@ TEST(HostTrainingInputTest, SamplesOfAnotherDeviceAreRefused) {
   EXPECT_THAT(trained.status().message(), HasSubstr("'npu'"));
   HostTrainingOptions one_fold = Options();
   one_fold.folds = 1;
-  EXPECT_FALSE(TrainHostModel("host", Fixture(), one_fold).ok());
+  EXPECT_FALSE(TrainHostModel("host", HostSamplesForTest(), one_fold).ok());
 }
 
 TEST(HostTrainingInputTest, TooFewSamplesKeepTheAnalyticFitEverywhere) {
-  CalibrationSamples samples = Fixture();
+  CalibrationSamples samples = HostSamplesForTest();
   samples.samples.resize(10);
   absl::StatusOr<HostTraining> trained = TrainHostModel("host", samples, Options());
   ASSERT_TRUE(trained.ok()) << trained.status();
