@@ -14,8 +14,6 @@
 namespace psched::calibration {
 namespace {
 
-using predictor::host_model::CalibrationSamples;
-
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -38,10 +36,12 @@ std::vector<model::Graph> PriorityGraphs(const PipelineOptions& options,
   return graphs;
 }
 
-// How each case is timed, from the options.
-CalibrationOptions TimingOptions(const PipelineOptions& options,
-                                 std::span<const predictor::AnalyticDeviceParams> priors) {
+// How each case is timed on `platform`, from the options.
+CalibrationOptions TimingOptions(const platform::Platform& platform,
+                                 std::span<const predictor::AnalyticDeviceParams> priors,
+                                 const PipelineOptions& options) {
   CalibrationOptions timing;
+  timing.platform = platform.name;
   timing.budget_s = options.budget_s;
   timing.runs = options.runs;
   timing.fastest_run = options.fastest_run;
@@ -66,8 +66,7 @@ absl::Status TimeOps(const platform::Platform& platform,
                    .models = static_cast<int>(models.size()),
                    .cases = static_cast<int>(cases.size())});
   const auto start = std::chrono::steady_clock::now();
-  CalibrationOptions timing = TimingOptions(options, priors);
-  timing.platform = platform.name;
+  CalibrationOptions timing = TimingOptions(platform, priors, options);
   timing.co_run_share = options.co_run_share;
   if (options.progress) {
     timing.progress = [&](const CalibrationProgress& p) {
@@ -186,8 +185,7 @@ absl::StatusOr<PipelineResult> RunPipeline(const platform::Platform& platform,
   if (options.plan_rounds > 0 && !priority.empty()) {
     PlannedSamplingOptions planned;
     planned.rounds = options.plan_rounds;
-    planned.timing = TimingOptions(options, priors);
-    planned.timing.platform = platform.name;
+    planned.timing = TimingOptions(platform, priors, options);
     planned.timing.budget_s = options.plan_budget_s;
     planned.training = training_options;
     Report(options,

@@ -8,7 +8,7 @@
 //
 //   psched-calibrate --budget-s 5 --out calibration.json     (pschedd's devices: clusters + gpu)
 //   psched-calibrate --devices cpu.0,cpu.1,gpu --budget-s 5 --out calibration.json
-//   psched-calibrate --models a.onnx,b.onnx,c.onnx --priority-models a,b --out calibration.json
+//   psched-calibrate --models a.onnx b.onnx c.onnx --priority-models a,b --out calibration.json
 //   psched-calibrate --samples calibration.json --out refit.json   (fit only, no timing)
 //
 // The priority models are the graph names --priority-models lists, or every model --models
