@@ -9,13 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "calibration/pipeline.h"
 #include "daemon/plan_json.h"
-#include "executor/calibration/calibrate.h"
-#include "executor/calibration/calibration_cases.h"
-#include "executor/calibration/host_training.h"
-#include "executor/run_calibration/run_cost_calibration.h"
 #include "model/split.h"
-#include "scheduler/registry/registry.h"
 #include "spdlog/spdlog.h"
 
 namespace psched::daemon {
@@ -131,9 +127,9 @@ absl::Status CoExecBackend::Warm(const LoadedModel& model, const PlanOutput& pla
   }
   absl::StatusOr<std::vector<std::vector<float>>> outputs = (*compiled)->runtime->Run(zeros);
   if (!outputs.ok()) return outputs.status();
-  spdlog::debug("warmed the {} plan of '{}' in {:.1f} ms", plan.scheduler, handle.graph.name,
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count());
+  spdlog::debug(
+      "warmed the {} plan of '{}' in {:.1f} ms", plan.scheduler, handle.graph.name,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return absl::OkStatus();
 }
 
@@ -199,53 +195,29 @@ absl::StatusOr<RunOutput> CoExecBackend::Run(const LoadedModel& model, const Pla
 absl::StatusOr<CalibrationOutput> CoExecBackend::Calibrate(
     const std::vector<std::shared_ptr<const LoadedModel>>& models, double budget_s,
     const CalibrationProgressFn& progress) {
+  // The served models are the priority models (PipelineOptions::priority_models empty): their
+  // ops are timed first, and their plans are probed for the run costs. The probes run at least
+  // as long as the op budget, up to the default: a quick calibration stays quick.
   std::vector<model::Graph> graphs;
-  // The served models' own ops (and every slice size of them) are timed first.
-  executor::calibration::CaseOptions case_options;
-  for (const auto& loaded : models) {
-    graphs.push_back(GraphOf(*loaded));
-    case_options.priority_models.push_back(graphs.back().name);
-  }
-  const std::vector<executor::calibration::CalibrationCase> cases =
-      executor::calibration::BuildCases(graphs, case_options);
-  executor::calibration::CalibrationOptions options;
+  for (const auto& loaded : models) graphs.push_back(GraphOf(*loaded));
+  calibration::PipelineOptions options;
   options.budget_s = budget_s;
-  options.prior = std::make_shared<predictor::AnalyticModel>("prior", priors_);
-  options.progress = [&](const executor::calibration::CalibrationProgress& p) {
-    progress({p.device, p.cases_done, p.cases_skipped, p.elapsed_s, p.budget_s, p.finished});
+  options.run_min_s = std::min(calibration::kHostRunCostMinSeconds, budget_s);
+  options.progress = [&](const calibration::PipelineProgress& p) {
+    if (p.timing == nullptr) return;
+    progress({p.timing->device, p.timing->cases_done, p.timing->cases_skipped, p.timing->elapsed_s,
+              p.timing->budget_s, p.timing->finished});
   };
-  absl::StatusOr<executor::calibration::CalibrationRun> run =
-      executor::calibration::Calibrate(target().devices, cases, options);
+  absl::StatusOr<calibration::PipelineResult> run =
+      calibration::RunPipeline(target(), priors_, graphs, options);
   if (!run.ok()) return run.status();
-  absl::StatusOr<executor::calibration::HostTraining> trained =
-      executor::calibration::TrainHostModel(target().name, run->samples, {.priors = priors_});
-  if (!trained.ok()) return trained.status();
-  // Real plans of the served models, made with the new model, on the CPU devices that
-  // calibrated: the model's in-run factors and sync costs (executor/run_calibration/). Their
-  // probes run at least as long as the op budget, up to the default: a quick calibration stays
-  // quick.
-  std::vector<bool> usable;
-  for (const executor::calibration::DeviceOutcome& o : run->devices) usable.push_back(!o.skipped);
-  if (!graphs.empty()) {
-    absl::StatusOr<executor::calibration::RunCosts> costs =
-        executor::run_calibration::CalibrateHostRunCosts(
-            graphs, target(), usable, trained->model, scheduler::PlanWith,
-            {.probe = {.min_s =
-                           std::min(executor::run_calibration::kHostRunCostMinSeconds, budget_s)}});
-    if (!costs.ok()) return costs.status();
-    if (costs->probes > 0) {
-      if (absl::Status s = executor::calibration::ApplyRunCosts(*costs, *trained); !s.ok()) {
-        return s;
-      }
-    }
-  }
   CalibrationOutput out;
-  out.predictor_version = trained->model->Version();
-  out.params = trained->params;
-  out.report = executor::calibration::HostTrainingReportToJson(*trained);
-  out.error_table = executor::calibration::FormatHostTraining(*trained);
+  out.predictor_version = run->training.model->Version();
+  out.params = run->training.params;
+  out.report = calibration::HostTrainingReportToJson(run->training);
+  out.error_table = calibration::FormatHostTraining(run->training);
   out.samples = static_cast<int>(run->samples.samples.size());
-  for (const executor::calibration::DeviceOutcome& o : run->devices) {
+  for (const calibration::DeviceOutcome& o : run->devices) {
     if (o.skipped) out.skipped_devices.push_back(absl::StrCat(o.device, ": ", o.reason));
   }
   return out;
@@ -253,8 +225,7 @@ absl::StatusOr<CalibrationOutput> CoExecBackend::Calibrate(
 
 absl::StatusOr<std::shared_ptr<const predictor::LatencyModel>> CoExecBackend::CalibratedModel(
     const nlohmann::json& json) const {
-  absl::StatusOr<executor::calibration::LoadedHostModel> loaded =
-      executor::calibration::HostModelFromJson(json);
+  absl::StatusOr<calibration::LoadedHostModel> loaded = calibration::HostModelFromJson(json);
   if (!loaded.ok()) return loaded.status();
   const std::vector<std::string>& names = loaded->device_names;
   if (names != device_names_) {

@@ -3,10 +3,9 @@
 // opened once by MakeHostBackend), and inference executes the plan across them with the
 // co-execution runtime (executor "coexec"): each distinct plan of a model is compiled once
 // (kernels created, weights packed) on first use and reused by later Infer calls, at most
-// kCompiledPlansPerModel per model. Calibrate times the registered models' ops on these
-// devices (alone and under co-run load) and trains the host model
-// (executor/calibration/host_training.h: GBDT or the analytic fit per op family);
-// UseCalibration switches planning to it.
+// kCompiledPlansPerModel per model. Calibrate runs the calibration pipeline on these devices
+// with the registered models as its priority models (calibration/pipeline.h: op timing, the
+// host model's training, its run costs); UseCalibration switches planning to it.
 //
 // Thread-safety: as GraphBackend; Run and Calibrate are called by the inference queue's one
 // worker.

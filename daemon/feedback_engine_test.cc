@@ -17,7 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "platform/cpu_topology.h"
-#include "predictor/calibration/analytic_params_json.h"
+#include "predictor/host_model/analytic_params_json.h"
 #include "source_dir.h"
 
 namespace psched::daemon {
@@ -82,7 +82,7 @@ class FeedbackEngineTest : public ::testing::Test {
       device.concat_us /= speed;
     }
     absl::Status used = (*backend)->UseCalibration(
-        predictor::calibration::AnalyticParamsToJson({(*backend)->platform().name, params}));
+        predictor::host_model::AnalyticParamsToJson({(*backend)->platform().name, params}));
     EXPECT_TRUE(used.ok()) << used;
     auto store = cache::Store::Open(dir_);
     EXPECT_TRUE(store.ok()) << store.status();

@@ -2,9 +2,10 @@
 // several times off on a given board (docs/calibration.md). FirstStartCalibration runs one
 // short calibration in the background the first time there is something to time (a model
 // registered, or one already stored at start), through `run` (Engine::Calibrate: through the
-// inference queue, so no inference runs meanwhile). Once it is done the daemon plans with the
-// calibrated model; plans made before it are no longer served, so each model's next request
-// replans. At most one run per daemon; a failed run is logged, not retried.
+// inference queue, so no inference runs meanwhile, to the backend's Calibrate, which on the
+// host runs calibration::RunPipeline, calibration/pipeline.h). Once it is done the daemon
+// plans with the calibrated model; plans made before it are no longer served, so each model's
+// next request replans. At most one run per daemon; a failed run is logged, not retried.
 //
 // Thread-safety: all methods are thread-safe. The destructor waits for a started run.
 #pragma once

@@ -1,19 +1,18 @@
 // The daemon's host backend with stored calibrations: a trained GBDT calibration is loaded at
 // start; a damaged one is refused with a clear log line and the previous model kept.
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
 
 #include "cache/store.h"
+#include "calibration/training/host_samples_for_test.h"
+#include "calibration/training/host_training.h"
 #include "daemon/engine.h"
 #include "daemon/host_backend.h"
-#include "executor/calibration/host_training.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "predictor/calibration/calibration_samples.h"
-#include "source_dir.h"
+#include "predictor/host_model/calibration_samples.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
 
@@ -38,18 +37,14 @@ class HostCalibrationTest : public ::testing::Test {
 
   // The host model trained on the fixture's samples of `cpu` (a real calibration's).
   nlohmann::json TrainedParams() {
-    std::ifstream in(std::string(PSCHED_SOURCE_DIR) +
-                     "/executor/calibration/testdata/host_samples.json");
-    absl::StatusOr<predictor::calibration::CalibrationSamples> samples =
-        predictor::calibration::SamplesFromJson(nlohmann::json::parse(in));
-    EXPECT_TRUE(samples.ok()) << samples.status();
-    std::erase_if(samples->samples, [](const auto& s) { return s.device != "cpu"; });
-    executor::calibration::HostTrainingOptions options;
+    predictor::host_model::CalibrationSamples samples = calibration::HostSamplesForTest();
+    std::erase_if(samples.samples, [](const auto& s) { return s.device != "cpu"; });
+    calibration::HostTrainingOptions options;
     options.priors.resize(1);
     options.priors[0].name = "cpu";
     options.min_family_samples = 20;
-    absl::StatusOr<executor::calibration::HostTraining> trained =
-        executor::calibration::TrainHostModel("host", *samples, options);
+    absl::StatusOr<calibration::HostTraining> trained =
+        calibration::TrainHostModel("host", samples, options);
     EXPECT_TRUE(trained.ok()) << trained.status();
     return trained->params;
   }

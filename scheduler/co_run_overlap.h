@@ -5,7 +5,7 @@
 // runs at its own speed, and one whose every subtask has a twin on the other core - a
 // partition-only plan - pays the factor throughout. Used both ways: to predict a fixed plan's run
 // (scheduler::RetimeByWaits) and to fit the factor to measured runs
-// (executor/run_calibration/fit_run_costs.h). Pure function; thread-safe.
+// (calibration/run_costs/fit_run_costs.h). Pure function; thread-safe.
 #pragma once
 
 #include <span>

@@ -8,7 +8,7 @@
 // ran, a second track per device ("<device> (predicted)") holds the planned subtasks
 // ("cat": "predicted"), so the two timelines can be compared by eye. otherData holds
 // measured_makespan_us (the latest measured end), predicted_makespan_us when a plan ran, and
-// the caller's own fields. predictor/calibration/trace_samples.h reads these traces back.
+// the caller's own fields. calibration/training/trace_samples.h reads these traces back.
 // Pure functions over plain data; thread-safe.
 #pragma once
 

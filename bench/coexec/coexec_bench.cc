@@ -48,11 +48,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "bench/coexec/ort_peer_process.h"
-#include "executor/calibration/host_training.h"
+#include "calibration/run_costs/run_breakdown.h"
+#include "calibration/training/host_training.h"
 #include "executor/cpu/cpu_graph_executor.h"
 #include "executor/layout.h"
 #include "executor/npy.h"
-#include "executor/run_calibration/run_breakdown.h"
 #include "executor/runtime/coexecution_runtime.h"
 #include "executor/runtime/plan_from_schedule.h"
 #include "executor/runtime/trace.h"
@@ -93,7 +93,7 @@ struct Config {
   bool per_op = false;
   std::vector<std::vector<double>> op_us = {};
   // --breakdown: one per timed round.
-  std::vector<executor::run_calibration::RunBreakdown> breakdowns = {};
+  std::vector<calibration::RunBreakdown> breakdowns = {};
   bool ok = true;
   std::string check = "-";  // relative L2 against ONNX Runtime, or why not
   // Major page faults the process took during the timed runs: a code or file page that had
@@ -396,8 +396,8 @@ void TimeOnce(ModelBench& mb, Config& c, const BenchSettings& s) {
   c.ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
   c.major_faults += MajorFaults() - faults_before;
   if (s.breakdown && c.runtime != nullptr && c.schedule != nullptr) {
-    c.breakdowns.push_back(executor::run_calibration::BreakDownRun(
-        mb.graph, *c.schedule, c.runtime->last_timings(), c.ms.back() * 1e3));
+    c.breakdowns.push_back(calibration::BreakDownRun(mb.graph, *c.schedule,
+                                                     c.runtime->last_timings(), c.ms.back() * 1e3));
   }
   if (c.per_op) {
     c.op_us.resize(mb.graph.ops.size());
@@ -454,7 +454,7 @@ void WritePerOpFiles(const ModelBench& mb, bench::OrtPeerProcess* ort_peer,
 void PrintBreakdowns(const ModelBench& mb) {
   for (const Config& c : mb.configs) {
     if (c.breakdowns.empty()) continue;
-    namespace rc = executor::run_calibration;
+    namespace rc = calibration;
     const rc::RunBreakdown b = rc::MedianBreakdown(c.breakdowns);
     std::string kernels;
     for (size_t d = 0; d < b.measured_kernel_us.size(); ++d) {
@@ -597,7 +597,8 @@ void ReportPredictionRatios(const std::vector<std::unique_ptr<ModelBench>>& benc
   for (const auto& mb : benches) {
     std::vector<double> ratios;
     for (const Config& c : mb->configs) {
-      if (c.predicted_ms > 0 && c.ok && !c.ms.empty()) ratios.push_back(c.median_ms() / c.predicted_ms);
+      if (c.predicted_ms > 0 && c.ok && !c.ms.empty())
+        ratios.push_back(c.median_ms() / c.predicted_ms);
     }
     if (ratios.empty()) continue;
     const double median = Median(ratios);
@@ -608,8 +609,7 @@ void ReportPredictionRatios(const std::vector<std::unique_ptr<ModelBench>>& benc
   }
   if (model_medians.empty()) return;
   std::printf("%-20s %.3f (min %.3f, max %.3f) over %zu models\n", "median over models",
-              Median(model_medians),
-              *std::min_element(model_medians.begin(), model_medians.end()),
+              Median(model_medians), *std::min_element(model_medians.begin(), model_medians.end()),
               *std::max_element(model_medians.begin(), model_medians.end()), model_medians.size());
 }
 
@@ -705,11 +705,11 @@ int Main(int argc, char** argv) {
     }
   }
   // The calibrated host models and their device names, in the order given.
-  std::vector<executor::calibration::LoadedHostModel> calibrated;
+  std::vector<calibration::LoadedHostModel> calibrated;
   for (const std::string& path : host_model_paths) {
     std::ifstream in(path);
     const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    auto loaded = executor::calibration::HostModelFromJson(
+    auto loaded = calibration::HostModelFromJson(
         json.is_object() && json.contains("params") ? json["params"] : json);
     if (!loaded.ok()) {
       std::fprintf(stderr, "--host-model %s: %s\n", path.c_str(),
@@ -722,7 +722,7 @@ int Main(int argc, char** argv) {
   // A platform no file covers keeps its prior when `optional`.
   auto calibrate = [&](predictor::Profile& profile, bool optional = false) -> bool {
     if (calibrated.empty()) return true;
-    for (const executor::calibration::LoadedHostModel& host : calibrated) {
+    for (const calibration::LoadedHostModel& host : calibrated) {
       std::vector<int> indices;
       for (const platform::DeviceSpec& d : profile.platform.devices) {
         auto it = std::find(host.device_names.begin(), host.device_names.end(), d.name);

@@ -3,7 +3,7 @@
 // when a schedule is given, and measured vs predicted makespan.
 //
 // Every span carries the graph's op name, op id, kind and work size, so
-// predictor/calibration/trace_samples.h can turn the trace back into calibration samples;
+// calibration/training/trace_samples.h can turn the trace back into calibration samples;
 // otherData.graph names the graph. Plain functions over plain data; thread-safe.
 #pragma once
 

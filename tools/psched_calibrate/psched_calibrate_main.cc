@@ -1,14 +1,19 @@
-// psched-calibrate: measures op latencies on this machine's devices (alone, and under co-run
-// load from the other devices), trains the host's latency model on them (per device and op
-// family a GBDT model or the analytic fit, host_training.h), then runs real plans of the
-// priority models made with it on the CPU devices and fits the model's run costs (in-run
-// factors, sync between devices: executor/run_calibration/), and prints the held-out error
-// table of both models side by side, the co-run slowdowns and the run costs. Progress goes to
-// stderr.
+// psched-calibrate: the calibration pipeline (calibration/pipeline.h) from the command line.
+// It measures op latencies on this machine's devices (alone, and under co-run load from the
+// other devices), trains the host's latency model on them (per device and op family a GBDT
+// model or the analytic fit), then runs real plans of the priority models made with it on the
+// CPU devices and fits the model's run costs (in-run factors, sync between devices), and prints
+// the held-out error table of both models side by side, the co-run slowdowns and the run
+// costs. Progress goes to stderr.
 //
 //   psched-calibrate --budget-s 5 --out calibration.json     (pschedd's devices: clusters + gpu)
 //   psched-calibrate --devices cpu.0,cpu.1,gpu --budget-s 5 --out calibration.json
+//   psched-calibrate --models a.onnx b.onnx c.onnx --priority-models a,b --out calibration.json
 //   psched-calibrate --samples calibration.json --out refit.json   (fit only, no timing)
+//
+// The priority models are the graph names --priority-models lists, or every model --models
+// loads when it lists none: their ops are timed first, and they alone are timed in-graph,
+// planned and probed for the run costs, so the probes take longer the more models there are.
 //
 // Devices: by default pschedd's (one per CPU cluster found in sysfs, plus gpu); `cpu.N` is a
 // single-core CPU device pinned to core N (one thread), NAME=C+C a cluster;
@@ -20,11 +25,11 @@
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,59 +40,35 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "executor/calibration/calibrate.h"
-#include "executor/calibration/calibration_cases.h"
-#include "executor/calibration/host_training.h"
-#include "executor/calibration/in_graph_timing.h"
-#include "executor/calibration/run_costs.h"
-#include "executor/run_calibration/planned_cases.h"
-#include "executor/run_calibration/run_cost_calibration.h"
+#include "calibration/pipeline.h"
+#include "calibration/run_costs/run_costs.h"
+#include "calibration/training/analytic_fit.h"
+#include "calibration/training/host_training.h"
+#include "calibration/training/trace_samples.h"
 #include "model/onnx_import.h"
 #include "model/split.h"
 #include "platform/cpu_topology.h"
 #include "predictor/analytic_model.h"
-#include "predictor/calibration/analytic_fit.h"
-#include "predictor/calibration/analytic_params_json.h"
-#include "predictor/calibration/calibration_samples.h"
-#include "predictor/calibration/trace_samples.h"
+#include "predictor/host_model/calibration_samples.h"
 #include "predictor/profiles.h"
-#include "scheduler/registry/registry.h"
 #include "spdlog/spdlog.h"
 
 namespace psched {
 namespace {
 
 namespace fs = std::filesystem;
-using predictor::calibration::CalibrationSamples;
 
 struct Flags {
   std::string devices;  // empty: the daemon's default devices (DiscoveredDevices)
-  double budget_s = 3.0;
   std::vector<std::string> models;
   std::string out;
   std::string samples_in;
   std::string opencl_device;
-  uint64_t seed = 1;
-  int runs = 5;
-  bool fastest_run = false;
-  int warmup = 1;
-  double max_case_ms = 30.0;
-  int folds = 5;
-  int min_family_samples = 30;
-  double co_run_share = 0.15;
   std::string log_level = "warn";
-  bool in_graph = false;
-  bool no_anchors = false;
-  int run_rounds = executor::run_calibration::ProbeOptions{}.rounds;
-  double probe_settle_ms = 20;
-  double run_min_s = executor::run_calibration::kHostRunCostMinSeconds;
-  bool run_rounds_given = false;  // --run-rounds on the command line
-  int plan_rounds = 0;
-  double plan_budget_s = 10;
   std::vector<std::string> check_traces;
-  // The paper's workloads: timed first.
-  std::vector<std::string> priority_models = {"squeezenet_v1_1", "peleenet", "inceptionv3",
-                                              "hrnet_w18_small_v1"};
+  bool run_rounds_given = false;  // --run-rounds on the command line
+  bool no_anchors = false;
+  calibration::PipelineOptions pipeline;
 };
 
 // cpu.N -> core N; NAME=C+C+... -> a core cluster (one pinned thread per core); gpu -> the
@@ -219,41 +200,6 @@ absl::StatusOr<std::vector<model::Graph>> LoadModels(std::vector<std::string> pa
   return graphs;
 }
 
-// Times every op of the priority models inside whole-model runs on each CPU device that
-// calibrated (in_graph_timing.h) and appends the samples.
-absl::Status AddInGraphSamples(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
-                               const std::vector<executor::calibration::DeviceOutcome>& outcomes,
-                               const std::vector<model::Graph>& models,
-                               CalibrationSamples& samples) {
-  for (size_t d = 0; d < devices.size(); ++d) {
-    if (devices[d].kind != platform::DeviceKind::kCpu || outcomes[d].skipped) continue;
-    const auto start = std::chrono::steady_clock::now();
-    size_t added = 0, timed_models = 0;
-    for (const model::Graph& graph : models) {
-      if (std::find(flags.priority_models.begin(), flags.priority_models.end(), graph.name) ==
-          flags.priority_models.end()) {
-        continue;
-      }
-      absl::StatusOr<std::vector<predictor::calibration::CalibrationSample>> timed =
-          executor::calibration::TimeOpsInGraph(
-              devices[d], graph,
-              {.warmup_runs = flags.warmup, .runs = flags.runs, .seed = flags.seed});
-      if (!timed.ok()) {
-        return absl::Status(timed.status().code(),
-                            absl::StrCat("in-graph timing of ", graph.name, " on ", devices[d].name,
-                                         ": ", timed.status().message()));
-      }
-      added += timed->size();
-      ++timed_models;
-      samples.samples.insert(samples.samples.end(), timed->begin(), timed->end());
-    }
-    std::printf("[%s] in-graph: %zu ops of %zu models in %.1f s\n", devices[d].name.c_str(), added,
-                timed_models,
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<nlohmann::json> ReadJson(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
@@ -280,15 +226,14 @@ absl::Status CheckTraces(const std::vector<std::string>& paths,
       return absl::NotFoundError(
           absl::StrCat(path, ": graph '", graph_name, "' is not among the --models"));
     }
-    absl::StatusOr<std::vector<predictor::calibration::CalibrationSample>> samples =
-        predictor::calibration::SamplesFromTrace(*trace, *graph);
+    absl::StatusOr<std::vector<predictor::host_model::CalibrationSample>> samples =
+        calibration::SamplesFromTrace(*trace, *graph);
     if (!samples.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": ", samples.status().message()));
     }
-    std::printf("\n%s: %zu measured subtasks\n%s", path.c_str(), samples->size(),
-                predictor::calibration::FormatErrorTable(
-                    predictor::calibration::EvaluateErrors(model, names, *samples))
-                    .c_str());
+    std::printf(
+        "\n%s: %zu measured subtasks\n%s", path.c_str(), samples->size(),
+        calibration::FormatErrorTable(calibration::EvaluateErrors(model, names, *samples)).c_str());
     // Sums per device and split axis (the axis is in the sample's source, "... cin[0,8) trace").
     for (size_t d = 0; d < names.size(); ++d) {
       for (model::SplitAxis axis : model::kAllSplitAxes) {
@@ -311,33 +256,6 @@ absl::Status CheckTraces(const std::vector<std::string>& paths,
   return absl::OkStatus();
 }
 
-// How each case is timed, per-op budget and all, from the flags.
-executor::calibration::CalibrationOptions TimingOptions(
-    const Flags& flags, const std::vector<predictor::AnalyticDeviceParams>& priors) {
-  executor::calibration::CalibrationOptions options;
-  options.budget_s = flags.budget_s;
-  options.runs = flags.runs;
-  options.fastest_run = flags.fastest_run;
-  options.warmup_runs = flags.warmup;
-  options.max_case_ms = flags.max_case_ms;
-  options.seed = flags.seed;
-  options.prior = std::make_shared<predictor::AnalyticModel>("prior", priors);
-  return options;
-}
-
-// The priority models among `models`.
-std::vector<model::Graph> PriorityGraphs(const Flags& flags,
-                                         const std::vector<model::Graph>& models) {
-  std::vector<model::Graph> graphs;
-  for (const model::Graph& g : models) {
-    if (std::find(flags.priority_models.begin(), flags.priority_models.end(), g.name) !=
-        flags.priority_models.end()) {
-      graphs.push_back(g);
-    }
-  }
-  return graphs;
-}
-
 // The host profile's platform properties (its cache line) with these devices.
 platform::Platform HostPlatform(const std::vector<platform::DeviceSpec>& devices) {
   platform::Platform platform = predictor::HostProfile(1).platform;
@@ -345,161 +263,164 @@ platform::Platform HostPlatform(const std::vector<platform::DeviceSpec>& devices
   return platform;
 }
 
-// Plans the priority models with the trained model, times the configurations those plans put
-// on each device that no sample has, and trains again (executor/run_calibration/planned_cases.h).
-absl::Status AddPlannedCases(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
-                             const std::vector<bool>& usable,
-                             const std::vector<model::Graph>& models,
-                             const executor::calibration::HostTrainingOptions& training_options,
-                             CalibrationSamples& samples,
-                             executor::calibration::HostTraining& training) {
-  const std::vector<model::Graph> graphs = PriorityGraphs(flags, models);
-  if (graphs.empty()) return absl::OkStatus();
-  executor::run_calibration::PlannedSamplingOptions options;
-  options.rounds = flags.plan_rounds;
-  options.timing = TimingOptions(flags, training_options.priors);
-  options.timing.budget_s = flags.plan_budget_s;
-  options.training = training_options;
-  const auto start = std::chrono::steady_clock::now();
-  std::fprintf(stderr,
-               "[planned] up to %d rounds: plan %zu models, time what the plans use and no "
-               "sample has (%.0f s per device and round), train again\n",
-               flags.plan_rounds, graphs.size(), flags.plan_budget_s);
-  absl::StatusOr<std::vector<executor::run_calibration::PlannedSamplingRound>> rounds =
-      executor::run_calibration::SamplePlannedCases(
-          graphs, HostPlatform(devices), usable, scheduler::PlanWith, options, samples, training);
-  if (!rounds.ok()) return rounds.status();
-  for (size_t r = 0; r < rounds->size(); ++r) {
+// Progress on stderr: each step's start and end, the op timing at most once a second.
+std::function<void(const calibration::PipelineProgress&)> PrintProgress(const Flags& flags) {
+  auto last_print = std::make_shared<double>(-1.0);
+  return [&flags, last_print](const calibration::PipelineProgress& p) {
+    using calibration::PipelineStep;
+    const char* step = p.step == PipelineStep::kOpTiming       ? "op timing"
+                       : p.step == PipelineStep::kInGraph      ? "in-graph"
+                       : p.step == PipelineStep::kPlannedCases ? "planned"
+                                                               : "run costs";
+    if (p.timing == nullptr) {
+      if (p.finished) {
+        std::fprintf(stderr, "[%s] done in %.1f s\n", step, p.elapsed_s);
+      } else if (p.step == PipelineStep::kOpTiming) {
+        std::fprintf(stderr, "[%s] %d models, %d distinct op configurations and slices\n", step,
+                     p.models, p.cases);
+      } else if (p.step == PipelineStep::kPlannedCases) {
+        std::fprintf(stderr,
+                     "[%s] up to %d rounds: plan %d models, time what the plans use and no "
+                     "sample has (%.0f s per device and round), train again\n",
+                     step, flags.pipeline.plan_rounds, p.models, flags.pipeline.plan_budget_s);
+      } else if (p.step == PipelineStep::kRunCosts) {
+        std::fprintf(stderr,
+                     "[%s] plans of %d models on the CPU devices, then a GPU beside the first, "
+                     "%d rounds and at least %g s each\n",
+                     step, p.models, flags.pipeline.run_rounds, flags.pipeline.run_min_s);
+      } else {
+        std::fprintf(stderr, "[%s] every op of %d models inside whole-model runs\n", step,
+                     p.models);
+      }
+      return;
+    }
+    const calibration::CalibrationProgress& t = *p.timing;
+    if (t.sample != nullptr && t.elapsed_s - *last_print < 1.0) return;
+    *last_print = t.sample != nullptr ? t.elapsed_s : -1.0;
+    const std::string device = t.co_running ? t.device + " co-run" : t.device;
+    if (t.finished) {
+      std::fprintf(stderr, "[%s] done: %d samples, %d skipped in %.1f s\n", device.c_str(),
+                   t.cases_done, t.cases_skipped, t.elapsed_s);
+    } else if (t.sample == nullptr) {
+      std::fprintf(stderr, "[%s] calibrating for %.1f s\n", device.c_str(), t.budget_s);
+    } else {
+      std::fprintf(stderr, "[%s] %5.1f/%.1f s  %4d samples  last %-16s %10.1f us  %s\n",
+                   device.c_str(), t.elapsed_s, t.budget_s, t.cases_done,
+                   std::string(model::OpKindName(t.sample->config.kind)).c_str(),
+                   t.sample->measured_us, t.sample->source.c_str());
+    }
+  };
+}
+
+// What --samples refits from: the samples of the platform's devices and, unless --run-rounds
+// asks to measure them again, the run costs stored with them.
+absl::StatusOr<calibration::StoredCalibration> ReadStored(const Flags& flags,
+                                                          const std::vector<std::string>& names) {
+  absl::StatusOr<nlohmann::json> file = ReadJson(flags.samples_in);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<predictor::host_model::CalibrationSamples> samples =
+      predictor::host_model::SamplesFromJson(*file);
+  if (!samples.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flags.samples_in, ": ", samples.status().message()));
+  }
+  calibration::StoredCalibration stored;
+  stored.samples = std::move(*samples);
+  std::erase_if(stored.samples.samples, [&](const auto& sample) {
+    return std::find(names.begin(), names.end(), sample.device) == names.end();
+  });
+  const nlohmann::json report = file->value("report", nlohmann::json::object());
+  if (!flags.run_rounds_given && report.is_object() && report.contains("run_costs")) {
+    absl::StatusOr<calibration::RunCosts> costs =
+        calibration::RunCostsFromJson(report["run_costs"]);
+    if (!costs.ok()) {
+      return absl::Status(costs.status().code(),
+                          absl::StrCat(flags.samples_in, ": ", costs.status().message()));
+    }
+    stored.run_costs = std::move(*costs);
+  }
+  return stored;
+}
+
+// Prints what each step did, on stdout.
+void PrintResult(const Flags& flags, const std::vector<std::string>& names,
+                 const calibration::PipelineResult& result, bool refit) {
+  for (const calibration::DeviceOutcome& o : result.devices) {
+    if (o.skipped) std::printf("[%s] skipped: %s\n", o.device.c_str(), o.reason.c_str());
+  }
+  for (const calibration::InGraphTiming& t : result.in_graph) {
+    std::printf("[%s] in-graph: %d ops of %d models in %.1f s\n", t.device.c_str(), t.ops, t.models,
+                t.elapsed_s);
+  }
+  for (size_t r = 0; r < result.planned.size(); ++r) {
     std::string line;
-    for (size_t d = 0; d < devices.size(); ++d) {
-      absl::StrAppend(&line, " ", devices[d].name, " ", (*rounds)[r].timed[d], "/",
-                      (*rounds)[r].planned[d]);
+    for (size_t d = 0; d < result.planned[r].planned.size(); ++d) {
+      absl::StrAppend(&line, " ", names[d], " ", result.planned[r].timed[d], "/",
+                      result.planned[r].planned[d]);
     }
     std::printf("planned cases, round %zu (timed/new configurations):%s\n", r + 1, line.c_str());
   }
-  std::fprintf(stderr, "[planned] done in %.1f s\n",
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  return absl::OkStatus();
-}
-
-// Runs real plans of the priority models, made with the trained model, on the CPU devices that
-// calibrated (`usable`), and puts the fitted run costs into `training`.
-absl::Status AddRunCosts(const Flags& flags, const std::vector<platform::DeviceSpec>& devices,
-                         const std::vector<bool>& usable, const std::vector<model::Graph>& models,
-                         executor::calibration::HostTraining& training) {
-  const std::vector<model::Graph> graphs = PriorityGraphs(flags, models);
-  if (graphs.empty()) {
-    std::printf("run costs: not measured (no priority model among --models)\n");
-    return absl::OkStatus();
+  if (!result.run_costs_missing.empty()) {
+    std::printf("run costs: not measured (%s)\n", result.run_costs_missing.c_str());
+  } else if (refit && !flags.run_rounds_given && result.training.run_costs.has_value()) {
+    std::printf("run costs from %zu in-run factors and %zu sync costs stored with the samples\n",
+                result.training.run_costs->in_run.size(), result.training.run_costs->sync.size());
   }
-  const platform::Platform platform = HostPlatform(devices);
-  const auto start = std::chrono::steady_clock::now();
-  std::fprintf(stderr,
-               "[run costs] plans of %zu models on the CPU devices, then a GPU beside the first, "
-               "%d rounds and at least %g s each\n",
-               graphs.size(), flags.run_rounds, flags.run_min_s);
-  absl::StatusOr<executor::calibration::RunCosts> costs =
-      executor::run_calibration::CalibrateHostRunCosts(
-          graphs, platform, usable, training.model, scheduler::PlanWith,
-          {.probe = {.warmup_runs = std::max(1, flags.warmup),
-                     .rounds = flags.run_rounds,
-                     .min_s = flags.run_min_s,
-                     .settle_ms = flags.probe_settle_ms},
-           .seed = flags.seed});
-  if (!costs.ok()) return costs.status();
-  std::fprintf(stderr, "[run costs] done in %.1f s\n",
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  if (costs->probes == 0) {
-    std::printf("run costs: not measured (no CPU device calibrated)\n");
-    return absl::OkStatus();
-  }
-  return executor::calibration::ApplyRunCosts(*costs, training);
+  std::printf(
+      "\nheld-out errors, %d-fold grouped by model (%d samples alone, %d co-run; trained in "
+      "%.1f s):\n%s",
+      flags.pipeline.folds, result.training.solo_samples, result.training.co_run_samples,
+      result.training_s, calibration::FormatHostTraining(result.training).c_str());
+  std::printf("model version %s (analytic fit %s)\n", result.training.model->Version().c_str(),
+              result.training.model->analytic().Version().c_str());
 }
 
-// The run costs stored in a psched-calibrate --out file, for the devices being refitted.
-absl::Status ReapplyStoredRunCosts(const nlohmann::json& file,
-                                   const std::vector<std::string>& names,
-                                   executor::calibration::HostTraining& training) {
-  const nlohmann::json report = file.value("report", nlohmann::json::object());
-  if (!report.is_object() || !report.contains("run_costs")) return absl::OkStatus();
-  absl::StatusOr<executor::calibration::RunCosts> costs =
-      executor::calibration::RunCostsFromJson(report["run_costs"]);
-  if (!costs.ok()) return costs.status();
-  auto known = [&](const std::string& n) {
-    return std::find(names.begin(), names.end(), n) != names.end();
-  };
-  std::erase_if(costs->in_run, [&](const auto& r) { return !known(r.device); });
-  std::erase_if(costs->sync, [&](const auto& s) { return !known(s.from) || !known(s.to); });
-  std::printf("run costs from %zu in-run factors and %zu sync costs stored with the samples\n",
-              costs->in_run.size(), costs->sync.size());
-  return executor::calibration::ApplyRunCosts(*costs, training);
-}
-
-absl::Status Run(const Flags& flags) {
+absl::Status Run(Flags flags) {
   absl::StatusOr<std::vector<platform::DeviceSpec>> devices =
       flags.devices.empty() ? DiscoveredDevices(flags.opencl_device)
                             : ParseDevices(flags.devices, flags.opencl_device);
   if (!devices.ok()) return devices.status();
   const std::vector<predictor::AnalyticDeviceParams> priors = Priors(*devices);
+  const platform::Platform platform = HostPlatform(*devices);
   std::vector<std::string> names;
   for (const platform::DeviceSpec& d : *devices) names.push_back(d.name);
+  flags.pipeline.anchors = !flags.no_anchors;
+  flags.pipeline.progress = PrintProgress(flags);
 
-  CalibrationSamples samples;
-  nlohmann::json samples_file;                      // --samples
-  std::vector<bool> usable(devices->size(), true);  // calibrated, not skipped
-  nlohmann::json outcomes = nlohmann::json::array();
-  std::vector<model::Graph> models;  // loaded when timing or checking traces
-  if (!flags.samples_in.empty()) {
-    absl::StatusOr<nlohmann::json> j = ReadJson(flags.samples_in);
-    if (!j.ok()) return j.status();
-    samples_file = *j;
-    absl::StatusOr<CalibrationSamples> s = predictor::calibration::SamplesFromJson(*j);
-    if (!s.ok())
-      return absl::InvalidArgumentError(absl::StrCat(flags.samples_in, ": ", s.status().message()));
-    samples = std::move(*s);
-    std::erase_if(samples.samples, [&](const auto& sample) {
-      return std::find(names.begin(), names.end(), sample.device) == names.end();
-    });
-    std::printf("loaded %zu samples from %s\n", samples.samples.size(), flags.samples_in.c_str());
-  } else {
-    const auto load_start = std::chrono::steady_clock::now();
+  const bool refit = !flags.samples_in.empty();
+  std::optional<calibration::StoredCalibration> stored;
+  if (refit) {
+    absl::StatusOr<calibration::StoredCalibration> read = ReadStored(flags, names);
+    if (!read.ok()) return read.status();
+    stored = std::move(*read);
+    // A refit keeps the stored run costs; it measures them only when --run-rounds asks to.
+    if (!flags.run_rounds_given) flags.pipeline.run_rounds = 0;
+    std::printf("loaded %zu samples from %s\n", stored->samples.samples.size(),
+                flags.samples_in.c_str());
+  }
+  // The graphs: to time, and for planned cases, probes and traces.
+  std::vector<model::Graph> models;
+  if (!refit || flags.pipeline.plan_rounds > 0 || flags.pipeline.run_rounds > 0 ||
+      !flags.check_traces.empty()) {
     absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
     if (!loaded.ok()) return loaded.status();
     models = std::move(*loaded);
-    const std::vector<executor::calibration::CalibrationCase> cases =
-        executor::calibration::BuildCases(
-            models,
-            {.seed = flags.seed, .include_slices = true, .priority_models = flags.priority_models});
-    std::printf(
-        "%zu models, %zu distinct op configurations and slices (%.1f s)\n", models.size(),
-        cases.size(),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
-    executor::calibration::CalibrationOptions options = TimingOptions(flags, priors);
-    double last_print = -1.0;
-    options.co_run_share = flags.co_run_share;
-    options.progress = [&](const executor::calibration::CalibrationProgress& p) {
-      if (p.sample != nullptr && p.elapsed_s - last_print < 1.0) return;
-      last_print = p.sample != nullptr ? p.elapsed_s : -1.0;
-      const std::string device = p.co_running ? p.device + " co-run" : p.device;
-      if (p.finished) {
-        std::fprintf(stderr, "[%s] done: %d samples, %d skipped in %.1f s\n", device.c_str(),
-                     p.cases_done, p.cases_skipped, p.elapsed_s);
-      } else if (p.sample == nullptr) {
-        std::fprintf(stderr, "[%s] calibrating for %.1f s\n", device.c_str(), p.budget_s);
-      } else {
-        std::fprintf(stderr, "[%s] %5.1f/%.1f s  %4d samples  last %-16s %10.1f us  %s\n",
-                     device.c_str(), p.elapsed_s, p.budget_s, p.cases_done,
-                     std::string(model::OpKindName(p.sample->config.kind)).c_str(),
-                     p.sample->measured_us, p.sample->source.c_str());
-      }
-    };
-    absl::StatusOr<executor::calibration::CalibrationRun> run =
-        executor::calibration::Calibrate(*devices, cases, options);
-    if (!run.ok()) return run.status();
-    for (size_t d = 0; d < run->devices.size(); ++d) {
-      const executor::calibration::DeviceOutcome& o = run->devices[d];
-      usable[d] = !o.skipped;
-      if (o.skipped) std::printf("[%s] skipped: %s\n", o.device.c_str(), o.reason.c_str());
+  }
+  absl::StatusOr<calibration::PipelineResult> result = calibration::RunPipeline(
+      platform, priors, models, flags.pipeline, stored.has_value() ? &*stored : nullptr);
+  if (!result.ok()) return result.status();
+  PrintResult(flags, names, *result, refit);
+  if (!flags.check_traces.empty()) {
+    if (absl::Status s =
+            CheckTraces(flags.check_traces, models, result->training.model->analytic(), names);
+        !s.ok()) {
+      return s;
+    }
+  }
+
+  if (!flags.out.empty()) {
+    nlohmann::json outcomes = nlohmann::json::array();
+    for (const calibration::DeviceOutcome& o : result->devices) {
       outcomes.push_back({{"device", o.device},
                           {"skipped", o.skipped},
                           {"reason", o.reason},
@@ -508,74 +429,9 @@ absl::Status Run(const Flags& flags) {
                           {"co_run_samples", o.co_run_cases},
                           {"elapsed_s", o.elapsed_s}});
     }
-    samples = std::move(run->samples);
-    if (flags.in_graph) {
-      absl::Status s = AddInGraphSamples(flags, *devices, run->devices, models, samples);
-      if (!s.ok()) return s;
-    }
-  }
-
-  executor::calibration::HostTrainingOptions training_options;
-  training_options.priors = priors;
-  training_options.seed = flags.seed;
-  training_options.folds = flags.folds;
-  training_options.min_family_samples = flags.min_family_samples;
-  training_options.anchors = !flags.no_anchors;
-  const auto train_start = std::chrono::steady_clock::now();
-  absl::StatusOr<executor::calibration::HostTraining> training =
-      executor::calibration::TrainHostModel("host", samples, training_options);
-  if (!training.ok()) return training.status();
-  if (flags.plan_rounds > 0) {
-    if (models.empty()) {  // --samples: the ops were not timed, the plans need the graphs
-      absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
-      if (!loaded.ok()) return loaded.status();
-      models = std::move(*loaded);
-    }
-    if (absl::Status s =
-            AddPlannedCases(flags, *devices, usable, models, training_options, samples, *training);
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (!flags.samples_in.empty() && !flags.run_rounds_given) {
-    if (absl::Status s = ReapplyStoredRunCosts(samples_file, names, *training); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(flags.samples_in, ": ", s.message()));
-    }
-  } else if (flags.run_rounds > 0) {
-    if (models.empty()) {  // --samples: the ops were not timed, the probes need the graphs
-      absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
-      if (!loaded.ok()) return loaded.status();
-      models = std::move(*loaded);
-    }
-    if (absl::Status s = AddRunCosts(flags, *devices, usable, models, *training); !s.ok()) {
-      return s;
-    }
-  }
-  std::printf(
-      "\nheld-out errors, %d-fold grouped by model (%d samples alone, %d co-run; trained in "
-      "%.1f s):\n%s",
-      flags.folds, training->solo_samples, training->co_run_samples,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - train_start).count(),
-      executor::calibration::FormatHostTraining(*training).c_str());
-  std::printf("model version %s (analytic fit %s)\n", training->model->Version().c_str(),
-              training->model->analytic().Version().c_str());
-  if (!flags.check_traces.empty()) {
-    if (models.empty()) {
-      absl::StatusOr<std::vector<model::Graph>> loaded = LoadModels(flags.models);
-      if (!loaded.ok()) return loaded.status();
-      models = std::move(*loaded);
-    }
-    if (absl::Status s =
-            CheckTraces(flags.check_traces, models, training->model->analytic(), names);
-        !s.ok()) {
-      return s;
-    }
-  }
-
-  if (!flags.out.empty()) {
-    nlohmann::json out = predictor::calibration::SamplesToJson(samples);
-    out["params"] = training->params;
-    out["report"] = executor::calibration::HostTrainingReportToJson(*training);
+    nlohmann::json out = predictor::host_model::SamplesToJson(result->samples);
+    out["params"] = result->training.params;
+    out["report"] = calibration::HostTrainingReportToJson(result->training);
     out["devices"] = std::move(outcomes);
     std::ofstream file(flags.out);
     file << out.dump(1) << "\n";
@@ -597,7 +453,7 @@ int main(int argc, char** argv) {
                  "comma-separated cpu.N (core N), NAME=C+C+... (a core cluster, one thread per "
                  "core, e.g. cpu=0+1) and gpu (default: pschedd's devices - one per CPU cluster "
                  "found in sysfs, plus gpu)");
-  app.add_option("--budget-s", flags.budget_s, "timing budget per device, seconds")
+  app.add_option("--budget-s", flags.pipeline.budget_s, "timing budget per device, seconds")
       ->capture_default_str()
       ->check(CLI::Range(1e-3, 86400.0));
   app.add_option("--models", flags.models,
@@ -608,27 +464,27 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--opencl-device", flags.opencl_device,
                  "OpenCL device selector (platform:device:index); default a GPU, else the first");
-  app.add_option("--seed", flags.seed, "case order, inputs, weights, held-out split")
+  app.add_option("--seed", flags.pipeline.seed, "case order, inputs, weights, held-out split")
       ->capture_default_str();
-  app.add_option("--runs", flags.runs, "timed runs per case (median)")
+  app.add_option("--runs", flags.pipeline.runs, "timed runs per case (median)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  app.add_flag("--fastest-run", flags.fastest_run,
+  app.add_flag("--fastest-run", flags.pipeline.fastest_run,
                "a sample is the fastest of the timed runs, not their median (a machine shared "
                "with other busy processes); always so on a core cluster")
       ->capture_default_str();
-  app.add_option("--warmup", flags.warmup, "untimed runs per case")
+  app.add_option("--warmup", flags.pipeline.warmup_runs, "untimed runs per case")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
-  app.add_option("--max-case-ms", flags.max_case_ms,
+  app.add_option("--max-case-ms", flags.pipeline.max_case_ms,
                  "skip cases the host profile predicts slower than this (0: no limit)")
       ->capture_default_str();
   app.add_option(
-         "--folds", flags.folds,
+         "--folds", flags.pipeline.folds,
          "folds of the held-out evaluation (grouped by model: no model's ops on both sides)")
       ->capture_default_str()
       ->check(CLI::Range(2, 50));
-  app.add_option("--min-family-samples", flags.min_family_samples,
+  app.add_option("--min-family-samples", flags.pipeline.min_family_samples,
                  "samples an op family needs on a device to be predicted by GBDT (else the "
                  "analytic fit)")
       ->capture_default_str()
@@ -637,43 +493,45 @@ int main(int argc, char** argv) {
                "predict the configurations calibration timed, and cuts of the same ops, with "
                "the GBDT model or the fit like any other instead of from the times measured")
       ->capture_default_str();
-  app.add_option("--co-run-share", flags.co_run_share,
+  app.add_option("--co-run-share", flags.pipeline.co_run_share,
                  "share of each device's budget re-timing its cases while the other devices run "
                  "busy loops (co-run contention)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.9));
-  app.add_option("--priority-models", flags.priority_models,
-                 "model names timed first (the paper's workloads)")
-      ->capture_default_str();
-  app.add_flag("--in-graph", flags.in_graph,
+  app.add_option("--priority-models", flags.pipeline.priority_models,
+                 "graph names of the models the host will schedule: their ops are timed first, "
+                 "and only they are timed in-graph, planned and probed (default: every model "
+                 "--models loads)")
+      ->delimiter(',');
+  app.add_flag("--in-graph", flags.pipeline.in_graph,
                "also time every op of the priority models inside whole-model runs on each CPU "
                "device (after the budget)")
       ->capture_default_str();
-  app.add_option("--run-rounds", flags.run_rounds,
+  app.add_option("--run-rounds", flags.pipeline.run_rounds,
                  "timed rounds of the run-cost probes - real plans of the priority models on the "
                  "CPU devices, made with the trained model (0: no run costs); with --samples, "
                  "measures them again instead of keeping the stored ones")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
-  app.add_option("--run-min-s", flags.run_min_s,
+  app.add_option("--run-min-s", flags.pipeline.run_min_s,
                  absl::StrCat("more run-cost rounds (up to ",
-                              psched::executor::run_calibration::ProbeOptions{}.max_rounds,
+                              psched::calibration::ProbeOptions{}.max_rounds,
                               ") until they have taken this long, seconds: short probes, as on "
                               "one cluster device, otherwise see only a couple of seconds of the "
                               "machine"))
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--plan-rounds", flags.plan_rounds,
+  app.add_option("--plan-rounds", flags.pipeline.plan_rounds,
                  "rounds of planned cases: plan the priority models with the trained model, time "
                  "the op configurations and slices those plans use that no sample has, train "
                  "again (0: none; docs/calibration.md, \"Planned cases\")")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));
-  app.add_option("--plan-budget-s", flags.plan_budget_s,
+  app.add_option("--plan-budget-s", flags.pipeline.plan_budget_s,
                  "timing budget per device and round of planned cases, seconds")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--probe-settle-ms", flags.probe_settle_ms,
+  app.add_option("--probe-settle-ms", flags.pipeline.probe_settle_ms,
                  "idle pause before each timed probe run, as between requests (and as "
                  "psched_coexec_bench's --settle-ms): the cold start after it is fitted")
       ->capture_default_str()
