@@ -3,10 +3,19 @@
 // lifecycle) is written and tested once, independent of which executor runs the plans.
 //
 // MakeHostBackend (daemon/backends/host_backend.h) makes the real ones over model/, predictor/,
-// scheduler/ and executor/ (daemon/backends/graph_backend.h); tests substitute fakes.
-// Implementations must be thread-safe: Load and Plan are called concurrently from request threads;
-// Run, Warm and Calibrate are called by jobs of the inference queue, one at a time (on its worker,
-// or on the request thread that found the queue idle). Nothing here includes gRPC.
+// scheduler/ and executor/ (daemon/backends/graph_backend.h); tests substitute fakes. Nothing
+// here includes gRPC.
+//
+// Thread contract. Run, Warm and Calibrate are called by jobs of the inference queue, one at a
+// time, never beside each other: Warm and Calibrate on the queue's worker, Run there or on the
+// request thread that found the queue idle (InferenceQueue::WhenIdle::kRunOnCaller). Every
+// other method may be called at any time, beside those jobs and beside itself, so
+// implementations must make it thread-safe: Load, CheckScheduler and CheckPlan from request
+// threads, the first-start calibration and the warm-up at start; MemoryOf from those and the
+// planner threads (PlanBook); Plan from the planner threads, one per plan key; Load, MemoryOf,
+// Correct and PlanCorrected from the plan feedback's worker; UseCalibration from the thread
+// that finished a calibration or imported a plan bundle, while plans are being made and
+// checked with the model it replaces; platform() and ResidentBytes from any thread.
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,10 @@
 #include "daemon/engine/engine.h"
 
 #include <malloc.h>
-#include <sched.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <thread>
 
@@ -17,19 +14,12 @@
 #include "absl/strings/str_split.h"
 #include "daemon/engine/budgets.h"
 #include "daemon/engine/plan_bundle.h"
+#include "daemon/engine/status_context.h"
 #include "model/model_hash.h"
 #include "spdlog/spdlog.h"
 
 namespace psched::daemon {
 namespace {
-
-// How often blocked callers look at their cancellation probe.
-constexpr absl::Duration kPollInterval = absl::Milliseconds(20);
-
-absl::Status WithContext(const absl::Status& status, absl::string_view context) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
-}
 
 std::string DimsString(const std::vector<int64_t>& dims) {
   return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
@@ -99,13 +89,6 @@ nlohmann::json CheckedSummary(const std::string& text, const std::string& id) {
 // the system: glibc keeps freed chunks in its arenas otherwise, and RSS would only grow.
 void ReleaseFreedMemory() { malloc_trim(0); }
 
-// Erases a model's entries from a sorted container keyed "<model id>|...": they are exactly
-// the keys in ["<id>|", "<id>}"), '}' being the character after '|'.
-template <typename Sorted>
-void EraseModelEntries(Sorted& entries, const std::string& model_id) {
-  entries.erase(entries.lower_bound(model_id + "|"), entries.lower_bound(model_id + "}"));
-}
-
 }  // namespace
 
 int64_t TensorSpec::Elements() const {
@@ -114,28 +97,11 @@ int64_t TensorSpec::Elements() const {
   return n;
 }
 
-// One planning run shared by every request for the same cache key.
-struct Engine::Flight {
-  sync::Mutex mu;
-  bool done ABSL_GUARDED_BY(mu) = false;
-  absl::StatusOr<std::shared_ptr<const ReadyPlan>> result ABSL_GUARDED_BY(mu) =
-      absl::UnknownError("not planned");
-  int waiters ABSL_GUARDED_BY(mu) = 1;  // the caller that started it
-  // An admin asked for it: its requests wait for it however long it plans.
-  bool uncapped ABSL_GUARDED_BY(mu) = false;
-  // When its requests stop waiting unless uncapped: planning's start plus max_planning_s
-  // (waiting for a planning slot not counted).
-  absl::Time cap ABSL_GUARDED_BY(mu) = absl::InfiniteFuture();
-  int64_t progress_seq ABSL_GUARDED_BY(mu) = 0;
-  PlanProgressEvent progress ABSL_GUARDED_BY(mu);
-};
-
 Engine::Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
                std::unique_ptr<Backend> backend)
     : config_(config),
       store_(std::move(store)),
       backend_(std::move(backend)),
-      planning_cores_(FreeCores(backend_->platform())),
       queue_(config.queue_capacity),
       feedback_(
           FeedbackOptions{.window = config.feedback_window},
@@ -143,10 +109,7 @@ Engine::Engine(const DaemonConfig& config, std::unique_ptr<cache::Store> store,
                  const std::vector<MeasuredSubtask>& measured, const CancelledFn& cancelled) {
             return Replan(served, correction, measured, cancelled);
           },
-          [this](const std::shared_ptr<const ReadyPlan>& plan) {
-            sync::MutexLock lock(&plans_mu_);
-            ready_plans_[plan->slot] = plan;
-          }) {
+          [this](const std::shared_ptr<const ReadyPlan>& plan) { plans_.Replace(plan); }) {
   InstallStoredCalibration();
   warm_at_start_ = std::thread([this] { WarmRecentPlans(); });
 }
@@ -187,7 +150,7 @@ absl::StatusOr<CalibrationOutput> Engine::Calibrate(double budget_s,
   if (!records.ok()) return records.status();
   std::vector<std::shared_ptr<const LoadedModel>> models;
   for (const cache::ModelRecord& record : *records) {
-    absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(record.id);
+    absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = catalog_.Loaded(record.id);
     if (!loaded.ok()) return loaded.status();
     models.push_back(*loaded);
   }
@@ -228,9 +191,8 @@ absl::StatusOr<CalibrationOutput> Engine::Calibrate(double budget_s,
 
 Engine::~Engine() {
   Shutdown();
-  sync::MutexLock lock(&flights_mu_);
-  flights_mu_.Await(sync::Condition(
-      +[](int* planners) { return *planners == 0; }, &planners_));
+  // Planner threads call back into the Engine (ComputePlan's Planner) until they end.
+  plans_.WaitForPlanners();
 }
 
 void Engine::Shutdown() {
@@ -264,15 +226,6 @@ std::string Engine::SchedulerConfigKey(const std::string& scheduler,
   return key;
 }
 
-absl::StatusOr<std::string> Engine::Resolve(const std::string& id_or_prefix) {
-  {
-    // A loaded model's full id needs no lookup: the hot path stays out of SQLite.
-    sync::MutexLock lock(&models_mu_);
-    if (loaded_.contains(id_or_prefix)) return id_or_prefix;
-  }
-  return store_->ResolveModelId(id_or_prefix);
-}
-
 ModelInfo Engine::Describe(const cache::ModelRecord& record, const LoadedModel* loaded) const {
   ModelInfo info;
   info.id = record.id;
@@ -283,7 +236,7 @@ ModelInfo Engine::Describe(const cache::ModelRecord& record, const LoadedModel* 
   if (info.summary.contains("inputs")) info.inputs = SpecsFromJson(info.summary["inputs"]);
   if (info.summary.contains("outputs")) info.outputs = SpecsFromJson(info.summary["outputs"]);
   info.has_weights = info.summary.value("has_weights", false);
-  // Checked against the id (ReadIntactModel) before the model is served; a listing shows
+  // Checked against the id (ModelCatalog::ReadIntact) before the model is served; a listing shows
   // what it can read.
   if (absl::StatusOr<model::InputShapes> shapes = model::ParseInputShapesKey(record.input_shapes);
       shapes.ok()) {
@@ -328,14 +281,13 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
       if (absl::Status repaired = store_->RepairModelBytes(id, onnx); !repaired.ok()) {
         return repaired;
       }
-      sync::MutexLock lock(&models_mu_);
-      quarantined_.erase(id);
+      catalog_.Unquarantine(id);
       spdlog::warn(
           "model {}: damaged stored bytes replaced by the re-added original; "
           "released from quarantine",
           id);
     }
-    absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
+    absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = catalog_.Loaded(id);
     return std::make_pair(Describe(*existing, loaded.ok() ? loaded->get() : nullptr), true);
   }
   LoadOptions load;
@@ -369,11 +321,8 @@ absl::StatusOr<std::pair<ModelInfo, bool>> Engine::RegisterModel(std::string onn
   if (!put.ok()) return put.status();
   if (put->over_quota) return OverQuota(options, put->usage, record.size_bytes);
   const bool inserted = put->inserted;
-  auto shared = std::make_shared<const LoadedModel>(std::move(*loaded));
-  {
-    sync::MutexLock lock(&models_mu_);
-    shared = KeepLoaded(id, std::move(shared));
-  }
+  std::shared_ptr<const LoadedModel> shared =
+      catalog_.Keep(id, std::make_shared<const LoadedModel>(std::move(*loaded)));
   absl::StatusOr<cache::ModelRecord> stored = store_->GetModelInfo(id);
   if (!stored.ok()) return stored.status();
   spdlog::info("registered model {} ({}, {} bytes)", id, record.name, record.size_bytes);
@@ -401,105 +350,7 @@ absl::Status Engine::OverQuota(const RegisterOptions& options, const cache::Owne
       size_bytes, " bytes", remedy));
 }
 
-absl::StatusOr<std::shared_ptr<const LoadedModel>> Engine::Loaded(const std::string& id) {
-  {
-    sync::MutexLock lock(&models_mu_);
-    auto it = loaded_.find(id);
-    if (it != loaded_.end()) {
-      it->second.last_used = ++use_clock_;
-      return it->second.model;
-    }
-  }
-  absl::StatusOr<cache::ModelRecord> record = ReadIntactModel(id);
-  if (!record.ok()) return record.status();
-  LoadOptions load;
-  load.synthesize_weights = record->synthesize_weights;
-  // Checked with the bytes by ReadIntactModel: the id covers both.
-  absl::StatusOr<model::InputShapes> input_shapes =
-      model::ParseInputShapesKey(record->input_shapes);
-  if (!input_shapes.ok()) {
-    return WithContext(input_shapes.status(), absl::StrCat("stored model ", id));
-  }
-  load.input_shapes = *std::move(input_shapes);
-  // Accepted when registered: bytes stored by an older pschedd may be graph-only.
-  load.refuse_external_data = false;
-  absl::StatusOr<LoadedModel> loaded = backend_->Load(record->onnx, record->name, load);
-  if (!loaded.ok()) {
-    return WithContext(loaded.status(), absl::StrCat("cannot re-import stored model ", id));
-  }
-  sync::MutexLock lock(&models_mu_);
-  return KeepLoaded(id, std::make_shared<const LoadedModel>(std::move(*loaded)));
-}
-
-std::shared_ptr<const LoadedModel> Engine::KeepLoaded(const std::string& id,
-                                                      std::shared_ptr<const LoadedModel> model) {
-  auto [it, inserted] = loaded_.emplace(id, LoadedEntry{std::move(model), 0});
-  it->second.last_used = ++use_clock_;
-  std::shared_ptr<const LoadedModel> kept = it->second.model;
-  UnloadBeyondBounds(id);
-  return kept;
-}
-
-int Engine::UnloadBeyondBounds(const std::string& keep) {
-  int64_t bytes = 0;
-  for (const auto& [id, entry] : loaded_) bytes += backend_->ResidentBytes(*entry.model);
-  int unloaded = 0;
-  while (loaded_.size() > 1 &&
-         (loaded_.size() > static_cast<size_t>(config_.max_loaded_models) ||
-          (config_.max_loaded_bytes > 0 && bytes > config_.max_loaded_bytes))) {
-    auto oldest = loaded_.end();
-    for (auto it = loaded_.begin(); it != loaded_.end(); ++it) {
-      if (it->first == keep) continue;
-      if (oldest == loaded_.end() || it->second.last_used < oldest->second.last_used) oldest = it;
-    }
-    if (oldest == loaded_.end()) break;
-    const int64_t freed = backend_->ResidentBytes(*oldest->second.model);
-    if (loaded_.size() > static_cast<size_t>(config_.max_loaded_models)) {
-      spdlog::info("model {} unloaded (more than max_loaded_models = {} in use)", oldest->first,
-                   config_.max_loaded_models);
-    } else {
-      spdlog::info(
-          "model {} unloaded ({}): loaded models and compiled plans held {} bytes, over "
-          "max_loaded_bytes = {}",
-          oldest->first, FormatBytes(freed), bytes, config_.max_loaded_bytes);
-    }
-    bytes -= freed;
-    loaded_.erase(oldest);
-    ++unloaded;
-  }
-  return unloaded;
-}
-
-int64_t Engine::LoadedBytes() {
-  sync::MutexLock lock(&models_mu_);
-  int64_t bytes = 0;
-  for (const auto& [id, entry] : loaded_) bytes += backend_->ResidentBytes(*entry.model);
-  return bytes;
-}
-
-absl::StatusOr<cache::ModelRecord> Engine::ReadIntactModel(const std::string& id) {
-  absl::StatusOr<cache::ModelRecord> record = store_->GetModel(id);
-  std::string damage;
-  if (record.ok()) {
-    const std::string actual = model::ModelId(record->onnx, record->input_shapes);
-    if (actual == id) return record;
-    damage = absl::StrCat("its stored bytes hash to ", actual, ", not to its id");
-  } else if (record.status().code() == absl::StatusCode::kDataLoss) {
-    damage = std::string(record.status().message());
-  } else {
-    return record.status();
-  }
-  sync::MutexLock lock(&models_mu_);
-  // The copy in memory was checked when loaded, but the one on disk is what a restart
-  // serves: drop it, so the model answers the same before and after a restart.
-  loaded_.erase(id);
-  if (quarantined_.insert(id).second) {
-    spdlog::error("model {} quarantined: {} (damaged on disk)", id, damage);
-  }
-  return absl::DataLossError(absl::StrCat("model ", id, " is quarantined: ", damage,
-                                          " (damaged on disk); add the original file again to "
-                                          "repair it, or remove the model"));
-}
+int64_t Engine::LoadedBytes() { return catalog_.LoadedBytes(); }
 
 absl::StatusOr<std::vector<ModelInfo>> Engine::ListModels() {
   absl::StatusOr<std::vector<cache::ModelRecord>> records = store_->ListModels();
@@ -510,7 +361,7 @@ absl::StatusOr<std::vector<ModelInfo>> Engine::ListModels() {
 }
 
 absl::StatusOr<ModelInfo> Engine::GetModel(const std::string& id_or_prefix) {
-  absl::StatusOr<std::string> id = Resolve(id_or_prefix);
+  absl::StatusOr<std::string> id = catalog_.Resolve(id_or_prefix);
   if (!id.ok()) return id.status();
   absl::StatusOr<cache::ModelRecord> record = store_->GetModelInfo(*id);
   if (!record.ok()) return record.status();
@@ -519,16 +370,12 @@ absl::StatusOr<ModelInfo> Engine::GetModel(const std::string& id_or_prefix) {
 
 absl::StatusOr<std::pair<std::string, int64_t>> Engine::RemoveModel(
     const std::string& id_or_prefix) {
-  absl::StatusOr<std::string> id = Resolve(id_or_prefix);
+  absl::StatusOr<std::string> id = catalog_.Resolve(id_or_prefix);
   if (!id.ok()) return id.status();
   absl::StatusOr<int64_t> plans = store_->RemoveModel(*id);
   if (!plans.ok()) return plans.status();
-  {
-    sync::MutexLock lock(&models_mu_);
-    loaded_.erase(*id);
-    quarantined_.erase(*id);
-    EraseModelEntries(checked_plans_, *id);
-  }
+  catalog_.Forget(*id);
+  plans_.ForgetChecked(*id);
   ForgetReadyPlans(*id);
   ReleaseFreedMemory();
   spdlog::info("removed model {} and {} cached plan(s)", *id, *plans);
@@ -540,7 +387,7 @@ absl::StatusOr<PlanResult> Engine::GetPlan(const std::string& id_or_prefix,
                                            const std::map<std::string, std::string>& options,
                                            bool refresh, const CallContext& context,
                                            const ProgressFn& progress) {
-  absl::StatusOr<std::string> id = Resolve(id_or_prefix);
+  absl::StatusOr<std::string> id = catalog_.Resolve(id_or_prefix);
   if (!id.ok()) return id.status();
   absl::StatusOr<PlanLookup> found =
       PlanFor(*id, requested_scheduler, options, refresh, context, progress);
@@ -613,10 +460,10 @@ void Engine::WarmOnce(const std::string& id, std::shared_ptr<const ReadyPlan> pl
   if (!backend_->RunUsesPlan()) return;
   {
     sync::MutexLock lock(&warm_mu_);
-    if (warmed_.size() >= kMaxReadyPlans) warmed_.clear();
+    if (warmed_.size() >= PlanBook::kMaxReadyPlans) warmed_.clear();
     if (!warmed_.insert(absl::StrCat(id, "|", plan->output.id)).second) return;
   }
-  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = catalog_.Loaded(id);
   if (!loaded.ok()) return;
   auto work = [this, model = *loaded, plan] {
     if (absl::Status warmed = backend_->Warm(*model, plan->output); !warmed.ok()) {
@@ -636,21 +483,15 @@ cache::PlanKey Engine::PlanKeyOf(const std::string& id, const std::string& sched
           SchedulerConfigKey(scheduler, options)};
 }
 
-std::shared_ptr<const ReadyPlan> Engine::FindReady(const cache::PlanKey& key) const {
-  sync::MutexLock lock(&plans_mu_);
-  auto it = ready_plans_.find(key.Joined());
-  return it != ready_plans_.end() ? it->second : nullptr;
-}
-
 bool Engine::PlanReady(const std::string& model_id, const std::string& scheduler,
                        const std::map<std::string, std::string>& options) const {
-  return FindReady(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), options)) != nullptr;
+  return plans_.Find(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), options)) != nullptr;
 }
 
 bool Engine::InferAnswersAtOnce(const std::string& model_id, const std::string& scheduler) const {
   if (!backend_->RunUsesPlan()) return false;
   std::shared_ptr<const ReadyPlan> plan =
-      FindReady(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), {}));
+      plans_.Find(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), {}));
   if (plan == nullptr) return false;
   const int64_t depth = queue_.Progress().depth;
   // Refused at once, and decided here: handed to a spare thread, a call could wait for one
@@ -673,7 +514,7 @@ absl::StatusOr<Engine::PlanLookup> Engine::PlanFor(
 }
 
 absl::Status Engine::MeasureMemory(const std::string& id, PlanOutput& plan) {
-  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = catalog_.Loaded(id);
   if (!loaded.ok()) return loaded.status();
   absl::StatusOr<PlanMemory> memory = backend_->MemoryOf(**loaded, &plan);
   if (!memory.ok()) return memory.status();
@@ -707,7 +548,7 @@ absl::StatusOr<Engine::PlanLookup> Engine::FindOrPlan(
   const std::string scheduler = SchedulerOrDefault(requested_scheduler);
   const cache::PlanKey key = PlanKeyOf(id, scheduler, options);
   if (!refresh) {
-    if (std::shared_ptr<const ReadyPlan> ready = FindReady(key); ready != nullptr) {
+    if (std::shared_ptr<const ReadyPlan> ready = plans_.Find(key); ready != nullptr) {
       usage_.PlanHit(key);
       return PlanLookup{std::move(ready), true};
     }
@@ -734,7 +575,7 @@ absl::StatusOr<Engine::PlanLookup> Engine::FindOrPlan(
                        record.key.scheduler_config, id, record.makespan_us);
         }
         return PlanLookup{
-            KeepReady(
+            plans_.Keep(
                 {key, std::move(output), record.planning_ms, "", scheduler, options, {}, imported}),
             true};
       }
@@ -749,51 +590,29 @@ absl::StatusOr<Engine::PlanLookup> Engine::FindOrPlan(
   return PlanLookup{*std::move(computed), false};
 }
 
-std::shared_ptr<const ReadyPlan> Engine::KeepReady(ReadyPlan plan) {
-  plan.slot = plan.key.Joined();
-  std::shared_ptr<const ReadyPlan> ready = MakeReady(std::move(plan));
-  sync::MutexLock lock(&plans_mu_);
-  if (ready_plans_.size() >= kMaxReadyPlans) ready_plans_.clear();
-  ready_plans_[ready->slot] = ready;
-  return ready;
-}
-
 void Engine::ForgetReadyPlans(const std::string& model_id) {
   // Feedback first: a replan it finishes after this is discarded, never served.
   feedback_.Forget(model_id);
-  sync::MutexLock lock(&plans_mu_);
-  if (model_id.empty()) {
-    ready_plans_.clear();
-    return;
-  }
-  EraseModelEntries(ready_plans_, model_id);
+  plans_.Forget(model_id);
 }
 
 absl::Status Engine::CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
                                      const std::string& schedule_json,
                                      const nlohmann::json& schedule,
                                      const nlohmann::json* calibration) {
-  const std::string memo =
-      absl::StrCat(key.model_id, "|", key.platform_fingerprint, "|", key.predictor_version, "|",
-                   key.scheduler_config, "|", std::hash<std::string>{}(schedule_json));
-  {
-    sync::MutexLock lock(&models_mu_);
-    if (checked_plans_.contains(memo)) return absl::OkStatus();
-  }
-  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
+  if (plans_.Checked(key, schedule_json)) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = catalog_.Loaded(id);
   if (!loaded.ok()) return loaded.status();
   if (absl::Status valid = backend_->CheckPlan(**loaded, schedule, calibration); !valid.ok()) {
     return valid;
   }
-  sync::MutexLock lock(&models_mu_);
-  if (checked_plans_.size() >= kMaxCheckedPlans) checked_plans_.clear();
-  checked_plans_.insert(memo);
+  plans_.MarkChecked(key, schedule_json);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::pair<std::string, int>> Engine::ExportPlans(const std::string& id_or_prefix,
                                                                 const std::string& scheduler) {
-  absl::StatusOr<std::string> id = Resolve(id_or_prefix);
+  absl::StatusOr<std::string> id = catalog_.Resolve(id_or_prefix);
   if (!id.ok()) return id.status();
   absl::StatusOr<std::vector<cache::PlanRecord>> plans = store_->ListPlans(*id);
   if (!plans.ok()) return plans.status();
@@ -864,7 +683,7 @@ absl::StatusOr<ImportResult> Engine::ImportPlans(const std::string& text) {
                                             "first (pschedctl model add)"));
   }
   // A model that cannot be loaded (quarantined) is the model's problem, not the bundle's.
-  if (absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(bundle->model_id);
+  if (absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = catalog_.Loaded(bundle->model_id);
       !loaded.ok()) {
     return loaded.status();
   }
@@ -952,7 +771,7 @@ absl::StatusOr<PlanFeedback::Candidate> Engine::Replan(const ReadyPlan& served,
                                                        const LatencyCorrection* correction,
                                                        const std::vector<MeasuredSubtask>& measured,
                                                        const CancelledFn& cancelled) {
-  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(served.key.model_id);
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = catalog_.Loaded(served.key.model_id);
   if (!loaded.ok()) return loaded.status();
   const std::string version = backend_->platform().predictor_version;
   if (correction == nullptr && served.key.predictor_version != version) {
@@ -1001,207 +820,50 @@ absl::StatusOr<std::shared_ptr<const ReadyPlan>> Engine::ComputePlan(
     const std::string& id, const cache::PlanKey& key, const std::string& scheduler,
     const std::map<std::string, std::string>& options, const CallContext& context,
     const ProgressFn& progress) {
-  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(id);
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = catalog_.Loaded(id);
   if (!loaded.ok()) return loaded.status();
-
-  const std::string flight_key = key.Joined();
-  std::shared_ptr<Flight> flight;
-  {
-    sync::MutexLock lock(&flights_mu_);
-    auto it = flights_.find(flight_key);
-    if (it != flights_.end()) {
-      flight = it->second;
-      sync::MutexLock flight_lock(&flight->mu);
-      ++flight->waiters;
-      if (context.uncapped_planning) {
-        flight->uncapped = true;
-        flight->cap = absl::InfiniteFuture();
-      }
-    } else {
-      flight = std::make_shared<Flight>();
-      {
-        sync::MutexLock flight_lock(&flight->mu);
-        flight->uncapped = context.uncapped_planning;
-      }
-      flights_[flight_key] = flight;
-      std::shared_ptr<const LoadedModel> model = *loaded;
-      // A capped request's search budget (timeout_ms: the exact solvers' and the iterative
-      // search's stage limit) is at most the cap; the methods' own defaults are below it.
-      std::map<std::string, std::string> planned_options = options;
-      if (!context.uncapped_planning) {
-        const int64_t cap_ms = int64_t{config_.max_planning_s} * 1000;
-        int64_t asked_ms = 0;
-        auto asked = planned_options.find("timeout_ms");
-        if (asked != planned_options.end() && absl::SimpleAtoi(asked->second, &asked_ms) &&
-            asked_ms > cap_ms) {
-          asked->second = std::to_string(cap_ms);
-        }
-      }
-      // The planner runs on its own thread so a caller that gives up does not abandon the
-      // others; it stops early only when every caller has gone.
-      std::thread planner([this, flight, model, key, scheduler, options, planned_options,
-                           flight_key] {
-        auto on_progress = [&flight](const PlanProgressEvent& event) {
-          sync::MutexLock guard(&flight->mu);
-          flight->progress = event;
-          ++flight->progress_seq;
-        };
-        auto abandoned = [&flight] {
-          sync::MutexLock guard(&flight->mu);
-          return flight->waiters == 0;
-        };
-        BecomeBackgroundPlanner();
-        on_progress({"queued", 0});
-        const bool slot = TakePlanningSlot(abandoned);
-        if (slot) {
-          sync::MutexLock guard(&flight->mu);
-          if (!flight->uncapped) flight->cap = absl::Now() + absl::Seconds(config_.max_planning_s);
-        }
-        on_progress({"planning", 0});
-        auto start = std::chrono::steady_clock::now();
-        absl::StatusOr<PlanOutput> plan =
-            slot ? backend_->Plan(*model, scheduler, planned_options, on_progress, abandoned)
-                 : absl::CancelledError("planning abandoned by every requester while queued");
-        if (slot) ReturnPlanningSlot();
-        double planning_ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
-        absl::StatusOr<std::shared_ptr<const ReadyPlan>> result = absl::UnknownError("unreachable");
-        absl::StatusOr<PlanMemory> memory =
-            plan.ok() ? backend_->MemoryOf(*model, &*plan) : plan.status();
-        if (!memory.ok()) {
-          result = memory.status();
-        } else {
-          plan->memory = *std::move(memory);
-          cache::PlanRecord record;
-          record.key = key;
-          record.scheduler = plan->scheduler;
-          record.schedule_json = plan->schedule.dump();
-          record.makespan_us = plan->makespan_us;
-          record.planning_ms = planning_ms;
-          // A plan that cannot be cached (disk full) is still a good answer.
-          if (absl::Status stored = store_->PutPlan(record); !stored.ok()) {
-            spdlog::warn("plan for {} not cached: {}", key.model_id, std::string(stored.message()));
-          }
-          spdlog::info("planned {} with {}: makespan {:.1f} us in {:.1f} ms", key.model_id,
-                       plan->scheduler, plan->makespan_us, planning_ms);
-          plan->id = model::ModelHash(record.schedule_json);
-          result =
-              KeepReady({key, *std::move(plan), planning_ms, "", scheduler, options, {}, false});
-        }
-        {
-          sync::MutexLock guard(&flight->mu);
-          flight->result = std::move(result);
-          flight->done = true;
-        }
-        // Last touch of `this`: the destructor waits for planners_ to reach zero.
-        sync::MutexLock guard(&flights_mu_);
-        flights_.erase(flight_key);
-        --planners_;
-      });
-      ++planners_;
-      planner.detach();
+  std::shared_ptr<const LoadedModel> model = *loaded;
+  // A capped request's search budget (timeout_ms: the exact solvers' and the iterative
+  // search's stage limit) is at most the cap; the methods' own defaults are below it.
+  std::map<std::string, std::string> planned_options = options;
+  if (!context.uncapped_planning) {
+    const int64_t cap_ms = int64_t{config_.max_planning_s} * 1000;
+    int64_t asked_ms = 0;
+    auto asked = planned_options.find("timeout_ms");
+    if (asked != planned_options.end() && absl::SimpleAtoi(asked->second, &asked_ms) &&
+        asked_ms > cap_ms) {
+      asked->second = std::to_string(cap_ms);
     }
   }
-
-  int64_t seen_seq = 0;
-  while (true) {
-    absl::Time wake = std::min(context.deadline, absl::Now() + kPollInterval);
-    PlanProgressEvent event;
-    bool new_event = false;
-    {
-      sync::MutexLock lock(&flight->mu);
-      flight->mu.AwaitWithDeadline(sync::Condition(&flight->done), std::min(wake, flight->cap));
-      if (flight->done) {
-        --flight->waiters;
-        return flight->result;
-      }
-      if (absl::Now() >= flight->cap) {
-        --flight->waiters;
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "planning ", key.scheduler_config, " for model ", key.model_id,
-            " took longer than max_planning_s = ", config_.max_planning_s,
-            " s; ask for a cheaper scheduler (heft) or a timeout_ms option, or have an admin "
-            "plan it once (the plan is cached for everyone)"));
-      }
-      if (flight->progress_seq != seen_seq) {
-        seen_seq = flight->progress_seq;
-        event = flight->progress;
-        new_event = true;
-      }
+  // Used only when this request starts the flight for `key`.
+  PlanBook::Planner planner;
+  planner.plan = [this, model, scheduler, planned_options](const ProgressFn& on_progress,
+                                                           const CancelledFn& abandoned) {
+    return backend_->Plan(*model, scheduler, planned_options, on_progress, abandoned);
+  };
+  planner.finish = [this, model, key, scheduler, options](
+                       absl::StatusOr<PlanOutput> plan,
+                       double planning_ms) -> absl::StatusOr<std::shared_ptr<const ReadyPlan>> {
+    absl::StatusOr<PlanMemory> memory =
+        plan.ok() ? backend_->MemoryOf(*model, &*plan) : plan.status();
+    if (!memory.ok()) return memory.status();
+    plan->memory = *std::move(memory);
+    cache::PlanRecord record;
+    record.key = key;
+    record.scheduler = plan->scheduler;
+    record.schedule_json = plan->schedule.dump();
+    record.makespan_us = plan->makespan_us;
+    record.planning_ms = planning_ms;
+    // A plan that cannot be cached (disk full) is still a good answer.
+    if (absl::Status stored = store_->PutPlan(record); !stored.ok()) {
+      spdlog::warn("plan for {} not cached: {}", key.model_id, std::string(stored.message()));
     }
-    if (new_event && progress) progress(event);
-    bool expired = absl::Now() >= context.deadline;
-    if (expired || context.cancelled()) {
-      sync::MutexLock lock(&flight->mu);
-      --flight->waiters;
-      return expired ? absl::DeadlineExceededError("deadline passed while planning")
-                     : absl::CancelledError("plan request cancelled");
-    }
-  }
-}
-
-bool Engine::TakePlanningSlot(const CancelledFn& abandoned) {
-  sync::MutexLock lock(&flights_mu_);
-  ++planning_waiting_;
-  while (!PlanningSlotFree()) {
-    // Polled: a requester leaving does not signal this lock.
-    if (flights_mu_.AwaitWithTimeout(sync::Condition(this, &Engine::PlanningSlotFree),
-                                     kPollInterval)) {
-      break;
-    }
-    flights_mu_.Unlock();
-    const bool gone = abandoned();
-    flights_mu_.Lock();
-    if (gone) {
-      --planning_waiting_;
-      return false;
-    }
-  }
-  --planning_waiting_;
-  ++planning_;
-  return true;
-}
-
-std::vector<int> Engine::FreeCores(const PlatformInfo& platform) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return {};
-  for (const PlatformDeviceInfo& device : platform.devices) {
-    for (int core : device.cores) {
-      if (core >= 0 && core < CPU_SETSIZE) CPU_CLR(core, &allowed);
-    }
-  }
-  std::vector<int> cores;
-  for (int core = 0; core < CPU_SETSIZE; ++core) {
-    if (CPU_ISSET(core, &allowed)) cores.push_back(core);
-  }
-  return cores;
-}
-
-void Engine::BecomeBackgroundPlanner() const {
-  // SCHED_IDLE: the thread runs only on a core nothing else wants, so planning never delays
-  // an inference, a call poller or a client; a busy board plans later, within max_planning_s.
-  const sched_param param{};
-  if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) {
-    spdlog::debug("planner not at idle priority: errno {}", errno);
-  }
-  if (planning_cores_.empty()) return;
-  cpu_set_t cores;
-  CPU_ZERO(&cores);
-  for (int core : planning_cores_) CPU_SET(core, &cores);
-  if (sched_setaffinity(0, sizeof(cores), &cores) != 0) {
-    spdlog::debug("planner not moved to the devices' free cores: errno {}", errno);
-  }
-}
-
-bool Engine::PlanningSlotFree() const {
-  return config_.max_concurrent_plans <= 0 || planning_ < config_.max_concurrent_plans;
-}
-
-void Engine::ReturnPlanningSlot() {
-  sync::MutexLock lock(&flights_mu_);
-  --planning_;
+    spdlog::info("planned {} with {}: makespan {:.1f} us in {:.1f} ms", key.model_id,
+                 plan->scheduler, plan->makespan_us, planning_ms);
+    plan->id = model::ModelHash(record.schedule_json);
+    return plans_.Keep({key, *std::move(plan), planning_ms, "", scheduler, options, {}, false});
+  };
+  return plans_.PlanOnce(key, context, progress, std::move(planner));
 }
 
 absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
@@ -1209,9 +871,9 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
                                           const std::string& scheduler,
                                           const CallContext& context) {
   const absl::Time arrived = absl::Now();
-  absl::StatusOr<std::string> id = Resolve(id_or_prefix);
+  absl::StatusOr<std::string> id = catalog_.Resolve(id_or_prefix);
   if (!id.ok()) return id.status();
-  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = Loaded(*id);
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded = catalog_.Loaded(*id);
   if (!loaded.ok()) return loaded.status();
   std::shared_ptr<const LoadedModel> model = *loaded;
   if (!model->has_weights) {
@@ -1316,12 +978,7 @@ absl::StatusOr<InferResult> Engine::Infer(const std::string& id_or_prefix,
   if (plan != nullptr) feedback_.Record(plan, *shared->output);
   // The run may have compiled the plan: what the model holds grew.
   if (const int64_t resident = backend_->ResidentBytes(*model); resident != loaded_resident) {
-    int unloaded = 0;
-    {
-      sync::MutexLock lock(&models_mu_);
-      unloaded = UnloadBeyondBounds(*id);
-    }
-    if (unloaded > 0) ReleaseFreedMemory();
+    if (catalog_.UnloadBeyondBounds(*id) > 0) ReleaseFreedMemory();
   }
 
   InferResult result;
@@ -1365,19 +1022,14 @@ EngineStatus Engine::Status(const std::string& owner, bool quota_exempt) {
   resources.max_models_per_user = config_.max_models_per_user;
   resources.max_model_bytes_per_user = config_.max_model_bytes_per_user;
   resources.quota_exempt = quota_exempt;
-  {
-    sync::MutexLock lock(&models_mu_);
-    resources.loaded_models = static_cast<int64_t>(loaded_.size());
-  }
-  resources.loaded_bytes = LoadedBytes();
+  resources.loaded_models = catalog_.LoadedCount();
+  resources.loaded_bytes = catalog_.LoadedBytes();
   resources.max_loaded_models = config_.max_loaded_models;
   resources.max_loaded_bytes = config_.max_loaded_bytes;
   resources.max_plan_memory_bytes = config_.max_plan_memory_bytes;
-  {
-    sync::MutexLock lock(&flights_mu_);
-    resources.planning = planning_;
-    resources.planning_queued = planning_waiting_;
-  }
+  const PlanBook::PlanningLoad planning = plans_.Load();
+  resources.planning = planning.planning;
+  resources.planning_queued = planning.waiting;
   resources.max_concurrent_plans = config_.max_concurrent_plans;
   resources.max_planning_s = config_.max_planning_s;
   return status;
@@ -1392,7 +1044,7 @@ absl::StatusOr<std::vector<cache::PlanRecord>> Engine::ListCachedPlans(
     const std::string& id_or_prefix) {
   std::string id;
   if (!id_or_prefix.empty()) {
-    absl::StatusOr<std::string> resolved = Resolve(id_or_prefix);
+    absl::StatusOr<std::string> resolved = catalog_.Resolve(id_or_prefix);
     if (!resolved.ok()) return resolved.status();
     id = *resolved;
   }
@@ -1405,12 +1057,8 @@ absl::StatusOr<cache::PurgeResult> Engine::PurgeCache(bool include_models) {
   absl::StatusOr<cache::PurgeResult> result = store_->Purge(include_models);
   if (result.ok()) {
     ForgetReadyPlans("");
-    sync::MutexLock lock(&models_mu_);
-    checked_plans_.clear();
-    if (include_models) {
-      loaded_.clear();
-      quarantined_.clear();
-    }
+    plans_.ForgetChecked("");
+    if (include_models) catalog_.Clear();
   }
   if (include_models) ReleaseFreedMemory();
   return result;
@@ -1422,7 +1070,7 @@ absl::StatusOr<CacheVerification> Engine::VerifyCache() {
   CacheVerification report;
   std::set<std::string> damaged;
   for (const cache::ModelRecord& listed : *records) {
-    absl::StatusOr<cache::ModelRecord> record = ReadIntactModel(listed.id);
+    absl::StatusOr<cache::ModelRecord> record = catalog_.ReadIntact(listed.id);
     if (!record.ok() && record.status().code() != absl::StatusCode::kDataLoss) {
       return record.status();
     }
@@ -1453,8 +1101,7 @@ absl::StatusOr<CacheVerification> Engine::VerifyCache() {
                    plan.key.scheduler_config, plan.key.model_id, std::string(valid.message()));
       report.problems.push_back(
           {plan.key.model_id, plan.key.scheduler_config, std::string(valid.message())});
-      sync::MutexLock lock(&plans_mu_);
-      ready_plans_.erase(plan.key.Joined());
+      plans_.Drop(plan.key);
     }
   }
   spdlog::info("cache verified: {} models, {} plans checked ({} skipped), {} problems",

@@ -1,17 +1,23 @@
-// daemon::Engine: the core the gRPC services forward to. It owns the cache::Store, the
-// Backend (import / plan / run) and the InferenceQueue, and implements the request semantics
-// documented in docs/api.md: model registration by content hash, plan lookup or
-// computation with one planning run per cache key however many clients ask at once, and
-// inference admission through the bounded queue. It enforces the resource bounds of the
-// config (docs/operations.md, "Resource bounds"): per-user model quotas, each plan's peak
-// memory, the bytes of loaded models and compiled plans, planning slots and planning time. It
-// never includes gRPC: callers pass a CallContext with their deadline, a cancellation probe
-// and whether an admin asks.
+// daemon::Engine: the core the gRPC services forward to. It implements the request semantics
+// documented in docs/api.md: model registration by content hash, plan lookup or computation,
+// inference admission through the bounded InferenceQueue, calibration, plan bundles and cache
+// administration. It enforces the resource bounds of the config (docs/operations.md,
+// "Resource bounds"): per-user model quotas and each plan's peak memory here; the bytes of
+// loaded models and compiled plans in its ModelCatalog; planning slots and planning time in its
+// PlanBook, which plans once per cache key however many clients ask at once. It never includes
+// gRPC: callers pass a CallContext with their deadline, a cancellation probe and whether an
+// admin asks.
 //
-// Thread-safety: all public methods are thread-safe and may block (planning, inference).
-// Ownership: the Engine owns everything it is given; Shutdown() must be called before
-// destruction to let queued work finish. A calibration stored in the cache for the
-// backend's platform is installed at construction.
+// Ownership: the Engine owns everything it is given and the parts it composes: the
+// cache::Store, the Backend (import / plan / run), the InferenceQueue, the ModelCatalog, the
+// PlanBook, the PlanFeedback and the first-start calibration. Shutdown() must be called before
+// destruction to let queued work finish; the destructor also waits for planner threads. A
+// calibration stored in the cache for the backend's platform is installed at construction.
+//
+// Thread-safety: all public methods are thread-safe and may block (planning, inference). The
+// Engine's own locks guard only its warm-up bookkeeping; the catalog, the plan book, the queue
+// and the feedback lock their own state, and the Engine never holds one of its locks while
+// calling into them.
 #pragma once
 
 #include <atomic>
@@ -29,23 +35,18 @@
 #include "absl/time/time.h"
 #include "cache/store.h"
 #include "daemon/engine/backend.h"
+#include "daemon/engine/call_context.h"
 #include "daemon/engine/config.h"
 #include "daemon/engine/first_start_calibration.h"
 #include "daemon/engine/inference_queue.h"
+#include "daemon/engine/model_catalog.h"
+#include "daemon/engine/plan_book.h"
 #include "daemon/engine/plan_feedback.h"
 #include "daemon/engine/ready_plan.h"
 #include "daemon/engine/usage_recorder.h"
 #include "sync/mutex.h"
 
 namespace psched::daemon {
-
-// Who is asking: the deadline and whether the caller went away.
-struct CallContext {
-  absl::Time deadline = absl::InfiniteFuture();
-  CancelledFn cancelled = [] { return false; };
-  // An admin's request: planning for it is not capped by max_planning_s.
-  bool uncapped_planning = false;
-};
 
 struct ModelInfo {
   std::string id;
@@ -260,7 +261,6 @@ class Engine {
                                         const std::map<std::string, std::string>& options);
 
  private:
-  struct Flight;
   struct PlanLookup {
     std::shared_ptr<const ReadyPlan> plan;
     bool cached = false;
@@ -273,8 +273,6 @@ class Engine {
   // The key of `id`'s plan on this platform for the scheduler config.
   cache::PlanKey PlanKeyOf(const std::string& id, const std::string& scheduler,
                            const std::map<std::string, std::string>& options) const;
-  // The validated plan kept in memory under `key`, or null.
-  std::shared_ptr<const ReadyPlan> FindReady(const cache::PlanKey& key) const;
   // The plan of `id` for the scheduler config: from memory, else from the store (validated),
   // else planned now (one planning run per key however many ask). RESOURCE_EXHAUSTED when
   // its peak memory is over the budget (WithinMemoryBudget): nothing of it is allocated.
@@ -288,13 +286,17 @@ class Engine {
                                         const std::map<std::string, std::string>& options,
                                         bool refresh, const CallContext& context,
                                         const ProgressFn& progress);
+  // Plans `id` for the scheduler config in the plan book's flight for `key`; the plan is
+  // stored and kept ready.
+  absl::StatusOr<std::shared_ptr<const ReadyPlan>> ComputePlan(
+      const std::string& id, const cache::PlanKey& key, const std::string& scheduler,
+      const std::map<std::string, std::string>& options, const CallContext& context,
+      const ProgressFn& progress);
   // Sets plan.memory (Backend::MemoryOf) for model `id`.
   absl::Status MeasureMemory(const std::string& id, PlanOutput& plan);
   // RESOURCE_EXHAUSTED naming the peak, its parts, the largest tensors and the key when the
   // plan's peak memory is over config_.max_plan_memory_bytes.
   absl::Status WithinMemoryBudget(const ReadyPlan& plan) const;
-  // Keeps `plan` in memory (bounded by kMaxReadyPlans) and returns the shared handle.
-  std::shared_ptr<const ReadyPlan> KeepReady(ReadyPlan plan);
   // Drops the in-memory plans of `model_id` ("" = every model) and what feedback measured
   // of them.
   void ForgetReadyPlans(const std::string& model_id);
@@ -304,35 +306,28 @@ class Engine {
                                                  const LatencyCorrection* correction,
                                                  const std::vector<MeasuredSubtask>& measured,
                                                  const CancelledFn& cancelled);
+  // Checks a cached plan against its model and platform once per (key, plan bytes); with
+  // `calibration`, its durations against that calibration's model (Backend::CheckPlan).
+  absl::Status CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
+                               const std::string& schedule_json, const nlohmann::json& schedule,
+                               const nlohmann::json* calibration = nullptr);
 
-  // The imported model for a full id, importing it from the stored bytes on first use.
-  absl::StatusOr<std::shared_ptr<const LoadedModel>> Loaded(const std::string& id);
-  absl::StatusOr<std::string> Resolve(const std::string& id_or_prefix);
   // RESOURCE_EXHAUSTED naming the quota a registration of `size_bytes` would pass and the
   // owner's `usage`.
   absl::Status OverQuota(const RegisterOptions& options, const cache::OwnerUsage& usage,
                          int64_t size_bytes) const;
-  // The stored model with its bytes when they are complete and, with its input shapes, hash
-  // to its id; otherwise quarantines the model (logged once) and returns DATA_LOSS naming it.
-  absl::StatusOr<cache::ModelRecord> ReadIntactModel(const std::string& id);
   ModelInfo Describe(const cache::ModelRecord& record, const LoadedModel* loaded) const;
-  absl::StatusOr<std::shared_ptr<const ReadyPlan>> ComputePlan(
-      const std::string& id, const cache::PlanKey& key, const std::string& scheduler,
-      const std::map<std::string, std::string>& options, const CallContext& context,
-      const ProgressFn& progress);
 
-  // The cores this process may run on that no device of `platform` is pinned to.
-  static std::vector<int> FreeCores(const PlatformInfo& platform);
-  // Puts the calling planner thread at idle priority (SCHED_IDLE) and onto planning_cores_,
-  // when there are any: planning then takes no time inference wants, even during a flood.
-  void BecomeBackgroundPlanner() const;
-
-  const DaemonConfig config_;
-  std::unique_ptr<cache::Store> store_;
-  std::unique_ptr<Backend> backend_;
-  const std::vector<int> planning_cores_;  // FreeCores(backend_->platform())
-  InferenceQueue queue_;
-  const absl::Time started_ = absl::Now();
+  // Reads the calibration stored for the platform, if any, and starts or rules out the
+  // first-start calibration.
+  void InstallStoredCalibration();
+  // Set once in the constructor, started there (a model is stored) or by RegisterModel.
+  void StartFirstStartCalibration(const std::string& off_reason);
+  // ImportPlans' step for the bundle's calibration: ImportResult::calibration, or an error
+  // when it cannot be used here (nothing is stored then).
+  // `params` is calibration.params_json, parsed.
+  absl::StatusOr<std::string> AdoptBundleCalibration(const cache::CalibrationRecord& calibration,
+                                                     const nlohmann::json& params);
 
   // Compiles `plan` of model `id` ahead and runs it once (Backend::Warm), as a job of the
   // inference queue, the first time GetPlan hands it out; its first Infer then runs warm.
@@ -341,79 +336,23 @@ class Engine {
   // kWarmAtStart most recently used models, so they answer warm after a restart.
   void WarmRecentPlans();
   static constexpr size_t kWarmAtStart = 4;
+
+  const DaemonConfig config_;
+  std::unique_ptr<cache::Store> store_;
+  std::unique_ptr<Backend> backend_;
+  InferenceQueue queue_;
+  const absl::Time started_ = absl::Now();
+  ModelCatalog catalog_{store_.get(), backend_.get(), config_.max_loaded_models,
+                        config_.max_loaded_bytes};
+  PlanBook plans_{backend_->platform(), config_.max_concurrent_plans, config_.max_planning_s};
+  UsageRecorder usage_{store_.get(), absl::Seconds(1)};
+  std::unique_ptr<FirstStartCalibration> first_start_calibration_;
+
   std::thread warm_at_start_;  // joined by Shutdown
   sync::Mutex warm_join_mu_;
-  // Reads the calibration stored for the platform, if any, and starts or rules out the
-  // first-start calibration.
-  void InstallStoredCalibration();
   sync::Mutex warm_mu_;
   std::set<std::string> warmed_ ABSL_GUARDED_BY(warm_mu_);  // "<model id>|<plan id>"
   std::atomic<int64_t> warmups_{0};  // queue jobs that were warm-ups, not inferences
-
-  // Set once in the constructor, started there (a model is stored) or by RegisterModel.
-  void StartFirstStartCalibration(const std::string& off_reason);
-  std::unique_ptr<FirstStartCalibration> first_start_calibration_;
-
-  // Checks a cached plan against its model and platform once per (key, plan bytes); with
-  // `calibration`, its durations against that calibration's model (Backend::CheckPlan).
-  absl::Status CheckCachedPlan(const std::string& id, const cache::PlanKey& key,
-                               const std::string& schedule_json, const nlohmann::json& schedule,
-                               const nlohmann::json* calibration = nullptr);
-
-  // Keeps `model` loaded as `id`, unloading the least recently used beyond the bounds
-  // (UnloadBeyondBounds); returns the handle every caller shares (the first one kept when two
-  // threads loaded it at once).
-  std::shared_ptr<const LoadedModel> KeepLoaded(const std::string& id,
-                                                std::shared_ptr<const LoadedModel> model)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(models_mu_);
-  // Unloads the least recently used models but `keep` while more than
-  // config_.max_loaded_models are loaded or they hold more than config_.max_loaded_bytes
-  // (Backend::ResidentBytes: graphs, weights, compiled plans); returns how many. `keep`
-  // alone may exceed the bytes: the request using it is served.
-  int UnloadBeyondBounds(const std::string& keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(models_mu_);
-
-  struct LoadedEntry {
-    std::shared_ptr<const LoadedModel> model;
-    uint64_t last_used = 0;
-  };
-  sync::Mutex models_mu_;
-  // Imported models with their compiled plans, within max_loaded_models and max_loaded_bytes
-  // (UnloadBeyondBounds); unloading
-  // one frees it once the requests using it are done (they hold their own reference).
-  std::map<std::string, LoadedEntry> loaded_ ABSL_GUARDED_BY(models_mu_);
-  uint64_t use_clock_ ABSL_GUARDED_BY(models_mu_) = 0;
-  // Models whose stored bytes no longer hash to their id: never served, logged once, until
-  // the original is added again (RegisterModel repairs the row) or the model is removed.
-  std::set<std::string> quarantined_ ABSL_GUARDED_BY(models_mu_);
-  // Cached plans that passed Backend::CheckPlan: "<plan key>|<hash of the plan JSON>". A
-  // memo only: a removed model's entries go with it, and past kMaxCheckedPlans it starts over.
-  std::set<std::string> checked_plans_ ABSL_GUARDED_BY(models_mu_);
-  // ImportPlans' step for the bundle's calibration: ImportResult::calibration, or an error
-  // when it cannot be used here (nothing is stored then).
-  // `params` is calibration.params_json, parsed.
-  absl::StatusOr<std::string> AdoptBundleCalibration(const cache::CalibrationRecord& calibration,
-                                                     const nlohmann::json& params);
-  static constexpr size_t kMaxCheckedPlans = 4096;
-
-  mutable sync::Mutex plans_mu_;
-  // By PlanKey::Joined(); a model's plans sort together. Past kMaxReadyPlans it starts over
-  // (the store still holds every plan).
-  std::map<std::string, std::shared_ptr<const ReadyPlan>> ready_plans_ ABSL_GUARDED_BY(plans_mu_);
-  static constexpr size_t kMaxReadyPlans = 256;
-
-  UsageRecorder usage_{store_.get(), absl::Seconds(1)};
-
-  // Waits for one of config_.max_concurrent_plans planning slots (0: unbounded), polling
-  // `abandoned`; false, with no slot taken, once it says every requester has gone.
-  bool TakePlanningSlot(const CancelledFn& abandoned) ABSL_LOCKS_EXCLUDED(flights_mu_);
-  void ReturnPlanningSlot() ABSL_LOCKS_EXCLUDED(flights_mu_);
-  bool PlanningSlotFree() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(flights_mu_);
-
-  sync::Mutex flights_mu_;
-  std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(flights_mu_);
-  int planners_ ABSL_GUARDED_BY(flights_mu_) = 0;  // planning threads still running
-  int planning_ ABSL_GUARDED_BY(flights_mu_) = 0;          // of them, holding a slot
-  int planning_waiting_ ABSL_GUARDED_BY(flights_mu_) = 0;  // of them, waiting for one
 
   // Last: destroyed (its worker stopped) before everything its callbacks use.
   PlanFeedback feedback_;
