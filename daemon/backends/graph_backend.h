@@ -7,9 +7,10 @@
 // GraphHandle is the ModelHandle of a GraphBackend's models; subclasses derive their own
 // handle from it and create it in PrepareModel.
 //
-// Thread-safety: Load/CheckScheduler/Plan/CheckPlan/platform are thread-safe; the latency
-// model may be swapped (SetLatencyModel) while plans are being computed: each plan uses the
-// model in place when it started.
+// Thread-safety: as Backend's thread contract (daemon/engine/backend.h): every method but
+// Run, Warm and Calibrate is thread-safe. The latency model may be swapped (SetLatencyModel,
+// UseCalibration) while plans are being computed or checked: each uses the model in place
+// when it started.
 #pragma once
 
 #include <map>

@@ -5,7 +5,7 @@
 // device's name. It has nothing to calibrate: the profile is not
 // this machine.
 //
-// Thread-safety: as GraphBackend; Run is called by the inference queue's one worker.
+// Thread-safety: as GraphBackend; Run is called by inference queue jobs, one at a time.
 #pragma once
 
 #include <memory>
