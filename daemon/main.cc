@@ -8,10 +8,10 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
-#include "daemon/config.h"
-#include "daemon/host_backend.h"
-#include "daemon/server.h"
-#include "daemon/systemd.h"
+#include "daemon/backends/host_backend.h"
+#include "daemon/engine/config.h"
+#include "daemon/rpc/server.h"
+#include "daemon/rpc/systemd.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 

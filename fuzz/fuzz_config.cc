@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/access.h"
-#include "daemon/config.h"
+#include "daemon/access/access.h"
+#include "daemon/engine/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<psched::daemon::DaemonConfig> config = psched::daemon::ParseConfig(

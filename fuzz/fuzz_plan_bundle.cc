@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/string_view.h"
-#include "daemon/plan_bundle.h"
+#include "daemon/engine/plan_bundle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::string_view text(reinterpret_cast<const char*>(data), size);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/plan_json.h"
+#include "daemon/backends/plan_json.h"
 #include "model/onnx_import.h"
 #include "predictor/profiles.h"
 #include "scheduler/problem.h"

@@ -4,7 +4,7 @@
 // gRPC (1) Infer round trips: client-measured latency minus the executor's own time, i.e.
 // transport + admission queue + tensor conversion, (2) GetPlan answered from the cache and
 // (3) Devices, a unary call answered from memory by gRPC's sync server: the floor of a call
-// without the call pollers that serve Infer and GetPlan (daemon/call_pollers.h).
+// without the call pollers that serve Infer and GetPlan (daemon/rpc/call_pollers.h).
 // Prints medians and p95 in microseconds. No wall-clock thresholds: it reports, it does not
 // judge.
 #include <signal.h>
