@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace psched::daemon {
 namespace {
@@ -171,8 +172,10 @@ poll_spin_us = 250
 # An inference whose plan measured at most this many microseconds runs on the poller that
 # took the call (no hand-off); longer ones move to a spare thread, so the poller stays free.
 brief_infer_us = 1000
-# Scheduler used when a request names none (heft, iterative, single:cpu, ...).
-default_scheduler = "iterative"
+# Scheduler used when a request names none (heft, iterative, single:cpu, ...), with options
+# as "name;key=value;..." (a request's own options win). "iterative" alone is the paper's
+# search; local moves make it measure better within the planning budget.
+default_scheduler = "iterative;local_moves=5"
 # Resource bounds (0 = the default computed at start, logged as "budgets: ...").
 # Upper bound of the SQLite database, bytes; 0 = the smaller of 10% of the state dir's
 # filesystem and 4 GiB.
@@ -250,6 +253,29 @@ user_groups = []
 )toml";
 }
 
+namespace {
+
+// "name" or "name;key=value;...": what a plan key's scheduler config looks like. The name and
+// the options themselves are checked by the scheduler when a request first uses them.
+absl::Status CheckSchedulerConfig(const std::string& value, const std::string& origin) {
+  const std::vector<std::string> parts = absl::StrSplit(value, ';');
+  if (parts[0].empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": default_scheduler '", value, "' names no scheduler (e.g. \"iterative\")"));
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": default_scheduler '", value, "': option '", parts[i],
+                       "' is not key=value (e.g. \"iterative;local_moves=5\")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std::string& origin) {
   // toml++ reports syntax errors by exception; they stop here.
   toml::table table;
@@ -274,6 +300,7 @@ absl::StatusOr<DaemonConfig> ParseConfig(const std::string& toml_text, const std
   PSCHED_RETURN_IF_ERROR(Read(table, "log_level", origin, config.log_level));
   PSCHED_RETURN_IF_ERROR(Read(table, "max_model_bytes", origin, config.max_model_bytes));
   PSCHED_RETURN_IF_ERROR(Read(table, "default_scheduler", origin, config.default_scheduler));
+  PSCHED_RETURN_IF_ERROR(CheckSchedulerConfig(config.default_scheduler, origin));
   // Byte bounds: 0 takes the default; anything else at least 1 MiB (a smaller bound is a
   // typo, and would refuse everything).
   for (auto [key, field] : {std::pair{"cache_max_bytes", &config.cache_max_bytes},

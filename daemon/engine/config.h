@@ -68,8 +68,11 @@ struct DaemonConfig {
   // longer one moves to a spare thread, so other calls wait at most about this long for the
   // poller. 0: every Infer moves.
   int brief_infer_us = 1000;
-  // Scheduler for plan and infer requests that name none.
-  std::string default_scheduler = "iterative";
+  // Scheduler for plan and infer requests that name none, with its options as in a plan key
+  // ("name;k=v;k2=v2"; a request's own options take precedence). The default is the
+  // iterative search with local moves, which measures best within the planning budget
+  // (docs/evaluation.md, "Where the iterative search loses"); "iterative" alone is the paper's.
+  std::string default_scheduler = "iterative;local_moves=5";
   // Upper bound of the SQLite database size (models, plans, statistics); a write past it is
   // RESOURCE_EXHAUSTED. 0: the smaller of 10% of the state dir's filesystem and 4 GiB,
   // computed at start (daemon/engine/budgets.h).

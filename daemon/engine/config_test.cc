@@ -107,6 +107,27 @@ TEST(ConfigTest, BadAccessTablesNameFileLineAndKey) {
   }
 }
 
+TEST(ConfigTest, DefaultSchedulerCarriesItsOptions) {
+  EXPECT_EQ(DaemonConfig{}.default_scheduler, "iterative;local_moves=5");
+  absl::StatusOr<DaemonConfig> parsed =
+      ParseConfig("default_scheduler = \"pa-heft;seed=3;alignment=8\"\n", "s.toml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->default_scheduler, "pa-heft;seed=3;alignment=8");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"default_scheduler = \"\"\n", "s.toml: default_scheduler '' names no scheduler"},
+      {"default_scheduler = \";seed=1\"\n", "names no scheduler"},
+      {"default_scheduler = \"iterative;local_moves\"\n",
+       "option 'local_moves' is not key=value"},
+      {"default_scheduler = \"iterative;=5\"\n", "option '=5' is not key=value"},
+  };
+  for (const auto& [text, expected] : bad) {
+    absl::StatusOr<DaemonConfig> refused = ParseConfig(text, "s.toml");
+    ASSERT_FALSE(refused.ok()) << text;
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find(expected), std::string::npos) << refused.status();
+  }
+}
+
 TEST(ConfigTest, ReadsDevices) {
   absl::StatusOr<DaemonConfig> parsed = ParseConfig(R"(
 queue_capacity = 8

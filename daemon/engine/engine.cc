@@ -226,6 +226,24 @@ std::string Engine::SchedulerConfigKey(const std::string& scheduler,
   return key;
 }
 
+Engine::SchedulerRequest Engine::ParseSchedulerConfig(const std::string& config) {
+  const std::vector<std::string> parts = absl::StrSplit(config, ';');
+  SchedulerRequest request{parts[0], {}};
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::vector<std::string> kv = absl::StrSplit(parts[i], absl::MaxSplits('=', 1));
+    if (kv.size() == 2) request.options[kv[0]] = kv[1];
+  }
+  return request;
+}
+
+Engine::SchedulerRequest Engine::Resolve(const std::string& requested,
+                                         const std::map<std::string, std::string>& options) const {
+  if (!requested.empty()) return {requested, options};
+  SchedulerRequest request = ParseSchedulerConfig(config_.default_scheduler);
+  for (const auto& [name, value] : options) request.options[name] = value;
+  return request;
+}
+
 ModelInfo Engine::Describe(const cache::ModelRecord& record, const LoadedModel* loaded) const {
   ModelInfo info;
   info.id = record.id;
@@ -440,14 +458,9 @@ void Engine::WarmRecentPlans() {
         !CheckCachedPlan(id, best->key, best->schedule_json, schedule).ok()) {
       continue;
     }
-    const std::vector<std::string> parts = absl::StrSplit(best->key.scheduler_config, ';');
-    std::map<std::string, std::string> options;
-    for (size_t i = 1; i < parts.size(); ++i) {
-      const std::vector<std::string> kv = absl::StrSplit(parts[i], absl::MaxSplits('=', 1));
-      if (kv.size() == 2) options[kv[0]] = kv[1];
-    }
-    absl::StatusOr<PlanLookup> found =
-        PlanFor(id, parts[0], options, false, CallContext{}, [](const PlanProgressEvent&) {});
+    const SchedulerRequest stored = ParseSchedulerConfig(best->key.scheduler_config);
+    absl::StatusOr<PlanLookup> found = PlanFor(id, stored.scheduler, stored.options, false,
+                                               CallContext{}, [](const PlanProgressEvent&) {});
     if (!found.ok()) {
       spdlog::debug("not warmed at start: {}: {}", id, std::string(found.status().message()));
       continue;
@@ -485,13 +498,15 @@ cache::PlanKey Engine::PlanKeyOf(const std::string& id, const std::string& sched
 
 bool Engine::PlanReady(const std::string& model_id, const std::string& scheduler,
                        const std::map<std::string, std::string>& options) const {
-  return plans_.Find(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), options)) != nullptr;
+  const SchedulerRequest request = Resolve(scheduler, options);
+  return plans_.Find(PlanKeyOf(model_id, request.scheduler, request.options)) != nullptr;
 }
 
 bool Engine::InferAnswersAtOnce(const std::string& model_id, const std::string& scheduler) const {
   if (!backend_->RunUsesPlan()) return false;
+  const SchedulerRequest request = Resolve(scheduler, {});
   std::shared_ptr<const ReadyPlan> plan =
-      plans_.Find(PlanKeyOf(model_id, SchedulerOrDefault(scheduler), {}));
+      plans_.Find(PlanKeyOf(model_id, request.scheduler, request.options));
   if (plan == nullptr) return false;
   const int64_t depth = queue_.Progress().depth;
   // Refused at once, and decided here: handed to a spare thread, a call could wait for one
@@ -543,9 +558,11 @@ absl::Status Engine::WithinMemoryBudget(const ReadyPlan& plan) const {
 
 absl::StatusOr<Engine::PlanLookup> Engine::FindOrPlan(
     const std::string& id, const std::string& requested_scheduler,
-    const std::map<std::string, std::string>& options, bool refresh, const CallContext& context,
-    const ProgressFn& progress) {
-  const std::string scheduler = SchedulerOrDefault(requested_scheduler);
+    const std::map<std::string, std::string>& requested_options, bool refresh,
+    const CallContext& context, const ProgressFn& progress) {
+  const SchedulerRequest resolved = Resolve(requested_scheduler, requested_options);
+  const std::string& scheduler = resolved.scheduler;
+  const std::map<std::string, std::string>& options = resolved.options;
   const cache::PlanKey key = PlanKeyOf(id, scheduler, options);
   if (!refresh) {
     if (std::shared_ptr<const ReadyPlan> ready = plans_.Find(key); ready != nullptr) {

@@ -259,6 +259,12 @@ class Engine {
   // "name" or "name;k=v;k2=v2" with keys sorted: equal requests give equal strings.
   static std::string SchedulerConfigKey(const std::string& scheduler,
                                         const std::map<std::string, std::string>& options);
+  // The inverse: the scheduler name and its options. A part without '=' is ignored.
+  struct SchedulerRequest {
+    std::string scheduler;
+    std::map<std::string, std::string> options;
+  };
+  static SchedulerRequest ParseSchedulerConfig(const std::string& config);
 
  private:
   struct PlanLookup {
@@ -266,10 +272,11 @@ class Engine {
     bool cached = false;
   };
 
-  // `requested`, or the configured default when empty.
-  const std::string& SchedulerOrDefault(const std::string& requested) const {
-    return requested.empty() ? config_.default_scheduler : requested;
-  }
+  // The scheduler and options a request is planned with: as asked, or for a request naming no
+  // scheduler the configured default_scheduler with its options, the request's own options
+  // taking precedence.
+  SchedulerRequest Resolve(const std::string& requested,
+                           const std::map<std::string, std::string>& options) const;
   // The key of `id`'s plan on this platform for the scheduler config.
   cache::PlanKey PlanKeyOf(const std::string& id, const std::string& scheduler,
                            const std::map<std::string, std::string>& options) const;
@@ -283,7 +290,7 @@ class Engine {
   // PlanFor's lookup without the memory budget's check.
   absl::StatusOr<PlanLookup> FindOrPlan(const std::string& id,
                                         const std::string& requested_scheduler,
-                                        const std::map<std::string, std::string>& options,
+                                        const std::map<std::string, std::string>& requested_options,
                                         bool refresh, const CallContext& context,
                                         const ProgressFn& progress);
   // Plans `id` for the scheduler config in the plan book's flight for `key`; the plan is

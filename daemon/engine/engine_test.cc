@@ -275,6 +275,31 @@ TEST_F(EngineTest, PlanIsCachedAcrossRestarts) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(EngineTest, ARequestNamingNoSchedulerGetsTheDefaultWithItsOptions) {
+  auto engine = MakeEngine();
+  const std::string id = engine->RegisterModel("model", "m", {})->first.id;
+  auto key_of = [&](const std::string& scheduler, std::map<std::string, std::string> options) {
+    auto plan = engine->GetPlan(id, scheduler, options, false, {}, nullptr);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? plan->ready->key.scheduler_config : "";
+  };
+  // config_.default_scheduler is DaemonConfig's default, "iterative;local_moves=5".
+  EXPECT_EQ(key_of("", {}), "iterative;local_moves=5");
+  EXPECT_EQ(key_of("", {{"seed", "2"}}), "iterative;local_moves=5;seed=2");
+  EXPECT_EQ(key_of("", {{"local_moves", "0"}}), "iterative;local_moves=0");
+  EXPECT_EQ(key_of("iterative", {}), "iterative");
+  EXPECT_EQ(counters_->plans.load(), 4);
+  EXPECT_TRUE(engine->PlanReady(id, "", {{"seed", "2"}}));
+  EXPECT_FALSE(engine->PlanReady(id, "", {{"seed", "3"}}));
+  // The same request again is the same key, answered from memory.
+  auto again = engine->GetPlan(id, "", {}, false, {}, nullptr);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->cached);
+  EXPECT_EQ(counters_->plans.load(), 4);
+  EXPECT_EQ(Engine::ParseSchedulerConfig("pa-heft;alignment=8;seed=1").options,
+            (std::map<std::string, std::string>{{"alignment", "8"}, {"seed", "1"}}));
+}
+
 TEST_F(EngineTest, ConcurrentIdenticalPlansComputeOnce) {
   auto engine = MakeEngine(absl::Milliseconds(200));
   std::string id = engine->RegisterModel("model", "m", {})->first.id;
