@@ -13,7 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "calibration/training/analytic_fit.h"
-#include "executor/opencl/launch_geometry.h"
+#include "calibration/training/opencl_dispatch.h"
 #include "predictor/gbdt/features.h"
 #include "predictor/gbdt/gbdt_latency_model.h"
 #include "predictor/gbdt/model_file.h"
@@ -40,7 +40,7 @@ std::string DeviceId(absl::string_view platform, absl::string_view name) {
 }
 
 gbdt::DispatchSchemes HostSchemes() {
-  return {{executor::opencl::kOpenClDispatchScheme, &executor::opencl::OpenClDispatch}};
+  return {{kOpenClDispatchScheme, &OpenClDispatch}};
 }
 
 std::string ModelSource(absl::string_view name) {
@@ -96,7 +96,7 @@ absl::StatusOr<DeviceTraining> TrainDevice(absl::string_view platform,
   spec.device = id;
   spec.gpu = prior.gpu;
   if (prior.gpu) {
-    spec.dispatch = executor::opencl::kOpenClDispatchScheme;
+    spec.dispatch = kOpenClDispatchScheme;
     spec.schemes = HostSchemes();
   }
   spec.folds = options.folds;

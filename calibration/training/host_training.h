@@ -3,7 +3,7 @@
 //
 // Per device, from the samples timed alone: a GBDT model file trained by the psched-train
 // trainer (predictor/gbdt/training, per-op mode; GPU files name the OpenCL backend's dispatch
-// scheme, executor/opencl/launch_geometry.h) and the analytic roofline fit
+// scheme, calibration/training/opencl_dispatch.h) and the analytic roofline fit
 // (calibration/training/analytic_fit.h). Both are evaluated on the same held-out folds:
 // grouped k-fold by *model* (a sample's group is the model its op came from, the part of its
 // source before '/'; BuildCases keeps one case per distinct op configuration, so neither a model

@@ -1,7 +1,7 @@
 // The NDRange every OpenCL kernel of this backend launches, in one place: KernelFactory
-// (opencl_kernels.h) sizes its launches with these functions, and OpenClDispatch gives the
-// same geometry for an op configuration - the GPU dispatch features of host GBDT models
-// (predictor/gbdt/dispatch.h), which must describe what this backend really enqueues.
+// (opencl_kernels.h) sizes its launches with these functions, and calibration's
+// OpenClDispatch (calibration/training/opencl_dispatch.h) gives host GBDT models the same
+// geometry as dispatch features, so they describe what this backend really enqueues.
 //
 // Local sizes are left to the OpenCL runtime (a null local size), so work-group sizes and
 // counts are reported as 0 (unknown). Pure functions; thread-safe.
@@ -11,8 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "predictor/gbdt/dispatch.h"
-#include "predictor/op_config.h"
 
 namespace psched::executor::opencl {
 
@@ -35,14 +33,5 @@ NdRange DepthwiseConvNdRange(int64_t out_w, int64_t rows, int64_t channels);
 NdRange FullyConnectedNdRange(int64_t outputs);
 // The per-element kernels (pool, pad, resize, binary ops): channels x width x height.
 NdRange ElementwiseNdRange(int64_t channels, int64_t width, int64_t height);
-
-// The scheme name host GPU model files carry.
-inline constexpr char kOpenClDispatchScheme[] = "psched-opencl";
-
-// The main launch of `config` as KernelFactory builds it (conv, depthwise conv, fully
-// connected; the per-element geometry otherwise). An input-channel slice launches the full
-// output's geometry over its channel range, plus a zero fill and an activation epilogue
-// that the `accumulate` feature accounts for.
-predictor::gbdt::DispatchFeatures OpenClDispatch(const predictor::OpConfig& config);
 
 }  // namespace psched::executor::opencl

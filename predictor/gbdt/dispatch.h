@@ -7,7 +7,7 @@
 // A dispatch scheme is a pure function OpConfig -> DispatchFeatures, named in every GPU model
 // file so a model is only ever evaluated with the scheme it was trained with. psched ships
 // the TFLite GPU delegate's schemes (phone data, below); the host's OpenCL backend provides
-// its own (executor/opencl/launch_geometry.h) and passes it to GbdtLatencyModel::Create, so
+// its own (calibration/training/opencl_dispatch.h) and passes it to GbdtLatencyModel::Create, so
 // the predictor never depends on the executor. Everything here is pure and thread-safe.
 #pragma once
 

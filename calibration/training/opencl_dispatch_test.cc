@@ -1,6 +1,6 @@
-// OpenClDispatch against the launches KernelFactory really builds, for every slice kind of
+// OpenClDispatch against the launches the OpenCL KernelFactory really builds, for every slice kind of
 // dense, grouped, depthwise and fully-connected ops; and a host GPU GBDT model that uses it.
-#include "executor/opencl/launch_geometry.h"
+#include "calibration/training/opencl_dispatch.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,9 +11,13 @@
 #include "model/split.h"
 #include "predictor/gbdt/gbdt_latency_model.h"
 
-namespace psched::executor::opencl {
+namespace psched::calibration {
 namespace {
 
+using executor::WorkSlice;
+using executor::opencl::KernelFactory;
+using executor::opencl::OpKernel;
+using executor::opencl::SvmArena;
 using executor::testing::GraphBuilder;
 using model::OpKind;
 using model::Shape;
@@ -34,7 +38,7 @@ model::Graph Graph(int groups) {
   return b.Build();
 }
 
-TEST(LaunchGeometryTest, DispatchFeaturesAreTheLaunchesTheFactoryBuilds) {
+TEST(OpenClDispatchTest, DispatchFeaturesAreTheLaunchesTheFactoryBuilds) {
   PSCHED_REQUIRE_OPENCL_DEVICE(device);
   for (int groups : {1, 3}) {
     const model::Graph g = Graph(groups);
@@ -78,7 +82,7 @@ TEST(LaunchGeometryTest, DispatchFeaturesAreTheLaunchesTheFactoryBuilds) {
   }
 }
 
-TEST(LaunchGeometryTest, KernelClassFollowsTheConvKind) {
+TEST(OpenClDispatchTest, KernelClassFollowsTheConvKind) {
   const model::Graph dense = Graph(1);
   const model::Graph grouped = Graph(3);
   using predictor::gbdt::KernelClass;
@@ -94,7 +98,7 @@ TEST(LaunchGeometryTest, KernelClassFollowsTheConvKind) {
 
 // A host GPU model set is just another model set: a file naming this scheme loads when the
 // scheme is passed to GbdtLatencyModel::Create, and its trees read these features.
-TEST(LaunchGeometryTest, HostGpuModelsPredictWithThisScheme) {
+TEST(OpenClDispatchTest, HostGpuModelsPredictWithThisScheme) {
   using predictor::gbdt::FeatureNames;
   using predictor::gbdt::OpFamily;
   predictor::gbdt::DeviceModel m;
@@ -134,4 +138,4 @@ TEST(LaunchGeometryTest, HostGpuModelsPredictWithThisScheme) {
 }
 
 }  // namespace
-}  // namespace psched::executor::opencl
+}  // namespace psched::calibration
