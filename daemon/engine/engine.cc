@@ -195,12 +195,15 @@ Engine::~Engine() {
   plans_.WaitForPlanners();
 }
 
+void Engine::StopWarmingAtStart() {
+  stop_warm_at_start_ = true;
+  sync::MutexLock lock(&warm_join_mu_);
+  if (warm_at_start_.joinable()) warm_at_start_.join();
+}
+
 void Engine::Shutdown() {
   feedback_.Stop();
-  {
-    sync::MutexLock lock(&warm_join_mu_);
-    if (warm_at_start_.joinable()) warm_at_start_.join();
-  }
+  StopWarmingAtStart();
   queue_.Drain();
   first_start_calibration_->Join();
 }
@@ -440,6 +443,7 @@ void Engine::WarmRecentPlans() {
   if (recent.size() > kWarmAtStart) recent.resize(kWarmAtStart);
   const PlatformInfo platform = backend_->platform();
   for (const auto& [last_used, id] : recent) {
+    if (stop_warm_at_start_) return;
     // Its most used plan this daemon would serve.
     absl::StatusOr<std::vector<cache::PlanRecord>> plans = store_->ListPlans(id);
     if (!plans.ok()) continue;
@@ -1070,6 +1074,8 @@ absl::StatusOr<std::vector<cache::PlanRecord>> Engine::ListCachedPlans(
 }
 
 absl::StatusOr<cache::PurgeResult> Engine::PurgeCache(bool include_models) {
+  // A start-up warm-up still running would plan again what the purge removes.
+  StopWarmingAtStart();
   usage_.Flush();
   absl::StatusOr<cache::PurgeResult> result = store_->Purge(include_models);
   if (result.ok()) {

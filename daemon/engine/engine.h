@@ -355,8 +355,12 @@ class Engine {
   UsageRecorder usage_{store_.get(), absl::Seconds(1)};
   std::unique_ptr<FirstStartCalibration> first_start_calibration_;
 
-  std::thread warm_at_start_;  // joined by Shutdown
+  std::thread warm_at_start_;  // joined by StopWarmingAtStart
   sync::Mutex warm_join_mu_;
+  std::atomic<bool> stop_warm_at_start_{false};
+  // Ends the start-up warm-up (after the model it is on) and joins it: at shutdown, and
+  // before a purge, which it would otherwise undo by planning what was purged.
+  void StopWarmingAtStart();
   sync::Mutex warm_mu_;
   std::set<std::string> warmed_ ABSL_GUARDED_BY(warm_mu_);  // "<model id>|<plan id>"
   std::atomic<int64_t> warmups_{0};  // queue jobs that were warm-ups, not inferences
