@@ -126,8 +126,10 @@ TEST(PlanBookTest, PlanningSlotsBoundConcurrentPlanners) {
                               CountingPlanner(book, KeyOf("b"), runs, &release))
                     .ok());
   });
+  // A slot is taken just before its planner starts counting: wait for both.
   PlanBook::PlanningLoad load;
-  for (int i = 0; i < 2000 && !(load.planning == 1 && load.waiting == 1); ++i) {
+  for (int i = 0; i < 2000 && !(load.planning == 1 && load.waiting == 1 && runs.load() == 1);
+       ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     load = book.Load();
   }
