@@ -242,7 +242,7 @@ Engine::SchedulerRequest Engine::ParseSchedulerConfig(const std::string& config)
 Engine::SchedulerRequest Engine::Resolve(const std::string& requested,
                                          const std::map<std::string, std::string>& options) const {
   if (!requested.empty()) return {requested, options};
-  SchedulerRequest request = ParseSchedulerConfig(config_.default_scheduler);
+  SchedulerRequest request = default_scheduler_;
   for (const auto& [name, value] : options) request.options[name] = value;
   return request;
 }

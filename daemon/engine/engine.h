@@ -345,6 +345,8 @@ class Engine {
   static constexpr size_t kWarmAtStart = 4;
 
   const DaemonConfig config_;
+  // config_.default_scheduler parsed once: Resolve runs on every Infer's call-poller check.
+  const SchedulerRequest default_scheduler_ = ParseSchedulerConfig(config_.default_scheduler);
   std::unique_ptr<cache::Store> store_;
   std::unique_ptr<Backend> backend_;
   InferenceQueue queue_;
